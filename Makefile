@@ -1,0 +1,42 @@
+# kfdguard: the two commands of the quick start, and the rest.
+#   make demo   the guardian against bundled simulated machines
+#   make test   the whole test suite (lint, type check, unit, integration)
+# Both install what they need first (Debian/Ubuntu packages, a virtualenv).
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.kfdguard-deps
+DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
+
+.PHONY: all demo test deps lint clean help
+
+all: help
+
+help:
+	@echo "make demo   run kfdguard against bundled simulated machines"
+	@echo "make test   run the whole test suite"
+	@echo "make deps   install the Debian packages and the virtualenv only"
+
+deps: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/install-deps scripts/debian-packages.txt
+	VENV=$(VENV) scripts/install-deps
+	@touch $@
+
+demo: deps
+	@for m in $(DEMO_MACHINES); do \
+		echo "════════ $$ kfdguard check --machine $$m"; \
+		$(PY) -m kfdguard check --machine $$m; \
+		echo "(exit status $$?)"; echo; \
+	done
+
+test: deps
+	$(PY) -m pytest
+
+lint: deps
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy --strict kfdguard tests
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+from kfdguard.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""assess: pure and deterministic. Facts + Config + knowledge -> Verdict.
+
+No I/O, no clock, no environment: everything it needs is in the Facts.
+"""
+
+from __future__ import annotations
+
+from kfdguard.assess.checks import CHECKS, summary_ready
+from kfdguard.assess.context import Context, Gpu
+from kfdguard.config import Config, ConfigError
+from kfdguard.facts import Facts
+from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
+
+
+def assess(facts: Facts, config: Config | None = None, config_errors: tuple[ConfigError, ...] = ()) -> Verdict:
+    ctx = Context(facts, config or Config(), config_errors)
+    for check in CHECKS:
+        check(ctx)
+    kfd = facts.kfd
+    interface_ok = kfd.version is not None and kfd.version[0] == 1
+    kfd_open = kfd.node.stat is not None and ctx.group_access(kfd.node.stat).allowed
+    ready_gpus = [g for g in ctx.gpus if g.node is not None and not g.blocked and interface_ok and kfd_open]
+    if ready_gpus:
+        summary_ready(ctx, ready_gpus)
+    findings = tuple(sorted(ctx.findings, key=lambda f: f.key()))
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    if not ctx.gpus:
+        state = State.NO_DEVICE
+    elif not ready_gpus:
+        state = State.UNAVAILABLE
+    elif errors:
+        state = State.DEGRADED
+    else:
+        state = State.READY
+    statuses = tuple(_status(g, g in ready_gpus) for g in ctx.gpus)
+    return Verdict(state, bool(ready_gpus), _summary(state, findings, ready_gpus), findings, statuses)
+
+
+def _status(gpu: Gpu, ready: bool) -> GpuStatus:
+    f = gpu.facts
+    gfx = gpu.node.gfx if gpu.node is not None else (gpu.asic.gfx if gpu.asic else None)
+    return GpuStatus(
+        slot=f.slot,
+        vendor=f.vendor,
+        device=f.device,
+        revision=f.revision,
+        name=gpu.name,
+        family=gpu.asic.family if gpu.asic else None,
+        gfx=gfx,
+        driver=f.driver,
+        kfd_node=gpu.node.index if gpu.node else None,
+        gpu_id=gpu.node.gpu_id if gpu.node else None,
+        render_node=gpu.render_node,
+        compute_ready=ready,
+        reason="ready" if ready else (gpu.blocked or "not ready"),
+    )
+
+
+def _summary(state: State, findings: tuple[Finding, ...], ready: list[Gpu]) -> str:
+    first_error = next((f for f in findings if f.severity is Severity.ERROR), None)
+    if state is State.NO_DEVICE:
+        return "no AMD GPU: nothing for KFD to do"
+    if state is State.READY:
+        ready_finding = next(f for f in findings if f.code == "kfd-ready")
+        return ready_finding.message
+    if state is State.DEGRADED:
+        return f"{len(ready)} GPU(s) can compute, but: {first_error.message if first_error else 'see findings'}"
+    return first_error.message if first_error else "compute is not available"

@@ -1,0 +1,78 @@
+"""Commands users can paste, per distribution."""
+
+from __future__ import annotations
+
+
+def add_to_group(user: str, group: str) -> str:
+    return f"sudo usermod -aG {group} {user}, then log out and back in (or reboot) so the new group applies"
+
+
+def regenerate_initramfs(distro: str, release: str) -> str:
+    if distro in ("debian", "ubuntu"):
+        return f"sudo update-initramfs -u -k {release}"
+    if distro == "fedora":
+        return f"sudo dracut --force --kver {release}"
+    if distro == "arch":
+        return "sudo mkinitcpio -P"
+    return "regenerate the initramfs with your distribution's tool"
+
+
+def newer_kernel(distro: str, version_id: str, needed: tuple[int, int]) -> str:
+    want = f"{needed[0]}.{needed[1]}"
+    if distro == "ubuntu" and version_id in ("18.04", "20.04", "22.04", "24.04"):
+        return (
+            f"install a kernel {want} or newer, e.g. Ubuntu's HWE kernel: "
+            f"sudo apt install --install-recommends linux-generic-hwe-{version_id}"
+        )
+    if distro == "debian":
+        return (
+            f"install a kernel {want} or newer, e.g. from backports: "
+            "sudo apt install -t $(. /etc/os-release; echo $VERSION_CODENAME)-backports linux-image-amd64"
+        )
+    if distro == "fedora":
+        return f"update to a kernel {want} or newer: sudo dnf upgrade --refresh kernel"
+    return f"install a kernel {want} or newer from your distribution"
+
+
+def kernel_with_kfd(distro: str) -> str:
+    if distro in ("debian", "ubuntu"):
+        return (
+            "boot your distribution's kernel (its amdgpu has CONFIG_HSA_AMD=y): "
+            "sudo apt install linux-image-amd64 (Debian) or linux-generic (Ubuntu); "
+            "for a self-built kernel set CONFIG_HSA_AMD=y (and CONFIG_HSA_AMD_SVM=y) and rebuild"
+        )
+    return "use a kernel built with CONFIG_HSA_AMD=y (all major distributions' kernels are)"
+
+
+def load_module(module: str, distro: str, release: str) -> str:
+    text = f"sudo modprobe {module} (kfdguard enforce does this at boot)"
+    if distro == "ubuntu":
+        text += f"; if it is not installed: sudo apt install linux-modules-extra-{release}"
+    return text
+
+
+UDEV_FIX = (
+    "run 'sudo kfdguard enforce' (fixes it now and installs a udev rule so it survives coldplug), or by hand: "
+    'echo \'SUBSYSTEM=="kfd", GROUP="{group}", MODE="{mode}"\' | sudo tee /etc/udev/rules.d/70-kfd.rules '
+    "&& sudo udevadm control --reload && sudo udevadm trigger --action=add --subsystem-match=kfd"
+)
+
+
+def fix_kfd_node(group: str, mode: int) -> str:
+    return UDEV_FIX.format(group=group, mode=f"{mode:04o}")
+
+
+def fix_render_node(group: str, mode: int) -> str:
+    return (
+        "run 'sudo kfdguard enforce', or add "
+        f'\'SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="{group}", MODE="{mode:04o}"\' '
+        "to a rules file in /etc/udev/rules.d and trigger it with "
+        "sudo udevadm trigger --action=add --subsystem-match=drm"
+    )
+
+
+def dkms_rebuild(module: str, version: str, release: str, log: str | None) -> str:
+    text = f"rebuild it: sudo dkms install {module}/{version} -k {release}"
+    if log:
+        text += f" (the failed build's log is {log})"
+    return text + "; or boot a kernel it is built for"

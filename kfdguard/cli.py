@@ -1,0 +1,187 @@
+"""The ``kfdguard`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kfdguard import __version__
+from kfdguard.verdict import EXIT_USAGE
+
+DESCRIPTION = """\
+kfdguard makes AMD GPUs ready for compute (ROCm, llama.cpp, PyTorch-ROCm,
+OpenCL) and keeps them ready. It checks the chain every ROCm program depends
+on: kernel support for the GPU's KFD driver, amdgpu's module options and
+order, /dev/kfd and the render nodes with their permissions, and the KFD
+topology, and says what is wrong and how to fix it.
+"""
+
+EXIT_HELP = """\
+exit status (check, diagnose):
+  0   ready: every AMD GPU can compute for the compute group
+  1   degraded: some GPU can compute, something else is wrong
+  2   unavailable: there is an AMD GPU but it cannot compute
+  3   no-device: no AMD GPU
+  4   error: kfdguard could not check
+  64  usage error
+"""
+
+CHECK_EPILOG = (
+    EXIT_HELP
+    + """
+examples:
+  kfdguard check                         this machine
+  kfdguard check --json | jq .state      for scripts
+  kfdguard check --machine kfd-perms-0600
+                                         a bundled simulated machine (see 'kfdguard machines')
+  kfdguard check --root /mnt/sysimage    a machine directory (chroot, image, simulation)
+"""
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors, which would read as 'unavailable'."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--root", metavar="DIR", help="inspect the machine whose root directory is DIR")
+    group.add_argument("--machine", metavar="NAME", help="inspect a bundled simulated machine")
+    parser.add_argument("--config", metavar="FILE", help="configuration file (default: ROOT/etc/kfdguard/config.yaml)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="kfdguard",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'kfdguard COMMAND --help' for a command's options. Documentation: kfdguard(8).",
+    )
+    parser.add_argument("--version", action="version", version=f"kfdguard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    check = sub.add_parser(
+        "check",
+        help="check compute readiness once and explain it",
+        description="Probe the machine once, assess it and print the state, the GPUs and the findings "
+        "with their remedies. Read-only: nothing is changed.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=CHECK_EPILOG,
+    )
+    _target_options(check)
+    check.add_argument("--json", action="store_true", help="print one JSON object (keys: state, ready, "
+                       "summary, kernel, gpus, kfd, findings)")  # fmt: skip
+    check.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
+
+    machines = sub.add_parser(
+        "machines",
+        help="list or render the bundled simulated machines",
+        description="The simulated machines bundled with kfdguard, for trying it out and for tests. "
+        "'render NAME DIR' writes one out as a directory tree usable with --root.",
+    )
+    machines.add_argument("action", nargs="?", choices=["list", "render"], default="list")
+    machines.add_argument("name", nargs="?", help="machine to render")
+    machines.add_argument("dest", nargs="?", help="empty directory to render it into")
+    machines.add_argument("--json", action="store_true", help="list as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "machines":
+            return cmd_machines(args, parser)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    parser.error(f"unknown command {args.command}")
+    return EXIT_USAGE
+
+
+def _config(args: argparse.Namespace, target: object) -> tuple[object, tuple[object, ...]]:
+    from pathlib import Path
+
+    from kfdguard.config import load_config
+    from kfdguard.machine import Target
+
+    assert isinstance(target, Target)
+    if args.config:
+        path = Path(args.config)
+        loaded = load_config(path, str(path))
+    else:
+        path = target.root.etc / "kfdguard/config.yaml"
+        loaded = load_config(path, target.root.display(path))
+    return loaded.config, loaded.errors
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from kfdguard.assess import assess
+    from kfdguard.config import Config
+    from kfdguard.machine import open_target
+    from kfdguard.probe import probe
+    from kfdguard.report import to_json, to_text
+    from kfdguard.simulate.spec import SpecError
+    from kfdguard.verdict import EXIT_CODES, State
+
+    try:
+        target = open_target(args.root, args.machine)
+    except (ValueError, SpecError) as exc:
+        print(f"kfdguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        config, errors = _config(args, target)
+        assert isinstance(config, Config)
+        facts = probe(target.system)
+        verdict = assess(facts, config, errors)  # type: ignore[arg-type]
+    except Exception as exc:
+        print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"state": str(State.ERROR), "ready": False, "error": str(exc)}))
+        return EXIT_CODES[State.ERROR]
+    finally:
+        target.close()
+    if args.json:
+        print(json.dumps(to_json(facts, verdict, target.name), indent=2))
+    else:
+        sys.stdout.write(to_text(facts, verdict, target.name, verbose=args.verbose))
+    return verdict.exit_code
+
+
+def cmd_machines(args: argparse.Namespace, parser: Parser) -> int:
+    from pathlib import Path
+
+    from kfdguard.simulate import bundled
+    from kfdguard.simulate.spec import SpecError
+
+    if args.action == "render":
+        if not args.name or not args.dest:
+            parser.error("machines render needs NAME and DIR")
+        try:
+            root = bundled.render_bundled(args.name, Path(args.dest))
+        except (SpecError, FileExistsError) as exc:
+            print(f"kfdguard: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"rendered {args.name} into {root.path}; inspect it with: kfdguard check --root {root.path}")
+        return 0
+    specs = [bundled.load(name) for name in bundled.names()]
+    if args.json:
+        print(json.dumps([{"name": s.name, "description": s.description} for s in specs], indent=2))
+        return 0
+    import textwrap
+
+    for spec in specs:
+        print(spec.name)
+        print(textwrap.fill(spec.description, width=96, initial_indent="    ", subsequent_indent="    "))
+    return 0

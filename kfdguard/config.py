@@ -1,0 +1,390 @@
+"""``/etc/kfdguard/config.yaml``: schema, defaults and strict validation.
+
+Validation walks YAML's node tree (``yaml.compose``), not the loaded Python
+objects, so every error carries the line and column where it is, and octal
+modes are read from their text (``0660``) rather than from YAML 1.1's idea of
+an integer. A config with any error is not used at all: the caller gets the
+errors and the last good config (or the defaults), never a half-applied file.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+from dataclasses import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import yaml
+
+CONFIG_LIMIT = 256 * 1024
+POLICIES = ("off", "notify", "oneshot", "pin")
+LOG_SOURCES = ("journal", "kmsg")
+INITRAMFS = ("report", "regenerate")
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleConfig:
+    options: tuple[tuple[str, str], ...] = ()  # KFD parameters for amdgpu (amdkfd on old kernels)
+    load: bool = True  # load amdgpu when it is not loaded
+    repair: bool = False  # comment out conflicting lines in other modprobe.d files
+    initramfs: str = "report"  # report | regenerate
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConfig:
+    group: str = "render"
+    mode: int = 0o660
+    udev_rule: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class UsersConfig:
+    add_to_group: tuple[str, ...] = ()  # users kfdguard may add to the compute group
+    min_uid: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackConfig:
+    policy: str = "notify"
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    modprobe: float = 20.0
+    device_wait: float = 5.0
+    polkit: float = 5.0
+    command: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    sources: tuple[str, ...] = ("journal", "kmsg")  # or absolute file paths
+    previous_boots: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    version: int = 1
+    module: ModuleConfig = field(default_factory=ModuleConfig)
+    device: DeviceConfig = field(default_factory=DeviceConfig)
+    users: UsersConfig = field(default_factory=UsersConfig)
+    fallback: FallbackConfig = field(default_factory=FallbackConfig)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    log: LogConfig = field(default_factory=LogConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigError:
+    file: str
+    line: int  # 1-based; 0 when the error is about the whole file
+    column: int
+    key: str  # dotted path, "" for the top level
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    config: Config
+    errors: tuple[ConfigError, ...]
+    source: str  # "file", "defaults" (no file), "last-good" or "defaults-after-error"
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+# --- the schema -------------------------------------------------------------------
+
+Scalar = str | int | float | bool
+_SECTIONS: dict[str, dict[str, str]] = {
+    "module": {"options": "options", "load": "bool", "repair": "bool", "initramfs": "initramfs"},
+    "device": {"group": "group", "mode": "mode", "udev_rule": "bool"},
+    "users": {"add_to_group": "names", "min_uid": "uid"},
+    "fallback": {"policy": "policy"},
+    "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
+    "log": {"sources": "sources", "previous_boots": "boots"},
+}
+_TOP = ("version", *_SECTIONS)
+
+
+class _Invalid(Exception):
+    def __init__(self, node: yaml.Node, key: str, message: str) -> None:
+        super().__init__(message)
+        self.node = node
+        self.key = key
+        self.message = message
+
+
+def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else f"; expected one of: {', '.join(choices)}"
+
+
+class _Validator:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.errors: list[ConfigError] = []
+
+    def error(self, node: yaml.Node | None, key: str, message: str) -> None:
+        line = node.start_mark.line + 1 if node is not None else 0
+        column = node.start_mark.column + 1 if node is not None else 0
+        self.errors.append(ConfigError(self.file, line, column, key, message))
+
+    def mapping(self, node: yaml.Node, key: str, allowed: tuple[str, ...]) -> dict[str, yaml.Node]:
+        import yaml
+
+        if not isinstance(node, yaml.MappingNode):
+            self.error(node, key, f"expected a mapping of {', '.join(allowed)}")
+            return {}
+        result: dict[str, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            path = f"{key}.{name}" if key and name else (name or key)
+            if not isinstance(name, str):
+                self.error(key_node, key, "keys must be plain names")
+            elif name in result:
+                self.error(key_node, path, "duplicate key")
+            elif name not in allowed:
+                where = f"in '{key}'" if key else "at the top level"
+                self.error(key_node, path, f"unknown key {where}{_suggest(name, allowed)}")
+            else:
+                result[name] = value_node
+        return result
+
+    def scalar(self, node: yaml.Node, key: str) -> tuple[str, str]:
+        """Raw text and resolved tag of a scalar."""
+        import yaml
+
+        if not isinstance(node, yaml.ScalarNode):
+            raise _Invalid(node, key, "expected a single value, not a list or mapping")
+        return node.value, node.tag.rsplit(":", 1)[-1]
+
+    def convert(self, node: yaml.Node, key: str, kind: str) -> object:
+        import yaml
+
+        if kind == "options":
+            result: list[tuple[str, str]] = []
+            for name, value in self.mapping(node, key, _ANY).items():
+                path = f"{key}.{name}"
+                if not name.isidentifier() or not name.isascii() or len(name) > 64:
+                    self.error(value, path, "not a module parameter name")
+                    continue
+                try:
+                    text, tag = self.scalar(value, path)
+                except _Invalid as exc:
+                    self.error(exc.node, exc.key, exc.message)
+                    continue
+                if tag == "bool":
+                    text = "1" if text.lower() in ("true", "yes", "on", "y") else "0"
+                if tag == "null" or not text or any(c in text for c in " \t\n\"'\\$`;&|") or len(text) > 256:
+                    self.error(value, path, f"{text!r:.40} is not a usable parameter value")
+                    continue
+                result.append((name, text))
+            return tuple(result)
+        if kind in ("names", "sources"):
+            if not isinstance(node, yaml.SequenceNode):
+                raise _Invalid(node, key, "expected a list")
+            items = []
+            for item in node.value:
+                text, _ = self.scalar(item, key)
+                if kind == "sources":
+                    if text not in LOG_SOURCES and not text.startswith("/"):
+                        raise _Invalid(item, key, f"{text!r:.40} is not journal, kmsg or an absolute path")
+                elif not _is_name(text):
+                    raise _Invalid(item, key, f"{text!r:.40} is not a user name")
+                items.append(text)
+            return tuple(items)
+        text, tag = self.scalar(node, key)
+        if kind == "bool":
+            if tag != "bool":
+                raise _Invalid(node, key, f"{text!r:.40} is not true or false")
+            return text.lower() in ("true", "yes", "on", "y")
+        if kind == "mode":
+            digits = text[2:] if text.lower().startswith("0o") else text
+            if not digits or any(c not in "01234567" for c in digits) or int(digits, 8) > 0o777:
+                raise _Invalid(node, key, f"{text!r:.40} is not an octal mode (0..0777)")
+            mode = int(digits, 8)
+            if mode & 0o600 != 0o600:
+                raise _Invalid(node, key, f"{text} would deny the owner (root) read-write access")
+            return mode
+        if kind == "group":
+            if not _is_name(text):
+                raise _Invalid(node, key, f"{text!r:.40} is not a group name")
+            return text
+        if kind in ("uid", "boots", "version"):
+            if tag != "int" or not text.isdigit():
+                raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
+            number = int(text)
+            limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
+            if number > limit or (kind == "version" and number != 1):
+                raise _Invalid(node, key, f"{number} is out of range (max {limit})")
+            return number
+        if kind == "seconds":
+            try:
+                value_f = float(text)
+            except ValueError:
+                raise _Invalid(node, key, f"{text!r:.40} is not a number of seconds") from None
+            if tag not in ("int", "float") or not 0.1 <= value_f <= 600:
+                raise _Invalid(node, key, f"{text} is out of range (0.1..600 seconds)")
+            return value_f
+        choices = {"policy": POLICIES, "initramfs": INITRAMFS}[kind]
+        if text not in choices:
+            raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
+        return text
+
+
+class _AnyKeys(tuple[str, ...]):
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ANY = _AnyKeys()
+
+
+def _is_name(text: str) -> bool:
+    # useradd/groupadd's portable names: letters, digits, _ . - and no leading dash.
+    return 0 < len(text) <= 32 and text.isascii() and text[0] != "-" and all(c.isalnum() or c in "_.-" for c in text)
+
+
+def parse_config(text: str, file: str) -> tuple[Config, list[ConfigError]]:
+    """Validate config text. On errors the returned Config is the defaults."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    validator = _Validator(file)
+    try:
+        root = yaml.compose(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+        return Config(), [ConfigError(file, line, column, "", f"not valid YAML: {problem}")]
+    if root is None:
+        return Config(), []
+    values: dict[str, dict[str, object]] = {}
+    top = validator.mapping(root, "", _TOP)
+    if "version" in top:
+        try:
+            validator.convert(top["version"], "version", "version")
+        except _Invalid as exc:
+            validator.error(exc.node, exc.key, exc.message)
+    for section, keys in _SECTIONS.items():
+        if section not in top:
+            continue
+        node = top[section]
+        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+            continue
+        for name, value_node in validator.mapping(node, section, tuple(keys)).items():
+            try:
+                values.setdefault(section, {})[name] = validator.convert(value_node, f"{section}.{name}", keys[name])
+            except _Invalid as exc:
+                validator.error(exc.node, exc.key, exc.message)
+    if validator.errors:
+        return Config(), validator.errors
+    return config_from_plain(values), []
+
+
+def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
+    return Config(
+        module=ModuleConfig(**values.get("module", {})),  # type: ignore[arg-type]
+        device=DeviceConfig(**values.get("device", {})),  # type: ignore[arg-type]
+        users=UsersConfig(**values.get("users", {})),  # type: ignore[arg-type]
+        fallback=FallbackConfig(**values.get("fallback", {})),  # type: ignore[arg-type]
+        timeouts=Timeouts(**values.get("timeouts", {})),  # type: ignore[arg-type]
+        log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
+    )
+
+
+def config_to_plain(config: Config) -> dict[str, dict[str, object]]:
+    from dataclasses import asdict
+
+    plain = asdict(config)
+    plain.pop("version")
+    return plain
+
+
+def load_config(path: Path, display: str, cache: Path | None = None) -> LoadedConfig:
+    """Read and validate the config file; never raises.
+
+    ``cache`` remembers the last file that validated (its bytes and the parsed
+    result): when the file is unchanged, parsing and the YAML import are
+    skipped, which matters on the boot path; when the file is broken, the last
+    good config is used instead of the defaults.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return LoadedConfig(Config(), (), "defaults")
+    except OSError as exc:
+        error = ConfigError(display, 0, 0, "", f"cannot read: {exc.strerror or exc}")
+        return _fallback(cache, error)
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return _fallback(cache, ConfigError(display, 0, 0, "", "not a regular file"))
+        raw = os.read(fd, CONFIG_LIMIT + 1)
+    except OSError as exc:
+        return _fallback(cache, ConfigError(display, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
+    finally:
+        os.close(fd)
+    if len(raw) > CONFIG_LIMIT:
+        return _fallback(cache, ConfigError(display, 0, 0, "", f"larger than {CONFIG_LIMIT} bytes"))
+    cached = _read_cache(cache)
+    if cached is not None and cached[0] == raw:
+        return LoadedConfig(cached[1], (), "file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _fallback(cache, ConfigError(display, 0, 0, "", f"not UTF-8 text (byte {exc.start})"))
+    config, errors = parse_config(text, display)
+    if errors:
+        return _fallback(cache, *errors)
+    _write_cache(cache, raw, config)
+    return LoadedConfig(config, (), "file")
+
+
+def _fallback(cache: Path | None, *errors: ConfigError) -> LoadedConfig:
+    cached = _read_cache(cache)
+    if cached is not None:
+        return LoadedConfig(cached[1], tuple(errors), "last-good")
+    return LoadedConfig(Config(), tuple(errors), "defaults-after-error")
+
+
+def _read_cache(cache: Path | None) -> tuple[bytes, Config] | None:
+    if cache is None:
+        return None
+    try:
+        with open(cache, "rb") as handle:
+            # Our own file under /var/lib/kfdguard (0600 root): not foreign input.
+            version, raw, plain = marshal.load(handle)  # noqa: S302
+        if version != CACHE_VERSION or not isinstance(raw, bytes):
+            return None
+        return raw, config_from_plain(plain)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def _write_cache(cache: Path | None, raw: bytes, config: Config) -> None:
+    if cache is None:
+        return
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.name + ".tmp")
+        with open(tmp, "wb") as handle:
+            marshal.dump((CACHE_VERSION, raw, config_to_plain(config)), handle)
+        os.replace(tmp, cache)
+    except OSError:
+        # Not root (kfdguard check as a user), or a read-only /var/lib: the
+        # cache is an optimisation and a fallback, not a requirement.
+        pass

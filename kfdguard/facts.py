@@ -1,0 +1,281 @@
+"""What probe found on a machine: plain, immutable records.
+
+Nothing here interprets; assess does. A fact that could not be read is kept
+as a ``Problem`` ("unreadable: why") rather than raised, so that a garbled
+sysfs file becomes a finding instead of a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfdguard.access import NodeStat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    path: str  # as shown on the machine, e.g. "/sys/class/kfd/kfd/topology/nodes/1/properties"
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class OsFacts:
+    id: str  # os-release ID ("debian", "ubuntu", "fedora"...), "" when unknown
+    id_like: tuple[str, ...]
+    version_id: str
+    pretty_name: str
+
+    def is_like(self, name: str) -> bool:
+        return self.id == name or name in self.id_like
+
+
+@dataclass(frozen=True, slots=True)
+class KernelFacts:
+    release: str  # uname -r
+    version: tuple[int, int, int] | None  # parsed from release; None if it does not parse
+    config: Mapping[str, str]  # CONFIG_* -> "y", "m", "n" (explicitly unset) or a value
+    config_source: str | None  # where the config was read, None if nowhere
+    cmdline: tuple[str, ...]
+
+    def symbol(self, name: str) -> str | None:
+        """Value of a Kconfig symbol: "y"/"m"/"n"/value, or None if unknown."""
+        return self.config.get(name)
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFacts:
+    name: str
+    builtin: bool  # listed in modules.builtin
+    file: str | None  # module file for the running kernel, as shown on the machine
+    from_dkms: bool  # the file lives under updates/ or extra/ (out-of-tree build)
+    loaded: bool  # /sys/module/<name> exists and is live (or built in)
+    params: Mapping[str, str]  # live values from /sys/module/<name>/parameters
+    declared: tuple[str, ...] | None  # parameter names the module declares, None if unknown
+    holders: tuple[str, ...]
+    refcnt: int | None
+    version: str | None  # /sys/module/<name>/version or modinfo "version"
+    sysfs: str = ""  # /sys/module/<name> as shown on the machine
+
+    def param_path(self, param: str) -> str:
+        return f"{self.sysfs}/parameters/{param}"
+
+    @property
+    def present(self) -> bool:
+        return self.builtin or self.file is not None or self.loaded
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFacts:
+    slot: str  # PCI address "0000:03:00.0"
+    vendor: int
+    device: int
+    subsystem_vendor: int | None
+    subsystem_device: int | None
+    revision: int | None
+    pci_class: int  # 0x030000 VGA, 0x038000 display, 0x030200 3D
+    driver: str | None  # bound kernel driver
+    boot_vga: bool
+    card: str | None  # "card0"
+    render_minor: int | None  # renderD<minor>
+
+    @property
+    def is_amd(self) -> bool:
+        return self.vendor == 0x1002
+
+    @property
+    def ids(self) -> str:
+        return f"{self.vendor:04x}:{self.device:04x}"
+
+    @property
+    def render_node(self) -> str | None:
+        return None if self.render_minor is None else f"renderD{self.render_minor}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceNode:
+    path: str  # as shown on the machine
+    stat: NodeStat | None  # None: does not exist
+    error: str | None = None  # stat failed for another reason than ENOENT
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyNode:
+    index: int
+    gpu_id: int
+    name: str
+    properties: Mapping[str, int]
+
+    def prop(self, key: str) -> int:
+        return self.properties.get(key, 0)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpu_id != 0
+
+    @property
+    def gfx_target_version(self) -> int:
+        return self.prop("gfx_target_version")
+
+    @property
+    def gfx(self) -> str | None:
+        return gfx_name(self.gfx_target_version)
+
+    @property
+    def slot(self) -> str | None:
+        """PCI address from location_id (bus << 8 | devfn) and domain."""
+        if not self.is_gpu:
+            return None
+        loc = self.prop("location_id")
+        bus, devfn = loc >> 8, loc & 0xFF
+        return f"{self.prop('domain'):04x}:{bus:02x}:{devfn >> 3:02x}.{devfn & 7:x}"
+
+
+def gfx_name(version: int) -> str | None:
+    """Decode KFD's decimal gfx_target_version (MMmmss) to an LLVM target name.
+
+    The stepping is written in hex in the name: 90010 -> gfx90a, 110000 -> gfx1100.
+    """
+    if version <= 0:
+        return None
+    major, minor, step = version // 10000, version // 100 % 100, version % 100
+    if step > 15 or minor > 9:
+        return None
+    return f"gfx{major}{minor}{step:x}"
+
+
+@dataclass(frozen=True, slots=True)
+class KfdFacts:
+    node: DeviceNode  # /dev/kfd
+    sysfs: bool  # /sys/class/kfd/kfd exists
+    topology: tuple[TopologyNode, ...]
+    generation_id: int | None
+    version: tuple[int, int] | None  # AMDKFD_IOC_GET_VERSION answer
+    version_error: str | None  # why the ioctl could not be done
+
+    @property
+    def gpu_nodes(self) -> tuple[TopologyNode, ...]:
+        return tuple(n for n in self.topology if n.is_gpu)
+
+
+@dataclass(frozen=True, slots=True)
+class ModprobeDirective:
+    file: str  # as shown on the machine
+    line: int
+    kind: str  # options, softdep, blacklist, install, remove, alias
+    module: str  # normalised: dashes become underscores, as kmod compares names
+    args: tuple[str, ...]
+    text: str  # the directive as written (continuations joined)
+
+
+@dataclass(frozen=True, slots=True)
+class ModulesLoadEntry:
+    file: str
+    line: int
+    module: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModprobeFacts:
+    directives: tuple[ModprobeDirective, ...]  # effective files only, in kmod's order
+    files: tuple[str, ...]  # effective configuration files, in kmod's order
+    shadowed: tuple[str, ...]  # files overridden by a same-named file earlier in the search path
+    modules_load: tuple[ModulesLoadEntry, ...]  # /etc/modules and modules-load.d
+    cmdline_options: Mapping[str, Mapping[str, str]]  # module -> param -> value from the kernel command line
+    cmdline_blacklist: tuple[str, ...]
+
+    def for_module(self, module: str, kind: str | None = None) -> tuple[ModprobeDirective, ...]:
+        return tuple(d for d in self.directives if d.module == module and (kind is None or d.kind == kind))
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    name: str
+    gid: int
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    uid: int
+    gid: int
+    home: str
+    shell: str
+
+    @property
+    def can_log_in(self) -> bool:
+        return not self.shell.endswith(("nologin", "false"))
+
+
+@dataclass(frozen=True, slots=True)
+class Accounts:
+    groups: tuple[Group, ...]
+    users: tuple[User, ...]
+
+    def group(self, name: str) -> Group | None:
+        return next((g for g in self.groups if g.name == name), None)
+
+    def group_by_gid(self, gid: int) -> Group | None:
+        return next((g for g in self.groups if g.gid == gid), None)
+
+    def user(self, name: str) -> User | None:
+        return next((u for u in self.users if u.name == name), None)
+
+    def user_by_uid(self, uid: int) -> User | None:
+        return next((u for u in self.users if u.uid == uid), None)
+
+    def gids_of(self, user: User) -> frozenset[int]:
+        """Primary plus supplementary groups, as a fresh login would get them."""
+        extra = {g.gid for g in self.groups if user.name in g.members}
+        return frozenset({user.gid, *extra})
+
+    def group_name(self, gid: int) -> str:
+        group = self.group_by_gid(gid)
+        return group.name if group else str(gid)
+
+    def user_name(self, uid: int) -> str:
+        user = self.user_by_uid(uid)
+        return user.name if user else str(uid)
+
+
+@dataclass(frozen=True, slots=True)
+class DkmsModule:
+    """One DKMS module version under /var/lib/dkms."""
+
+    module: str
+    version: str
+    path: str  # /var/lib/dkms/<module>/<version> as shown on the machine
+    built_for: tuple[str, ...]  # kernel releases with a built module
+    failed_for: tuple[str, ...]  # kernel releases named by a failed build's make.log
+    make_log: str | None  # path of the last build log, as shown on the machine
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """One probe pass over a machine."""
+
+    root: str  # the Root this came from ("/" on a real machine)
+    simulated: bool
+    os: OsFacts
+    kernel: KernelFacts
+    amdgpu: ModuleFacts
+    amdkfd: ModuleFacts
+    gpus: tuple[GpuFacts, ...]
+    render_nodes: Mapping[str, DeviceNode]  # "renderD128" -> node
+    kfd: KfdFacts
+    modprobe: ModprobeFacts
+    accounts: Accounts
+    dkms: tuple[DkmsModule, ...] = ()
+    installed_kernels: tuple[str, ...] = ()  # releases with a kernel image in /boot
+    problems: tuple[Problem, ...] = field(default=())
+
+    @property
+    def amd_gpus(self) -> tuple[GpuFacts, ...]:
+        return tuple(g for g in self.gpus if g.is_amd)

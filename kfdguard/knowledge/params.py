@@ -1,0 +1,109 @@
+"""KFD-related module parameters: types, valid values, and the bogus ones.
+
+Validate against what the running module declares (``/sys/module/amdgpu/
+parameters``, ``modinfo -F parm``) first; this table adds what the kernel
+does with a value, which the declaration does not say. Sources: amdgpu_drv.c
+and kfd_module.c (ROCm/amdgpu @ 031b3904, mainline docs), Debian 12's 6.1
+amdgpu.ko measured with modinfo (shared/knowledge/kfd-facts.md §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SRC_DRV = "drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c (ROCm/amdgpu @ 031b3904); kfd-facts.md §2"
+SRC_KFD = "drivers/gpu/drm/amd/amdkfd/kfd_module.c kfd_init(); kfd-facts.md §2"
+SRC_OLD = "drivers/gpu/drm/amd/amdkfd/kfd_module.c of 3.19 and 4.17-4.19; kfd-facts.md §2"
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    kind: str  # int, uint, bool
+    choices: tuple[int, ...] | None  # the only values the kernel accepts or uses
+    minimum: int | None
+    maximum: int | None
+    unsafe: bool  # declared with module_param_unsafe: setting it taints the kernel
+    runtime: bool  # 0644: can be changed through sysfs while loaded
+    breaks_kfd: bool  # an invalid value makes kfd_init() fail: no /dev/kfd at all
+    meaning: str
+    source: str
+
+    def check(self, value: str) -> str | None:
+        """Why ``value`` is invalid, or None."""
+        if self.kind == "bool":
+            if value.upper() in ("Y", "N", "1", "0", "YES", "NO", "TRUE", "FALSE", "ON", "OFF", ""):
+                return None
+            return f"{value!r} is not a boolean (0/1, y/n)"
+        try:
+            number = int(value, 0)
+        except ValueError:
+            return f"{value!r} is not an integer"
+        if self.kind == "uint" and number < 0:
+            return f"{number} is negative but {self.name} is unsigned"
+        if self.choices is not None and number not in self.choices:
+            return f"{number} is not one of {', '.join(map(str, self.choices))}"
+        if self.minimum is not None and number < self.minimum:
+            return f"{number} is below the minimum {self.minimum}"
+        if self.maximum is not None and number > self.maximum:
+            return f"{number} is above the maximum {self.maximum}"
+        return None
+
+
+def _p(name: str, kind: str, meaning: str, *, choices: tuple[int, ...] | None = None,
+       lo: int | None = None, hi: int | None = None, unsafe: bool = False, runtime: bool = False,
+       breaks_kfd: bool = False, source: str = SRC_DRV) -> Param:  # fmt: skip
+    return Param(name, kind, choices, lo, hi, unsafe, runtime, breaks_kfd, meaning, source)
+
+
+# Parameters of amdgpu (merged kernels, 4.20+) that concern compute.
+KFD_PARAMS: dict[str, Param] = {p.name: p for p in (
+    _p("sched_policy", "int", "0 = HWS, 1 = HWS without over-subscription, 2 = no HWS (debug)",
+       choices=(0, 1, 2), unsafe=True, breaks_kfd=True, source=SRC_KFD),
+    _p("hws_max_conc_proc", "int", "processes the HWS runs at once; -1 = number of VMIDs for KFD",
+       lo=-1),
+    _p("cwsr_enable", "int", "compute wave save/restore (mid-wave preemption)", choices=(0, 1)),
+    _p("max_num_of_queues_per_device", "int", "queues per device", lo=1, hi=4096, breaks_kfd=True,
+       source=SRC_KFD),
+    _p("send_sigterm", "int", "SIGTERM the HSA process on an unhandled exception", choices=(0, 1)),
+    _p("halt_if_hws_hang", "int", "halt if an HWS hang is detected (debug)", choices=(0, 1),
+       unsafe=True, runtime=True),
+    _p("hws_gws_support", "bool", "assume MEC2 firmware supports GWS barriers", unsafe=True),
+    _p("queue_preemption_timeout_ms", "int", "queue preemption timeout", lo=1, runtime=True),
+    _p("debug_evictions", "bool", "warn with a backtrace on evictions", runtime=True),
+    _p("no_system_mem_limit", "bool", "disable the system memory limit", runtime=True),
+    _p("no_queue_eviction_on_vm_fault", "int", "1 = do not evict queues on a VM fault",
+       choices=(0, 1), unsafe=True),
+    _p("noretry", "int", "retry faults: 0 on, 1 off, -1 auto", choices=(-1, 0, 1), runtime=True),
+    _p("mtype_local", "int", "MTYPE for local memory (GFX 9.4.3+)", choices=(0, 1, 2), unsafe=True),
+    _p("pcie_p2p", "bool", "PCIe peer-to-peer (needs large BAR)"),
+    _p("debug_mask", "uint", "debug bits; 0x2 simulates large BAR", unsafe=True),
+    _p("debug_largebar", "int", "simulate large BAR (replaced by debug_mask)", choices=(0, 1)),
+    _p("ignore_crat", "int", "1 = ignore the ACPI CRAT table", choices=(0, 1)),
+)}  # fmt: skip
+
+# Parameters the separate amdkfd.ko declared before 4.20 and amdgpu took over.
+OLD_AMDKFD = frozenset({
+    "sched_policy", "hws_max_conc_proc", "cwsr_enable", "max_num_of_queues_per_device",
+    "send_sigterm", "debug_largebar", "ignore_crat", "noretry", "halt_if_hws_hang",
+    "max_num_of_processes", "max_num_of_queues_per_process",
+})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class BogusParam:
+    name: str
+    truth: str
+
+
+# Options from blog posts that no amdkfd or amdgpu version ever declared.
+BOGUS: dict[str, BogusParam] = {b.name: b for b in (
+    BogusParam("enable_iommu", "no amdkfd or amdgpu version declares it; the IOMMU is set on the "
+               "kernel command line (amd_iommu=on, iommu=pt), and current kernels need none for KFD"),
+    BogusParam("max_num_of_devices", "no amdkfd or amdgpu version declares it; to limit the GPUs a "
+               "program sees, set ROCR_VISIBLE_DEVICES in its environment"),
+)}  # fmt: skip
+
+
+def lookup(name: str) -> Param | None:
+    return KFD_PARAMS.get(name)

@@ -1,0 +1,142 @@
+"""modprobe.d(5) and modules-load.d(5) files, read the way kmod reads them."""
+
+from __future__ import annotations
+
+from kfdguard.facts import ModprobeDirective, ModulesLoadEntry
+
+KINDS = ("alias", "blacklist", "install", "remove", "options", "softdep", "weakdep")
+
+
+def normalise(module: str) -> str:
+    """kmod treats dashes and underscores in module names as the same."""
+    return module.replace("-", "_")
+
+
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """Join backslash-continued lines; each result keeps its first line number."""
+    result: list[tuple[int, str]] = []
+    pending: list[str] = []
+    start = 0
+    # kmod reads with fgets: only "\n" ends a line (str.splitlines would also
+    # split on \x85, \u2028 and friends, shifting every later line number).
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, raw in enumerate(lines, 1):
+        if not pending:
+            start = number
+        if raw.endswith("\\"):
+            pending.append(raw[:-1])
+            continue
+        pending.append(raw)
+        result.append((start, " ".join(pending)))
+        pending = []
+    if pending:
+        result.append((start, " ".join(pending)))
+    return result
+
+
+def parse_modprobe_conf(text: str, file: str) -> tuple[list[ModprobeDirective], list[str]]:
+    directives: list[ModprobeDirective] = []
+    complaints: list[str] = []
+    for number, line in logical_lines(text):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        kind = words[0]
+        where = f"{file}:{number}"
+        if kind not in KINDS:
+            complaints.append(f"{where}: unknown command {kind[:40]!r} (kmod ignores the line)")
+            continue
+        if len(words) < 2:
+            complaints.append(f"{where}: {kind} without a module name")
+            continue
+        # alias's first argument is a pattern, the module comes second.
+        args: tuple[str, ...]
+        if kind == "alias":
+            if len(words) != 3:
+                complaints.append(f"{where}: alias needs a pattern and a module")
+                continue
+            module, args = normalise(words[2]), (words[1],)
+        else:
+            module, args = normalise(words[1]), tuple(words[2:])
+        if kind == "blacklist" and args:
+            complaints.append(f"{where}: blacklist takes one module name")
+            continue
+        if kind in ("install", "remove") and not args:
+            complaints.append(f"{where}: {kind} {module} has no command")
+            continue
+        if kind in ("softdep", "weakdep"):
+            problem = _check_softdep(kind, args)
+            if problem:
+                complaints.append(f"{where}: {problem}")
+                continue
+        directives.append(ModprobeDirective(file, number, kind, module, args, " ".join(words)))
+    return directives, complaints
+
+
+def _check_softdep(kind: str, args: tuple[str, ...]) -> str | None:
+    if kind == "weakdep":
+        return None if args else "weakdep without modules"
+    if not args:
+        return "softdep without pre: or post: modules"
+    if args[0] not in ("pre:", "post:"):
+        return f"softdep expects 'pre:' or 'post:', found {args[0][:40]!r}"
+    return None
+
+
+def softdep_modules(directive: ModprobeDirective) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The (pre, post) modules of a softdep directive."""
+    pre: list[str] = []
+    post: list[str] = []
+    target = pre
+    for word in directive.args:
+        if word == "pre:":
+            target = pre
+        elif word == "post:":
+            target = post
+        else:
+            target.append(normalise(word))
+    return tuple(pre), tuple(post)
+
+
+def option_pairs(directive: ModprobeDirective) -> list[tuple[str, str]]:
+    """``options m a=1 b`` -> [("a", "1"), ("b", "")]; kmod passes both forms on."""
+    pairs = []
+    for word in directive.args:
+        name, _, value = word.partition("=")
+        pairs.append((name, value.strip('"')))
+    return pairs
+
+
+def parse_modules_load(text: str, file: str) -> tuple[list[ModulesLoadEntry], list[str]]:
+    entries: list[ModulesLoadEntry] = []
+    complaints: list[str] = []
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        words = line.split()
+        # /etc/modules (Debian) allows arguments after the name; systemd's
+        # modules-load.d does not, but the module is what matters here.
+        if not all(c.isalnum() or c in "-_" for c in words[0]):
+            complaints.append(f"{file}:{number}: {words[0][:40]!r} is not a module name")
+            continue
+        entries.append(ModulesLoadEntry(file, number, normalise(words[0])))
+    return entries, complaints
+
+
+def parse_cmdline_modules(args: tuple[str, ...]) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """``module.param=value`` and ``modprobe.blacklist=a,b`` from the kernel command line."""
+    options: dict[str, dict[str, str]] = {}
+    blacklist: list[str] = []
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if key == "modprobe.blacklist":
+            blacklist.extend(normalise(m) for m in value.split(",") if m)
+            continue
+        module, dot, param = key.partition(".")
+        if not dot or not module or not param or "/" in module:
+            continue
+        options.setdefault(normalise(module), {})[param] = value.strip('"')
+    return options, blacklist

@@ -1,0 +1,51 @@
+"""probe: read a machine through its Root and System into immutable Facts.
+
+It only reads, and it never raises on odd machine content: what cannot be
+read becomes a ``Problem`` in the facts.
+"""
+
+from __future__ import annotations
+
+from kfdguard.facts import DeviceNode, Facts
+from kfdguard.probe.config_files import probe_accounts, probe_modprobe
+from kfdguard.probe.devices import probe_gpus, probe_kfd, probe_node
+from kfdguard.probe.reader import Reader
+from kfdguard.probe.system_info import (
+    probe_dkms,
+    probe_installed_kernels,
+    probe_kernel,
+    probe_modules,
+    probe_os,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.system import System
+
+
+def probe(system: System) -> Facts:
+    root = system.root
+    reader = Reader(root)
+    kernel = probe_kernel(reader)
+    modules = probe_modules(reader, system, kernel.release, ("amdgpu", "amdkfd"))
+    gpus = probe_gpus(reader)
+    render_nodes: dict[str, DeviceNode] = {}
+    for gpu in gpus:
+        if gpu.is_amd and gpu.render_node:
+            render_nodes[gpu.render_node] = probe_node(reader, system, root.dev / "dri" / gpu.render_node)
+    return Facts(
+        root=str(root.path),
+        simulated=system.simulated,
+        os=probe_os(reader),
+        kernel=kernel,
+        amdgpu=modules["amdgpu"],
+        amdkfd=modules["amdkfd"],
+        gpus=tuple(gpus),
+        render_nodes=render_nodes,
+        kfd=probe_kfd(reader, system),
+        modprobe=probe_modprobe(reader, kernel.cmdline),
+        accounts=probe_accounts(reader),
+        dkms=probe_dkms(reader),
+        installed_kernels=probe_installed_kernels(reader),
+        problems=tuple(reader.problems),
+    )

@@ -1,0 +1,122 @@
+"""GPUs on the PCI bus, their DRM nodes, and KFD (device node, topology, ioctl)."""
+
+from __future__ import annotations
+
+import errno
+
+from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, TopologyNode
+from kfdguard.parsers.topology import parse_int, parse_properties
+from kfdguard.probe.reader import Reader
+from kfdguard.system import KfdIoctlError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kfdguard.system import System
+
+DISPLAY_CLASS = 0x03
+TOPOLOGY_NODE_LIMIT = 256
+
+
+def _hex(reader: Reader, path: Path) -> int | None:
+    text = reader.value(path)
+    if text is None:
+        return None
+    value = parse_int(text if text.lower().startswith("0x") else "0x" + text)
+    if value is None:
+        reader.complain(path, f"unreadable: {text[:40]!r} is not a hex number")
+    return value
+
+
+def probe_gpus(reader: Reader) -> list[GpuFacts]:
+    root = reader.root
+    base = root.sys / "bus/pci/devices"
+    gpus = []
+    for slot in reader.listdir(base):
+        dev = base / slot
+        pci_class = _hex(reader, dev / "class")
+        if pci_class is None or pci_class >> 16 != DISPLAY_CLASS:
+            continue
+        vendor = _hex(reader, dev / "vendor")
+        device = _hex(reader, dev / "device")
+        if vendor is None or device is None:
+            continue
+        card: str | None = None
+        render: int | None = None
+        for entry in reader.listdir(dev / "drm"):
+            if entry.startswith("card") and entry[4:].isdigit():
+                card = card or entry
+            elif entry.startswith("renderD") and entry[7:].isdigit():
+                render = int(entry[7:])
+        gpus.append(
+            GpuFacts(
+                slot=slot,
+                vendor=vendor,
+                device=device,
+                subsystem_vendor=_hex(reader, dev / "subsystem_vendor"),
+                subsystem_device=_hex(reader, dev / "subsystem_device"),
+                revision=_hex(reader, dev / "revision"),
+                pci_class=pci_class,
+                driver=reader.readlink_name(dev / "driver"),
+                boot_vga=reader.value(dev / "boot_vga") == "1",
+                card=card,
+                render_minor=render,
+            )
+        )
+    return gpus
+
+
+def probe_node(reader: Reader, system: System, path: Path) -> DeviceNode:
+    shown = reader.root.display(path)
+    try:
+        return DeviceNode(shown, system.stat_node(path))
+    except OSError as exc:
+        return DeviceNode(shown, None, error=exc.strerror or str(exc))
+
+
+def probe_kfd(reader: Reader, system: System) -> KfdFacts:
+    root = reader.root
+    node = probe_node(reader, system, root.kfd)
+    kfd_sys = root.sys / "class/kfd/kfd"
+    topo = kfd_sys / "topology"
+    nodes: list[TopologyNode] = []
+    names = [n for n in reader.listdir(topo / "nodes") if n.isdigit()]
+    for name in sorted(names, key=int)[:TOPOLOGY_NODE_LIMIT]:
+        ndir = topo / "nodes" / name
+        text = reader.text(ndir / "properties")
+        if text is None:
+            reader.complain(ndir / "properties", "missing: topology node without properties")
+            continue
+        props, complaints = parse_properties(text)
+        for complaint in complaints[:3]:
+            reader.complain(ndir / "properties", complaint)
+        gpu_text = reader.value(ndir / "gpu_id")
+        gpu_id = parse_int(gpu_text) if gpu_text is not None else None
+        if gpu_id is None:
+            reader.complain(ndir / "gpu_id", "unreadable: not a number")
+            gpu_id = 0
+        nodes.append(TopologyNode(int(name), gpu_id, reader.value(ndir / "name") or "", props))
+    gen_text = reader.value(topo / "generation_id")
+    generation = parse_int(gen_text) if gen_text is not None else None
+    version: tuple[int, int] | None = None
+    version_error: str | None = None
+    if node.stat is not None and node.stat.kind == "char":
+        try:
+            version = system.kfd_version(root.kfd)
+        except KfdIoctlError as exc:
+            version_error = str(exc)
+            if exc.errno == errno.EPERM:
+                version_error += " (a device cgroup or DeviceAllow= may deny it)"
+        except OSError as exc:
+            version_error = exc.strerror or str(exc)
+    elif node.stat is not None:
+        version_error = f"{node.path} is not a character device"
+    return KfdFacts(
+        node=node,
+        sysfs=kfd_sys.is_dir(),
+        topology=tuple(nodes),
+        generation_id=generation,
+        version=version,
+        version_error=version_error,
+    )

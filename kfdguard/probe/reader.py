@@ -1,0 +1,91 @@
+"""Careful reads of machine files: bounded, non-blocking, never raising."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from kfdguard.facts import Problem
+from kfdguard.root import Root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TEXT_LIMIT = 4 << 20
+
+
+class Reader:
+    """Reads files under a Root and collects what could not be read."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.problems: list[Problem] = []
+
+    def complain(self, path: Path, reason: str) -> None:
+        self.problems.append(Problem(self.root.display(path), reason))
+
+    def data(self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> bytes | None:
+        # O_NONBLOCK: a FIFO planted where a file belongs must not hang the
+        # boot. Regular files and sysfs attributes ignore the flag.
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if report_missing:
+                self.complain(path, "missing")
+            return None
+        except OSError as exc:
+            self.complain(path, f"unreadable: {exc.strerror or exc}")
+            return None
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                self.complain(path, "unreadable: not a regular file")
+                return None
+            chunks = []
+            size = 0
+            while size <= limit:
+                chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as exc:
+            self.complain(path, f"unreadable: {exc.strerror or exc}")
+            return None
+        finally:
+            os.close(fd)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            self.complain(path, f"larger than {limit} bytes; ignored")
+            return None
+        return data
+
+    def text(self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> str | None:
+        data = self.data(path, limit=limit, report_missing=report_missing)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def value(self, path: Path) -> str | None:
+        """A one-value sysfs attribute, stripped."""
+        text = self.text(path)
+        return None if text is None else text.strip()
+
+    def listdir(self, path: Path) -> list[str]:
+        try:
+            return sorted(os.listdir(path))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self.complain(path, f"unreadable directory: {exc.strerror or exc}")
+            return []
+
+    def readlink_name(self, path: Path) -> str | None:
+        """Last component of a symlink's target (a sysfs ``driver`` link)."""
+        try:
+            target = os.readlink(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self.complain(path, f"unreadable link: {exc.strerror or exc}")
+            return None
+        return target.rstrip("/").rsplit("/", 1)[-1] or None

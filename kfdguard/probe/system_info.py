@@ -1,0 +1,234 @@
+"""Operating system, kernel and kernel modules."""
+
+from __future__ import annotations
+
+from kfdguard.facts import DkmsModule, KernelFacts, ModuleFacts, OsFacts
+from kfdguard.modinfo import ModinfoError, declared_parameters, decompress, modinfo_entries, module_name
+from kfdguard.parsers.kconfig import parse_kconfig
+from kfdguard.parsers.osrelease import parse_os_release
+from kfdguard.probe.reader import Reader
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kfdguard.system import System
+
+# depmod's default search order on Debian/Ubuntu/Fedora: out-of-tree builds
+# (DKMS installs into updates/, some vendors into extra/) win over the kernel's own.
+_SEARCH_ORDER = ("updates/", "extra/", "kernel/")
+MODINFO_TIMEOUT = 5.0
+
+
+def probe_os(reader: Reader) -> OsFacts:
+    root = reader.root
+    text = reader.text(root.etc / "os-release")
+    if text is None:
+        text = reader.text(root.usr_lib / "os-release") or ""
+    values = parse_os_release(text)
+    return OsFacts(
+        id=values.get("ID", "").lower(),
+        id_like=tuple(values.get("ID_LIKE", "").lower().split()),
+        version_id=values.get("VERSION_ID", ""),
+        pretty_name=values.get("PRETTY_NAME", "") or values.get("NAME", ""),
+    )
+
+
+def parse_release(release: str) -> tuple[int, int, int] | None:
+    """ "6.8.0-45-generic" -> (6, 8, 0); "6.1.0-57-amd64" -> (6, 1, 0)."""
+    head = release.split("-", 1)[0].split("+", 1)[0]
+    parts = head.split(".")
+    numbers: list[int] = []
+    for part in parts[:3]:
+        digits = ""
+        for char in part:
+            if char not in "0123456789":
+                break
+            digits += char
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if len(digits) != len(part):
+            break
+    if len(numbers) < 2:
+        return None
+    while len(numbers) < 3:
+        numbers.append(0)
+    return numbers[0], numbers[1], numbers[2]
+
+
+def probe_kernel(reader: Reader) -> KernelFacts:
+    root = reader.root
+    release = reader.value(root.proc / "sys/kernel/osrelease") or ""
+    if not release:
+        reader.complain(root.proc / "sys/kernel/osrelease", "missing: kernel release unknown")
+    cmdline = tuple((reader.value(root.proc / "cmdline") or "").split())
+    config: dict[str, str] = {}
+    source: str | None = None
+    candidates = [root.boot / f"config-{release}"] if release else []
+    candidates.append(root.proc / "config.gz")
+    if release:
+        candidates.append(root.lib_modules / release / "config")
+    for path in candidates:
+        data = reader.data(path)
+        if data is None:
+            continue
+        if path.name.endswith(".gz"):
+            import gzip
+
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                reader.complain(path, f"unreadable: bad gzip data ({exc})")
+                continue
+        symbols, complaints = parse_kconfig(data.decode("utf-8", errors="replace"))
+        for complaint in complaints[:5]:
+            reader.complain(path, complaint)
+        if symbols:
+            config, source = symbols, root.display(path)
+            break
+    return KernelFacts(
+        release=release,
+        version=parse_release(release) if release else None,
+        config=config,
+        config_source=source,
+        cmdline=cmdline,
+    )
+
+
+def _module_index(reader: Reader, release: str) -> tuple[dict[str, list[str]], set[str]]:
+    """Module name -> candidate paths (modules.dep), and built-in module names."""
+    base = reader.root.lib_modules / release
+    files: dict[str, list[str]] = {}
+    dep = reader.text(base / "modules.dep", limit=64 << 20) or ""
+    for line in dep.splitlines():
+        path = line.partition(":")[0].strip()
+        name = module_name(path.rsplit("/", 1)[-1])
+        if name:
+            files.setdefault(name, []).append(path)
+    builtin: set[str] = set()
+    for line in (reader.text(base / "modules.builtin", limit=64 << 20) or "").splitlines():
+        name = module_name(line.strip().rsplit("/", 1)[-1])
+        if name:
+            builtin.add(name)
+    return files, builtin
+
+
+def _rank(path: str) -> int:
+    return next((i for i, prefix in enumerate(_SEARCH_ORDER) if path.startswith(prefix)), len(_SEARCH_ORDER))
+
+
+def probe_modules(reader: Reader, system: System, release: str, names: tuple[str, ...]) -> dict[str, ModuleFacts]:
+    index, builtin = _module_index(reader, release) if release else ({}, set())
+    return {name: _probe_module(reader, system, release, name, index, builtin) for name in names}
+
+
+def _probe_module(
+    reader: Reader,
+    system: System,
+    release: str,
+    name: str,
+    index: dict[str, list[str]],
+    builtin: set[str],
+) -> ModuleFacts:
+    root = reader.root
+    sysdir = root.sys / "module" / name
+    candidates = sorted(index.get(name, []), key=_rank)
+    relative = candidates[0] if candidates else None
+    file = root.display(root.lib_modules / release / relative) if relative else None
+    is_builtin = name in builtin
+    exists = sysdir.is_dir()
+    initstate = reader.value(sysdir / "initstate") if exists else None
+    # Built-in modules have /sys/module/<name> (when they have parameters) but
+    # no initstate; loadable ones are usable once initstate says "live".
+    loaded = exists and (initstate == "live" or (initstate is None and is_builtin))
+    params: dict[str, str] = {}
+    declared: tuple[str, ...] | None = None
+    holders: tuple[str, ...] = ()
+    refcnt: int | None = None
+    version: str | None = None
+    if exists:
+        pdir = sysdir / "parameters"
+        names = reader.listdir(pdir)
+        for param in names:
+            value = reader.value(pdir / param)
+            if value is not None:
+                params[param] = value
+        if loaded and names:
+            declared = tuple(names)
+        holders = tuple(reader.listdir(sysdir / "holders"))
+        text = reader.value(sysdir / "refcnt")
+        refcnt = int(text) if text and text.isdigit() else None
+        version = reader.value(sysdir / "version")
+    if declared is None and relative is not None:
+        declared = _declared_from_file(reader, system, root.lib_modules / release / relative)
+    return ModuleFacts(
+        name=name,
+        builtin=is_builtin,
+        file=file,
+        from_dkms=bool(relative and relative.startswith(("updates/", "extra/"))),
+        loaded=loaded,
+        params=params,
+        declared=declared,
+        holders=holders,
+        refcnt=refcnt,
+        version=version,
+        sysfs=root.display(sysdir),
+    )
+
+
+def _declared_from_file(reader: Reader, system: System, path: Path) -> tuple[str, ...] | None:
+    if path.name.endswith(".zst"):
+        result = system.run(["modinfo", "-F", "parmtype", str(path)], timeout=MODINFO_TIMEOUT)
+        if not result.ok:
+            reader.complain(path, f"modinfo failed: {result.describe()}")
+            return None
+        return tuple(line.partition(":")[0] for line in result.stdout.splitlines() if line.partition(":")[0])
+    data = reader.data(path, limit=128 << 20)
+    if data is None:
+        return None
+    try:
+        return declared_parameters(modinfo_entries(decompress(data, path.name)))
+    except ModinfoError as exc:
+        reader.complain(path, f"unreadable module: {exc}")
+        return None
+
+
+def probe_installed_kernels(reader: Reader) -> tuple[str, ...]:
+    releases = [n[len("vmlinuz-") :] for n in reader.listdir(reader.root.boot) if n.startswith("vmlinuz-")]
+    return tuple(sorted(releases, key=lambda r: (parse_release(r) or (0, 0, 0), r)))
+
+
+def probe_dkms(reader: Reader) -> tuple[DkmsModule, ...]:
+    """DKMS state from /var/lib/dkms/<module>/<version>/<kernel>/<arch>/module/."""
+    base = reader.root.var_lib / "dkms"
+    found: list[DkmsModule] = []
+    for module in reader.listdir(base):
+        if module not in ("amdgpu", "amdkfd"):
+            continue
+        for version in reader.listdir(base / module):
+            vdir = base / module / version
+            if version.startswith("kernel-") or not vdir.is_dir() or vdir.is_symlink():
+                continue
+            built = []
+            for entry in reader.listdir(vdir):
+                if entry in ("source", "build"):
+                    continue
+                for arch in reader.listdir(vdir / entry):
+                    if any(n.startswith(module) for n in reader.listdir(vdir / entry / arch / "module")):
+                        built.append(entry)
+            log_path = vdir / "build" / "make.log"
+            failed: list[str] = []
+            log_shown: str | None = None
+            head = reader.text(log_path, limit=1 << 20)
+            if head is not None:
+                log_shown = reader.root.display(log_path)
+                first = head.splitlines()[0] if head.strip() else ""
+                # "DKMS make.log for amdgpu-6.10.5 for kernel 6.8.0-51-generic (x86_64)"
+                if " for kernel " in first:
+                    release = first.split(" for kernel ", 1)[1].split()[0]
+                    if release not in built:
+                        failed.append(release)
+            shown = reader.root.display(vdir)
+            found.append(DkmsModule(module, version, shown, tuple(sorted(built)), tuple(failed), log_shown))
+    return tuple(found)

@@ -1,0 +1,143 @@
+"""Human and JSON renderings of a check: what ``kfdguard check`` prints."""
+
+from __future__ import annotations
+
+import textwrap
+
+from kfdguard.facts import Facts
+from kfdguard.verdict import Finding, Severity, Verdict
+
+MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
+
+
+def layout(facts: Facts) -> str:
+    if not facts.amdgpu.present:
+        return "no amdgpu module for this kernel"
+    if facts.amdkfd.present:
+        return "separate amdkfd module (pre-4.20 layout)"
+    if facts.amdgpu.builtin:
+        return "KFD built into amdgpu (amdgpu built into the kernel)"
+    return "KFD built into amdgpu"
+
+
+def to_json(facts: Facts, verdict: Verdict, machine: str | None = None) -> dict[str, object]:
+    kfd = facts.kfd
+    node = kfd.node.stat
+    return {
+        "state": str(verdict.state),
+        "ready": verdict.ready,
+        "summary": verdict.summary,
+        "exit_code": verdict.exit_code,
+        "machine": {"root": facts.root, "simulated": facts.simulated, "name": machine},
+        "kernel": {
+            "release": facts.kernel.release,
+            "config_hsa_amd": facts.kernel.symbol("CONFIG_HSA_AMD"),
+            "kfd_layout": "amdkfd" if facts.amdkfd.present else "amdgpu",
+            "amdgpu_loaded": facts.amdgpu.loaded,
+            "os": facts.os.pretty_name,
+        },
+        "gpus": [
+            {
+                "slot": g.slot,
+                "vendor_id": f"{g.vendor:04x}",
+                "device_id": f"{g.device:04x}",
+                "revision": None if g.revision is None else f"{g.revision:02x}",
+                "name": g.name,
+                "family": g.family,
+                "gfx_target": g.gfx,
+                "driver": g.driver,
+                "kfd_node": g.kfd_node,
+                "gpu_id": g.gpu_id,
+                "render_node": g.render_node,
+                "compute_ready": g.compute_ready,
+                "reason": g.reason,
+            }
+            for g in verdict.gpus
+        ],
+        "kfd": {
+            "device": kfd.node.path,
+            "present": node is not None,
+            "mode": None if node is None else f"{node.mode:04o}",
+            "owner": None if node is None else facts.accounts.user_name(node.uid),
+            "group": None if node is None else facts.accounts.group_name(node.gid),
+            "interface_version": None if kfd.version is None else f"{kfd.version[0]}.{kfd.version[1]}",
+            "ioctl_error": kfd.version_error,
+            "topology_nodes": len(kfd.topology),
+            "gpu_nodes": len(kfd.gpu_nodes),
+        },
+        "findings": [finding_json(f) for f in verdict.findings],
+    }
+
+
+def finding_json(f: Finding) -> dict[str, object]:
+    return {
+        "code": f.code,
+        "severity": str(f.severity),
+        "message": f.message,
+        "remedy": f.remedy,
+        "evidence": list(f.evidence),
+        "gpu": f.gpu,
+    }
+
+
+def _wrap(text: str, indent: str, width: int = 100) -> str:
+    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ")
+
+
+def render_findings(findings: tuple[Finding, ...], *, verbose: bool = False) -> list[str]:
+    lines: list[str] = []
+    for f in findings:
+        lines.append(f"  {MARK[f.severity]} {f.severity:<7} {f.code}")
+        lines.append(_wrap(f.message, "      "))
+        if f.remedy:
+            lines.append(_wrap("fix: " + f.remedy, "      "))
+        shown = f.evidence if verbose else f.evidence[:2]
+        for item in shown:
+            lines.append(_wrap("seen: " + item, "      "))
+        if len(f.evidence) > len(shown):
+            lines.append(f"      (+{len(f.evidence) - len(shown)} more with --verbose)")
+    return lines
+
+
+def to_text(facts: Facts, verdict: Verdict, machine: str | None = None, *, verbose: bool = False) -> str:
+    where = f"simulated machine {machine}" if machine else ("this machine" if facts.root == "/" else facts.root)
+    lines = [f"kfdguard check: {where}", ""]
+    lines.append(
+        textwrap.fill(
+            f"{verdict.state.upper()}: {verdict.summary}", width=100, initial_indent="  State    ",
+            subsequent_indent="           ",
+        )
+    )  # fmt: skip
+    release = facts.kernel.release or "unknown"
+    osname = f" on {facts.os.pretty_name}" if facts.os.pretty_name else ""
+    lines.append(f"  Kernel   {release}{osname}; {layout(facts)}")
+    kfd = facts.kfd
+    if kfd.node.stat is not None:
+        node = kfd.node.stat
+        owner = facts.accounts.user_name(node.uid)
+        group = facts.accounts.group_name(node.gid)
+        version = (
+            f"interface {kfd.version[0]}.{kfd.version[1]}" if kfd.version else f"ioctl failed: {kfd.version_error}"
+        )
+        cpus = len(kfd.topology) - len(kfd.gpu_nodes)
+        lines.append(
+            f"  KFD      {kfd.node.path} {node.symbolic} {owner}:{group}, {version}, "
+            f"topology {len(kfd.gpu_nodes)} GPU + {cpus} CPU node(s)"
+        )
+    else:
+        lines.append(f"  KFD      {kfd.node.path} absent" + ("; /sys/class/kfd present" if kfd.sysfs else ""))
+    if verdict.gpus:
+        lines.append("")
+        lines.append("  GPUs")
+        for g in verdict.gpus:
+            state = "ready" if g.compute_ready else f"not ready: {g.reason}"
+            lines.append(
+                f"    {g.slot}  {g.ids}  {g.name}  {g.gfx or '-'}  {g.render_node or '-'}  "
+                f"driver={g.driver or 'none'}  {state}"
+            )
+    if verdict.findings:
+        lines.append("")
+        lines.append("  Findings")
+        lines.extend(render_findings(verdict.findings, verbose=verbose))
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""The one place that knows where host paths live.
+
+Every absolute path kfdguard reads or writes is resolved through a ``Root``:
+``/`` on a real machine, a simulated machine's directory in tests and in the
+demo. No other module spells ``/sys``, ``/dev``, ``/etc``... as a literal; a
+test enforces that.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+# Where the KFD character device lives, as users see it on any machine.
+KFD_NODE = "/dev/kfd"
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    path: Path = Path("/")
+
+    @property
+    def is_host(self) -> bool:
+        return self.path == Path("/")
+
+    @property
+    def sys(self) -> Path:
+        return self.path / "sys"
+
+    @property
+    def dev(self) -> Path:
+        return self.path / "dev"
+
+    @property
+    def proc(self) -> Path:
+        return self.path / "proc"
+
+    @property
+    def etc(self) -> Path:
+        return self.path / "etc"
+
+    @property
+    def boot(self) -> Path:
+        return self.path / "boot"
+
+    @property
+    def lib_modules(self) -> Path:
+        return self.path / "lib/modules"
+
+    @property
+    def run(self) -> Path:
+        return self.path / "run"
+
+    @property
+    def var_lib(self) -> Path:
+        return self.path / "var/lib"
+
+    @property
+    def usr_lib(self) -> Path:
+        return self.path / "usr/lib"
+
+    @property
+    def lib(self) -> Path:
+        return self.path / "lib"
+
+    @property
+    def efi(self) -> Path:
+        return self.path / "efi"
+
+    @property
+    def kfd(self) -> Path:
+        return self.join(KFD_NODE)
+
+    @property
+    def bin_dirs(self) -> tuple[Path, ...]:
+        # Search order for helper binaries (modprobe, grub-editenv...): sbin first,
+        # as root's PATH has it on Debian.
+        return tuple(self.path / d for d in ("usr/sbin", "usr/bin", "sbin", "bin"))
+
+    def join(self, absolute: str | PurePosixPath) -> Path:
+        """Map a path as written on the machine ("/etc/x") to this root."""
+        text = str(absolute)
+        if not text.startswith("/"):
+            raise ValueError(f"not an absolute path: {text!r}")
+        relative = os.path.normpath(text).lstrip("/")
+        return self.path / relative if relative and relative != "." else self.path
+
+    def display(self, path: Path) -> str:
+        """Show a path as it appears on the machine, without the root prefix."""
+        if self.is_host:
+            return str(path)
+        try:
+            return "/" + str(path.relative_to(self.path))
+        except ValueError:
+            return str(path)
+
+    def which(self, name: str) -> Path | None:
+        for directory in self.bin_dirs:
+            candidate = directory / name
+            if os.access(candidate, os.X_OK) and candidate.is_file():
+                return candidate
+        return None

@@ -1,0 +1,531 @@
+"""The simulated kernel: what loading amdgpu (or amdkfd) does to a machine.
+
+Given the machine's description and its configuration files, loading the
+module binds the GPUs it supports, creates DRM nodes, initialises KFD (or
+fails to, for the reasons real kernels fail), builds the topology, applies
+udev's rules to the new nodes and prints the messages the real kernel prints
+in the format of the running kernel's version (kfd-facts.md §6).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+
+from kfdguard.access import AclEntry, NodeStat
+from kfdguard.parsers.modprobe import normalise, option_pairs, parse_cmdline_modules
+from kfdguard.probe.config_files import MODPROBE_DIRS, collect_conf_files
+from kfdguard.probe.reader import Reader
+from kfdguard.probe.system_info import parse_release
+from kfdguard.root import Root
+from kfdguard.simulate import hardware, state
+from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
+from kfdguard.simulate.spec import GpuSpec, KernelSpec, MachineSpec
+from kfdguard.simulate.udev import policy_for
+
+KFD_MAJOR = 240
+DRM_MAJOR = 226
+# kfd_module.c: KFD_SCHED_POLICY_HWS .. KFD_SCHED_POLICY_NO_HWS
+SCHED_POLICIES = range(3)
+MAX_QUEUES = 4096
+INFO, WARNING, ERROR = 6, 4, 3
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+def kernel_version(release: str) -> tuple[int, int]:
+    parsed = parse_release(release)
+    return (parsed[0], parsed[1]) if parsed else (0, 0)
+
+
+def kernel_config(kernel: KernelSpec) -> dict[str, str]:
+    """The running kernel's Kconfig: distribution-like defaults plus the description's overrides."""
+    version = kernel_version(kernel.release)
+    merged = version >= (4, 20)
+    config = {
+        "CONFIG_MODULES": "y",
+        "CONFIG_DRM": "m",
+        "CONFIG_DRM_AMDGPU": "m",
+        "CONFIG_DRM_AMDGPU_SI": "y",
+        "CONFIG_DRM_AMDGPU_CIK": "y",
+        "CONFIG_DRM_AMD_DC": "y",
+        "CONFIG_HSA_AMD": "y" if merged else "m",
+        "CONFIG_MODULE_SIG": "y",
+        "CONFIG_LOCALVERSION": "",
+    }
+    if version >= (5, 14):
+        config["CONFIG_HSA_AMD_SVM"] = "y"
+    if version < (6, 7):
+        config["CONFIG_AMD_IOMMU_V2"] = "y" if merged else "m"
+    for key, value in kernel.config.items():
+        config[key] = "n" if value is None else value
+    return config
+
+
+def is_merged(kernel: KernelSpec) -> bool:
+    return kernel_version(kernel.release) >= (4, 20)
+
+
+class SimKernel:
+    def __init__(self, root: Root, spec: MachineSpec) -> None:
+        self.root = root
+        self.spec = spec
+        self.kernel = spec.kernel
+        self.version = kernel_version(self.kernel.release)
+        self.config = kernel_config(self.kernel)
+        self.merged = is_merged(self.kernel)
+        self.values = state.read_state(root)
+        self.devices = state.read_devices(root)
+        self.kmsg: list[str] = []
+
+    # --- bookkeeping -------------------------------------------------------------
+
+    def save(self) -> None:
+        state.write_state(self.root, self.values)
+        state.write_devices(self.root, self.devices)
+        if self.kmsg:
+            path = os.path.join(state.sim_dir(self.root), "kmsg")
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write("".join(line + "\n" for line in self.kmsg))
+            self.kmsg = []
+
+    def advance(self, usec: int) -> None:
+        self.values["clock_us"] = str(int(self.values.get("clock_us", "0")) + usec)
+
+    def printk(self, text: str, level: int = INFO) -> None:
+        self.advance(137)
+        seq = int(self.values.get("kmsg_seq", "0"))
+        self.values["kmsg_seq"] = str(seq + 1)
+        self.kmsg.append(f"{level},{seq},{self.values['clock_us']},-;{text}")
+
+    def write(self, rel: str, text: str) -> None:
+        path = self.root.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def link(self, rel: str, target: str) -> None:
+        path = self.root.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        path.symlink_to(target)
+
+    # --- message prefixes by kernel version -----------------------------------------
+
+    @property
+    def pr(self) -> str:
+        # pr_fmt("amdgpu: ") once KFD lived inside amdgpu.
+        return "amdgpu: " if self.merged else "kfd: "
+
+    @property
+    def kfd_dev(self) -> str:
+        # dev_fmt("amdgpu: ") joined the dev_* messages around 5.12 (5.11 logs lack it).
+        return "kfd kfd: amdgpu: " if self.version >= (5, 12) else "kfd kfd: "
+
+    def gpu_dev(self, gpu: GpuSpec) -> str:
+        return f"amdgpu {gpu.slot}: amdgpu: " if self.version >= (5, 0) else f"amdgpu {gpu.slot}: "
+
+    # --- module options -----------------------------------------------------------------
+
+    def options_for(self, module: str, extra: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        reader = Reader(self.root)
+        files, _ = collect_conf_files(reader, MODPROBE_DIRS)
+        from kfdguard.parsers.modprobe import parse_modprobe_conf
+
+        pairs: list[tuple[str, str]] = []
+        for path in files:
+            directives, _ = parse_modprobe_conf(path.read_text(errors="replace"), str(path))
+            for d in directives:
+                if d.kind == "options" and d.module == module:
+                    pairs.extend(option_pairs(d))
+        cmdline = (self.root.proc / "cmdline").read_text().split()
+        options, _ = parse_cmdline_modules(tuple(cmdline))
+        pairs.extend(options.get(module, {}).items())
+        pairs.extend(extra)
+        return pairs
+
+    def install_command(self, module: str) -> str | None:
+        reader = Reader(self.root)
+        files, _ = collect_conf_files(reader, MODPROBE_DIRS)
+        from kfdguard.parsers.modprobe import parse_modprobe_conf
+
+        for path in files:
+            directives, _ = parse_modprobe_conf(path.read_text(errors="replace"), str(path))
+            for d in directives:
+                if d.kind == "install" and d.module == module:
+                    return " ".join(d.args)
+        return None
+
+    # --- modules ---------------------------------------------------------------------------
+
+    def module_file(self, module: str) -> str | None:
+        dep = self.root.lib_modules / self.kernel.release / "modules.dep"
+        try:
+            lines = dep.read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in lines:
+            path = line.partition(":")[0]
+            base = path.rsplit("/", 1)[-1].split(".ko", 1)[0]
+            if normalise(base) == module:
+                return path
+        return None
+
+    def loaded(self, module: str) -> bool:
+        return (self.root.sys / "module" / module / "initstate").is_file()
+
+    def modprobe(self, module: str, extra: list[tuple[str, str]], *, ignore_install: bool = False) -> Outcome:
+        module = normalise(module)
+        if not ignore_install:
+            command = self.install_command(module)
+            if command is not None:
+                return self._run_install(module, command)
+        if self.loaded(module):
+            return Outcome(0)
+        if self.module_file(module) is None:
+            return Outcome(
+                1,
+                stderr=f"modprobe: FATAL: Module {module} not found in directory /lib/modules/{self.kernel.release}\n",
+            )
+        if module == "amdgpu":
+            self.load_amdgpu(extra)
+        elif module == "amdkfd":
+            self.load_amdkfd(extra)
+        else:
+            self._register_module(module, (), refcnt=0)
+        self.save()
+        return Outcome(0)
+
+    def _run_install(self, module: str, command: str) -> Outcome:
+        # Install commands run through /bin/sh; the simulator follows the two
+        # forms people write: a chain of modprobe calls, or /bin/false/true.
+        rc = 0
+        stderr = ""
+        for part in command.replace("&&", ";").split(";"):
+            words = part.split()
+            if not words:
+                continue
+            prog = words[0].rsplit("/", 1)[-1]
+            if prog == "false":
+                return Outcome(1, stderr=stderr)
+            if prog == "true":
+                continue
+            if prog == "modprobe":
+                args = [w for w in words[1:] if not w.startswith("$")]
+                ignore = "--ignore-install" in args or "-i" in args
+                names = [w for w in args if not w.startswith("-")]
+                if names:
+                    result = self.modprobe(names[0], [], ignore_install=ignore)
+                    rc = rc or result.returncode
+                    stderr += result.stderr
+        if rc:
+            stderr += f"modprobe: ERROR: Error running install command '{command}' for module {module}: retcode {rc}\n"
+            return Outcome(1, stderr=stderr)
+        return Outcome(0, stderr=stderr)
+
+    def _register_module(self, module: str, params: tuple[tuple[str, str], ...], refcnt: int) -> None:
+        base = f"sys/module/{module}"
+        self.write(f"{base}/initstate", "live\n")
+        self.write(f"{base}/refcnt", f"{refcnt}\n")
+        (self.root.sys / "module" / module / "holders").mkdir(parents=True, exist_ok=True)
+        for name, value in params:
+            self.write(f"{base}/parameters/{name}", value + "\n")
+        if self.kernel.amdgpu == "dkms" and module == "amdgpu" and self.spec.dkms:
+            self.write(f"{base}/version", self.spec.dkms.version.split("-")[0] + "\n")
+        modules = (self.root.proc / "modules").read_text() if (self.root.proc / "modules").exists() else ""
+        size = {"amdgpu": 9650176, "amdkfd": 249856}.get(module, 16384)
+        modules += f"{module} {size} {refcnt} - Live 0x0000000000000000\n"
+        self.write("proc/modules", modules)
+
+    def _params(
+        self, declared: tuple[tuple[str, str, str], ...], module: str, extra: list[tuple[str, str]]
+    ) -> dict[str, str]:
+        values = {name: default for name, _, default in declared}
+        types = {name: kind for name, kind, _ in declared}
+        for name, value in self.options_for(module, extra):
+            if name not in values:
+                self.printk(f"{module}: unknown parameter '{name}' ignored", WARNING)
+                continue
+            if types[name] == "bool":
+                values[name] = "Y" if value.lower() in ("1", "y", "yes", "true", "on", "") else "N"
+            else:
+                values[name] = value
+        return values
+
+    def load_amdkfd(self, extra: list[tuple[str, str]]) -> bool:
+        """The pre-4.20 standalone module: returns whether KFD initialised."""
+        if self.loaded("amdkfd"):
+            return self.values.get("kfd_live") == "1"
+        params = self._params(AMDKFD_OLD, "amdkfd", extra)
+        self._register_module("amdkfd", tuple(params.items()), refcnt=0)
+        ok = self.kfd_init(params)
+        if ok:
+            self.printk("kfd kfd: Initialized module")
+        return ok
+
+    def load_amdgpu(self, extra: list[tuple[str, str]]) -> None:
+        hsa = self.config.get("CONFIG_HSA_AMD", "n")
+        declared = amdgpu_params(self.version, hsa == "y", self.merged)
+        params = self._params(declared, "amdgpu", extra)
+        self.printk("[drm] amdgpu kernel modesetting enabled.")
+        if self.kernel.amdgpu == "dkms" and self.spec.dkms:
+            self.printk(f"[drm] amdgpu version: {self.spec.dkms.version.split('-')[0]}")
+        bound = [g for g in self.spec.gpus if g.vendor == 0x1002 and g.outcome != "unbound"]
+        refcnt = sum(1 for g in bound if g.boot_vga and g.outcome not in ("firmware", "init-failed"))
+        self._register_module("amdgpu", tuple(params.items()), refcnt=refcnt)
+        kfd_ok = False
+        if self.merged and hsa == "y":
+            kfd_ok = self.kfd_init(params)
+        elif not self.merged and self.module_file("amdkfd") is not None:
+            # amdgpu_amdkfd_init() symbol_request()s kgd2kfd_init, which loads amdkfd.
+            kfd_ok = self.load_amdkfd([])
+            holders = self.root.sys / "module/amdkfd/holders"
+            holders.mkdir(parents=True, exist_ok=True)
+            (holders / "amdgpu").mkdir(exist_ok=True)
+        for gpu in sorted(bound, key=lambda g: g.slot):
+            self.probe_gpu(gpu, kfd_ok)
+        self.values["amdgpu_loaded"] = "1"
+
+    def kfd_init(self, params: dict[str, str]) -> bool:
+        policy = _int(params.get("sched_policy", "0"))
+        queues = _int(params.get("max_num_of_queues_per_device", str(MAX_QUEUES)))
+        if policy not in SCHED_POLICIES:
+            self.printk(f"{self.pr}sched_policy has invalid value", ERROR)
+            return False
+        if queues is None or not 1 <= queues <= MAX_QUEUES:
+            self.printk(
+                f"{self.pr}max_num_of_queues_per_device must be between 1 to KFD_MAX_NUM_OF_QUEUES_PER_DEVICE",
+                ERROR,
+            )
+            return False
+        self.write("sys/devices/virtual/kfd/kfd/dev", f"{KFD_MAJOR}:0\n")
+        self.write("sys/devices/virtual/kfd/kfd/uevent", f"MAJOR={KFD_MAJOR}\nMINOR=0\nDEVNAME=kfd\n")
+        self.link("sys/class/kfd/kfd", "../../devices/virtual/kfd/kfd")
+        self.printk(f"{self.pr}CRAT table not found")
+        self.printk(f"{self.pr}Virtual CRAT table created for CPU")
+        self.printk(f"{self.pr}Topology: Add CPU node")
+        topo = "sys/devices/virtual/kfd/kfd/topology"
+        self.write(
+            f"{topo}/system_properties",
+            "platform_oem 2314885531408816194\nplatform_id 35542066745154\nplatform_rev 1\n",
+        )
+        self._write_node(0, 0, "", hardware.cpu_properties(self.spec.cpu_cores))
+        self.write(f"{topo}/generation_id", "1\n")
+        self.values["kfd_live"] = "1"
+        self.values["kfd_nodes"] = "1"
+        self.add_node("/dev/kfd", "kfd", "kfd", KFD_MAJOR, 0)
+        return True
+
+    def _write_node(self, index: int, gpu_id: int, name: str, props: list[tuple[str, int]]) -> None:
+        base = f"sys/devices/virtual/kfd/kfd/topology/nodes/{index}"
+        self.write(f"{base}/gpu_id", f"{gpu_id}\n")
+        self.write(f"{base}/name", f"{name}\n")
+        self.write(f"{base}/properties", "".join(f"{k} {v}\n" for k, v in props))
+        self.write(
+            f"{base}/mem_banks/0/properties", "heap_type 1\nsize_in_bytes 0\nflags 0\nwidth 64\nmem_clk_max 1600\n"
+        )
+
+    def probe_gpu(self, gpu: GpuSpec, kfd_ok: bool) -> None:
+        chip = hardware.chip(gpu.device)
+        dev = self.gpu_dev(gpu)
+        sub_ids = f"0x{gpu.subsystem[0]:04X}:0x{gpu.subsystem[1]:04X}"
+        ids = f"0x{gpu.vendor:04X}:0x{gpu.device:04X} {sub_ids} 0x{gpu.revision:02X}"
+        how = "IP DISCOVERY" if chip.ip_discovery else chip.asic
+        self.printk(f"{dev}initializing kernel modesetting ({how} {ids}).")
+        if gpu.outcome == "firmware":
+            fw = f"amdgpu/{chip.firmware_prefix}_sos.bin"
+            self.printk(f"amdgpu {gpu.slot}: Direct firmware load for {fw} failed with error -2", WARNING)
+            self.printk(
+                "[drm:amdgpu_device_ip_early_init [amdgpu]] *ERROR* early_init of IP block <psp> failed -19", ERROR
+            )
+            self.printk(f"{dev}Fatal error during GPU init", ERROR)
+            self.printk(f"amdgpu: probe of {gpu.slot} failed with error -19", WARNING)
+            return
+        if gpu.outcome == "init-failed":
+            self.printk(f"{dev}Fatal error during GPU init", ERROR)
+            self.printk(f"amdgpu: probe of {gpu.slot} failed with error -22", WARNING)
+            return
+        card = self._bind(gpu, "amdgpu")
+        lower = f"{gpu.vendor:x}:{gpu.device:x}"
+        if not kfd_ok:
+            return
+        outcome = gpu.outcome
+        if outcome == "added":
+            self.printk(f"{self.kfd_dev}Allocated 3969056 bytes on gart")
+            self.printk(f"{self.pr}Virtual CRAT table created for GPU")
+            kind = "APU" if chip.apu and self.version < (6, 0) else "dGPU"
+            self.printk(f"{self.pr}Topology: Add {kind} node [0x{gpu.device:x}:0x{gpu.vendor:x}]")
+            self.printk(f"{self.kfd_dev}added device {lower}")
+            index = int(self.values.get("kfd_nodes", "1"))
+            domain, bus, devfn = _slot_parts(gpu.slot)
+            props = hardware.gpu_properties(
+                gpu.device,
+                location_id=bus << 8 | devfn,
+                domain=domain,
+                render_minor=128 + card,
+                unique_id=zlib.crc32(gpu.slot.encode()) * 2654435761 % 2**64,
+            )
+            gpu_id = zlib.crc32(gpu.slot.encode()) & 0xFFFF or 1
+            self._write_node(index, gpu_id, chip.asic.lower(), props)
+            self.values["kfd_nodes"] = str(index + 1)
+            generation = int(self.values.get("kfd_generation", "1")) + 1
+            self.values["kfd_generation"] = str(generation)
+            self.write("sys/devices/virtual/kfd/kfd/topology/generation_id", f"{generation}\n")
+        elif outcome == "atomics":
+            detail = f" {chip.mec_fw}<0" if self.version >= (5, 13) else ""
+            self.printk(f"{self.kfd_dev}skipped device {lower}, PCI rejects atomics{detail}")
+        elif outcome == "not-supported":
+            if chip.ip_discovery and self.version >= (5, 17):
+                self.printk(f"{self.kfd_dev}GC IP {chip.gc_ip:06x}  not supported in kfd")
+            else:
+                self.printk(f"{self.kfd_dev}{chip.asic}  not supported in kfd")
+        elif outcome == "missing-did":
+            self.printk(f"{self.kfd_dev}DID {gpu.device:04x} is missing in supported_devices", WARNING)
+            self.printk(f"{self.kfd_dev}kgd2kfd_probe failed", ERROR)
+        elif outcome == "iommu":
+            self.printk(f"{self.kfd_dev}error getting iommu info. is the iommu enabled?", ERROR)
+            self.printk(f"{self.kfd_dev}Error initializing iommuv2", ERROR)
+            self.printk(f"{self.kfd_dev}device {lower} NOT added due to errors", ERROR)
+
+    def _bind(self, gpu: GpuSpec, driver: str) -> int:
+        card = int(self.values.get("drm_cards", "0"))
+        self.values["drm_cards"] = str(card + 1)
+        devpath = f"sys/devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
+        self.link(f"{devpath}/driver", f"../../../bus/pci/drivers/{driver}")
+        (self.root.sys / "bus/pci/drivers" / driver).mkdir(parents=True, exist_ok=True)
+        for name, minor in ((f"card{card}", card), (f"renderD{128 + card}", 128 + card)):
+            self.write(f"{devpath}/drm/{name}/dev", f"{DRM_MAJOR}:{minor}\n")
+            self.write(f"{devpath}/drm/{name}/uevent", f"MAJOR={DRM_MAJOR}\nMINOR={minor}\nDEVNAME=dri/{name}\n")
+            self.link(f"sys/class/drm/{name}", f"../../devices/pci{gpu.slot[:4]}:00/{gpu.slot}/drm/{name}")
+            self.add_node(f"/dev/dri/{name}", "drm", name, DRM_MAJOR, minor)
+        if gpu.vendor == 0x1002:
+            self.printk(f"[drm] Initialized amdgpu 3.57.0 20150101 for {gpu.slot} on minor {card}")
+        return card
+
+    def bind_foreign(self, gpu: GpuSpec) -> None:
+        if gpu.driver:
+            self._bind(gpu, gpu.driver)
+
+    # --- device nodes and udev ---------------------------------------------------------
+
+    def _gid(self, group: str) -> int | None:
+        try:
+            text = (self.root.etc / "group").read_text()
+        except FileNotFoundError:
+            return None
+        for line in text.splitlines():
+            fields = line.split(":")
+            if len(fields) == 4 and fields[0] == group and fields[2].isdigit():
+                return int(fields[2])
+        return None
+
+    def _uid(self, user: str) -> int | None:
+        try:
+            text = (self.root.etc / "passwd").read_text()
+        except FileNotFoundError:
+            return None
+        for line in text.splitlines():
+            fields = line.split(":")
+            if len(fields) == 7 and fields[0] == user and fields[2].isdigit():
+                return int(fields[2])
+        return None
+
+    def add_node(self, path: str, subsystem: str, kernel: str, major: int, minor: int) -> None:
+        self.devices[path] = self._apply_udev(subsystem, kernel, major, minor)
+        self.values[f"subsystem:{path}"] = f"{subsystem} {kernel}"
+
+    def _apply_udev(self, subsystem: str, kernel: str, major: int, minor: int) -> NodeStat:
+        policy = policy_for(self.root, subsystem, kernel)
+        # udevd ignores an unknown group or user and keeps root (kfd-facts.md §3).
+        gid = self._gid(policy.group)
+        uid = self._uid(policy.owner)
+        acl: tuple[AclEntry, ...] = ()
+        if policy.uaccess:
+            sessions = [u for u in self.spec.users if u.session]
+            entries = [AclEntry("user", u.uid, 6) for u in sessions]
+            if entries:
+                acl = (*entries, AclEntry("group_obj", None, (policy.mode >> 3) & 7), AclEntry("mask", None, 6))
+        mode = policy.mode
+        if acl:
+            mode = (mode & ~0o070) | 0o060
+        return NodeStat("char", major, minor, uid or 0, gid or 0, mode, acl)
+
+    def udev_trigger_add(self) -> None:
+        """``udevadm trigger --action=add``: re-apply the rules to every node."""
+        for path, node in list(self.devices.items()):
+            subsystem, _, kernel = self.values.get(f"subsystem:{path}", "").partition(" ")
+            if subsystem:
+                self.devices[path] = self._apply_udev(subsystem, kernel, node.major, node.minor)
+        self.save()
+
+    # --- unloading --------------------------------------------------------------------------
+
+    def unload(self, module: str) -> Outcome:
+        module = normalise(module)
+        if not self.loaded(module):
+            return Outcome(1, stderr=f"modprobe: FATAL: Module {module} is not in kernel.\n")
+        holders = os.listdir(self.root.sys / "module" / module / "holders")
+        refcnt = int((self.root.sys / "module" / module / "refcnt").read_text().strip() or "0")
+        if holders or refcnt:
+            return Outcome(1, stderr=f"modprobe: FATAL: Module {module} is in use.\n")
+        import shutil
+
+        shutil.rmtree(self.root.sys / "module" / module)
+        lines = [line for line in (self.root.proc / "modules").read_text().splitlines() if line.split()[0] != module]
+        self.write("proc/modules", "".join(line + "\n" for line in lines))
+        if module in ("amdgpu", "amdkfd") and (module == "amdkfd" or self.merged):
+            self._remove_kfd()
+        if module == "amdgpu":
+            self._unbind_amd()
+        self.save()
+        return Outcome(0)
+
+    def _remove_kfd(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.root.sys / "devices/virtual/kfd", ignore_errors=True)
+        link = self.root.sys / "class/kfd/kfd"
+        if link.is_symlink():
+            link.unlink()
+        self.devices.pop("/dev/kfd", None)
+        for key in ("kfd_live", "kfd_nodes", "kfd_generation"):
+            self.values.pop(key, None)
+
+    def _unbind_amd(self) -> None:
+        import shutil
+
+        for gpu in self.spec.gpus:
+            if gpu.vendor != 0x1002:
+                continue
+            devdir = self.root.sys / f"devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
+            drm = devdir / "drm"
+            for name in os.listdir(drm) if drm.is_dir() else []:
+                self.devices.pop(f"/dev/dri/{name}", None)
+                link = self.root.sys / "class/drm" / name
+                if link.is_symlink():
+                    link.unlink()
+            shutil.rmtree(drm, ignore_errors=True)
+            if (devdir / "driver").is_symlink():
+                (devdir / "driver").unlink()
+        self.values.pop("amdgpu_loaded", None)
+        # DRM minors are handed out again from the lowest free one.
+        self.values["drm_cards"] = str(sum(1 for p in self.devices if p.startswith("/dev/dri/card")))
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _slot_parts(slot: str) -> tuple[int, int, int]:
+    domain, bus, devfn = slot.split(":")
+    dev, fn = devfn.split(".")
+    return int(domain, 16), int(bus, 16), int(dev, 16) << 3 | int(fn, 16)

@@ -1,0 +1,273 @@
+"""The description of a simulated machine, and its YAML form.
+
+A description says what is *installed and plugged in* (kernel, modules,
+GPUs, users, configuration files) and what the kernel did with it at boot
+("outcome" per GPU, taken from real kernels' messages). The renderer and the
+simulated kernel derive sysfs, /dev, /proc and the kernel log from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+# What the running kernel's amdgpu/KFD does with a GPU (kfd-facts.md §6).
+OUTCOMES = (
+    "added",  # KFD adds the GPU: topology node, "added device"
+    "atomics",  # KFD skips it: "PCI rejects atomics"
+    "not-supported",  # KFD does not know the IP: "... not supported in kfd"
+    "missing-did",  # old static table lacks the id: "DID ... is missing in supported_devices"
+    "iommu",  # APU needing IOMMUv2 with the IOMMU off
+    "firmware",  # amdgpu cannot load firmware: no DRM nodes, no KFD
+    "init-failed",  # amdgpu fails to initialise the device ("Fatal error during GPU init")
+    "unbound",  # amdgpu does not claim the device at all
+)
+AMDGPU_SOURCES = ("in-tree", "dkms", "none")
+COMPRESSIONS = ("none", "xz", "zst")
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class OsSpec:
+    id: str = "debian"
+    version_id: str = "12"
+    pretty_name: str = "Debian GNU/Linux 12 (bookworm)"
+    id_like: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    release: str
+    config: dict[str, str | None] = field(default_factory=dict)  # overrides; None unsets
+    config_file: str = "boot"  # boot | proc | none
+    compression: str = "none"
+    amdgpu: str = "in-tree"  # where the running kernel's amdgpu comes from
+    kfd_interface: tuple[int, int] = (1, 11)
+    initrd: bool = True
+    amdgpu_in_initrd: bool = False
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    slot: str
+    device: int
+    vendor: int = 0x1002
+    revision: int = 0
+    subsystem: tuple[int, int] = (0x1002, 0x0000)
+    pci_class: int = 0x030000
+    outcome: str = "added"
+    driver: str | None = None  # non-AMD GPUs: the driver bound to them (e.g. "nvidia")
+    boot_vga: bool = False
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    name: str
+    uid: int
+    groups: tuple[str, ...] = ()
+    session: bool = False  # has the active seat session (logind gives it render-node ACLs)
+
+
+@dataclass(frozen=True)
+class UdevSpec:
+    kfd_rule: bool = True  # the distribution's 50-udev-default.rules has the kfd line
+    render_group: str = "render"
+    render_mode: int = 0o660
+
+
+@dataclass(frozen=True)
+class DkmsSpec:
+    module: str
+    version: str
+    built: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    name: str
+    description: str
+    os: OsSpec
+    kernel: KernelSpec
+    other_kernels: tuple[KernelSpec, ...] = ()
+    gpus: tuple[GpuSpec, ...] = ()
+    amdgpu_loaded: bool | None = None  # None: loaded at boot when a GPU needs it
+    udev: UdevSpec = UdevSpec()
+    users: tuple[UserSpec, ...] = ()
+    groups: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    cmdline: str = ""
+    log: tuple[str, ...] = ()
+    dkms: DkmsSpec | None = None
+    cpu_cores: int = 16
+
+    def with_changes(self, **changes: object) -> MachineSpec:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+# --- YAML form -------------------------------------------------------------
+
+
+def _expect(value: object, kind: type | tuple[type, ...], where: str) -> object:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise SpecError(f"{where}: expected {names}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _keys(data: object, allowed: set[str], where: str) -> dict[str, object]:
+    mapping = _expect(data, dict, where)
+    assert isinstance(mapping, dict)
+    unknown = sorted(set(map(str, mapping)) - allowed)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    return {str(k): v for k, v in mapping.items()}
+
+
+def _any_keys(data: object, where: str) -> dict[str, object]:
+    if data is None:
+        return {}
+    mapping = _expect(data, dict, where)
+    assert isinstance(mapping, dict)
+    return {str(k): v for k, v in mapping.items()}
+
+
+def _str(value: object, where: str) -> str:
+    return str(_expect(value, (str, int, float), where))
+
+
+def _int(value: object, where: str) -> int:
+    result = _expect(value, int, where)
+    assert isinstance(result, int)
+    return result
+
+
+def _choice(value: object, choices: tuple[str, ...], where: str) -> str:
+    text = _str(value, where)
+    if text not in choices:
+        raise SpecError(f"{where}: {text!r} is not one of {', '.join(choices)}")
+    return text
+
+
+def _pair(value: object, where: str) -> tuple[int, int]:
+    text = _str(value, where)
+    left, _, right = text.partition(":" if ":" in text else ".")
+    try:
+        return int(left, 16 if ":" in text else 10), int(right, 16 if ":" in text else 10)
+    except ValueError:
+        raise SpecError(f"{where}: {text!r} is not 'vvvv:dddd' or 'major.minor'") from None
+
+
+def _kernel(data: object, where: str) -> KernelSpec:
+    d = _keys(data, {"release", "config", "config_file", "compression", "amdgpu", "kfd_interface",
+                     "initrd", "amdgpu_in_initrd"}, where)  # fmt: skip
+    if "release" not in d:
+        raise SpecError(f"{where}: release is required")
+    config: dict[str, str | None] = {}
+    for key, value in _any_keys(d.get("config"), f"{where}.config").items():
+        config[key] = None if value is None else _str(value, f"{where}.config.{key}")
+    return KernelSpec(
+        release=_str(d["release"], f"{where}.release"),
+        config=config,
+        config_file=_choice(d.get("config_file", "boot"), ("boot", "proc", "none"), f"{where}.config_file"),
+        compression=_choice(d.get("compression", "none"), COMPRESSIONS, f"{where}.compression"),
+        amdgpu=_choice(d.get("amdgpu", "in-tree"), AMDGPU_SOURCES, f"{where}.amdgpu"),
+        kfd_interface=_pair(d.get("kfd_interface", "1.11"), f"{where}.kfd_interface"),
+        initrd=bool(d.get("initrd", True)),
+        amdgpu_in_initrd=bool(d.get("amdgpu_in_initrd", False)),
+    )
+
+
+def _gpu(data: object, where: str) -> GpuSpec:
+    d = _keys(data, {"slot", "device", "vendor", "revision", "subsystem", "class", "outcome", "driver",
+                     "boot_vga"}, where)  # fmt: skip
+    for key in ("slot", "device"):
+        if key not in d:
+            raise SpecError(f"{where}: {key} is required")
+    return GpuSpec(
+        slot=_str(d["slot"], f"{where}.slot"),
+        device=_int(d["device"], f"{where}.device"),
+        vendor=_int(d.get("vendor", 0x1002), f"{where}.vendor"),
+        revision=_int(d.get("revision", 0), f"{where}.revision"),
+        subsystem=_pair(d.get("subsystem", "1002:0000"), f"{where}.subsystem"),
+        pci_class=_int(d.get("class", 0x030000), f"{where}.class"),
+        outcome=_choice(d.get("outcome", "added"), OUTCOMES, f"{where}.outcome"),
+        driver=None if d.get("driver") is None else _str(d["driver"], f"{where}.driver"),
+        boot_vga=bool(d.get("boot_vga", False)),
+    )
+
+
+def _user(data: object, where: str) -> UserSpec:
+    d = _keys(data, {"name", "uid", "groups", "session"}, where)
+    groups = _expect(d.get("groups", []), list, f"{where}.groups")
+    assert isinstance(groups, list)
+    return UserSpec(
+        name=_str(d.get("name"), f"{where}.name"),
+        uid=_int(d.get("uid"), f"{where}.uid"),
+        groups=tuple(_str(g, f"{where}.groups") for g in groups),
+        session=bool(d.get("session", False)),
+    )
+
+
+def spec_from_dict(name: str, data: object) -> MachineSpec:
+    d = _keys(data, {"description", "os", "kernel", "other_kernels", "gpus", "amdgpu_loaded", "udev",
+                     "users", "groups", "files", "cmdline", "log", "dkms", "cpu_cores"}, name)  # fmt: skip
+    os_d = _keys(d.get("os", {}), {"id", "version_id", "pretty_name", "id_like"}, f"{name}.os")
+    os_spec = OsSpec(
+        id=_str(os_d.get("id", "debian"), f"{name}.os.id"),
+        version_id=_str(os_d.get("version_id", "12"), f"{name}.os.version_id"),
+        pretty_name=_str(os_d.get("pretty_name", ""), f"{name}.os.pretty_name"),
+        id_like=tuple(_str(os_d.get("id_like", ""), f"{name}.os.id_like").split()),
+    )
+    if "kernel" not in d:
+        raise SpecError(f"{name}: kernel is required")
+    udev_d = _keys(d.get("udev", {}), {"kfd_rule", "render_group", "render_mode"}, f"{name}.udev")
+    udev = UdevSpec(
+        kfd_rule=bool(udev_d.get("kfd_rule", True)),
+        render_group=_str(udev_d.get("render_group", "render"), f"{name}.udev.render_group"),
+        render_mode=int(_str(udev_d.get("render_mode", "0660"), f"{name}.udev.render_mode"), 8),
+    )
+    dkms: DkmsSpec | None = None
+    if d.get("dkms") is not None:
+        k = _keys(d["dkms"], {"module", "version", "built", "failed"}, f"{name}.dkms")
+        dkms = DkmsSpec(
+            module=_str(k.get("module", "amdgpu"), f"{name}.dkms.module"),
+            version=_str(k.get("version"), f"{name}.dkms.version"),
+            built=tuple(_str(r, f"{name}.dkms.built") for r in _list(k.get("built"), f"{name}.dkms.built")),
+            failed=tuple(_str(r, f"{name}.dkms.failed") for r in _list(k.get("failed"), f"{name}.dkms.failed")),
+        )
+    files = _any_keys(d.get("files"), f"{name}.files")
+    for path in files:
+        if not path.startswith("/"):
+            raise SpecError(f"{name}.files: {path!r} is not an absolute path")
+    groups = _any_keys(d.get("groups"), f"{name}.groups")
+    loaded = d.get("amdgpu_loaded")
+    return MachineSpec(
+        name=name,
+        description=" ".join(_str(d.get("description", ""), f"{name}.description").split()),
+        os=os_spec,
+        kernel=_kernel(d["kernel"], f"{name}.kernel"),
+        other_kernels=tuple(
+            _kernel(k, f"{name}.other_kernels[{i}]") for i, k in enumerate(_list(d.get("other_kernels"), name))
+        ),
+        gpus=tuple(_gpu(g, f"{name}.gpus[{i}]") for i, g in enumerate(_list(d.get("gpus"), f"{name}.gpus"))),
+        amdgpu_loaded=None if loaded is None else bool(loaded),
+        udev=udev,
+        users=tuple(_user(u, f"{name}.users[{i}]") for i, u in enumerate(_list(d.get("users"), f"{name}.users"))),
+        groups={k: _int(v, f"{name}.groups.{k}") for k, v in groups.items()},
+        files={k: _str(v, f"{name}.files.{k}") for k, v in files.items()},
+        cmdline=_str(d.get("cmdline", ""), f"{name}.cmdline"),
+        log=tuple(_str(line, f"{name}.log") for line in _list(d.get("log"), f"{name}.log")),
+        dkms=dkms,
+        cpu_cores=_int(d.get("cpu_cores", 16), f"{name}.cpu_cores"),
+    )
+
+
+def _list(value: object, where: str) -> list[object]:
+    if value is None:
+        return []
+    result = _expect(value, list, where)
+    assert isinstance(result, list)
+    return result

@@ -1,0 +1,103 @@
+"""The simulated machine's own bookkeeping, kept beside the rendered tree.
+
+``<root>/.kfdguard-sim/`` holds what a directory tree cannot: device nodes
+(type, numbers, owner, mode, ACL), the kernel's message buffer, a clock, and
+the description the machine was rendered from. Files are plain text, so
+probing a simulated machine costs no more imports than probing a real one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kfdguard.access import AclEntry, NodeStat
+from kfdguard.root import Root
+
+SIM_DIR = ".kfdguard-sim"
+
+
+def sim_dir(root: Root) -> str:
+    return str(root.path / SIM_DIR)
+
+
+def is_simulated(root: Root) -> bool:
+    return os.path.isdir(sim_dir(root))
+
+
+def _write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+# --- device nodes ------------------------------------------------------------
+
+
+def format_acl(acl: tuple[AclEntry, ...]) -> str:
+    return ",".join(f"{e.tag}:{'' if e.qualifier is None else e.qualifier}:{e.perms}" for e in acl) or "-"
+
+
+def parse_acl(text: str) -> tuple[AclEntry, ...]:
+    if text == "-":
+        return ()
+    entries = []
+    for item in text.split(","):
+        tag, qualifier, perms = item.split(":")
+        entries.append(AclEntry(tag, int(qualifier) if qualifier else None, int(perms)))
+    return tuple(entries)
+
+
+def read_devices(root: Root) -> dict[str, NodeStat]:
+    nodes: dict[str, NodeStat] = {}
+    try:
+        with open(os.path.join(sim_dir(root), "devices"), encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return nodes
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        path, kind, major, minor, uid, gid, mode, acl = line.split()
+        nodes[path] = NodeStat(kind, int(major), int(minor), int(uid), int(gid), int(mode, 8), parse_acl(acl))
+    return nodes
+
+
+def write_devices(root: Root, nodes: dict[str, NodeStat]) -> None:
+    lines = ["# path kind major minor uid gid mode acl  (simulated device nodes)"]
+    for path in sorted(nodes):
+        n = nodes[path]
+        lines.append(f"{path} {n.kind} {n.major} {n.minor} {n.uid} {n.gid} {n.mode:04o} {format_acl(n.acl)}")
+    _write(os.path.join(sim_dir(root), "devices"), "\n".join(lines) + "\n")
+
+
+# --- key=value state -------------------------------------------------------------
+
+
+def read_state(root: Root) -> dict[str, str]:
+    values: dict[str, str] = {}
+    try:
+        with open(os.path.join(sim_dir(root), "state"), encoding="utf-8") as handle:
+            for line in handle.read().splitlines():
+                key, sep, value = line.partition("=")
+                if sep:
+                    values[key] = value
+    except FileNotFoundError:
+        pass
+    return values
+
+
+def write_state(root: Root, values: dict[str, str]) -> None:
+    text = "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
+    _write(os.path.join(sim_dir(root), "state"), text)
+
+
+# --- kernel message buffer ------------------------------------------------------
+
+
+def read_kmsg(root: Root) -> list[str]:
+    try:
+        with open(os.path.join(sim_dir(root), "kmsg"), encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()
+    except FileNotFoundError:
+        return []

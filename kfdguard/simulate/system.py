@@ -1,0 +1,146 @@
+"""SimulatedSystem: the System layer answered by a simulated machine."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+from kfdguard.access import NodeStat
+from kfdguard.root import Root
+from kfdguard.runner import Runner, RunResult
+from kfdguard.simulate import state
+from kfdguard.simulate.kernel import SimKernel
+from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, OsSpec, UdevSpec, UserSpec
+from kfdguard.system import KfdIoctlError, System
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+# Commands that only read and may run for real against the simulated tree.
+PASS_THROUGH = frozenset({"modinfo", "depmod"})
+
+
+def _kernel(d: dict[str, object]) -> KernelSpec:
+    return KernelSpec(**{**d, "kfd_interface": tuple(d["kfd_interface"])})  # type: ignore[arg-type]
+
+
+def spec_from_json(text: str) -> MachineSpec:
+    d = json.loads(text)
+    return MachineSpec(
+        name=d["name"],
+        description=d["description"],
+        os=OsSpec(**{**d["os"], "id_like": tuple(d["os"]["id_like"])}),
+        kernel=_kernel(d["kernel"]),
+        other_kernels=tuple(_kernel(k) for k in d["other_kernels"]),
+        gpus=tuple(GpuSpec(**{**g, "subsystem": tuple(g["subsystem"])}) for g in d["gpus"]),
+        amdgpu_loaded=d["amdgpu_loaded"],
+        udev=UdevSpec(**d["udev"]),
+        users=tuple(UserSpec(**{**u, "groups": tuple(u["groups"])}) for u in d["users"]),
+        groups=d["groups"],
+        files=d["files"],
+        cmdline=d["cmdline"],
+        log=tuple(d["log"]),
+        dkms=None
+        if d["dkms"] is None
+        else DkmsSpec(**{**d["dkms"], "built": tuple(d["dkms"]["built"]), "failed": tuple(d["dkms"]["failed"])}),
+        cpu_cores=d["cpu_cores"],
+    )
+
+
+def load_spec(root: Root) -> MachineSpec:
+    with open(os.path.join(state.sim_dir(root), "spec.json"), encoding="utf-8") as handle:
+        return spec_from_json(handle.read())
+
+
+class SimulatedSystem(System):
+    simulated = True
+
+    def __init__(self, root: Root, runner: Runner | None = None) -> None:
+        if not state.is_simulated(root):
+            raise ValueError(f"{root.path} is not a simulated machine (no {state.SIM_DIR}/)")
+        self.root = root
+        self.runner = runner or Runner()
+
+    def _machine_path(self, path: Path) -> str:
+        return self.root.display(path)
+
+    def stat_node(self, path: Path) -> NodeStat | None:
+        return state.read_devices(self.root).get(self._machine_path(path))
+
+    def kfd_version(self, path: Path) -> tuple[int, int]:
+        node = self.stat_node(path)
+        if node is None:
+            raise KfdIoctlError("open", errno.ENOENT, "No such file or directory")
+        if state.read_state(self.root).get("kfd_live") != "1":
+            raise KfdIoctlError("open", errno.ENODEV, "No such device")
+        return load_spec(self.root).kernel.kfd_interface
+
+    def read_kmsg(self) -> list[str]:
+        return state.read_kmsg(self.root)
+
+    def kernel(self) -> SimKernel:
+        return SimKernel(self.root, load_spec(self.root))
+
+    def _record(self, argv: Sequence[str]) -> None:
+        with open(os.path.join(state.sim_dir(self.root), "commands.log"), "a", encoding="utf-8") as handle:
+            handle.write(" ".join(argv) + "\n")
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
+        args = tuple(argv)
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self._record(args)
+        prog = args[0].rsplit("/", 1)[-1]
+        fault = state.read_state(self.root).get(f"fault:{prog}")
+        if fault == "hang":
+            # Really block, so that the runner's timeout and kill path are what
+            # the test exercises.
+            return self.runner.run(["sleep", "3600"], timeout=timeout)
+        if fault is not None and fault.startswith("fail:"):
+            return RunResult(args, 1, stderr=fault[5:].replace("\\n", "\n"))
+        if prog in PASS_THROUGH:
+            return self.runner.run(args, timeout=timeout)
+        if prog == "modprobe":
+            return self._modprobe(args)
+        if prog == "udevadm":
+            return self._udevadm(args)
+        return RunResult(args, None, error=f"{prog} is not available on a simulated machine")
+
+    def _modprobe(self, args: tuple[str, ...]) -> RunResult:
+        remove = False
+        words: list[str] = []
+        for word in args[1:]:
+            if word in ("-r", "--remove"):
+                remove = True
+            elif word in ("-q", "--quiet", "-v", "--verbose", "-b", "--use-blacklist"):
+                continue
+            elif word.startswith("-"):
+                return RunResult(args, 1, stderr=f"modprobe: simulated modprobe does not take {word}\n")
+            else:
+                words.append(word)
+        if not words:
+            return RunResult(args, 1, stderr="modprobe: FATAL: Module name required\n")
+        kernel = self.kernel()
+        if remove:
+            outcome = kernel.unload(words[0])
+        else:
+            extra = [(w.partition("=")[0], w.partition("=")[2]) for w in words[1:]]
+            outcome = kernel.modprobe(words[0], extra)
+        return RunResult(args, outcome.returncode, outcome.stdout, outcome.stderr)
+
+    def _udevadm(self, args: tuple[str, ...]) -> RunResult:
+        sub = args[1] if len(args) > 1 else ""
+        if sub in ("control", "settle"):
+            return RunResult(args, 0)
+        if sub == "trigger":
+            # Without --action=add only "change" events go out, and the default
+            # rules skip permissions on them (kfd-facts.md §3).
+            if any(a in ("--action=add", "-cadd") for a in args) or (
+                "--action" in args and args[args.index("--action") + 1 : args.index("--action") + 2] == ("add",)
+            ):
+                self.kernel().udev_trigger_add()
+            return RunResult(args, 0)
+        return RunResult(args, 1, stderr=f"udevadm: simulated udevadm does not know '{sub}'\n")

@@ -1,0 +1,102 @@
+"""A small udev rules evaluator for the simulated machine.
+
+It understands what decides device-node permissions for KFD and DRM render
+nodes: ``SUBSYSTEM``/``KERNEL``/``ACTION`` matches and ``GROUP``/``OWNER``/
+``MODE``/``TAG+="uaccess"`` assignments, with later rules overriding earlier
+ones and files ordered by name across udev's directories (a file in
+/etc/udev/rules.d replaces a same-named one in /usr/lib/udev/rules.d). A rule
+line with any other match key is skipped: the simulator would rather miss a
+rule than apply one it does not understand.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+
+from kfdguard.root import Root
+
+RULES_DIRS = ("etc/udev/rules.d", "run/udev/rules.d", "usr/lib/udev/rules.d", "lib/udev/rules.d")
+_MATCH = {"SUBSYSTEM", "KERNEL", "ACTION"}
+_ASSIGN = {"GROUP", "OWNER", "MODE", "TAG"}
+
+
+@dataclass(frozen=True)
+class NodePolicy:
+    owner: str = "root"
+    group: str = "root"
+    mode: int = 0o600  # devtmpfs creates nodes 0600 root:root
+    uaccess: bool = False
+
+
+def _tokens(line: str) -> list[tuple[str, str, str]] | None:
+    result = []
+    for raw in line.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        for op in ("==", "!=", "+=", "-=", ":=", "="):
+            key, sep, value = part.partition(op)
+            if sep:
+                value = value.strip()
+                if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+                    return None
+                result.append((key.strip(), op, value[1:-1]))
+                break
+        else:
+            return None
+    return result
+
+
+def rule_files(root: Root) -> list[str]:
+    chosen: dict[str, str] = {}
+    for rel in RULES_DIRS:
+        directory = root.path / rel
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".rules") and name not in chosen:
+                chosen[name] = str(directory / name)
+    return [chosen[name] for name in sorted(chosen)]
+
+
+def policy_for(root: Root, subsystem: str, kernel: str, action: str = "add") -> NodePolicy:
+    policy = NodePolicy()
+    for path in rule_files(root):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for raw in lines:
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            tokens = _tokens(line)
+            if not tokens or any(k not in _MATCH | _ASSIGN for k, _, _ in tokens):
+                continue
+            values = {"SUBSYSTEM": subsystem, "KERNEL": kernel, "ACTION": action}
+            matched = True
+            for key, op, value in tokens:
+                if key in _MATCH:
+                    hit = fnmatch.fnmatchcase(values[key], value)
+                    if (op == "==" and not hit) or (op == "!=" and hit):
+                        matched = False
+            if not matched:
+                continue
+            for key, op, value in tokens:
+                if key == "GROUP":
+                    policy = NodePolicy(policy.owner, value, policy.mode, policy.uaccess)
+                elif key == "OWNER":
+                    policy = NodePolicy(value, policy.group, policy.mode, policy.uaccess)
+                elif key == "MODE":
+                    try:
+                        policy = NodePolicy(policy.owner, policy.group, int(value, 8), policy.uaccess)
+                    except ValueError:
+                        continue
+                elif key == "TAG" and op in ("+=", "=") and value == "uaccess":
+                    policy = NodePolicy(policy.owner, policy.group, policy.mode, True)
+    return policy

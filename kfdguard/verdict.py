@@ -1,0 +1,101 @@
+"""What assess concludes: state, findings, per-GPU status and a plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class State(StrEnum):
+    """Exported verbatim over D-Bus and in ``--json``; clients tolerate new values."""
+
+    STARTING = "starting"
+    READY = "ready"
+    DEGRADED = "degraded"
+    UNAVAILABLE = "unavailable"
+    NO_DEVICE = "no-device"
+    ERROR = "error"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+# Exit codes of ``kfdguard check`` and ``diagnose``: scripts test readiness with ``== 0``.
+EXIT_CODES = {
+    State.READY: 0,
+    State.DEGRADED: 1,
+    State.UNAVAILABLE: 2,
+    State.NO_DEVICE: 3,
+    State.ERROR: 4,
+    State.STARTING: 4,
+}
+EXIT_USAGE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str  # stable identifier, e.g. "device-permissions"
+    severity: Severity
+    message: str  # one line
+    remedy: str  # what to do, with exact commands where possible; "" for info
+    evidence: tuple[str, ...] = ()  # facts and log lines it rests on
+    gpu: str | None = None  # PCI slot it concerns, if one
+
+    def key(self) -> tuple[int, str, str]:
+        return (SEVERITY_ORDER[self.severity], self.code, self.gpu or "")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuStatus:
+    slot: str
+    vendor: int
+    device: int
+    revision: int | None
+    name: str  # marketing name, or "AMD GPU 1002:xxxx" when unknown
+    family: str | None
+    gfx: str | None
+    driver: str | None
+    kfd_node: int | None  # topology node index
+    gpu_id: int | None
+    render_node: str | None
+    compute_ready: bool
+    reason: str  # short: "ready", "no KFD node", "render node not accessible"...
+
+    @property
+    def ids(self) -> str:
+        return f"{self.vendor:04x}:{self.device:04x}"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One step of the plan; enforce carries them out."""
+
+    kind: str  # e.g. "write-modprobe-conf", "load-module", "fix-node", "install-udev-rule"
+    target: str  # path or module it acts on
+    detail: str  # human-readable description of the change
+    data: tuple[tuple[str, str], ...] = ()  # parameters enforce needs
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: State
+    ready: bool
+    summary: str
+    findings: tuple[Finding, ...]
+    gpus: tuple[GpuStatus, ...]
+    plan: tuple[Action, ...] = ()
+
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    def by_code(self, code: str) -> list[Finding]:
+        return [f for f in self.findings if f.code == code]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.state]
