@@ -1,0 +1,1528 @@
+#!/usr/bin/env python3
+"""vmlane: real-kernel, real-systemd VM test lane for kfdguard.
+
+Boots Debian bookworm's own kernel and a minimal bookworm root filesystem
+(systemd, udev, dbus, polkitd, logind) under QEMU, installs .deb files into
+the guest and runs a scenario script there.  Test script and results travel
+through a 9p share.  See vm/README.md.
+
+Subcommands:
+  host-deps   apt-get install the host packages the lane needs (idempotent)
+  build       build and cache kernel, stage-1 initramfs and root image
+  run         boot the cached image, install .debs, run SHARE/test.sh
+  shell       boot the cached image interactively (root autologin on ttyS0)
+  clean       remove the work tree, downloaded packages or the whole cache
+
+Exit status of `run`: the scenario's own exit status (test.sh; 100 when
+`dpkg -i` failed), 124 when the scenario started but no status came back
+(timeout, kernel panic), 125 when the infrastructure failed twice (QEMU did
+not boot or the guest runner never started; retried once), 1 on errors
+before booting (no image, missing tools), 2 on bad arguments.
+
+Stdlib only; needs root for host-deps and build (apt, debootstrap, chroot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, TextIO
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_CACHE = REPO / ".cache" / "vm"
+PROBE_SOURCE = HERE / "kfd-ioctl-probe.c"
+SELF = Path(__file__).resolve()
+
+HOST_PACKAGES: tuple[str, ...] = (
+    "qemu-system-x86",
+    "qemu-utils",
+    "debootstrap",
+    "busybox-static",
+    "kmod",
+    "cpio",
+    "e2fsprogs",
+    "zstd",
+    "gcc",
+    "libc6-dev",
+)
+HOST_TOOLS: tuple[str, ...] = (
+    "qemu-system-x86_64",
+    "qemu-img",
+    "debootstrap",
+    "busybox",
+    "modprobe",
+    "depmod",
+    "cpio",
+    "mkfs.ext4",
+    "gcc",
+    "dpkg",
+    "apt-get",
+    "chroot",
+)
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# Artefacts of a build, inside the cache directory.
+KEY_FILE = "key.json"
+VMLINUZ = "vmlinuz"
+INITRD = "initrd-stage1.img"
+ROOTFS = "rootfs.img"
+PROBE_BIN = "kfd-ioctl-probe"
+PACKAGES_TXT = "guest-packages.txt"
+ARTEFACTS: tuple[str, ...] = (VMLINUZ, INITRD, ROOTFS, PROBE_BIN, PACKAGES_TXT)
+
+# Host exit codes of `run` besides the scenario's own status.
+EXIT_NO_STATUS = 124  # the scenario started but no exit status came back
+EXIT_INFRA = 125  # QEMU/boot/runner failed twice (infrastructure)
+MAX_BOOTS = 4  # test.sh may ask for 3 reboots (exit 200)
+
+# Markers printed on the serial console by the guest.
+MARK_RUNNER = "VMLANE-RUNNER-START"
+MARK_STATE = "VMLANE-SYSTEM-STATE"
+MARK_REBOOT = "VMLANE-RUNNER-REBOOT"
+MARK_END = "VMLANE-RUNNER-END"
+
+OUTPUT_FILES: tuple[str, ...] = (
+    "result.txt",
+    "journal.txt",
+    "exit-status",
+    "serial.log",
+    "journal-boot1.txt",
+    "journal-boot2.txt",
+    "journal-boot3.txt",
+    "journal-boot4.txt",
+)
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1bc")
+
+
+class LaneError(Exception):
+    """A failure with a message for the user (no traceback)."""
+
+
+# --------------------------------------------------------------------------
+# small helpers
+
+
+def log(msg: str) -> None:
+    print(f"vmlane: {msg}", flush=True)
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f} s"
+
+
+def system_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = SYSTEM_PATH
+    env["LC_ALL"] = "C.UTF-8"
+    env["DEBIAN_FRONTEND"] = "noninteractive"
+    env.update(extra)
+    return env
+
+
+def sh(
+    args: Sequence[str | Path],
+    *,
+    cwd: Path | None = None,
+    logfile: Path | None = None,
+    capture: bool = False,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run a command; output goes to logfile, is captured, or is inherited."""
+    argv = [str(a) for a in args]
+    stdout: int | IO[str] | None = None
+    fh: IO[str] | None = None
+    if logfile is not None:
+        logfile.parent.mkdir(parents=True, exist_ok=True)
+        fh = logfile.open("a", encoding="utf-8")
+        fh.write(f"\n$ {' '.join(argv)}\n")
+        fh.flush()
+        stdout = fh
+    elif capture:
+        stdout = subprocess.PIPE
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            stdout=stdout,
+            stderr=subprocess.STDOUT if (fh is not None or capture) else None,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env if env is not None else system_env(),
+            check=False,
+        )
+    finally:
+        if fh is not None:
+            fh.close()
+    if check and proc.returncode != 0:
+        detail = ""
+        if logfile is not None:
+            detail = "\n" + tail_text(logfile, 30)
+        elif capture and proc.stdout:
+            detail = "\n" + proc.stdout[-3000:]
+        raise LaneError(f"command failed (rc {proc.returncode}): {' '.join(argv)}{detail}")
+    return proc
+
+
+def tail_text(path: Path, lines: int) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"({path.name} unreadable: {exc})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_file(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(mode)
+
+
+def symlink(target: str, link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(target)
+
+
+def mounts_below(path: Path) -> list[str]:
+    prefix = str(path.resolve()).rstrip("/") + "/"
+    found: list[str] = []
+    with open("/proc/self/mounts", encoding="utf-8") as fh:
+        for line in fh:
+            mnt = line.split()[1].replace("\\040", " ")
+            if mnt.startswith(prefix) or mnt == prefix.rstrip("/"):
+                found.append(mnt)
+    return found
+
+
+def remove_tree(path: Path) -> None:
+    """rm -rf that first unmounts anything left mounted inside (debootstrap)."""
+    if not path.exists() and not path.is_symlink():
+        return
+    for mnt in sorted(mounts_below(path), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mnt], check=False)
+    left = mounts_below(path)
+    if left:
+        raise LaneError(f"refusing to delete {path}: still mounted: {left}")
+    shutil.rmtree(path)
+
+
+def dir_size(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(dirpath) / name).lstat().st_blocks * 512
+    return total
+
+
+def human(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{int(value)} B"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+@contextlib.contextmanager
+def cache_lock(cache: Path) -> Iterator[None]:
+    """One build or VM at a time per cache (the machine has 2 cores)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another vmlane build/run using {cache} ...")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+class Steps:
+    """Prints the time of each step and a summary."""
+
+    def __init__(self) -> None:
+        self.times: list[tuple[str, float]] = []
+        self.t0 = time.monotonic()
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        log(f"[{name}] ...")
+        t = time.monotonic()
+        yield
+        dt = time.monotonic() - t
+        self.times.append((name, dt))
+        log(f"[{name}] done in {fmt_s(dt)}")
+
+    def summary(self) -> str:
+        parts = [f"{name} {dt:.1f}" for name, dt in self.times]
+        total = time.monotonic() - self.t0
+        return f"timings (s): {', '.join(parts)}; total {total:.1f}"
+
+
+# --------------------------------------------------------------------------
+# host packages
+
+
+def installed_packages(names: Sequence[str]) -> set[str]:
+    proc = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\n", *names],
+        capture_output=True,
+        text=True,
+        env=system_env(),
+        check=False,
+    )
+    ok: set[str] = set()
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1].startswith("ii"):
+            ok.add(parts[0].split(":")[0])
+    return ok
+
+
+def cmd_host_deps(_args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    missing = [p for p in HOST_PACKAGES if p not in installed_packages(HOST_PACKAGES)]
+    if not missing:
+        log(f"host packages present ({len(HOST_PACKAGES)}), nothing to do")
+        return 0
+    if os.geteuid() != 0:
+        raise LaneError(f"need root to install: {' '.join(missing)}")
+    log(f"installing {' '.join(missing)}")
+    sh(["apt-get", "update", "-qq"])
+    sh(
+        [
+            "apt-get",
+            "install",
+            "-y",
+            "-qq",
+            "--no-install-recommends",
+            "-o",
+            "Dpkg::Use-Pty=0",
+            *missing,
+        ],
+        capture=True,
+    )
+    still = [p for p in HOST_PACKAGES if p not in installed_packages(HOST_PACKAGES)]
+    if still:
+        raise LaneError(f"still missing after apt-get: {' '.join(still)}")
+    log(f"host packages installed in {fmt_s(time.monotonic() - t0)}")
+    return 0
+
+
+def check_host_tools() -> None:
+    missing = [t for t in HOST_TOOLS if shutil.which(t, path=SYSTEM_PATH) is None]
+    if "busybox-static" not in installed_packages(["busybox-static"]):
+        missing.append("busybox-static")
+    if missing:
+        raise LaneError(f"missing host tools: {' '.join(missing)}; run: {SELF} host-deps")
+
+
+# --------------------------------------------------------------------------
+# kernel package
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPkg:
+    package: str  # linux-image-6.1.0-57-amd64
+    version: str  # 6.1.192-3
+
+    @property
+    def release(self) -> str:  # 6.1.0-57-amd64 (uname -r)
+        return self.package.removeprefix("linux-image-")
+
+    @property
+    def deb_name(self) -> str:
+        return f"{self.package}_{self.version.replace(':', '%3a')}_amd64.deb"
+
+
+def apt_show(package: str) -> dict[str, str]:
+    proc = subprocess.run(
+        ["apt-cache", "show", "--no-all-versions", package],
+        capture_output=True,
+        text=True,
+        env=system_env(),
+        check=False,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise LaneError(
+            f"apt-cache knows no {package} ({proc.stderr.strip()}); run `apt-get update` (or vmlane.py host-deps) first"
+        )
+    fields: dict[str, str] = {}
+    key = ""
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            break
+        if line[0].isspace() and key:
+            fields[key] += "\n" + line.strip()
+        elif ":" in line:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+def resolve_kernel() -> KernelPkg:
+    """The ABI package that the meta-package linux-image-amd64 depends on."""
+    meta = apt_show("linux-image-amd64")
+    for dep in meta.get("Depends", "").split(","):
+        first = dep.split("|")[0].strip()
+        m = re.fullmatch(r"(linux-image-\d\S*-amd64)\s*(?:\(\s*=\s*([^)\s]+)\s*\))?", first)
+        if m:
+            name, version = m.group(1), m.group(2)
+            if not version:
+                version = apt_show(name)["Version"]
+            return KernelPkg(name, version)
+    raise LaneError(f"cannot find the kernel ABI package in {meta.get('Depends')!r}")
+
+
+def fetch_kernel(kernel: KernelPkg, debdir: Path) -> Path:
+    debdir.mkdir(parents=True, exist_ok=True)
+    deb = debdir / kernel.deb_name
+    for old in debdir.glob("linux-image-*.deb"):
+        if old != deb:
+            log(f"removing old kernel package {old.name}")
+            old.unlink()
+    if deb.exists():
+        log(f"kernel package cached: {deb.name}")
+        return deb
+    sh(
+        [
+            "apt-get",
+            "download",
+            "-qq",
+            "-o",
+            "APT::Sandbox::User=root",
+            f"{kernel.package}={kernel.version}",
+        ],
+        cwd=debdir,
+        capture=True,
+    )
+    if not deb.exists():
+        found = sorted(debdir.glob(f"{kernel.package}_*.deb"))
+        if not found:
+            raise LaneError(f"apt-get download produced no {kernel.package} .deb")
+        found[-1].rename(deb)
+    return deb
+
+
+def unpack_kernel(deb: Path, kernel: KernelPkg, ktree: Path) -> None:
+    remove_tree(ktree)
+    ktree.mkdir(parents=True)
+    sh(["dpkg-deb", "-x", deb, ktree])
+    vmlinuz = ktree / "boot" / f"vmlinuz-{kernel.release}"
+    moddir = ktree / "lib" / "modules" / kernel.release
+    if not vmlinuz.exists() or not moddir.is_dir():
+        raise LaneError(f"{deb.name} has no {vmlinuz.name} or lib/modules/{kernel.release}")
+    sh(["depmod", "-b", ktree, kernel.release])
+
+
+def module_closure(ktree: Path, release: str, names: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
+    """Module files (relative to lib/modules/<release>) in load order."""
+    moddir = (ktree / "lib" / "modules" / release).resolve()
+    order: list[str] = []
+    for name in [*names, *optional]:
+        proc = subprocess.run(
+            ["modprobe", "-d", str(ktree), "-S", release, "--show-depends", name],
+            capture_output=True,
+            text=True,
+            env=system_env(),
+            check=False,
+        )
+        if proc.returncode != 0:
+            if name in optional:
+                continue
+            raise LaneError(f"module {name} not found: {proc.stderr.strip()}")
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "insmod":
+                rel = str(Path(parts[1]).resolve().relative_to(moddir))
+                if rel not in order:
+                    order.append(rel)
+    return order
+
+
+def config_value(ktree: Path, release: str, option: str) -> str:
+    config = ktree / "boot" / f"config-{release}"
+    for line in config.read_text(encoding="utf-8").splitlines():
+        if line.startswith(option + "="):
+            return line.split("=", 1)[1]
+    return "n"
+
+
+# --------------------------------------------------------------------------
+# The image recipe.  Everything between the two marker lines below is hashed
+# into the cache key: changing it rebuilds the image on the next `build`.
+# >>> image recipe >>>
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+INCLUDE: tuple[str, ...] = (
+    "systemd",
+    "systemd-sysv",
+    "libpam-systemd",  # polkitd needs logind; debootstrap can't pick the alternative
+    "libnss-systemd",
+    "dbus",
+    "polkitd",
+    "udev",
+    "kmod",
+    "python3",
+    "python3-yaml",
+    "python3-pyudev",
+    "python3-systemd",
+    "python3-dbus",
+    "python3-dbus-fast",
+    "python3-dbus-next",
+    "grub-common",
+    "grub2-common",
+    "acl",
+    "procps",
+    "adduser",
+    "less",
+)
+IMAGE_SIZE = "2G"
+HOSTNAME = "kfdvm"
+RUN_FLAG = "vmlane.run"
+STAY_FLAG = "vmlane.stay"
+
+# Stage 1 only has to mount the root file system.
+STAGE1_MODULES: tuple[str, ...] = ("virtio_pci", "virtio_blk", "ext4")
+STAGE1_OPTIONAL: tuple[str, ...] = ("crc32c_generic",)  # ext4 metadata_csum
+STAGE1_APPLETS: tuple[str, ...] = (
+    "sh",
+    "mount",
+    "umount",
+    "mkdir",
+    "insmod",
+    "switch_root",
+    "sleep",
+    "cat",
+    "cut",
+    "ls",
+    "poweroff",
+    "reboot",
+)
+
+# Modules copied into the root image (with their dependencies).
+ROOTFS_MODULES: tuple[str, ...] = (
+    "amdgpu",
+    "virtio_pci",
+    "virtio_blk",
+    "virtio_console",
+    "ext4",
+    "9pnet_virtio",
+    "9p",
+    "autofs4",
+    "efivarfs",
+    "binfmt_misc",  # without it the boot ends "degraded"
+)
+ROOTFS_OPTIONAL: tuple[str, ...] = ("crc32c_generic", "configfs", "fuse", "loop")
+
+MASKED_UNITS: tuple[str, ...] = (
+    "systemd-timesyncd.service",
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "e2scrub_all.timer",
+    "fstrim.timer",
+    "man-db.timer",
+    "dpkg-db-backup.timer",
+)
+
+STAGE1_INIT = """#!/bin/sh
+# vmlane stage-1 init: load virtio + ext4, mount /dev/vda, switch_root.
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+echo "vmlane-stage1: start uptime=$(cut -d' ' -f1 /proc/uptime)"
+for m in $(cat /modules.list); do
+    insmod "/lib/modules/$m" || echo "vmlane-stage1: insmod $m failed"
+done
+i=0
+while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mkdir -p /newroot
+if ! mount -t ext4 -o rw,noatime /dev/vda /newroot; then
+    echo "vmlane-stage1: FATAL: cannot mount /dev/vda; /dev has:"; ls /dev
+    poweroff -f
+fi
+init=/sbin/init
+for arg in $(cat /proc/cmdline); do
+    case "$arg" in init=*) init="${arg#init=}" ;; esac
+done
+echo "vmlane-stage1: switch_root to $init uptime=$(cut -d' ' -f1 /proc/uptime)"
+umount /proc /sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot "$init"
+"""
+
+FSTAB = """# vmlane guest
+/dev/vda / ext4 rw,noatime 0 1
+host /mnt/host 9p trans=virtio,version=9p2000.L,msize=262144,nofail 0 0
+"""
+
+GETTY_DROPIN = """[Unit]
+# Autologin on the serial console, but not while a scenario runs (unless stay).
+ConditionKernelCommandLine=|!vmlane.run
+ConditionKernelCommandLine=|vmlane.stay
+
+[Service]
+ExecStart=
+ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 \
+%I $TERM
+"""
+
+RUNNER_UNIT = """[Unit]
+Description=vmlane scenario runner
+ConditionKernelCommandLine=vmlane.run
+Requires=mnt-host.mount
+After=mnt-host.mount
+
+[Service]
+Type=simple
+ExecStart=/usr/local/sbin/vmlane-runner
+StandardOutput=journal
+StandardError=journal
+TimeoutStopSec=10
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+RUNNER_SCRIPT = r"""#!/bin/bash
+# vmlane guest runner (installed by vm/vmlane.py, run by vmlane-runner.service
+# when the kernel command line has vmlane.run).
+#  1. print the start marker, wait for `systemctl is-system-running --wait`
+#  2. first boot: dpkg -i /mnt/host/debs/*.deb (status 100 if that fails)
+#  3. run /mnt/host/test.sh (VMLANE_BOOT=N), tee to the console + result.txt
+#     exit 200 from test.sh = "reboot and run me again" (at most 3 reboots)
+#  4. copy the journal, write exit-status, power off (unless vmlane.stay)
+set -u
+share=/mnt/host
+state=/var/lib/vmlane
+mkdir -p "$state"
+boot=$(( $(cat "$state/boot" 2>/dev/null || echo 0) + 1 ))
+echo "$boot" >"$state/boot"
+stay=0
+tmo=420
+for arg in $(cat /proc/cmdline); do
+    case "$arg" in
+        vmlane.stay) stay=1 ;;
+        vmlane.timeout=*) tmo="${arg#vmlane.timeout=}" ;;
+    esac
+done
+up() { cut -d' ' -f1 /proc/uptime; }
+con() { echo "$*" >/dev/console; echo "$*"; }
+out() { tee -a "$share/result.txt" >/dev/console; }
+
+con "VMLANE-RUNNER-START boot=$boot uptime=$(up)"
+sys_state=$(timeout 240 systemctl is-system-running --wait 2>&1)
+con "VMLANE-SYSTEM-STATE ${sys_state:-timeout} uptime=$(up)"
+con "vmlane: $(systemd-analyze time 2>&1 | head -n 1)"
+if [ "$sys_state" != running ]; then
+    systemctl --failed --no-legend --plain --no-pager 2>&1 |
+        while IFS= read -r line; do con "vmlane: failed unit: $line"; done
+fi
+
+status=0
+stage=test
+if [ "$boot" = 1 ]; then
+    shopt -s nullglob
+    debs=("$share"/debs/*.deb)
+    if [ "${#debs[@]}" -gt 0 ]; then
+        stage=install
+        echo "# dpkg -i ${debs[*]##*/}" | out
+        dpkg -i "${debs[@]}" 2>&1 | out
+        rc=${PIPESTATUS[0]}
+        if [ "$rc" != 0 ]; then
+            echo "not ok - dpkg -i failed (rc $rc)" | out
+            status=100
+        fi
+    fi
+fi
+if [ "$status" = 0 ]; then
+    stage=test
+    cd "$share" || exit 1
+    VMLANE_BOOT=$boot VMLANE_SHARE=$share \
+        timeout -k 10 "$tmo" "$share/test.sh" </dev/null 2>&1 | out
+    status=${PIPESTATUS[0]}
+    if [ "$status" = 124 ]; then con "vmlane: test.sh timed out after ${tmo}s"; fi
+fi
+
+if [ "$status" = 200 ] && [ "$boot" -lt 4 ]; then
+    journalctl -b --no-pager -o short-monotonic >"$share/journal-boot$boot.txt" 2>&1
+    sync
+    con "VMLANE-RUNNER-REBOOT boot=$boot uptime=$(up)"
+    systemctl reboot --no-block
+    exit 0
+fi
+journalctl -b --no-pager -o short-monotonic >"$share/journal.txt" 2>&1
+echo "$status" >"$share/exit-status"
+sync
+con "VMLANE-RUNNER-END status=$status stage=$stage boot=$boot uptime=$(up)"
+if [ "$stay" = 1 ]; then
+    con "vmlane: vmlane.stay set, not powering off"
+    exit 0
+fi
+systemctl poweroff --no-block
+"""
+
+# Stand-in for gdm3 & co: Debian links display-manager.service to the real
+# display manager's unit; graphical.target Wants= it.
+DM_UNIT = """[Unit]
+Description=vmlane stand-in display manager
+After=systemd-user-sessions.service
+
+[Service]
+Type=simple
+ExecStart=/usr/local/libexec/vmlane-dm
+
+[Install]
+Alias=display-manager.service
+WantedBy=graphical.target
+"""
+
+DM_SCRIPT = """#!/bin/sh
+# Records when the (stand-in) display manager started, then idles.
+up=$(cut -d' ' -f1 /proc/uptime)
+echo "$up" >/run/vmlane-dm.started
+echo "vmlane-dm: display manager stand-in started at uptime $up"
+exec sleep infinity
+"""
+
+UNIT_DIR = "usr/local/lib/systemd/system"
+
+
+def build_stage1(ktree: Path, release: str, work: Path, out: Path) -> int:
+    """busybox + the virtio/ext4 closure + /init, as a gzip'd newc cpio."""
+    mods = module_closure(ktree, release, STAGE1_MODULES, STAGE1_OPTIONAL)
+    root = work / "stage1"
+    remove_tree(root)
+    for d in ("bin", "dev", "proc", "sys", "newroot", "lib/modules"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    shutil.copy2("/bin/busybox", root / "bin" / "busybox")
+    for applet in STAGE1_APPLETS:
+        (root / "bin" / applet).symlink_to("busybox")
+    moddir = ktree / "lib" / "modules" / release
+    names: list[str] = []
+    for rel in mods:
+        src = moddir / rel
+        name = src.name
+        if name.endswith(".ko.xz"):
+            name = name[: -len(".xz")]
+            sh(["sh", "-c", f"xz -dc '{src}' > '{root / 'lib/modules' / name}'"])
+        elif name.endswith(".ko.zst"):
+            name = name[: -len(".zst")]
+            sh(["zstd", "-qdf", src, "-o", root / "lib/modules" / name])
+        else:
+            shutil.copy2(src, root / "lib" / "modules" / name)
+        names.append(name)
+    write_file(root / "modules.list", "\n".join(names) + "\n")
+    write_file(root / "init", STAGE1_INIT, 0o755)
+    paths: list[str] = []
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        rel = os.path.relpath(dirpath, root)
+        paths.append(rel)
+        paths.extend(os.path.normpath(Path(rel) / f) for f in sorted(files))
+    cpio = subprocess.run(
+        ["cpio", "--null", "-o", "-H", "newc", "--quiet", "-R", "0:0"],
+        input=("\0".join(paths) + "\0").encode(),
+        cwd=root,
+        capture_output=True,
+        env=system_env(),
+        check=False,
+    )
+    if cpio.returncode != 0:
+        raise LaneError(f"cpio failed: {cpio.stderr.decode(errors='replace')}")
+    out.write_bytes(gzip.compress(cpio.stdout, compresslevel=6, mtime=0))
+    log(f"stage-1 initramfs: {len(names)} modules, {human(out.stat().st_size)}")
+    return len(names)
+
+
+def debootstrap(root: Path, debcache: Path, logfile: Path) -> None:
+    remove_tree(root)
+    debcache.mkdir(parents=True, exist_ok=True)
+    sh(
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(INCLUDE)}",
+            f"--cache-dir={debcache.resolve()}",
+            SUITE,
+            root,
+            MIRROR,
+        ],
+        logfile=logfile,
+    )
+
+
+def chroot(root: Path, *args: str, logfile: Path) -> None:
+    sh(["chroot", root, *args], logfile=logfile)
+
+
+def customise_rootfs(root: Path, ktree: Path, release: str, probe: Path, logfile: Path) -> None:
+    etc = root / "etc"
+    write_file(etc / "hostname", HOSTNAME + "\n")
+    write_file(
+        etc / "hosts",
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    )
+    write_file(etc / "fstab", FSTAB)
+    (root / "mnt" / "host").mkdir(parents=True, exist_ok=True)
+
+    # Kernel modules: the closures only (the whole tree is 400 MB).
+    src_moddir = ktree / "lib" / "modules" / release
+    dst_moddir = root / "lib" / "modules" / release
+    mods = module_closure(ktree, release, ROOTFS_MODULES, ROOTFS_OPTIONAL)
+    for rel in mods:
+        dst = dst_moddir / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src_moddir / rel, dst)
+    for index in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
+        if (src_moddir / index).exists():
+            shutil.copy2(src_moddir / index, dst_moddir / index)
+    chroot(root, "depmod", "-a", release, logfile=logfile)
+    log(f"root image: {len(mods)} kernel modules")
+
+    # Users: root without password, tester (1000), member (1001).
+    chroot(root, "passwd", "-d", "root", logfile=logfile)
+    for uid, name in ((1000, "tester"), (1001, "member")):
+        chroot(
+            root,
+            "useradd",
+            "-m",
+            "-u",
+            str(uid),
+            "-s",
+            "/bin/bash",
+            "-c",
+            f"vmlane {name}",
+            name,
+            logfile=logfile,
+        )
+
+    system = etc / "systemd" / "system"
+    write_file(system / "serial-getty@ttyS0.service.d" / "autologin.conf", GETTY_DROPIN)
+
+    # Runner and stand-in display manager (enabled by hand: no systemctl here).
+    unit_dir = root / UNIT_DIR
+    write_file(unit_dir / "vmlane-runner.service", RUNNER_UNIT)
+    write_file(root / "usr/local/sbin/vmlane-runner", RUNNER_SCRIPT, 0o755)
+    write_file(unit_dir / "vmlane-dm.service", DM_UNIT)
+    write_file(root / "usr/local/libexec/vmlane-dm", DM_SCRIPT, 0o755)
+    symlink(
+        f"/{UNIT_DIR}/vmlane-runner.service",
+        system / "multi-user.target.wants" / "vmlane-runner.service",
+    )
+    symlink(f"/{UNIT_DIR}/vmlane-dm.service", system / "display-manager.service")
+    symlink(
+        f"/{UNIT_DIR}/vmlane-dm.service",
+        system / "graphical.target.wants" / "vmlane-dm.service",
+    )
+    symlink("/lib/systemd/system/graphical.target", system / "default.target")
+    for unit in MASKED_UNITS:
+        symlink("/dev/null", system / unit)
+
+    # The static KFD ioctl probe.
+    dst = root / "usr/local/bin/kfd-ioctl-probe"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(probe, dst)
+    dst.chmod(0o755)
+
+    # Smaller image: no package cache, docs or man pages.
+    chroot(root, "apt-get", "clean", logfile=logfile)
+    for sub in ("usr/share/doc", "usr/share/man", "usr/share/info"):
+        path = root / sub
+        if path.is_dir():
+            for child in path.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+
+
+def make_image(root: Path, image: Path, logfile: Path) -> None:
+    if image.exists():
+        image.unlink()
+    sh(
+        ["mkfs.ext4", "-q", "-F", "-L", "kfdroot", "-d", root, image, IMAGE_SIZE],
+        logfile=logfile,
+    )
+
+
+# <<< image recipe <<<
+# --------------------------------------------------------------------------
+# cache key
+
+
+def recipe_text() -> str:
+    lines = SELF.read_text(encoding="utf-8").splitlines()
+    try:
+        start = lines.index("# >>> image recipe >>>")
+        end = lines.index("# <<< image recipe <<<")
+    except ValueError as exc:
+        raise LaneError("image recipe markers missing in vmlane.py") from exc
+    return "\n".join(lines[start : end + 1])
+
+
+def compute_key(kernel: KernelPkg) -> dict[str, object]:
+    parts: dict[str, object] = {
+        "kernel_package": kernel.package,
+        "kernel_version": kernel.version,
+        "suite": SUITE,
+        "mirror": MIRROR,
+        "include": list(INCLUDE),
+        "recipe_sha256": hashlib.sha256(recipe_text().encode()).hexdigest(),
+        "probe_sha256": sha256_file(PROBE_SOURCE),
+    }
+    blob = json.dumps(parts, sort_keys=True).encode()
+    parts["key"] = hashlib.sha256(blob).hexdigest()[:16]
+    return parts
+
+
+def stored_key(cache: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((cache / KEY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def cache_is_warm(cache: Path, key: dict[str, object]) -> bool:
+    stored = stored_key(cache)
+    if stored is None or stored.get("key") != key["key"]:
+        return False
+    return all((cache / name).exists() for name in ARTEFACTS)
+
+
+def key_difference(old: dict[str, object], new: dict[str, object]) -> str:
+    diffs = [k for k in new if k != "key" and old.get(k) != new.get(k)]
+    return ", ".join(diffs) if diffs else "unknown"
+
+
+# --------------------------------------------------------------------------
+# build
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    cache: Path = args.cache.resolve()
+    t0 = time.monotonic()
+    kernel = resolve_kernel()
+    key = compute_key(kernel)
+    if args.check:
+        warm = cache_is_warm(cache, key)
+        log(f"cache {'warm' if warm else 'cold'} (key {key['key']}, {kernel.package})")
+        return 0 if warm else 1
+    with cache_lock(cache):
+        if not args.force and cache_is_warm(cache, key):
+            log(
+                f"cache warm: key {key['key']} ({kernel.package} {kernel.version}); "
+                f"nothing to build ({fmt_s(time.monotonic() - t0)})"
+            )
+            return 0
+        old = stored_key(cache)
+        if old is not None:
+            log(f"cache stale: {key_difference(old, key)} changed")
+        if os.geteuid() != 0:
+            raise LaneError("build needs root (debootstrap, chroot, mkfs.ext4 -d)")
+        check_host_tools()
+        build(cache, kernel, key, keep_work=args.keep_work)
+    return 0
+
+
+def build(cache: Path, kernel: KernelPkg, key: dict[str, object], *, keep_work: bool) -> None:
+    steps = Steps()
+    (cache / KEY_FILE).unlink(missing_ok=True)
+    work = cache / "work"
+    logs = cache / "logs"
+    remove_tree(work)
+    work.mkdir(parents=True)
+    logs.mkdir(exist_ok=True)
+    logfile = logs / "build.log"
+    logfile.write_text(f"vmlane build {time.strftime('%F %T')} key {key['key']}\n")
+    log(f"building {kernel.package} {kernel.version}, key {key['key']}; log {logfile}")
+    ktree = work / "kernel"
+    root = work / "rootfs"
+    out = work / "out"
+    out.mkdir()
+
+    with steps.step("kernel download"):
+        try:
+            deb = fetch_kernel(kernel, cache / "debs" / "kernel")
+        except LaneError:
+            log("download failed; apt-get update and one more try")
+            sh(["apt-get", "update", "-qq"])
+            newer = resolve_kernel()
+            if newer != kernel:
+                raise LaneError(f"the kernel moved to {newer.package} {newer.version}; run build again") from None
+            deb = fetch_kernel(kernel, cache / "debs" / "kernel")
+    with steps.step("kernel unpack"):
+        unpack_kernel(deb, kernel, ktree)
+        for option in ("CONFIG_HSA_AMD", "CONFIG_DRM_AMDGPU"):
+            log(f"{option}={config_value(ktree, kernel.release, option)}")
+        shutil.copy2(ktree / "boot" / f"vmlinuz-{kernel.release}", out / VMLINUZ)
+    with steps.step("probe"):
+        sh(
+            [
+                "gcc",
+                "-static",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-o",
+                out / PROBE_BIN,
+                PROBE_SOURCE,
+            ],
+            logfile=logfile,
+        )
+    with steps.step("stage-1 initramfs"):
+        build_stage1(ktree, kernel.release, work, out / INITRD)
+    with steps.step("debootstrap"):
+        debootstrap(root, cache / "debs" / "debootstrap", logfile)
+    with steps.step("customise"):
+        customise_rootfs(root, ktree, kernel.release, out / PROBE_BIN, logfile)
+        pkgs = subprocess.run(
+            ["chroot", str(root), "dpkg-query", "-W", "-f=${Package} ${Version}\n"],
+            capture_output=True,
+            text=True,
+            env=system_env(),
+            check=True,
+        ).stdout
+        write_file(out / PACKAGES_TXT, pkgs)
+        info = {**key, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        write_file(root / "etc" / "vmlane-image.json", json.dumps(info, indent=1) + "\n")
+        used = dir_size(root)
+        log(f"root tree {human(used)}, {len(pkgs.splitlines())} packages")
+    with steps.step("image"):
+        make_image(root, out / ROOTFS, logfile)
+    with steps.step("install + clean up"):
+        for name in ARTEFACTS:
+            (out / name).replace(cache / name)
+        write_file(cache / KEY_FILE, json.dumps(key, indent=1) + "\n")
+        if not keep_work:
+            remove_tree(work)
+    log(steps.summary())
+    report_cache(cache)
+
+
+def report_cache(cache: Path) -> None:
+    rows: list[str] = []
+    for name in ARTEFACTS:
+        path = cache / name
+        if path.exists():
+            st = path.stat()
+            rows.append(f"{name} {human(st.st_blocks * 512)}")
+    for sub in ("debs", "work"):
+        if (cache / sub).exists():
+            rows.append(f"{sub}/ {human(dir_size(cache / sub))}")
+    log(f"cache {cache}: {', '.join(rows)}; total {human(dir_size(cache))} on disk")
+
+
+# --------------------------------------------------------------------------
+# run
+
+
+def kvm_usable() -> bool:
+    """KVM only if /dev/kvm is usable, kvm_intel/kvm_amd loaded and vmx/svm
+    advertised (a paravirtualised kvm_pvm hangs a stock kernel)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    if not any(Path(f"/sys/module/{m}").exists() for m in ("kvm_intel", "kvm_amd")):
+        return False
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return re.search(r"^flags\s*:.*\b(vmx|svm)\b", cpuinfo, re.M) is not None
+
+
+def accel_args(choice: str) -> tuple[list[str], str]:
+    if choice == "kvm" or (choice == "auto" and kvm_usable()):
+        return ["-accel", "kvm", "-cpu", "host"], "kvm"
+    return ["-accel", "tcg", "-cpu", "max"], "tcg"
+
+
+def qemu_argv(cache: Path, share: Path, accel: list[str], cmdline: str, drive: str, *, interactive: bool) -> list[str]:
+    for p in (cache, share):
+        if "," in str(p):
+            raise LaneError(f"QEMU cannot take a path with a comma: {p}")
+    return [
+        "qemu-system-x86_64",
+        *accel,
+        "-smp",
+        "2",
+        "-m",
+        "2048",
+        "-M",
+        "q35",
+        "-nographic",
+        "-nodefaults",
+        *([] if interactive else ["-no-reboot"]),
+        "-serial",
+        "mon:stdio" if interactive else "stdio",
+        "-kernel",
+        str(cache / VMLINUZ),
+        "-initrd",
+        str(cache / INITRD),
+        "-drive",
+        drive,
+        "-virtfs",
+        f"local,path={share},mount_tag=host,security_model=none,id=host",
+        "-append",
+        cmdline,
+    ]
+
+
+class SerialWatcher(threading.Thread):
+    """Copies one QEMU process's serial output to serial.log (and our stdout)
+    and tracks the guest's markers."""
+
+    def __init__(self, stream: IO[bytes], logpath: Path, echo: TextIO | None, t0: float) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.logpath = logpath
+        self.echo = echo
+        self.t0 = t0
+        self.lock = threading.Lock()
+        self.runner_at: float | None = None
+        self.running_at: float | None = None
+        self.system_state = ""
+        self.reboot_requested = False
+        self.end_status: int | None = None
+        self.panic = ""
+        self.last_kernel_line = ""
+
+    def run(self) -> None:
+        with self.logpath.open("ab") as logf:
+            for raw in iter(self.stream.readline, b""):
+                logf.write(raw)
+                logf.flush()
+                line = ANSI_RE.sub("", raw.decode("utf-8", "replace")).replace("\r", "")
+                line = line.rstrip("\n")
+                if self.echo is not None and line.strip():
+                    self.echo.write(f"guest| {line}\n")
+                    self.echo.flush()
+                self.parse(line)
+
+    def parse(self, line: str) -> None:
+        now = time.monotonic() - self.t0
+        with self.lock:
+            if line.startswith(MARK_RUNNER):
+                if self.runner_at is None:
+                    self.runner_at = now
+            elif line.startswith(MARK_STATE):
+                if self.running_at is None:
+                    self.running_at = now
+                    words = line.split()
+                    self.system_state = words[1] if len(words) > 1 else ""
+            elif line.startswith(MARK_REBOOT):
+                self.reboot_requested = True
+            elif line.startswith(MARK_END):
+                m = re.search(r"status=(\d+)", line)
+                if m:
+                    self.end_status = int(m.group(1))
+            elif "Kernel panic" in line and not self.panic:
+                self.panic = line.strip()
+            elif re.match(r"\[\s*\d+\.\d+\] ", line):
+                self.last_kernel_line = line.strip()
+
+
+@dataclasses.dataclass
+class Attempt:
+    status: int | None = None  # scenario exit status, if it came back
+    runner_started: bool = False
+    infra_reason: str = ""
+    boot_s: list[float] = dataclasses.field(default_factory=list)  # QEMU start -> runner
+    running_s: float | None = None  # first boot: QEMU start -> system running
+    system_state: str = ""
+    wall_s: float = 0.0
+    boots: int = 0
+
+    @property
+    def infra_failure(self) -> bool:
+        return self.status is None and not self.runner_started
+
+
+def prepare_share(share: Path, debs: Sequence[Path], scenario: Path | None) -> None:
+    test = share / "test.sh"
+    if scenario is not None:
+        share.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(scenario, test)
+    if not test.is_file():
+        raise LaneError(f"{test} missing: the caller writes the scenario there")
+    test.chmod(test.stat().st_mode | 0o755)
+    clear_outputs(share)
+    debdir = share / "debs"
+    if debdir.exists():
+        shutil.rmtree(debdir)
+    if debs:
+        debdir.mkdir()
+        for deb in debs:
+            if not deb.is_file() or deb.suffix != ".deb":
+                raise LaneError(f"not a .deb file: {deb}")
+            shutil.copy2(deb, debdir / deb.name)
+
+
+def clear_outputs(share: Path) -> None:
+    for name in OUTPUT_FILES:
+        (share / name).unlink(missing_ok=True)
+
+
+def qemu_boot(
+    argv: list[str], serial_log: Path, echo: TextIO | None, deadline: float, boot_timeout: float
+) -> tuple[SerialWatcher, str]:
+    """One QEMU process (one guest boot).  Returns the watcher and why we had
+    to stop QEMU ("" when it exited by itself with rc 0)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=system_env(),
+    )
+    assert proc.stdout is not None
+    watcher = SerialWatcher(proc.stdout, serial_log, echo, t0)
+    watcher.start()
+    reason = ""
+    try:
+        while True:
+            try:
+                rc = proc.wait(timeout=0.5)
+                if rc != 0:
+                    reason = f"QEMU exited with rc {rc}"
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now > deadline:
+                reason = "timed out"
+                break
+            if watcher.runner_at is None and now - t0 > boot_timeout:
+                reason = f"runner did not start within {boot_timeout:.0f} s of QEMU start"
+                break
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        watcher.join(timeout=10)
+    return watcher, reason
+
+
+def run_attempt(cache: Path, share: Path, args: argparse.Namespace, accel: list[str], cmdline: str) -> Attempt:
+    """Boot until the runner reports an exit status.  A test.sh exit 200 makes
+    the runner reboot: QEMU (-no-reboot) exits and we boot a fresh QEMU on the
+    same per-run overlay (faster than a TCG warm reset)."""
+    att = Attempt()
+    serial_log = share / "serial.log"
+    echo = None if args.quiet else sys.stdout
+    t_start = time.monotonic()
+    deadline = t_start + args.timeout
+    with tempfile.TemporaryDirectory(prefix="vmlane-run-") as tmp:
+        overlay = Path(tmp) / "overlay.qcow2"
+        sh(
+            [
+                "qemu-img",
+                "create",
+                "-q",
+                "-f",
+                "qcow2",
+                "-F",
+                "raw",
+                "-b",
+                cache / ROOTFS,
+                overlay,
+            ]
+        )
+        drive = f"file={overlay},format=qcow2,if=virtio"
+        argv = qemu_argv(cache, share, accel, cmdline, drive, interactive=False)
+        reason = ""
+        watcher: SerialWatcher | None = None
+        for boot in range(1, MAX_BOOTS + 1):
+            if boot > 1:
+                with serial_log.open("a", encoding="utf-8") as fh:
+                    fh.write(f"\n==== vmlane: boot {boot}: fresh QEMU on the same overlay ====\n")
+                log(f"guest asked for a reboot: boot {boot}")
+            watcher, reason = qemu_boot(argv, serial_log, echo, deadline, args.boot_timeout)
+            att.boots = boot
+            if watcher.runner_at is not None:
+                att.runner_started = True
+                att.boot_s.append(watcher.runner_at)
+            if boot == 1 and watcher.running_at is not None:
+                att.running_s = watcher.running_at
+                att.system_state = watcher.system_state
+            if reason or not watcher.reboot_requested or watcher.end_status is not None:
+                break
+        status_file = share / "exit-status"
+        if status_file.exists():
+            with contextlib.suppress(ValueError):
+                att.status = int(status_file.read_text().strip())
+        if att.status is None and watcher is not None and watcher.end_status is not None:
+            att.status = watcher.end_status
+        if att.status is None and watcher is not None:
+            if reason == "timed out":
+                reason = f"timed out after {args.timeout} s"
+            elif not reason:
+                reason = "the guest stopped without an exit status"
+            if watcher.panic:
+                reason += f" ({watcher.panic})"
+            elif watcher.last_kernel_line:
+                reason += f"; last kernel line: {watcher.last_kernel_line}"
+            att.infra_reason = reason
+    att.wall_s = time.monotonic() - t_start
+    return att
+
+
+def print_tails(share: Path, lines: int) -> None:
+    result = share / "result.txt"
+    if result.exists():
+        fails = [ln for ln in result.read_text(errors="replace").splitlines() if ln.startswith("not ok")]
+        if fails:
+            print("---- failed checks (result.txt) ----")
+            print("\n".join(fails))
+    journal = share / "journal.txt"
+    if journal.exists():
+        print(f"---- last {lines} lines of the guest journal ({journal}) ----")
+        print(tail_text(journal, lines))
+    else:
+        print("---- no journal.txt (the guest runner did not finish) ----")
+    serial = share / "serial.log"
+    if serial.exists():
+        text = ANSI_RE.sub("", serial.read_text(errors="replace")).replace("\r", "")
+        all_lines = [ln for ln in text.splitlines() if ln.strip()]
+        panics = [i for i, ln in enumerate(all_lines) if "Kernel panic" in ln]
+        if panics:
+            first = panics[0]
+            print("---- serial console before the kernel panic ----")
+            print("\n".join(all_lines[max(0, first - 10) : first + 1]))
+        tail = all_lines[-lines:]
+        print(f"---- last {lines} lines of the serial console ({serial}) ----")
+        print("\n".join(tail))
+    print("---- end ----", flush=True)
+
+
+def describe(att: Attempt) -> str:
+    parts = []
+    if att.boot_s:
+        parts.append("runner started " + " / ".join(fmt_s(b) for b in att.boot_s))
+    if att.running_s is not None:
+        parts.append(f"system '{att.system_state}' at {fmt_s(att.running_s)}")
+    parts.append(f"{att.boots} boot(s), wall {fmt_s(att.wall_s)}")
+    return ", ".join(parts)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cache: Path = args.cache.resolve()
+    share: Path = args.share.resolve()
+    t_all = time.monotonic()
+    missing = [n for n in ARTEFACTS if not (cache / n).exists()]
+    if missing or stored_key(cache) is None:
+        raise LaneError(f"no built image in {cache}; run: {SELF} build")
+    with contextlib.suppress(LaneError):
+        current = compute_key(resolve_kernel())
+        old = stored_key(cache) or {}
+        if old.get("key") != current["key"]:
+            log(f"warning: cached image is stale ({key_difference(old, current)} changed); run `{SELF.name} build`")
+    for tool in ("qemu-system-x86_64", "qemu-img"):
+        if shutil.which(tool, path=SYSTEM_PATH) is None:
+            raise LaneError(f"{tool} missing; run: {SELF} host-deps")
+    debs = [Path(d).resolve() for d in args.deb]
+    accel, accel_name = accel_args(args.accel)
+    guest_timeout = max(60, args.timeout - 150)
+    cmdline = " ".join(
+        [
+            "console=ttyS0",
+            "root=/dev/vda",
+            "panic=-1",
+            "quiet",
+            RUN_FLAG,
+            f"vmlane.timeout={guest_timeout}",
+            *args.cmdline_extra,
+        ]
+    )
+    with cache_lock(cache):
+        prepare_share(share, debs, args.scenario)
+        log(
+            f"booting ({accel_name}, 2 vCPU, 2 GiB, throw-away overlay) share {share}, "
+            f"{len(debs)} .deb, timeout {args.timeout} s (test.sh {guest_timeout} s)"
+        )
+        att = Attempt()
+        for attempt in (1, 2):
+            if attempt == 2:
+                clear_outputs(share)
+                log("infrastructure failure: retrying once")
+            att = run_attempt(cache, share, args, accel, cmdline)
+            log(f"attempt {attempt}: {describe(att)}")
+            if not att.infra_failure:
+                break
+            log(f"attempt {attempt}: INFRASTRUCTURE FAILURE: {att.infra_reason}")
+            print_tails(share, args.tail)
+    total = time.monotonic() - t_all
+    if att.infra_failure:
+        log(f"infrastructure failure twice; giving up (whole run {fmt_s(total)})")
+        return EXIT_INFRA
+    boot = fmt_s(att.boot_s[0]) if att.boot_s else "?"
+    if att.status is None:
+        log(f"SCENARIO FAILURE: no exit status: {att.infra_reason}; not retried")
+        print_tails(share, args.tail)
+        log(f"boot {boot}, whole run {fmt_s(total)}, exit {EXIT_NO_STATUS}")
+        return EXIT_NO_STATUS
+    if att.status != 0:
+        log(f"SCENARIO FAILURE: exit status {att.status}; not retried")
+        print_tails(share, args.tail)
+    else:
+        log("scenario passed")
+    log(f"boot {boot} (QEMU start -> runner), whole run {fmt_s(total)}, exit {att.status}; outputs in {share}")
+    return att.status
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    cache: Path = args.cache.resolve()
+    if any(not (cache / n).exists() for n in ARTEFACTS):
+        raise LaneError(f"no built image in {cache}; run: {SELF} build")
+    share: Path = (args.share or (cache / "shell-share")).resolve()
+    share.mkdir(parents=True, exist_ok=True)
+    accel, accel_name = accel_args(args.accel)
+    cmdline = " ".join(["console=ttyS0", "root=/dev/vda", "panic=-1", *args.cmdline_extra])
+    log(f"interactive boot ({accel_name}); share {share} at /mnt/host; Ctrl-a x quits")
+    drive = f"file={cache / ROOTFS},format=raw,if=virtio,snapshot=on"
+    with cache_lock(cache):
+        argv = qemu_argv(cache, share, accel, cmdline, drive, interactive=True)
+        return subprocess.run(argv, env=system_env(), check=False).returncode
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    cache: Path = args.cache.resolve()
+    with cache_lock(cache):
+        if args.all:
+            for child in cache.iterdir():
+                if child.name != ".lock":
+                    if child.is_dir() and not child.is_symlink():
+                        remove_tree(child)
+                    else:
+                        child.unlink()
+            log(f"emptied {cache}")
+            return 0
+        remove_tree(cache / "work")
+        if args.debs:
+            remove_tree(cache / "debs")
+        report_cache(cache)
+    return 0
+
+
+# --------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="vmlane.py", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("host-deps", help="install host packages (apt-get)")
+    p.set_defaults(func=cmd_host_deps)
+
+    def add_cache(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--cache",
+            type=Path,
+            default=DEFAULT_CACHE,
+            help=f"cache directory (default {DEFAULT_CACHE})",
+        )
+
+    p = sub.add_parser("build", help="build and cache kernel, initramfs, root image")
+    add_cache(p)
+    p.add_argument("--force", action="store_true", help="rebuild even if warm")
+    p.add_argument("--check", action="store_true", help="exit 0 if warm, 1 if not")
+    p.add_argument("--keep-work", action="store_true", help="keep work/ for debugging")
+    p.set_defaults(func=cmd_build)
+
+    def add_boot(p: argparse.ArgumentParser) -> None:
+        add_cache(p)
+        p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
+        p.add_argument(
+            "--cmdline-extra",
+            action="extend",
+            nargs="+",
+            default=[],
+            metavar="ARG",
+            help="extra kernel command-line arguments",
+        )
+
+    p = sub.add_parser("run", help="boot, install .debs, run SHARE/test.sh")
+    add_boot(p)
+    p.add_argument("--share", type=Path, required=True, help="dir with test.sh")
+    p.add_argument("--scenario", type=Path, default=None, help="copy this script to SHARE/test.sh first")
+    p.add_argument("--deb", action="extend", nargs="+", default=[], metavar="FILE", help=".deb files")
+    p.add_argument(
+        "--timeout",
+        type=int,
+        default=600,
+        help="wall limit of one attempt, all its boots, in s (default 600); "
+        "test.sh itself gets this minus 150 s (at least 60 s)",
+    )
+    p.add_argument(
+        "--boot-timeout",
+        type=int,
+        default=240,
+        help="infrastructure failure if the runner has not started by then (s)",
+    )
+    p.add_argument("--tail", type=int, default=40, help="lines of logs on failure")
+    p.add_argument("--quiet", action="store_true", help="do not echo the console")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("shell", help="interactive boot, root autologin on ttyS0")
+    add_boot(p)
+    p.add_argument("--share", type=Path, default=None)
+    p.set_defaults(func=cmd_shell)
+
+    p = sub.add_parser("clean", help="remove work/ (and debs/ or everything)")
+    add_cache(p)
+    p.add_argument("--debs", action="store_true", help="also the downloaded .debs")
+    p.add_argument("--all", action="store_true", help="the whole cache")
+    p.set_defaults(func=cmd_clean)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        rc: int = args.func(args)
+    except LaneError as exc:
+        log(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
