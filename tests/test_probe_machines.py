@@ -79,7 +79,8 @@ def test_rx6800_seed_advice(machine_facts: dict[str, Facts]) -> None:
 
 def test_no_hsa_amd(machine_facts: dict[str, Facts]) -> None:
     f = machine_facts["no-hsa-amd"]
-    assert f.kernel.symbol("CONFIG_HSA_AMD") == "n"
+    assert f.kernel.config_source == "/proc/config.gz"
+    assert f.kernel.symbol("CONFIG_HSA_AMD") == "n" and f.kernel.symbol("CONFIG_IKCONFIG_PROC") == "y"
     assert f.amdgpu.loaded and "sched_policy" not in f.amdgpu.params
     assert f.gpus[0].driver == "amdgpu" and f.gpus[0].render_minor == 128
     assert f.kfd.node.stat is None and not f.kfd.sysfs
