@@ -246,6 +246,49 @@ class Accounts:
 
 
 @dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A kernel-log line that a rule of knowledge/logrules.py recognised."""
+
+    rule: str
+    klass: str  # success, neutral, failure, runtime
+    code: str | None
+    device: str | None  # "kfd" or a PCI slot from the message prefix
+    driver: str | None
+    values: tuple[tuple[str, str], ...]  # the rule's named groups that matched
+    text: str  # the original line, stripped
+    line: int  # 1-based line number in its source
+    boot: int = 0  # 0 this boot, -1 the one before...
+    source: str = ""
+
+    def value(self, name: str) -> str | None:
+        return next((v for k, v in self.values if k == name), None)
+
+    @property
+    def ids(self) -> tuple[int, int] | None:
+        """(vendor, device) named by the message, if any."""
+        vendor, device = self.value("vendor"), self.value("device")
+        try:
+            return (int(vendor or "1002", 16), int(device, 16)) if device else None
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLog:
+    read: bool  # False: not looked at (a healthy boot pass skips it)
+    sources: tuple[str, ...] = ()  # what was read: "journal", "kmsg", a file
+    lines: int = 0
+    events: tuple[LogEvent, ...] = ()
+    unavailable: tuple[str, ...] = ()  # sources that could not be read, and why
+
+    def by_rule(self, *rules: str, boot: int | None = 0) -> list[LogEvent]:
+        return [e for e in self.events if e.rule in rules and (boot is None or e.boot == boot)]
+
+    def by_code(self, code: str, boot: int | None = 0) -> list[LogEvent]:
+        return [e for e in self.events if e.code == code and (boot is None or e.boot == boot)]
+
+
+@dataclass(frozen=True, slots=True)
 class DkmsModule:
     """One DKMS module version under /var/lib/dkms."""
 
@@ -274,6 +317,7 @@ class Facts:
     accounts: Accounts
     dkms: tuple[DkmsModule, ...] = ()
     installed_kernels: tuple[str, ...] = ()  # releases with a kernel image in /boot
+    log: KernelLog = KernelLog(read=False)
     problems: tuple[Problem, ...] = field(default=())
 
     @property

@@ -29,6 +29,20 @@ AMDKFD_IOC_GET_VERSION = 0x80084B01
 KMSG_RECORD_LIMIT = 200_000
 
 
+JOURNAL_LINE_LIMIT = 200_000
+# Boot-time userspace messages that explain compute problems, besides the kernel's.
+JOURNAL_IDENTIFIERS = ("systemd-modules-load", "systemd-udevd")
+
+
+class LogUnavailable(Exception):
+    """A log source cannot be read here; the message says why."""
+
+
+def journal_line(monotonic_usec: int, ident: str, message: str) -> str:
+    """An entry as ``journalctl -o short-monotonic`` shows it (what kernellog parses)."""
+    return f"[{monotonic_usec // 1_000_000:5d}.{monotonic_usec % 1_000_000:06d}] localhost {ident}: {message}"
+
+
 class KfdIoctlError(Exception):
     """Opening /dev/kfd or the version ioctl failed; ``errno`` says how."""
 
@@ -54,6 +68,13 @@ class System:
 
     def read_kmsg(self) -> list[str]:
         """The kernel's message buffer as /dev/kmsg records ("pri,seq,usec,flags;text")."""
+        raise NotImplementedError
+
+    def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
+        """Kernel and boot-time udev/modules-load messages of this boot and ``boots`` earlier ones.
+
+        Returns (0, lines), (-1, lines)...; raises LogUnavailable.
+        """
         raise NotImplementedError
 
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
@@ -90,9 +111,11 @@ def node_stat_from(st: os.stat_result, acl: bytes | None) -> NodeStat:
 
 
 class RealSystem(System):
-    def __init__(self, root: Root | None = None, runner: Runner | None = None) -> None:
+    def __init__(self, root: Root | None = None, runner: Runner | None = None, journal_dir: Path | None = None) -> None:
         self.root = root or Root()
         self.runner = runner or Runner()
+        # None: the host's journal, or the image's /var/log/journal under another root.
+        self.journal_dir = journal_dir
 
     def stat_node(self, path: Path) -> NodeStat | None:
         try:
@@ -144,5 +167,76 @@ class RealSystem(System):
             os.close(fd)
         return records
 
+    def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
+        try:
+            from systemd import journal
+        except ImportError:
+            raise LogUnavailable("systemd-python is not installed") from None
+        try:
+            with open(self.root.proc / "sys/kernel/random/boot_id", encoding="ascii") as handle:
+                current = handle.read().strip().replace("-", "")
+        except OSError as exc:
+            raise LogUnavailable(f"boot id unknown: {exc.strerror or exc}") from None
+        directory = self.journal_dir
+        if directory is None and not self.root.is_host:
+            directory = self.root.var_lib.parent / "log/journal"
+        try:
+            reader = journal.Reader(path=str(directory)) if directory else journal.Reader()
+        except OSError as exc:
+            raise LogUnavailable(f"cannot open the journal: {exc.strerror or exc}") from None
+        try:
+            ids = [current, *self._earlier_boots(reader, current, boots)]
+            result = []
+            for offset, boot_id in enumerate(ids):
+                reader.flush_matches()
+                reader.add_match(_BOOT_ID=boot_id, _TRANSPORT="kernel")
+                reader.add_disjunction()
+                reader.add_match(_BOOT_ID=boot_id)
+                for ident in JOURNAL_IDENTIFIERS:
+                    reader.add_match(SYSLOG_IDENTIFIER=ident)
+                reader.seek_head()
+                lines: list[str] = []
+                for entry in reader:
+                    lines.append(_format_entry(entry))
+                    if len(lines) >= JOURNAL_LINE_LIMIT:
+                        break
+                if offset == 0 and not lines:
+                    raise LogUnavailable("the journal has no entries for this boot")
+                result.append((-offset, lines))
+            return result
+        finally:
+            reader.close()
+
+    @staticmethod
+    def _earlier_boots(reader: object, current: str, count: int) -> list[str]:
+        if count <= 0:
+            return []
+        boots = []
+        for boot in reader.query_unique("_BOOT_ID"):  # type: ignore[attr-defined]
+            hexid = boot.hex if hasattr(boot, "hex") else str(boot).replace("-", "")
+            if hexid == current:
+                continue
+            reader.flush_matches()  # type: ignore[attr-defined]
+            reader.add_match(_BOOT_ID=hexid)  # type: ignore[attr-defined]
+            reader.seek_head()  # type: ignore[attr-defined]
+            first = reader.get_next()  # type: ignore[attr-defined]
+            if first:
+                boots.append((first.get("__REALTIME_TIMESTAMP"), hexid))
+        boots.sort(reverse=True)
+        return [hexid for _, hexid in boots[:count]]
+
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
         return self.runner.run(argv, timeout=timeout)
+
+
+def _format_entry(entry: dict[str, object]) -> str:
+    message = entry.get("MESSAGE", "")
+    if isinstance(message, bytes):
+        message = message.decode(errors="replace")
+    mono = entry.get("__MONOTONIC_TIMESTAMP")
+    # systemd-python gives Monotonic(timestamp=timedelta, bootid=UUID), a namedtuple.
+    delta = mono[0] if isinstance(mono, tuple) and mono else None
+    seconds = getattr(delta, "total_seconds", None)
+    usec = int(seconds() * 1_000_000) if callable(seconds) else 0
+    ident = "kernel" if entry.get("_TRANSPORT") == "kernel" else str(entry.get("SYSLOG_IDENTIFIER", "unknown"))
+    return journal_line(usec, ident, str(message).replace("\n", " "))

@@ -6,9 +6,12 @@ with the reason; later checks do not repeat what an earlier one explained.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
-from kfdguard.facts import ModprobeDirective
+from kfdguard.assess.explain import Cause, gpu_cause, runtime_causes, signature_rejected
+from kfdguard.facts import LogEvent, ModprobeDirective
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
 from kfdguard.verdict import Severity
@@ -88,6 +91,18 @@ def _supporting_kernels(ctx: Context, needed: tuple[int, int]) -> list[str]:
     return result
 
 
+def _newer_kernel_remedy(ctx: Context, needed: tuple[int, int] | None) -> str:
+    installed = _supporting_kernels(ctx, needed) if needed else []
+    if installed:
+        return (
+            f"boot the installed kernel {installed[-1]} (GRUB: Advanced options), "
+            "or let kfdguard arrange it: sudo kfdguard fallback apply"
+        )
+    if needed is None:
+        return "install a newer kernel from your distribution"
+    return remedies.newer_kernel(ctx.distro, ctx.facts.os.version_id, needed)
+
+
 def check_kernel_support(ctx: Context) -> None:
     """Is the running kernel's KFD new enough for each ASIC (and does KFD support it at all)?"""
     version = ctx.version
@@ -111,14 +126,7 @@ def check_kernel_support(ctx: Context) -> None:
             continue
         if version is not None and version < asic.kfd_since:
             hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
-            installed = _supporting_kernels(ctx, asic.kfd_since)
-            if installed:
-                remedy = (
-                    f"boot the installed kernel {installed[-1]} (GRUB: Advanced options), "
-                    f"or let kfdguard arrange it: sudo kfdguard fallback apply"
-                )
-            else:
-                remedy = remedies.newer_kernel(ctx.distro, ctx.facts.os.version_id, asic.kfd_since)
+            remedy = _newer_kernel_remedy(ctx, asic.kfd_since)
             ctx.add(
                 "kernel-too-old", E,
                 f"kernel {ctx.facts.kernel.release} is too old for {label}: "
@@ -158,6 +166,83 @@ def check_dkms(ctx: Context) -> None:
                 gpu.blocked = gpu.blocked or "amdgpu-dkms missing for this kernel"
 
 
+# Events about KFD's handling of one GPU that carry no PCI id: they belong to the
+# GPU KFD was probing, which the log only tells by order.
+_ANONYMOUS = {
+    "kfd-iommu-disabled", "kfd-probe-failed", "kfd-asic-unsupported", "kfd-hawaii-experimental",
+    "kfd-device-error", "kfd-not-supported-asic", "kfd-gc-ip-unsupported", "amdgpu-ip-init-failed",
+}  # fmt: skip
+
+
+def events_for(ctx: Context, gpu: Gpu, candidates: int) -> list[LogEvent]:
+    slot = gpu.facts.slot
+    found = []
+    for e in ctx.facts.log.events:
+        if e.boot != 0 or e.klass not in ("failure",):
+            continue
+        ids = e.ids
+        if (
+            e.device == slot
+            or e.value("slot") == slot
+            or (ids is not None and ids[1] == gpu.facts.device)
+            or (e.rule in _ANONYMOUS and e.device in (None, "kfd") and candidates == 1)
+            or (e.rule == "kfd-asic-unsupported" and gpu.asic and (e.value("asic") or "").lower() == gpu.asic.key)
+        ):
+            found.append(e)
+    return found
+
+
+def _apply(ctx: Context, cause: Cause, gpu: Gpu | None = None) -> None:
+    ctx.add(cause.code, cause.severity, cause.message, cause.remedy, cause.evidence, gpu.facts.slot if gpu else None)
+    if gpu is not None and cause.blocks:
+        gpu.blocked = gpu.blocked or cause.blocks
+
+
+def check_log_causes(ctx: Context) -> None:
+    """What the kernel said about each GPU that has no KFD node."""
+    if not ctx.facts.log.events:
+        return
+    pending = [g for g in ctx.gpus if g.node is None and not g.blocked]
+    for gpu in pending:
+        label = f"{gpu.name} ({gpu.facts.slot}{', ' + gpu.asic.gfx if gpu.asic and gpu.asic.gfx else ''})"
+        cause = gpu_cause(label, gpu.asic, events_for(ctx, gpu, len(pending)), ctx.facts.kernel.release, ctx.distro)
+        if cause is not None and cause.code == "kernel-too-old":
+            needed = gpu.asic.kfd_since if gpu.asic else None
+            cause = replace(cause, remedy=_newer_kernel_remedy(ctx, needed))
+        if cause is not None:
+            _apply(ctx, cause, gpu)
+
+
+def check_runtime(ctx: Context) -> None:
+    labels: dict[str | None, str] = {g.facts.slot: f"{g.name} ({g.facts.slot})" for g in ctx.gpus}
+    for cause in runtime_causes(list(ctx.facts.log.events), labels):
+        gpu = next((g for g in ctx.gpus if g.facts.slot in cause.message), None)
+        _apply(ctx, cause, gpu)
+
+
+def check_log_misc(ctx: Context) -> None:
+    log = ctx.facts.log
+    seen_params = {f.message for f in ctx.findings if f.code == "module-param-unknown"}
+    for e in log.by_rule("module-unknown-param"):
+        param = e.value("param") or "?"
+        if any(f"'{param}'" in m for m in seen_params):
+            continue
+        ctx.add("module-param-unknown", W, f"{e.value('module')} was given option '{param}', which it does not "
+                "declare: the kernel ignored it", "find it in /etc/modprobe.d, the kernel command line "
+                "(/proc/cmdline) or the initramfs, and delete it", [e.text])  # fmt: skip
+    for e in log.by_rule("udev-group-unknown"):
+        group = e.value("group") or e.value("group2") or "?"
+        ctx.add("device-permissions", E if group == ctx.group else W,
+                f"udev could not use group '{group}', so the nodes it should own stay root-only",
+                f"create the group (sudo groupadd --system {group}) or, with systemd 258+, make it a system "
+                "group; then: sudo udevadm trigger --action=add", [e.text])  # fmt: skip
+    mismatch = log.by_rule("kfd-ip-mismatch")
+    if mismatch:
+        ctx.add("kfd-ip-mismatch", W, "KFD fell back to defaults for IP blocks it does not know: the kernel is "
+                "older than this GPU and compute may misbehave", "use a newer kernel",
+                [e.text for e in mismatch[:2]])  # fmt: skip
+
+
 def check_module_loaded(ctx: Context) -> None:
     if not ctx.gpus:
         return
@@ -168,6 +253,12 @@ def check_module_loaded(ctx: Context) -> None:
     if not pending:
         return
     release = ctx.facts.kernel.release
+    rejected = ctx.facts.log.by_rule("module-signature-rejected")
+    if rejected:
+        _apply(ctx, signature_rejected(rejected))
+        for gpu in pending:
+            gpu.blocked = "module rejected (Secure Boot)"
+        return
     if not amdgpu.present:
         ctx.add(
             "module-not-loaded", E,
@@ -206,6 +297,7 @@ def check_kfd_up(ctx: Context) -> None:
         if not module.loaded:
             return
         evidence = [f"{module.name} is loaded", "no /sys/class/kfd/kfd and no /dev/kfd"]
+        evidence += [e.text for e in facts.log.by_rule("kfd-sched-policy-invalid", "kfd-queues-invalid")][:2]
         cause = ""
         for name, param in KFD_PARAMS.items():
             value = module.params.get(name)
@@ -421,7 +513,8 @@ def check_modprobe_conf(ctx: Context) -> None:
                     f"{entry.file}:{entry.line} asks systemd-modules-load to load amdkfd, which does not exist: "
                     "every boot logs \"Failed to find module 'amdkfd'\"",
                     f"delete line {entry.line} of {entry.file}; amdgpu (with KFD inside) loads by itself",
-                    [f"{entry.file}:{entry.line}: amdkfd", why],
+                    [f"{entry.file}:{entry.line}: amdkfd", why,
+                     *(e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd")],
                 )  # fmt: skip
     for d in facts.modprobe.directives:
         if d.kind != "options" or d.module not in ("amdgpu", "amdkfd"):
@@ -547,6 +640,7 @@ CHECKS = (
     check_gpus_present,
     check_kernel_config,
     check_dkms,
+    check_log_causes,
     check_kernel_support,
     check_module_loaded,
     check_kfd_up,
@@ -555,6 +649,8 @@ CHECKS = (
     check_users,
     check_modprobe_conf,
     check_configured_params,
+    check_log_misc,
+    check_runtime,
     check_userspace,
 )
 

@@ -6,9 +6,10 @@ read becomes a ``Problem`` in the facts.
 
 from __future__ import annotations
 
-from kfdguard.facts import DeviceNode, Facts
+from kfdguard.facts import DeviceNode, Facts, KernelLog
 from kfdguard.probe.config_files import probe_accounts, probe_modprobe
 from kfdguard.probe.devices import probe_gpus, probe_kfd, probe_node
+from kfdguard.probe.kernel_log import probe_kernel_log
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import (
     probe_dkms,
@@ -23,7 +24,19 @@ if TYPE_CHECKING:
     from kfdguard.system import System
 
 
-def probe(system: System) -> Facts:
+def probe(
+    system: System,
+    *,
+    log: str = "always",
+    log_sources: tuple[str, ...] = ("journal", "kmsg"),
+    previous_boots: int = 0,
+) -> Facts:
+    """Read the machine.
+
+    ``log`` decides whether the kernel log is read: "always", "never", or
+    "needed" (only when some AMD GPU is not computing: a healthy boot pass
+    then costs no journal access at all).
+    """
     root = system.root
     reader = Reader(root)
     kernel = probe_kernel(reader)
@@ -33,6 +46,15 @@ def probe(system: System) -> Facts:
     for gpu in gpus:
         if gpu.is_amd and gpu.render_node:
             render_nodes[gpu.render_node] = probe_node(reader, system, root.dev / "dri" / gpu.render_node)
+    kfd = probe_kfd(reader, system)
+    modules_amd = modules["amdgpu"]
+    amd = [g for g in gpus if g.is_amd]
+    nodes = {n.slot for n in kfd.gpu_nodes}
+    missing_node = any(g.slot not in nodes for g in amd)
+    needed = bool(amd) and (kfd.node.stat is None or not modules_amd.loaded or missing_node or bool(reader.problems))
+    kernel_log = KernelLog(read=False)
+    if log == "always" or (log == "needed" and needed):
+        kernel_log = probe_kernel_log(reader, system, log_sources, previous_boots)
     return Facts(
         root=str(root.path),
         simulated=system.simulated,
@@ -42,10 +64,11 @@ def probe(system: System) -> Facts:
         amdkfd=modules["amdkfd"],
         gpus=tuple(gpus),
         render_nodes=render_nodes,
-        kfd=probe_kfd(reader, system),
+        kfd=kfd,
         modprobe=probe_modprobe(reader, kernel.cmdline),
         accounts=probe_accounts(reader),
         dkms=probe_dkms(reader),
         installed_kernels=probe_installed_kernels(reader),
+        log=kernel_log,
         problems=tuple(reader.problems),
     )

@@ -83,6 +83,7 @@ class SimKernel:
         self.values = state.read_state(root)
         self.devices = state.read_devices(root)
         self.kmsg: list[str] = []
+        self.journal: list[str] = []
 
     # --- bookkeeping -------------------------------------------------------------
 
@@ -94,6 +95,10 @@ class SimKernel:
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write("".join(line + "\n" for line in self.kmsg))
             self.kmsg = []
+        if self.journal:
+            with open(os.path.join(state.sim_dir(self.root), "journal"), "a", encoding="utf-8") as handle:
+                handle.write("".join(line + "\n" for line in self.journal))
+            self.journal = []
 
     def advance(self, usec: int) -> None:
         self.values["clock_us"] = str(int(self.values.get("clock_us", "0")) + usec)
@@ -103,6 +108,26 @@ class SimKernel:
         seq = int(self.values.get("kmsg_seq", "0"))
         self.values["kmsg_seq"] = str(seq + 1)
         self.kmsg.append(f"{level},{seq},{self.values['clock_us']},-;{text}")
+
+    def log_userspace(self, ident: str, message: str) -> None:
+        """A message a boot-time program (udevd, modules-load) sends to the journal."""
+        self.advance(211)
+        self.journal.append(f"{self.values['clock_us']}\t{ident}\t{message}")
+
+    def modules_load(self) -> None:
+        """systemd-modules-load at boot: every listed module is loaded, or fails loudly."""
+        from kfdguard.parsers.modprobe import parse_modules_load
+        from kfdguard.probe.config_files import MODULES_LOAD_DIRS
+
+        reader = Reader(self.root)
+        files, _ = collect_conf_files(reader, MODULES_LOAD_DIRS)
+        for path in files:
+            entries, _ = parse_modules_load(path.read_text(errors="replace"), str(path))
+            for entry in entries:
+                if self.module_file(entry.module) is None and not self.loaded(entry.module):
+                    self.log_userspace("systemd-modules-load", f"Failed to find module '{entry.module}'")
+                elif entry.module in ("amdgpu", "amdkfd"):
+                    self.modprobe(entry.module, [])
 
     def write(self, rel: str, text: str) -> None:
         path = self.root.path / rel
@@ -445,6 +470,9 @@ class SimKernel:
         # udevd ignores an unknown group or user and keeps root (kfd-facts.md §3).
         gid = self._gid(policy.group)
         uid = self._uid(policy.owner)
+        if gid is None and policy.group != "root":
+            rule = "/usr/lib/udev/rules.d/50-udev-default.rules:4"
+            self.log_userspace("systemd-udevd", f"{rule} Unknown group '{policy.group}', ignoring")
         acl: tuple[AclEntry, ...] = ()
         if policy.uaccess:
             sessions = [u for u in self.spec.users if u.session]

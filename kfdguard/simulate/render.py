@@ -282,6 +282,7 @@ def render(spec: MachineSpec, dest: Path) -> Root:
         or f"BOOT_IMAGE=/boot/vmlinuz-{release} root=UUID=6a1c6f0e-3e0b-4c53-9c1e-5b0f4e0d2a11 ro quiet splash"
     )
     _write(root, "/proc/sys/kernel/osrelease", release + "\n")
+    _write(root, "/proc/sys/kernel/random/boot_id", "9b1f3c6e-4a2d-4c8e-b0a7-5d3e2f1c0b9a\n")
     _write(root, "/proc/cmdline", cmdline + "\n")
     _write(root, "/proc/modules", "")
     _write(root, "/proc/devices", f"Character devices:\n  1 mem\n  4 tty\n{KFD_MAJOR} kfd\n226 drm\n")
@@ -304,6 +305,7 @@ def _boot(root: Root, spec: MachineSpec, cmdline: str) -> None:
     for gpu in spec.gpus:
         if gpu.vendor != 0x1002:
             kernel.bind_foreign(gpu)
+    kernel.modules_load()
     autoload = spec.amdgpu_loaded
     if autoload is None:
         autoload = any(g.vendor == 0x1002 and g.outcome != "unbound" for g in spec.gpus)

@@ -102,6 +102,8 @@ class MachineSpec:
     log: tuple[str, ...] = ()
     dkms: DkmsSpec | None = None
     cpu_cores: int = 16
+    journal: bool = True  # False: no journald (containers, minimal systems)
+    previous_log: tuple[str, ...] = ()  # kernel messages of the boot before, as journal lines
 
     def with_changes(self, **changes: object) -> MachineSpec:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -213,7 +215,8 @@ def _user(data: object, where: str) -> UserSpec:
 
 def spec_from_dict(name: str, data: object) -> MachineSpec:
     d = _keys(data, {"description", "os", "kernel", "other_kernels", "gpus", "amdgpu_loaded", "udev",
-                     "users", "groups", "files", "cmdline", "log", "dkms", "cpu_cores"}, name)  # fmt: skip
+                     "users", "groups", "files", "cmdline", "log", "dkms", "cpu_cores", "journal",
+                     "previous_log"}, name)  # fmt: skip
     os_d = _keys(d.get("os", {}), {"id", "version_id", "pretty_name", "id_like"}, f"{name}.os")
     os_spec = OsSpec(
         id=_str(os_d.get("id", "debian"), f"{name}.os.id"),
@@ -262,6 +265,8 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
         log=tuple(_str(line, f"{name}.log") for line in _list(d.get("log"), f"{name}.log")),
         dkms=dkms,
         cpu_cores=_int(d.get("cpu_cores", 16), f"{name}.cpu_cores"),
+        journal=bool(d.get("journal", True)),
+        previous_log=tuple(_str(x, f"{name}.previous_log") for x in _list(d.get("previous_log"), name)),
     )
 
 

@@ -12,7 +12,7 @@ from kfdguard.runner import Runner, RunResult
 from kfdguard.simulate import state
 from kfdguard.simulate.kernel import SimKernel
 from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, OsSpec, UdevSpec, UserSpec
-from kfdguard.system import KfdIoctlError, System
+from kfdguard.system import KfdIoctlError, LogUnavailable, System, journal_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ def spec_from_json(text: str) -> MachineSpec:
         if d["dkms"] is None
         else DkmsSpec(**{**d["dkms"], "built": tuple(d["dkms"]["built"]), "failed": tuple(d["dkms"]["failed"])}),
         cpu_cores=d["cpu_cores"],
+        journal=d["journal"],
+        previous_log=tuple(d["previous_log"]),
     )
 
 
@@ -80,6 +82,27 @@ class SimulatedSystem(System):
 
     def read_kmsg(self) -> list[str]:
         return state.read_kmsg(self.root)
+
+    def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
+        spec = load_spec(self.root)
+        if not spec.journal:
+            raise LogUnavailable("no journal on this machine (journald is not running)")
+        entries: list[tuple[int, str, str]] = []
+        for record in state.read_kmsg(self.root):
+            head, _, text = record.partition(";")
+            entries.append((int(head.split(",")[2]), "kernel", text))
+        try:
+            with open(os.path.join(state.sim_dir(self.root), "journal"), encoding="utf-8") as handle:
+                for line in handle.read().splitlines():
+                    usec, ident, message = line.split("\t", 2)
+                    entries.append((int(usec), ident, message))
+        except FileNotFoundError:
+            pass
+        entries.sort(key=lambda e: e[0])
+        result = [(0, [journal_line(usec, ident, message) for usec, ident, message in entries])]
+        if boots >= 1 and spec.previous_log:
+            result.append((-1, list(spec.previous_log)))
+        return result
 
     def kernel(self) -> SimKernel:
         return SimKernel(self.root, load_spec(self.root))

@@ -1,0 +1,139 @@
+"""Find KFD/amdgpu events in kernel logs of any common shape.
+
+Lines come from the journal, /dev/kmsg, a log file, or text pasted into a bug
+report: ``dmesg`` (with monotonic, ``-T`` or relative timestamps),
+``journalctl`` in its short, precise, ISO, full and monotonic formats and any
+month language, syslog files, /dev/kmsg records, and Markdown or e-mail
+quotes (``> ``). Each line is reduced to its message body (no timestamp, no
+host and identifier, no ``kfd kfd: amdgpu:``-style device prefix) and the
+rules of knowledge/logrules.py are tried on it.
+
+Speed matters: a whole boot's log is scanned at every boot. A cheap
+prefilter, run by ``filter`` over a compiled pattern in C, drops the lines
+that cannot concern amdgpu before any per-line Python code runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kfdguard.facts import LogEvent
+from kfdguard.knowledge.logrules import RULES, LogRule
+
+# Lines that can matter contain one of these; everything else is skipped in C.
+PREFILTER = re.compile(
+    r"amdgpu|kfd|KFD|amdkfd|CRAT|Failed to find module|Unknown group|Failed to resolve group|"
+    r"unsigned module|unavailable key|PKCS#7|Key was rejected|Required key not"
+)
+_QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
+_KMSG = re.compile(r"^(?P<pri>\d{1,3}),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")
+_BRACKET = re.compile(r"^\[\s*(?P<stamp>[^\]]{1,40})\]\s?")
+_DMESG_X = re.compile(r"^[a-z]+\s*:[a-z]+\s*: ")
+# journalctl short/precise/full/iso/syslog: a date of some shape, a time, maybe a
+# zone, then "host ident[pid]: ". Month names may be in any language.
+_JOURNAL = re.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}[T ]|(?:\S+ +){1,3}?)\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"
+    r"(?:[ ]?(?:[A-Z]{2,5}|[+-]\d{2}:?\d{2}|Z))? (?P<host>\S+) (?P<ident>[A-Za-z0-9_.@/+-]+?)(?:\[\d+\])?: "
+)
+_MONO_JOURNAL = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+) (?P<ident>[A-Za-z0-9_.@/+-]+?)(?:\[\d+\])?: ")
+_DEVICE = re.compile(
+    r"^(?P<driver>kfd|amdgpu|amdkfd) (?P<device>kfd|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
+    r"(?:amdgpu: )?"
+)
+_DRM = re.compile(r"^\[drm(?::\w+ \[\w+\])?\] (?:\*ERROR\* )?")
+_PR = re.compile(r"^(?P<driver>amdgpu|kfd|amdkfd): ")
+_COMPILED: list[tuple[LogRule, re.Pattern[str]]] = [(r, re.compile(r.pattern)) for r in RULES]
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    ident: str  # "kernel" or the userspace program ("systemd-modules-load")
+    driver: str | None  # kfd, amdgpu, amdkfd when the message had such a prefix
+    device: str | None  # "kfd" or a PCI slot
+    body: str
+    stamp: str | None  # the timestamp as written, if any
+
+
+def normalise(raw: str) -> LogLine:
+    line = _QUOTE.sub("", raw).strip()
+    stamp: str | None = None
+    ident = "kernel"
+    m = _KMSG.match(line)
+    if m:
+        stamp, line = m["usec"], line[m.end() :]
+    else:
+        m = _DMESG_X.match(line)
+        if m:
+            line = line[m.end() :]
+        m = _BRACKET.match(line)
+        if m:
+            stamp, line = m["stamp"].strip(), line[m.end() :]
+            j = _MONO_JOURNAL.match(line)  # journalctl -o short-monotonic
+            if j and (j["ident"] == "kernel" or j["ident"].startswith(("systemd-", "udev"))):
+                ident, line = j["ident"], line[j.end() :]
+        else:
+            m = _JOURNAL.match(line)
+            if m:
+                stamp, ident, line = line[: m.start("host")].strip(), m["ident"], line[m.end() :]
+                # syslog files keep the kernel's own bracket timestamp after "kernel: "
+                inner = _BRACKET.match(line)
+                if inner and ident == "kernel":
+                    line = line[inner.end() :]
+    driver: str | None = None
+    device: str | None = None
+    m = _DEVICE.match(line)
+    if m:
+        driver, device, line = m["driver"], m["device"], line[m.end() :]
+    else:
+        m = _DRM.match(line)
+        if m:
+            driver, line = "drm", line[m.end() :]
+        m = _PR.match(line)
+        if m:
+            driver, line = m["driver"], line[m.end() :]
+    return LogLine(ident, driver, device, line.strip(), stamp)
+
+
+def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "") -> list[LogEvent]:
+    parsed = normalise(raw)
+    events = []
+    body = parsed.body
+    for rule, pattern in _COMPILED:
+        if rule.needle and rule.needle not in body:
+            continue
+        m = pattern.search(body)
+        if m is None:
+            continue
+        if rule.id == "module-unknown-param" and parsed.driver not in ("amdgpu", "amdkfd"):
+            continue
+        values = tuple((k, v) for k, v in m.groupdict().items() if v is not None)
+        if rule.id == "module-unknown-param" and parsed.driver:
+            values = (("module", parsed.driver), *values)
+        text = raw.strip()
+        events.append(
+            LogEvent(rule.id, rule.klass, rule.code, parsed.device, parsed.driver, values, text, number, boot, source)
+        )
+    return events
+
+
+def scan(text: str | list[str], *, boot: int = 0, source: str = "") -> tuple[int, list[LogEvent]]:
+    """All events in a log; returns (number of lines, events in order)."""
+    lines = text.split("\n") if isinstance(text, str) else text
+    events: list[LogEvent] = []
+    search = PREFILTER.search
+    if len(lines) < 64:
+        candidates = [(i, line) for i, line in enumerate(lines, 1) if search(line)]
+    else:
+        # Only the rare candidate lines need their numbers: find them by identity
+        # after the C-level filter instead of enumerating every line in Python.
+        hits = list(filter(search, lines))
+        candidates = []
+        start = 0
+        for hit in hits:
+            index = lines.index(hit, start)
+            candidates.append((index + 1, hit))
+            start = index + 1
+    for number, line in candidates:
+        events.extend(match(line, number, boot=boot, source=source))
+    return len(lines), events

@@ -1,0 +1,171 @@
+"""Kernel (and boot-time userspace) messages about KFD and amdgpu, and what they mean.
+
+Each rule matches the *body* of a message, after kernellog.py has removed the
+timestamp, the journal's host/identifier prefix and the device prefix
+(``kfd kfd: amdgpu:``, ``kfd kfd:``, ``amdgpu 0000:03:00.0: amdgpu:``,
+``amdgpu:``), so one rule covers every kernel version's format. ``needle`` is
+a plain substring that every match contains: the matcher tests it before the
+regular expression, which keeps a whole boot's log cheap.
+
+Rules were written from the kernel's format strings (drivers/gpu/drm/amd/
+amdkfd/kfd_device.c, kfd_module.c, kfd_topology.c, kfd_crat.c, kfd_iommu.c,
+kfd_device_queue_manager.c, amdgpu/amdgpu_mes.c, amdgpu_device.c,
+amdgpu_drv.c; kernel/module/signing.c; systemd's modules-load.c and udev;
+summarised in shared/knowledge/kfd-facts.md §6), not from sample logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SUCCESS, NEUTRAL, FAILURE, RUNTIME = "success", "neutral", "failure", "runtime"
+
+SRC_DEVICE = "drivers/gpu/drm/amd/amdkfd/kfd_device.c"
+SRC_MODULE = "drivers/gpu/drm/amd/amdkfd/kfd_module.c"
+SRC_TOPOLOGY = "drivers/gpu/drm/amd/amdkfd/kfd_topology.c, kfd_crat.c"
+SRC_IOMMU = "drivers/gpu/drm/amd/amdkfd/kfd_iommu.c (removed with IOMMUv2 in 6.6)"
+SRC_DQM = "drivers/gpu/drm/amd/amdkfd/kfd_device_queue_manager.c"
+SRC_MES = "drivers/gpu/drm/amd/amdgpu/amdgpu_mes.c, mes_v11_0.c"
+SRC_AMDGPU = "drivers/gpu/drm/amd/amdgpu/amdgpu_device.c, amdgpu_drv.c, amdgpu_ucode.c"
+SRC_FW = "drivers/base/firmware_loader/main.c"
+SRC_SIGN = "kernel/module/signing.c, security/lockdown/lockdown.c"
+SRC_PARAMS = "kernel/params.c parse_args()"
+SRC_MODLOAD = "systemd src/modules-load/modules-load.c"
+SRC_UDEV = "systemd src/udev/udev-rules.c"
+
+
+@dataclass(frozen=True, slots=True)
+class LogRule:
+    id: str
+    klass: str  # success | neutral | failure | runtime
+    code: str | None  # the finding this evidence supports
+    needle: str  # substring every match contains
+    pattern: str  # regular expression over the message body (re.search)
+    meaning: str
+    source: str
+    example: str  # a body the rule must match (tests generate every prefix form from it)
+
+
+RULES: tuple[LogRule, ...] = (
+    # --- module init (neutral: printed with or without a GPU) ---------------------------
+    LogRule("amdgpu-modeset", NEUTRAL, None, "kernel modesetting enabled", r"amdgpu kernel modesetting enabled",
+            "amdgpu started loading", SRC_AMDGPU, "[drm] amdgpu kernel modesetting enabled."),
+    LogRule("amdgpu-init-device", NEUTRAL, None, "initializing kernel modesetting",
+            r"initializing kernel modesetting \((?P<how>[\w ]+?) 0x(?P<vendor>[0-9A-Fa-f]{4}):0x(?P<device>[0-9A-Fa-f]{4})",
+            "amdgpu starts on a GPU", SRC_AMDGPU,
+            "initializing kernel modesetting (IP DISCOVERY 0x1002:0x744C 0x1DA2:0x471E 0xC8)."),
+    LogRule("kfd-crat-missing", NEUTRAL, None, "CRAT table", r"CRAT table not found|Ignoring ACPI CRAT on non-APU system|CRAT table disabled by module option",
+            "no ACPI CRAT: KFD builds a virtual one", SRC_TOPOLOGY, "CRAT table not found"),
+    LogRule("kfd-cpu-node", NEUTRAL, None, "CPU node", r"Virtual CRAT table created for CPU|Topology: Add CPU node",
+            "KFD initialised its CPU node at module load; not proof of a GPU", SRC_TOPOLOGY,
+            "Topology: Add CPU node"),
+    LogRule("kfd-old-module", NEUTRAL, None, "Initialized module", r"^Initialized module$",
+            "the separate amdkfd.ko initialised (pre-4.20 layout)", SRC_MODULE, "Initialized module"),
+    LogRule("kfd-progress", NEUTRAL, None, "", r"^Allocated (?P<bytes>\d+) bytes on gart$|^Total number of KFD nodes to be created|^KFD node (?P<node>\d+) partition",
+            "KFD is setting up a GPU", SRC_DEVICE, "Allocated 3969056 bytes on gart"),
+    LogRule("kfd-virtual-crat-gpu", NEUTRAL, None, "created for GPU", r"Virtual CRAT table created for GPU",
+            "KFD is building a GPU's topology", SRC_TOPOLOGY, "Virtual CRAT table created for GPU"),
+    # --- success -------------------------------------------------------------------------------
+    LogRule("kfd-topology-gpu", SUCCESS, "kfd-ready", "Topology: Add",
+            r"Topology: Add (?P<kind>dGPU|APU|GPU) node \[0x(?P<device>[0-9a-fA-F]+):0x(?P<vendor>[0-9a-fA-F]+)\]",
+            "KFD added a GPU node to its topology", SRC_TOPOLOGY, "Topology: Add dGPU node [0x744c:0x1002]"),
+    LogRule("kfd-added-device", SUCCESS, "kfd-ready", "added device",
+            r"^added device (?P<vendor>[0-9a-fA-F]+):(?P<device>[0-9a-fA-F]+)$",
+            "KFD fully initialised the GPU", SRC_DEVICE, "added device 1002:744c"),
+    # --- failures at init ----------------------------------------------------------------------
+    LogRule("kfd-sched-policy-invalid", FAILURE, "kfd-init-failed", "sched_policy has invalid value",
+            r"sched_policy has invalid value", "kfd_init() rejected the sched_policy option: no /dev/kfd",
+            SRC_MODULE, "sched_policy has invalid value"),
+    LogRule("kfd-queues-invalid", FAILURE, "kfd-init-failed", "max_num_of_queues_per_device",
+            r"max_num_of_queues_per_device must be between",
+            "kfd_init() rejected max_num_of_queues_per_device: no /dev/kfd", SRC_MODULE,
+            "max_num_of_queues_per_device must be between 1 to KFD_MAX_NUM_OF_QUEUES_PER_DEVICE"),
+    LogRule("kfd-pcie-atomics", FAILURE, "pcie-atomics", "rejects atomics",
+            r"skipped device (?P<vendor>[0-9a-fA-F]+):(?P<device>[0-9a-fA-F]+), PCI rejects atomics(?: (?P<fw>\d+)<(?P<need>\d+))?",
+            "KFD skipped the GPU: no PCIe AtomicOps and MEC firmware too old to do without", SRC_DEVICE,
+            "skipped device 1002:67df, PCI rejects atomics 730<0"),
+    LogRule("kfd-gc-ip-unsupported", FAILURE, "kernel-too-old", "not supported in kfd",
+            r"GC IP (?P<ip>[0-9a-fA-F]{6}) ?(?P<vf>VF)? *not supported in kfd",
+            "this kernel's KFD does not know the GPU's GC IP version", SRC_DEVICE,
+            "GC IP 0b0001  not supported in kfd"),
+    LogRule("kfd-asic-unsupported", FAILURE, "asic-not-supported", "not supported in kfd",
+            r"^(?!GC IP)(?P<asic>[A-Z][A-Z0-9_]+) +(?:VF )?not supported in kfd",
+            "KFD does not support this ASIC (by name)", SRC_DEVICE, "PITCAIRN  not supported in kfd"),
+    LogRule("kfd-hawaii-experimental", FAILURE, "asic-not-supported", "experimental",
+            r"KFD support on Hawaii is experimental", "Hawaii needs amdgpu.exp_hw_support=1 for KFD",
+            SRC_DEVICE, "KFD support on Hawaii is experimental. See modparam exp_hw_support"),
+    LogRule("kfd-did-missing", FAILURE, "kernel-too-old", "is missing in supported_devices",
+            r"DID (?P<device>[0-9a-fA-F]+) is missing in supported_devices",
+            "the kernel's static KFD device table lacks this PCI id (kernels up to ~5.4)", SRC_DEVICE,
+            "DID 15d8 is missing in supported_devices"),
+    LogRule("kfd-probe-failed", FAILURE, "kernel-too-old", "kgd2kfd_probe failed", r"kgd2kfd_probe failed",
+            "KFD's probe refused the GPU (follows a missing-id message)", SRC_DEVICE, "kgd2kfd_probe failed"),
+    LogRule("kfd-not-supported-asic", FAILURE, "kernel-too-old", "kfd not supported on this ASIC",
+            r"kfd not supported on this ASIC", "this kernel's KFD does not support the ASIC", SRC_DEVICE,
+            "kfd not supported on this ASIC"),
+    LogRule("kfd-device-not-added", FAILURE, "kfd-device-failed", "NOT added due to errors",
+            r"device (?P<vendor>[0-9a-fA-F]+):(?P<device>[0-9a-fA-F]+) NOT added due to errors",
+            "KFD failed to initialise the GPU (see the lines before it)", SRC_DEVICE,
+            "device 1002:15d8 NOT added due to errors"),
+    LogRule("kfd-device-error", FAILURE, "kfd-device-failed", "",
+            r"^(?:Could not allocate \d+ bytes|Error initializing (?P<what>gtt sub-allocator|doorbell aperture|interrupts|queue manager|KFD node)$|Error adding device to topology|KFD num nodes cannot be 0)",
+            "a step of KFD's per-GPU initialisation failed", SRC_DEVICE, "Error initializing queue manager"),
+    LogRule("kfd-iommu-disabled", FAILURE, "iommu-required", "iommu",
+            r"error getting iommu info\. is the iommu enabled\?|Error initializing iommuv2|error required iommu flags ats\((?P<ats>\d)\), pri\((?P<pri>\d)\), pasid\((?P<pasid>\d)\)",
+            "an APU that KFD drives through IOMMUv2 found no usable IOMMU", SRC_IOMMU,
+            "error getting iommu info. is the iommu enabled?"),
+    LogRule("kfd-ip-mismatch", FAILURE, "kfd-ip-mismatch", "is set due to mismatch",
+            r"(?:Default sdma queue per engine\(\d+\)|v9 event interrupt handler) is set due to mismatch",
+            "KFD fell back to defaults for an IP version it does not know: the kernel is older than the GPU",
+            SRC_DEVICE, "Default sdma queue per engine(8) is set due to mismatch of sdma ip block(6.0.0)."),
+    LogRule("firmware-load-failed", FAILURE, "firmware-missing", "firmware",
+            r"Direct firmware load for (?P<file>amdgpu/\S+) failed with error -?(?P<err>\d+)|[Ff]ailed to load firmware \"?(?P<file2>amdgpu/[^\" ]+)",
+            "a firmware file amdgpu needs is not installed", SRC_FW,
+            "Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2"),
+    LogRule("amdgpu-ip-init-failed", FAILURE, "gpu-init-failed", "failed",
+            r"(?:early_init|sw_init|hw_init) of IP block <(?P<block>\w+)> failed (?P<err>-?\d+)",
+            "amdgpu could not initialise one of the GPU's IP blocks", SRC_AMDGPU,
+            "*ERROR* early_init of IP block <psp> failed -19"),
+    LogRule("amdgpu-fatal-init", FAILURE, "gpu-init-failed", "Fatal error during GPU init", r"Fatal error during GPU init",
+            "amdgpu gave up on the GPU", SRC_AMDGPU, "Fatal error during GPU init"),
+    LogRule("amdgpu-probe-failed", FAILURE, "gpu-init-failed", "probe of",
+            r"probe of (?P<slot>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) failed with error (?P<err>-?\d+)",
+            "the driver core reports amdgpu's probe failure for the device", SRC_AMDGPU,
+            "probe of 0000:03:00.0 failed with error -22"),
+    LogRule("module-signature-rejected", FAILURE, "module-signature-rejected", "",
+            r"Loading of unsigned module is rejected|Loading of module with unavailable key is rejected|unsigned module loading is restricted|PKCS#7 signature not signed with a trusted key|Key was rejected by service|Required key not available",
+            "Secure Boot/lockdown refused an unsigned or untrusted module (often an unsigned DKMS amdgpu)",
+            SRC_SIGN, "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"),
+    LogRule("module-unknown-param", FAILURE, "module-param-unknown", "unknown parameter",
+            r"^(?P<module>amdgpu|amdkfd): unknown parameter '(?P<param>[^']+)' ignored",
+            "a module option the module does not declare was ignored", SRC_PARAMS,
+            "amdgpu: unknown parameter 'enable_iommu' ignored"),
+    LogRule("modules-load-missing", FAILURE, "softdep-missing-module", "Failed to find module",
+            r"Failed to find module '(?P<module>[^']+)'",
+            "systemd-modules-load was asked for a module that does not exist", SRC_MODLOAD,
+            "Failed to find module 'amdkfd'"),
+    LogRule("udev-group-unknown", FAILURE, "device-permissions", "group",
+            r"Unknown group '(?P<group>[^']+)', ignoring|Failed to resolve group '(?P<group2>[^']+)', ignoring",
+            "udev could not apply a rule's group: device nodes keep root", SRC_UDEV,
+            "/usr/lib/udev/rules.d/50-udev-default.rules:40 Unknown group 'render', ignoring"),
+    # --- failures at run time ----------------------------------------------------------------------
+    LogRule("kfd-hws-hang", RUNTIME, "gpu-hang", "",
+            r"qcm fence wait loop timeout expired|The cp might be in an unrecoverable state|Failed to evict process queues|Failed to quiesce KFD|HWS hang|Failed to evict queue \d+|Failed to suspend process",
+            "the hardware scheduler stopped answering: compute queues could not be preempted", SRC_DQM,
+            "The cp might be in an unrecoverable state due to an unsuccessful queues preemption"),
+    LogRule("mes-hang", RUNTIME, "gpu-hang", "MES",
+            r"MES failed to respond to msg=(?P<msg>\w+)|failed to remove hardware queue from MES|MES might be in unrecoverable state",
+            "the MES firmware (RDNA3 and later) stopped answering", SRC_MES,
+            "MES failed to respond to msg=REMOVE_QUEUE"),
+    LogRule("gpu-ring-timeout", RUNTIME, "gpu-hang", "timeout",
+            r"ring (?P<ring>\S+) timeout, signaled seq=|\*ERROR\* ring (?P<ring2>\S+) timeout",
+            "a GPU ring stopped making progress", SRC_AMDGPU, "ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236"),
+    LogRule("gpu-reset", RUNTIME, "gpu-hang", "GPU reset",
+            r"GPU reset begin!|GPU reset\(\d+\) (?P<result>succeeded|failed)|GPU reset (?P<result2>succeeded|failed)|GPU recovery disabled",
+            "amdgpu reset the GPU; running compute jobs were lost", SRC_AMDGPU, "GPU reset begin!. Source:  3"),
+    LogRule("gpu-lost", RUNTIME, "device-lost", "lost",
+            r"device lost from bus!|GPU (?:is |has been )?lost",
+            "the GPU dropped off the PCIe bus", SRC_AMDGPU, "device lost from bus!"),
+)  # fmt: skip
+
+BY_ID = {rule.id: rule for rule in RULES}
