@@ -78,6 +78,35 @@ def build_parser() -> Parser:
                        "summary, kernel, gpus, kfd, findings)")  # fmt: skip
     check.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
 
+    diagnose = sub.add_parser(
+        "diagnose",
+        help="explain why compute does not work, here or in pasted text",
+        description="Without FILE: a full diagnosis of this machine (or --root/--machine), including the "
+        "kernel log of this boot and earlier ones. With FILE (or - for standard input): diagnose text pasted "
+        "from a bug report — dmesg or journalctl output in any timestamp format, rocminfo, 'ls -l /dev/kfd', "
+        "'id' or 'groups', 'uname -r', modinfo, 'lspci -nn', kernel config lines, modprobe.d lines, quoted "
+        "with '> ' or not — and say what it shows, what is wrong, and what it cannot tell.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXIT_HELP.replace("(check, diagnose)", "(diagnose without FILE)")
+        + """
+exit status (diagnose FILE):
+  0   the text shows no problem
+  1   only warnings
+  2   at least one error
+  4   nothing in the text could be recognised
+
+examples:
+  sudo kfdguard diagnose
+  sudo dmesg | kfdguard diagnose -
+  kfdguard diagnose --json pasted-issue.txt
+""",
+    )
+    diagnose.add_argument("file", nargs="?", metavar="FILE", help="text to diagnose, - for standard input")
+    _target_options(diagnose)
+    diagnose.add_argument("--json", action="store_true", help="print one JSON object")
+    diagnose.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
+    diagnose.add_argument("--boots", type=int, metavar="N", help="also read the kernel log of N earlier boots")
+
     machines = sub.add_parser(
         "machines",
         help="list or render the bundled simulated machines",
@@ -102,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_check(args)
         if args.command == "machines":
             return cmd_machines(args, parser)
+        if args.command == "diagnose":
+            return cmd_diagnose(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -126,7 +157,41 @@ def _config(args: argparse.Namespace, target: object) -> tuple[object, tuple[obj
     return loaded.config, loaded.errors
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+TEXT_LIMIT = 16 << 20
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    if args.file is None:
+        return cmd_check(args, full=True)
+    from kfdguard.diagnose import diagnose_text
+    from kfdguard.report import text_diagnosis_json, text_diagnosis_text
+
+    if args.root or args.machine:
+        print("kfdguard: diagnose FILE reads text; --root and --machine apply without FILE", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.file == "-":
+            data = sys.stdin.buffer.read(TEXT_LIMIT + 1)
+            source = "standard input"
+        else:
+            with open(args.file, "rb") as handle:
+                data = handle.read(TEXT_LIMIT + 1)
+            source = args.file
+    except OSError as exc:
+        print(f"kfdguard: {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if len(data) > TEXT_LIMIT:
+        print(f"kfdguard: {args.file}: larger than {TEXT_LIMIT >> 20} MiB; paste the relevant part", file=sys.stderr)
+        return EXIT_USAGE
+    result = diagnose_text(data.decode("utf-8", errors="replace"))
+    if args.json:
+        print(json.dumps(text_diagnosis_json(result), indent=2))
+    else:
+        sys.stdout.write(text_diagnosis_text(result, source, verbose=args.verbose))
+    return result.exit_code
+
+
+def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
     from kfdguard.assess import assess
     from kfdguard.config import Config
     from kfdguard.machine import open_target
@@ -143,7 +208,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         config, errors = _config(args, target)
         assert isinstance(config, Config)
-        facts = probe(target.system)
+        boots = args.boots if full and args.boots is not None else (config.log.previous_boots if full else 0)
+        facts = probe(target.system, log="always", log_sources=config.log.sources, previous_boots=max(0, boots))
         verdict = assess(facts, config, errors)  # type: ignore[arg-type]
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -155,7 +221,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(facts, verdict, target.name), indent=2))
     else:
-        sys.stdout.write(to_text(facts, verdict, target.name, verbose=args.verbose))
+        command = "diagnose" if full else "check"
+        sys.stdout.write(to_text(facts, verdict, target.name, verbose=args.verbose or full, command=command))
     return verdict.exit_code
 
 

@@ -21,11 +21,19 @@ from dataclasses import dataclass
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, LogRule
 
-# Lines that can matter contain one of these; everything else is skipped in C.
+# Every rule's message contains one of its terms. Python's regex engine tries a
+# long alternation position by position, so for whole boot logs a short list of
+# anchors is used instead: the kernel prints every KFD/amdgpu message with a
+# "kfd"/"amdgpu"/"[drm" prefix (or, before 5.x, the word CRAT), and the
+# userspace and signing messages have phrases of their own.
+TERMS = re.compile("|".join(re.escape(t) for t in sorted({t for r in RULES for t in r.terms}, key=len, reverse=True)))
 PREFILTER = re.compile(
-    r"amdgpu|kfd|KFD|amdkfd|CRAT|Failed to find module|Unknown group|Failed to resolve group|"
+    r"amdgpu|kfd|KFD|\[drm|CRAT|Failed to find module|Unknown group|Failed to resolve group|"
     r"unsigned module|unavailable key|PKCS#7|Key was rejected|Required key not"
 )
+# Up to this many lines (a paste, not a boot log) every line is tried against
+# the terms, so that a message quoted without its prefix is still recognised.
+SMALL = 20_000
 _QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
 _KMSG = re.compile(r"^(?P<pri>\d{1,3}),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")
 _BRACKET = re.compile(r"^\[\s*(?P<stamp>[^\]]{1,40})\]\s?")
@@ -44,6 +52,12 @@ _DEVICE = re.compile(
 _DRM = re.compile(r"^\[drm(?::\w+ \[\w+\])?\] (?:\*ERROR\* )?")
 _PR = re.compile(r"^(?P<driver>amdgpu|kfd|amdkfd): ")
 _COMPILED: list[tuple[LogRule, re.Pattern[str]]] = [(r, re.compile(r.pattern)) for r in RULES]
+# term -> the rules that list it, in rule order
+_BY_TERM: dict[str, list[int]] = {}
+for _index, _rule in enumerate(RULES):
+    for _term in _rule.terms:
+        _BY_TERM.setdefault(_term, []).append(_index)
+_TERM_RULES = tuple(_BY_TERM.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +113,10 @@ def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "") -> list
     parsed = normalise(raw)
     events = []
     body = parsed.body
-    for rule, pattern in _COMPILED:
-        if rule.needle and rule.needle not in body:
-            continue
+    # Substring tests (in C) pick the few rules worth a regular expression.
+    candidates = sorted({i for term, rules in _TERM_RULES if term in body for i in rules})
+    for index in candidates:
+        rule, pattern = _COMPILED[index]
         m = pattern.search(body)
         if m is None:
             continue
@@ -121,13 +136,13 @@ def scan(text: str | list[str], *, boot: int = 0, source: str = "") -> tuple[int
     """All events in a log; returns (number of lines, events in order)."""
     lines = text.split("\n") if isinstance(text, str) else text
     events: list[LogEvent] = []
-    search = PREFILTER.search
-    if len(lines) < 64:
+    if len(lines) <= SMALL:
+        search = TERMS.search
         candidates = [(i, line) for i, line in enumerate(lines, 1) if search(line)]
     else:
         # Only the rare candidate lines need their numbers: find them by identity
         # after the C-level filter instead of enumerating every line in Python.
-        hits = list(filter(search, lines))
+        hits = list(filter(PREFILTER.search, lines))
         candidates = []
         start = 0
         for hit in hits:

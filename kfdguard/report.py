@@ -7,6 +7,10 @@ import textwrap
 from kfdguard.facts import Facts
 from kfdguard.verdict import Finding, Severity, Verdict
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.diagnose import TextDiagnosis
+
 MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
 
@@ -65,6 +69,13 @@ def to_json(facts: Facts, verdict: Verdict, machine: str | None = None) -> dict[
             "topology_nodes": len(kfd.topology),
             "gpu_nodes": len(kfd.gpu_nodes),
         },
+        "log": {
+            "read": facts.log.read,
+            "source": facts.log.sources[0] if facts.log.sources else None,
+            "lines": facts.log.lines,
+            "events": [{"rule": e.rule, "class": e.klass, "code": e.code, "boot": e.boot} for e in facts.log.events],
+            "unavailable": list(facts.log.unavailable),
+        },
         "findings": [finding_json(f) for f in verdict.findings],
     }
 
@@ -99,9 +110,11 @@ def render_findings(findings: tuple[Finding, ...], *, verbose: bool = False) -> 
     return lines
 
 
-def to_text(facts: Facts, verdict: Verdict, machine: str | None = None, *, verbose: bool = False) -> str:
+def to_text(
+    facts: Facts, verdict: Verdict, machine: str | None = None, *, verbose: bool = False, command: str = "check"
+) -> str:
     where = f"simulated machine {machine}" if machine else ("this machine" if facts.root == "/" else facts.root)
-    lines = [f"kfdguard check: {where}", ""]
+    lines = [f"kfdguard {command}: {where}", ""]
     lines.append(
         textwrap.fill(
             f"{verdict.state.upper()}: {verdict.summary}", width=100, initial_indent="  State    ",
@@ -126,6 +139,13 @@ def to_text(facts: Facts, verdict: Verdict, machine: str | None = None, *, verbo
         )
     else:
         lines.append(f"  KFD      {kfd.node.path} absent" + ("; /sys/class/kfd present" if kfd.sysfs else ""))
+    log = facts.log
+    if log.read:
+        if log.sources:
+            counted = sum(1 for e in log.events if e.klass != "neutral")
+            lines.append(f"  Log      {log.sources[0]}: {log.lines} lines read, {counted} KFD/amdgpu event(s)")
+        else:
+            lines.append(f"  Log      unavailable ({'; '.join(log.unavailable) or 'no source configured'})")
     if verdict.gpus:
         lines.append("")
         lines.append("  GPUs")
@@ -139,5 +159,37 @@ def to_text(facts: Facts, verdict: Verdict, machine: str | None = None, *, verbo
         lines.append("")
         lines.append("  Findings")
         lines.extend(render_findings(verdict.findings, verbose=verbose))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def text_diagnosis_json(d: TextDiagnosis) -> dict[str, object]:
+    return {
+        "kinds": list(d.kinds),
+        "established": list(d.established),
+        "findings": [finding_json(f) for f in d.findings],
+        "unknown": list(d.unknown),
+        "exit_code": d.exit_code,
+    }
+
+
+def text_diagnosis_text(d: TextDiagnosis, source: str, *, verbose: bool = False) -> str:
+    lines = [f"kfdguard diagnose: {source}", ""]
+    kinds = ", ".join(d.kinds) if d.kinds else "nothing kfdguard recognises"
+    lines.append(f"  Read     {kinds}")
+    if d.established:
+        lines.append("")
+        lines.append("  What the text shows")
+        lines.extend(_wrap(item, "    - ") for item in d.established)
+    lines.append("")
+    if d.findings:
+        lines.append("  Findings")
+        lines.extend(render_findings(d.findings, verbose=verbose))
+    else:
+        lines.append("  Findings: none (nothing in the text points to a problem)")
+    if d.unknown:
+        lines.append("")
+        lines.append("  What the text does not show")
+        lines.extend(_wrap(item, "    - ") for item in d.unknown)
     lines.append("")
     return "\n".join(lines)

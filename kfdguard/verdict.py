@@ -37,6 +37,15 @@ EXIT_CODES = {
 EXIT_USAGE = 64
 
 
+# Control characters from hostile sysfs or log content must not reach a
+# terminal (escape sequences) or split a one-line message.
+_CONTROL = dict.fromkeys((*range(32), 127, 133, 8232, 8233), " ")
+
+
+def clean(text: str) -> str:
+    return text.translate(_CONTROL)
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     code: str  # stable identifier, e.g. "device-permissions"
@@ -45,6 +54,11 @@ class Finding:
     remedy: str  # what to do, with exact commands where possible; "" for info
     evidence: tuple[str, ...] = ()  # facts and log lines it rests on
     gpu: str | None = None  # PCI slot it concerns, if one
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", clean(self.message))
+        object.__setattr__(self, "remedy", clean(self.remedy))
+        object.__setattr__(self, "evidence", tuple(clean(e) for e in self.evidence))
 
     def key(self) -> tuple[int, str, str]:
         return (SEVERITY_ORDER[self.severity], self.code, self.gpu or "")

@@ -87,3 +87,15 @@ def test_permissions_finding_shows_the_node_and_the_fix(machine_facts: dict[str,
     assert 'SUBSYSTEM=="kfd", GROUP="render", MODE="0660"' in perm.remedy
     (user,) = verdict.by_code("user-not-in-group")
     assert "sudo usermod -aG render bob" in user.remedy
+
+
+def test_log_evidence_confirms_the_causes(machine_facts: dict[str, Facts]) -> None:
+    legacy = assess(machine_facts["legacy-4.15-amdkfd"]).by_code("kernel-too-old")[0]
+    assert "kfd kfd: DID 67df is missing in supported_devices" in " ".join(legacy.evidence)
+    atomics = assess(machine_facts["dgpu-plus-igpu-atomics"]).by_code("pcie-atomics")[0]
+    assert "skipped device 1002:67df, PCI rejects atomics" in " ".join(atomics.evidence)
+    sched = assess(machine_facts["bad-sched-policy"]).by_code("kfd-init-failed")[0]
+    assert "amdgpu: sched_policy has invalid value" in " ".join(sched.evidence)
+    modules_load = next(f for f in assess(machine_facts["rx6800-seed-advice"]).by_code("softdep-missing-module")
+                    if "systemd-modules-load" in f.message)  # fmt: skip
+    assert "Failed to find module 'amdkfd'" in " ".join(modules_load.evidence)

@@ -12,9 +12,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "kfdguard"
 PREFIXES = ("/sys", "/dev", "/proc", "/etc", "/boot", "/lib/modules", "/run", "/var/lib", "/usr/lib", "/lib/")
 # root.py owns the paths; the simulator describes machines in their own terms
-# and maps every such path through Root.join.
+# and maps every such path through Root.join; diagnose reads paths that appear
+# in text pasted from other machines and opens nothing.
 EXEMPT = {"root.py"}
-EXEMPT_DIRS = {"simulate"}
+EXEMPT_DIRS = {"simulate", "diagnose"}
 
 
 def _path_like_constants(tree: ast.AST) -> list[tuple[int, str]]:

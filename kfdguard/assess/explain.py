@@ -147,9 +147,14 @@ def runtime_causes(events: list[LogEvent], label_of: dict[str | None, str]) -> l
     """GPU hangs and lost devices, one cause per boot and device."""
     causes = []
     groups: dict[tuple[int, str | None, str], list[LogEvent]] = {}
-    for e in events:
-        if e.klass == "runtime" and e.code:
-            groups.setdefault((e.boot, e.device if e.device != "kfd" else None, e.code), []).append(e)
+    runtime = [e for e in events if e.klass == "runtime" and e.code]
+    slots = {e.device for e in runtime if e.device and e.device != "kfd"}
+    # A message without a device prefix ("amdgpu: Failed to suspend process") belongs
+    # to the only GPU that is hanging, when there is only one.
+    only = next(iter(slots)) if len(slots) == 1 else None
+    for e in runtime:
+        device = e.device if e.device and e.device != "kfd" else only
+        groups.setdefault((e.boot, device, e.code or ""), []).append(e)
     for (boot, device, code), group in sorted(groups.items(), key=lambda i: (-i[0][0], str(i[0][1]), i[0][2])):
         when = "in this boot" if boot == 0 else "in the previous boot" if boot == -1 else f"{-boot} boots ago"
         label = label_of.get(device, device or "the GPU")

@@ -43,7 +43,13 @@ def identify(device: int, revision: int | None = None) -> tuple[Asic | None, str
     if not rows:
         return None, None
     row = next((r for r in rows if r[0] is not None and r[0] == revision), None)
-    row = row or next((r for r in rows if r[0] is None), None) or rows[0]
+    row = row or next((r for r in rows if r[0] is None), None)
+    if row is None:
+        # Revision unknown (a log line, no lspci) and libdrm names the device per
+        # revision: the chip is certain, the marketing name is not.
+        names = {r[1] for r in rows}
+        chip = _BY_KEY.get(rows[0][2])
+        return chip, rows[0][1] if len(names) == 1 else None
     return _BY_KEY.get(row[2]), row[1]
 
 

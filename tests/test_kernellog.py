@@ -1,0 +1,139 @@
+"""Log rules match every message form the kernel and the journal produce."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kfdguard.kernellog import PREFILTER, TERMS, match, normalise, scan
+from kfdguard.knowledge.logrules import RULES
+
+USERSPACE = {"modules-load-missing": "systemd-modules-load", "udev-group-unknown": "systemd-udevd"}
+# How kernels of different versions prefix KFD and amdgpu messages (kfd-facts.md §6).
+PREFIXES = ["", "kfd kfd: ", "kfd kfd: amdgpu: ", "amdgpu 0000:03:00.0: amdgpu: ", "amdgpu 0000:03:00.0: ", "amdgpu: "]
+# Timestamps and wrappers of dmesg, dmesg -T, dmesg -x, journalctl (short, any month language, iso,
+# full, monotonic), syslog files, /dev/kmsg and quoting.
+STAMPS = [
+    "",
+    "[    7.026427] ",
+    "[Thu Jan 30 23:27:53 2025] ",
+    "[  +0.000004] ",
+    "kern  :info  : [    7.026427] ",
+    "Jan 30 23:27:53 host kernel: ",
+    "1月 30 23:27:53 miku-ms7c02 kernel: ",
+    "janv. 30 23:27:53 pc kernel: ",
+    "Mär 30 23:27:53.123456 pc kernel: ",
+    "2025-01-30T23:27:53+0100 host kernel: ",
+    "2025-01-30T23:27:53.123456+01:00 host kernel: ",
+    "Thu 2025-01-30 23:27:53 CET host kernel: ",
+    "[    7.026427] host kernel: ",
+    "Jan 30 23:27:53 host kernel: [    7.026427] ",
+    "6,339,5140900,-;",
+    "> [    7.026427] ",
+    "> > Jan 30 23:27:53 host kernel: ",
+]
+
+
+def _forms(rule_id: str, example: str) -> list[str]:
+    if rule_id in USERSPACE:
+        ident = USERSPACE[rule_id]
+        return [example, f"Jan 30 23:27:53 host {ident}[312]: {example}", f"[    9.1] host {ident}[312]: {example}",
+                f"2025-01-30T23:27:53+0100 host {ident}[312]: {example}", f"> Jan 30 23:27:53 host {ident}[1]: {example}"]  # fmt: skip
+    prefixes = ["amdgpu: "] if rule_id == "module-unknown-param" else PREFIXES
+    if rule_id == "module-unknown-param":
+        example = example.removeprefix("amdgpu: ")
+    return [stamp + prefix + example for stamp in STAMPS for prefix in prefixes]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_matches_its_example_in_every_form(rule: object) -> None:
+    from kfdguard.knowledge.logrules import LogRule
+
+    assert isinstance(rule, LogRule)
+    for line in _forms(rule.id, rule.example):
+        # Big logs go through the anchors: a line with a kernel prefix must pass them.
+        prefixed = any(p in line for p in PREFIXES if p) or rule.id in USERSPACE
+        assert PREFILTER.search(line) or not prefixed, f"the big-log prefilter drops {line!r}"
+        assert TERMS.search(line), f"the paste prefilter drops {line!r}"
+        assert rule.id in [e.rule for e in match(line)], f"{rule.id} does not match {line!r}"
+
+
+def test_rules_are_consistent() -> None:
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids))
+    for r in RULES:
+        assert r.klass in ("success", "neutral", "failure", "runtime")
+        assert any(term in r.example for term in r.terms), r.id
+        assert (r.code is None) == (r.klass == "neutral"), r.id
+        assert r.source and r.meaning
+
+
+def test_normalise_extracts_device_and_ident() -> None:
+    line = normalise("1月 30 23:27:53 miku-ms7c02 kernel: kfd kfd: device 1002:15d8 NOT added due to errors")
+    assert (line.ident, line.driver, line.device, line.body) == (
+        "kernel",
+        "kfd",
+        "kfd",
+        "device 1002:15d8 NOT added due to errors",
+    )
+    line = normalise("[  950.818166] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE")
+    assert (line.device, line.body) == ("0000:c5:00.0", "MES failed to respond to msg=REMOVE_QUEUE")
+    line = normalise("Thu 2025-01-30 23:27:53 CET host systemd-modules-load[312]: Failed to find module 'amdkfd'")
+    assert (line.ident, line.body) == ("systemd-modules-load", "Failed to find module 'amdkfd'")
+
+
+def test_values_are_extracted() -> None:
+    (event,) = match("[    7.026427] kfd kfd: amdgpu: skipped device 1002:73bf, PCI rejects atomics 730<2090")
+    assert event.rule == "kfd-pcie-atomics" and event.ids == (0x1002, 0x73BF)
+    assert (event.value("fw"), event.value("need")) == ("730", "2090")
+    (event,) = match("amdgpu 0000:03:00.0: Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2")
+    assert event.value("file") == "amdgpu/psp_13_0_10_sos.bin" and event.device == "0000:03:00.0"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "usb 1-2: new high-speed USB device number 4 using xhci_hcd",
+        "nouveau 0000:01:00.0: fifo: PBDMA0: 01000000 [] ch 3 [00ff992000 DRM] subc 0 mthd 0008 data 00000000",
+        "i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:85dffffb, in Xorg [1005]",
+        "snd_hda_intel: unknown parameter 'enable_msi' ignored",
+        "amdgpu: Topology: Add CPU node",
+        "[drm] amdgpu kernel modesetting enabled.",
+        "amdgpu: Virtual CRAT table created for CPU",
+    ],
+)
+def test_other_lines_are_not_failures(line: str) -> None:
+    assert [e.rule for e in match(line) if e.klass in ("failure", "runtime", "success")] == []
+
+
+def test_big_logs_and_pastes_find_the_same_events() -> None:
+    from benchmarks.logdata import generate
+
+    text = generate(30_000, every=700)
+    count, big = scan(text)
+    assert count == 30_000 and len(big) == len(range(0, 30_000, 700))  # one event per amdgpu line
+    small = [e for chunk in range(0, 30_000, 10_000) for e in scan(text.split("\n")[chunk : chunk + 10_000])[1]]
+    assert [e.rule for e in big] == [e.rule for e in small]
+
+
+def test_scan_numbers_lines_and_keeps_order() -> None:
+    text = "\n".join(["noise"] * 100 + ["kfd kfd: amdgpu: added device 1002:744c"] + ["noise"] * 50
+                     + ["amdgpu: sched_policy has invalid value"])  # fmt: skip
+    count, events = scan(text, source="t")
+    assert count == 152
+    assert [(e.rule, e.line) for e in events] == [("kfd-added-device", 101), ("kfd-sched-policy-invalid", 152)]
+
+
+@settings(max_examples=500)
+@given(st.text(max_size=300))
+def test_scan_never_raises(text: str) -> None:
+    count, events = scan(text)
+    assert count >= 1 and all(e.line >= 1 for e in events)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(STAMPS), max_size=3), st.sampled_from(PREFIXES), st.sampled_from([r.example for r in RULES]),
+       st.text(max_size=20))  # fmt: skip
+def test_scan_survives_mangled_real_lines(stamps: list[str], prefix: str, example: str, tail: str) -> None:
+    scan("".join(stamps) + prefix + example + tail)
