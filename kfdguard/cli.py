@@ -74,8 +74,11 @@ def build_parser() -> Parser:
         epilog=CHECK_EPILOG,
     )
     _target_options(check)
-    check.add_argument("--json", action="store_true", help="print one JSON object (keys: state, ready, "
-                       "summary, kernel, gpus, kfd, findings)")  # fmt: skip
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (keys: state, ready, summary, kernel, gpus, kfd, findings)",
+    )
     check.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
 
     diagnose = sub.add_parser(
@@ -107,6 +110,29 @@ examples:
     diagnose.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
     diagnose.add_argument("--boots", type=int, metavar="N", help="also read the kernel log of N earlier boots")
 
+    enforce = sub.add_parser(
+        "enforce",
+        help="bring the machine to the configured state (modprobe.d, module, permissions)",
+        description="Probe, assess and carry out the plan: write /etc/modprobe.d/kfdguard.conf for the "
+        "kernel's layout, disable contradicting lines in other files (only with module.repair: true, after a "
+        "backup), install the udev rule, load amdgpu, give /dev/kfd and the render nodes the configured group "
+        "and mode, add configured users to the group. Every change is atomic and reported; a second run changes "
+        "nothing. Needs root (except with --dry-run or on a simulated machine).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""exit status: the state after enforcing, as for 'check' (0 ready, 1 degraded, 2 unavailable,
+3 no-device, 4 error); 1 instead of 0 when an action failed; 64 usage error.
+
+examples:
+  sudo kfdguard enforce --dry-run        show the plan and the diffs, change nothing
+  sudo kfdguard enforce
+  kfdguard enforce --machine kfd-perms-0600   try it on a simulated machine
+""",
+    )
+    _target_options(enforce)
+    enforce.add_argument("-n", "--dry-run", action="store_true", help="show what would change, with diffs")
+    enforce.add_argument("--json", action="store_true", help="print one JSON object")
+    enforce.add_argument("-v", "--verbose", action="store_true", help="show diffs and all evidence")
+
     machines = sub.add_parser(
         "machines",
         help="list or render the bundled simulated machines",
@@ -123,6 +149,10 @@ examples:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from kfdguard import log
+
+    # Commands print their own report; progress lines are for the service's journal.
+    log.set_level(log.WARNING)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -133,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_machines(args, parser)
         if args.command == "diagnose":
             return cmd_diagnose(args)
+        if args.command == "enforce":
+            return cmd_enforce(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -158,6 +190,48 @@ def _config(args: argparse.Namespace, target: object) -> tuple[object, tuple[obj
 
 
 TEXT_LIMIT = 16 << 20
+
+
+def cmd_enforce(args: argparse.Namespace) -> int:
+    import os
+
+    from kfdguard.config import Config
+    from kfdguard.enforce import enforce
+    from kfdguard.machine import open_target
+    from kfdguard.report import enforce_json, enforce_text
+    from kfdguard.simulate.spec import SpecError
+    from kfdguard.verdict import EXIT_CODES, State
+
+    try:
+        target = open_target(args.root, args.machine)
+    except (ValueError, SpecError) as exc:
+        print(f"kfdguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if not args.dry_run and not target.system.simulated and os.geteuid() != 0:
+            print(
+                "kfdguard: enforce changes system files and devices: run it as root (or use --dry-run)", file=sys.stderr
+            )
+            return EXIT_USAGE
+        config, errors = _config(args, target)
+        assert isinstance(config, Config)
+        report, before, after = enforce(target.system, config, dry_run=args.dry_run, config_errors=errors)
+    except Exception as exc:
+        print(f"kfdguard: enforce failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_CODES[State.ERROR]
+    finally:
+        target.close()
+    where = (
+        f"simulated machine {target.name}"
+        if target.name
+        else ("this machine" if target.root.is_host else str(target.root.path))
+    )
+    if args.json:
+        print(json.dumps(enforce_json(report, before, after), indent=2))
+    else:
+        sys.stdout.write(enforce_text(report, before, after, where, verbose=args.verbose))
+    code = after.exit_code
+    return 1 if code == 0 and report.failed else code
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

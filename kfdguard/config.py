@@ -30,6 +30,7 @@ CACHE_VERSION = 1
 class ModuleConfig:
     options: tuple[tuple[str, str], ...] = ()  # KFD parameters for amdgpu (amdkfd on old kernels)
     load: bool = True  # load amdgpu when it is not loaded
+    reload: bool = False  # reload amdgpu for changed options when nothing uses it (no display, no holders)
     repair: bool = False  # comment out conflicting lines in other modprobe.d files
     initramfs: str = "report"  # report | regenerate
 
@@ -105,7 +106,7 @@ class LoadedConfig:
 
 Scalar = str | int | float | bool
 _SECTIONS: dict[str, dict[str, str]] = {
-    "module": {"options": "options", "load": "bool", "repair": "bool", "initramfs": "initramfs"},
+    "module": {"options": "options", "load": "bool", "reload": "bool", "repair": "bool", "initramfs": "initramfs"},
     "device": {"group": "group", "mode": "mode", "udev_rule": "bool"},
     "users": {"add_to_group": "names", "min_uid": "uid"},
     "fallback": {"policy": "policy"},

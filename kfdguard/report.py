@@ -10,6 +10,7 @@ from kfdguard.verdict import Finding, Severity, Verdict
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.diagnose import TextDiagnosis
+    from kfdguard.enforce import EnforceReport
 
 MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
@@ -117,10 +118,12 @@ def to_text(
     lines = [f"kfdguard {command}: {where}", ""]
     lines.append(
         textwrap.fill(
-            f"{verdict.state.upper()}: {verdict.summary}", width=100, initial_indent="  State    ",
+            f"{verdict.state.upper()}: {verdict.summary}",
+            width=100,
+            initial_indent="  State    ",
             subsequent_indent="           ",
         )
-    )  # fmt: skip
+    )
     release = facts.kernel.release or "unknown"
     osname = f" on {facts.os.pretty_name}" if facts.os.pretty_name else ""
     lines.append(f"  Kernel   {release}{osname}; {layout(facts)}")
@@ -191,5 +194,70 @@ def text_diagnosis_text(d: TextDiagnosis, source: str, *, verbose: bool = False)
         lines.append("")
         lines.append("  What the text does not show")
         lines.extend(_wrap(item, "    - ") for item in d.unknown)
+    lines.append("")
+    return "\n".join(lines)
+
+
+CHANGE_MARK = {"changed": "+", "would-change": "+", "unchanged": "=", "failed": "!", "skipped": "-"}
+
+
+def enforce_json(report: EnforceReport, before: Verdict, after: Verdict) -> dict[str, object]:
+    return {
+        "dry_run": report.dry_run,
+        "changes": [
+            {
+                "kind": c.action.kind,
+                "target": c.action.target,
+                "status": c.status,
+                "detail": c.detail or c.action.detail,
+                "diff": c.diff,
+            }
+            for c in report.changes
+        ],
+        "findings": [finding_json(f) for f in report.findings],
+        "state_before": str(before.state),
+        "state": str(after.state),
+        "ready": after.ready,
+        "summary": after.summary,
+        "remaining": [finding_json(f) for f in after.findings],
+    }
+
+
+def enforce_text(report: EnforceReport, before: Verdict, after: Verdict, where: str, *, verbose: bool = False) -> str:
+    title = "enforce --dry-run" if report.dry_run else "enforce"
+    lines = [f"kfdguard {title}: {where}", ""]
+    if not report.changes:
+        lines.append("  Plan     nothing to do")
+    else:
+        lines.append("  Plan" + (" (nothing is changed: --dry-run)" if report.dry_run else ""))
+        for c in report.changes:
+            status = c.status.replace("would-change", "would change")
+            lines.append(f"    {CHANGE_MARK.get(c.status, '?')} {c.action.kind:<20} {c.action.target}  [{status}]")
+            detail = c.detail or c.action.detail
+            if detail:
+                lines.append(_wrap(detail, "        "))
+            if c.diff and (verbose or report.dry_run):
+                lines.extend("        " + line for line in c.diff.rstrip("\n").split("\n"))
+    if report.findings:
+        lines.append("")
+        lines.append("  Problems while enforcing")
+        lines.extend(render_findings(report.findings, verbose=verbose))
+    lines.append("")
+    was = f" (was {before.state.upper()})" if before.state != after.state else ""
+    label = "Would be" if report.dry_run else "State"
+    state = after if not report.dry_run else before
+    lines.append(
+        textwrap.fill(
+            f"{state.state.upper()}{was if not report.dry_run else ''}: {state.summary}",
+            width=100,
+            initial_indent=f"  {label:<8} ",
+            subsequent_indent="           ",
+        )
+    )
+    remaining = [f for f in after.findings if f.severity is not Severity.INFO]
+    if remaining and not report.dry_run:
+        lines.append("")
+        lines.append("  Still to do by hand")
+        lines.extend(render_findings(tuple(remaining), verbose=verbose))
     lines.append("")
     return "\n".join(lines)

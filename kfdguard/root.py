@@ -14,6 +14,18 @@ from pathlib import Path, PurePosixPath
 
 # Where the KFD character device lives, as users see it on any machine.
 KFD_NODE = "/dev/kfd"
+# Files kfdguard owns, and the trees it changes, as shown on any machine;
+# enforce maps them through Root.join.
+MODPROBE_CONF = "/etc/modprobe.d/kfdguard.conf"
+UDEV_RULE = "/etc/udev/rules.d/71-kfdguard.rules"
+MODPROBE_D = "/etc/modprobe.d/"
+UDEV_DIR = "/etc/udev/"
+MODULES_FILES = ("/etc/modules-load.d/", "/etc/modules")
+BOOT_DIR = "/boot"
+
+# The running process's own descriptors: always the host's /proc, whatever
+# machine a Root points at.
+PROC_SELF_FD = "/proc/self/fd"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import stat
 import struct
 
 from kfdguard.access import AclEntry, NodeStat, parse_posix_acl
-from kfdguard.root import Root
+from kfdguard.root import PROC_SELF_FD, Root
 from kfdguard.runner import Runner, RunResult
 
 TYPE_CHECKING = False
@@ -79,6 +79,38 @@ class System:
 
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
         raise NotImplementedError
+
+    # --- changes (enforce is the only caller) ------------------------------------------
+
+    def write_file(self, path: Path, data: bytes, mode: int = 0o644) -> None:
+        from kfdguard.files import atomic_write
+
+        atomic_write(path, data, mode)
+
+    def remove_file(self, path: Path) -> None:
+        from kfdguard.files import check_target
+
+        if check_target(path) is not None:
+            os.unlink(path)
+
+    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+        """chown and chmod a device node, refusing anything that is not one."""
+        raise NotImplementedError
+
+    def add_to_group(self, user: str, group: str, timeout: float) -> RunResult:
+        return self.run(["gpasswd", "-a", user, group], timeout=timeout)
+
+    def initramfs_files(self, release: str, timeout: float) -> list[str] | None:
+        """File names inside the release's initramfs; None when it cannot be listed."""
+        image = self.root.boot / f"initrd.img-{release}"
+        if image.exists():
+            result = self.run(["lsinitramfs", str(image)], timeout=timeout)
+        else:
+            image = self.root.boot / f"initramfs-{release}.img"
+            if not image.exists():
+                return None
+            result = self.run(["lsinitrd", str(image)], timeout=timeout)
+        return result.stdout.splitlines() if result.ok else None
 
 
 def node_stat_from(st: os.stat_result, acl: bytes | None) -> NodeStat:
@@ -227,6 +259,21 @@ class RealSystem(System):
 
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
         return self.runner.run(argv, timeout=timeout)
+
+    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+        # An O_PATH descriptor pins the inode without opening the device (opening
+        # /dev/kfd would create a KFD process context); chmod through
+        # /proc/self/fd then acts on exactly that inode, never on a symlink's target.
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISCHR(st.st_mode):
+                raise OSError(errno.EINVAL, f"{path} is not a character device")
+            proc = f"{PROC_SELF_FD}/{fd}"
+            os.chown(proc, uid, gid)
+            os.chmod(proc, mode)
+        finally:
+            os.close(fd)
 
 
 def _format_entry(entry: dict[str, object]) -> str:

@@ -87,12 +87,21 @@ class GpuStatus:
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """One step of the plan; enforce carries them out."""
+    """One step of the plan: the desired state of one thing; enforce makes it so.
 
-    kind: str  # e.g. "write-modprobe-conf", "load-module", "fix-node", "install-udev-rule"
-    target: str  # path or module it acts on
-    detail: str  # human-readable description of the change
-    data: tuple[tuple[str, str], ...] = ()  # parameters enforce needs
+    kinds: write-file (target path, content), remove-file, comment-out (a file
+    kfdguard does not own: lines), udev-reload, load-module, reload-module,
+    fix-node (device node: group, mode), add-to-group (target user, group),
+    regenerate-initramfs (target kernel release).
+    """
+
+    kind: str
+    target: str  # machine path, module, user or kernel release
+    detail: str  # why, in words
+    content: str | None = None
+    lines: tuple[int, ...] = ()
+    group: str | None = None
+    mode: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ def test_shipped_example_is_valid_and_documents_every_key() -> None:
     config, errs = parse_config(text, str(EXAMPLE))
     assert errs == []
     assert config == Config()  # the example spells out the defaults
-    for key in ("module:", "options:", "repair:", "device:", "group:", "mode:", "udev_rule:", "users:",
+    for key in ("module:", "options:", "reload:", "repair:", "device:", "group:", "mode:", "udev_rule:", "users:",
                 "add_to_group:", "fallback:", "policy:", "timeouts:", "modprobe:", "log:", "sources:"):  # fmt: skip
         assert key in text, key
 

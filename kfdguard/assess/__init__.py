@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kfdguard.assess.checks import CHECKS, summary_ready
 from kfdguard.assess.context import Context, Gpu
+from kfdguard.assess.plan import plan
 from kfdguard.config import Config, ConfigError
 from kfdguard.facts import Facts
 from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
@@ -33,7 +34,8 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
     else:
         state = State.READY
     statuses = tuple(_status(g, g in ready_gpus) for g in ctx.gpus)
-    return Verdict(state, bool(ready_gpus), _summary(state, findings, ready_gpus), findings, statuses)
+    summary = _summary(state, findings, ready_gpus)
+    return Verdict(state, bool(ready_gpus), summary, findings, statuses, plan(ctx))
 
 
 def _status(gpu: Gpu, ready: bool) -> GpuStatus:

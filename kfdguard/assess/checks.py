@@ -30,16 +30,23 @@ def _where(d: ModprobeDirective) -> str:
 def check_config(ctx: Context) -> None:
     for error in ctx.config_errors:
         ctx.add(
-            "config-invalid", W, f"configuration not used: {error}",
+            "config-invalid",
+            W,
+            f"configuration not used: {error}",
             "fix the file (kfdguard keeps using the last good configuration or the defaults until then)",
             [str(error)],
-        )  # fmt: skip
+        )
 
 
 def check_problems(ctx: Context) -> None:
     for problem in ctx.facts.problems:
-        ctx.add("unreadable", W, f"could not read {problem.path}: {problem.reason}",
-                "check the file; kfdguard treats what it could not read as unknown", [str(problem)])  # fmt: skip
+        ctx.add(
+            "unreadable",
+            W,
+            f"could not read {problem.path}: {problem.reason}",
+            "check the file; kfdguard treats what it could not read as unknown",
+            [str(problem)],
+        )
 
 
 def check_gpus_present(ctx: Context) -> None:
@@ -72,10 +79,12 @@ def check_kernel_config(ctx: Context) -> None:
     if not missing:
         return
     ctx.add(
-        "kfd-not-built", E,
+        "kfd-not-built",
+        E,
         f"kernel {facts.kernel.release} was built without CONFIG_HSA_AMD: amdgpu has no KFD, there is no /dev/kfd",
-        remedies.kernel_with_kfd(ctx.distro), evidence,
-    )  # fmt: skip
+        remedies.kernel_with_kfd(ctx.distro),
+        evidence,
+    )
     for gpu in ctx.gpus:
         gpu.blocked = gpu.blocked or "kernel built without KFD"
 
@@ -115,27 +124,31 @@ def check_kernel_support(ctx: Context) -> None:
             continue
         if asic.kfd_since is None:
             ctx.add(
-                "asic-not-supported", E,
+                "asic-not-supported",
+                E,
                 f"{label} is not supported by KFD in any kernel: it cannot run ROCm compute",
                 "use another GPU for compute (OpenCL through Mesa's rusticl may still work for this card)",
-                [f"{gpu.facts.slot}: {asic.family} ({asic.generation}) has no KFD support",
-                 f"sources: {asic.source}"],
+                [f"{gpu.facts.slot}: {asic.family} ({asic.generation}) has no KFD support", f"sources: {asic.source}"],
                 gpu.facts.slot,
-            )  # fmt: skip
+            )
             gpu.blocked = "never supported by KFD"
             continue
         if version is not None and version < asic.kfd_since:
             hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
             remedy = _newer_kernel_remedy(ctx, asic.kfd_since)
             ctx.add(
-                "kernel-too-old", E,
+                "kernel-too-old",
+                E,
                 f"kernel {ctx.facts.kernel.release} is too old for {label}: "
                 f"KFD supports {asic.gfx} from Linux {_kv(asic.kfd_since)}{hedge}",
                 remedy,
-                [f"running {ctx.facts.kernel.release}", f"{asic.family}: KFD since {_kv(asic.kfd_since)}",
-                 f"sources: {asic.source}"],
+                [
+                    f"running {ctx.facts.kernel.release}",
+                    f"{asic.family}: KFD since {_kv(asic.kfd_since)}",
+                    f"sources: {asic.source}",
+                ],
                 gpu.facts.slot,
-            )  # fmt: skip
+            )
             gpu.blocked = f"kernel older than {_kv(asic.kfd_since)}"
 
 
@@ -155,12 +168,13 @@ def check_dkms(ctx: Context) -> None:
             "the in-tree amdgpu is used instead" if working else "the in-tree amdgpu is used and cannot run the GPU"
         )
         ctx.add(
-            "dkms-not-built", severity,
+            "dkms-not-built",
+            severity,
             f"amdgpu-dkms {dkms.version} {what} for the running kernel {release}: {consequence}",
             remedies.dkms_rebuild(dkms.module, dkms.version, release, dkms.make_log)
             + f" ({', '.join(dkms.built_for)}; sudo kfdguard fallback apply arranges that)",
             evidence,
-        )  # fmt: skip
+        )
         for gpu in ctx.gpus:
             if gpu.node is None:
                 gpu.blocked = gpu.blocked or "amdgpu-dkms missing for this kernel"
@@ -169,9 +183,15 @@ def check_dkms(ctx: Context) -> None:
 # Events about KFD's handling of one GPU that carry no PCI id: they belong to the
 # GPU KFD was probing, which the log only tells by order.
 _ANONYMOUS = {
-    "kfd-iommu-disabled", "kfd-probe-failed", "kfd-asic-unsupported", "kfd-hawaii-experimental",
-    "kfd-device-error", "kfd-not-supported-asic", "kfd-gc-ip-unsupported", "amdgpu-ip-init-failed",
-}  # fmt: skip
+    "kfd-iommu-disabled",
+    "kfd-probe-failed",
+    "kfd-asic-unsupported",
+    "kfd-hawaii-experimental",
+    "kfd-device-error",
+    "kfd-not-supported-asic",
+    "kfd-gc-ip-unsupported",
+    "amdgpu-ip-init-failed",
+}
 
 
 def events_for(ctx: Context, gpu: Gpu, candidates: int) -> list[LogEvent]:
@@ -227,20 +247,33 @@ def check_log_misc(ctx: Context) -> None:
         param = e.value("param") or "?"
         if any(f"'{param}'" in m for m in seen_params):
             continue
-        ctx.add("module-param-unknown", W, f"{e.value('module')} was given option '{param}', which it does not "
-                "declare: the kernel ignored it", "find it in /etc/modprobe.d, the kernel command line "
-                "(/proc/cmdline) or the initramfs, and delete it", [e.text])  # fmt: skip
+        ctx.add(
+            "module-param-unknown",
+            W,
+            f"{e.value('module')} was given option '{param}', which it does not declare: the kernel ignored it",
+            "find it in /etc/modprobe.d, the kernel command line (/proc/cmdline) or the initramfs, and delete it",
+            [e.text],
+        )
     for e in log.by_rule("udev-group-unknown"):
         group = e.value("group") or e.value("group2") or "?"
-        ctx.add("device-permissions", E if group == ctx.group else W,
-                f"udev could not use group '{group}', so the nodes it should own stay root-only",
-                f"create the group (sudo groupadd --system {group}) or, with systemd 258+, make it a system "
-                "group; then: sudo udevadm trigger --action=add", [e.text])  # fmt: skip
+        ctx.add(
+            "device-permissions",
+            E if group == ctx.group else W,
+            f"udev could not use group '{group}', so the nodes it should own stay root-only",
+            f"create the group (sudo groupadd --system {group}) or, with systemd 258+, make it a system "
+            "group; then: sudo udevadm trigger --action=add",
+            [e.text],
+        )
     mismatch = log.by_rule("kfd-ip-mismatch")
     if mismatch:
-        ctx.add("kfd-ip-mismatch", W, "KFD fell back to defaults for IP blocks it does not know: the kernel is "
-                "older than this GPU and compute may misbehave", "use a newer kernel",
-                [e.text for e in mismatch[:2]])  # fmt: skip
+        ctx.add(
+            "kfd-ip-mismatch",
+            W,
+            "KFD fell back to defaults for IP blocks it does not know: the kernel is "
+            "older than this GPU and compute may misbehave",
+            "use a newer kernel",
+            [e.text for e in mismatch[:2]],
+        )
 
 
 def check_module_loaded(ctx: Context) -> None:
@@ -261,11 +294,12 @@ def check_module_loaded(ctx: Context) -> None:
         return
     if not amdgpu.present:
         ctx.add(
-            "module-not-loaded", E,
+            "module-not-loaded",
+            E,
             f"amdgpu is not installed for kernel {release}",
             remedies.load_module("amdgpu", ctx.distro, release),
             [f"no amdgpu module in /lib/modules/{release} (modules.dep, modules.builtin)"],
-        )  # fmt: skip
+        )
     else:
         why = []
         blacklist = list(ctx.facts.modprobe.for_module("amdgpu", "blacklist"))
@@ -276,12 +310,12 @@ def check_module_loaded(ctx: Context) -> None:
             if arg in ("nomodeset", "amdgpu.modeset=0"):
                 why.append(f"{arg} on the kernel command line keeps amdgpu from initialising")
         ctx.add(
-            "module-not-loaded", E,
+            "module-not-loaded",
+            E,
             "amdgpu is not loaded" + (f" ({why[0]})" if why else ""),
-            remedies.load_module("amdgpu", ctx.distro, release)
-            + ("; remove the blacklist first" if blacklist else ""),
+            remedies.load_module("amdgpu", ctx.distro, release) + ("; remove the blacklist first" if blacklist else ""),
             [f"no /sys/module/amdgpu; module file {amdgpu.file or 'built in'}", *why],
-        )  # fmt: skip
+        )
     for gpu in pending:
         gpu.blocked = "amdgpu not loaded"
 
@@ -299,43 +333,68 @@ def check_kfd_up(ctx: Context) -> None:
         evidence = [f"{module.name} is loaded", "no /sys/class/kfd/kfd and no /dev/kfd"]
         evidence += [e.text for e in facts.log.by_rule("kfd-sched-policy-invalid", "kfd-queues-invalid")][:2]
         cause = ""
+        still_configured = False
         for name, param in KFD_PARAMS.items():
             value = module.params.get(name)
             if param.breaks_kfd and value is not None and param.check(value):
                 cause = f": {name}={value} is invalid ({param.check(value)})"
                 evidence.append(f"{module.param_path(name)} = {value}")
+                configured = [
+                    v
+                    for d in facts.modprobe.for_module(module.name, "options")
+                    for p, v in option_pairs(d)
+                    if p == name
+                ]
+                configured += [v for p, v in facts.modprobe.cmdline_options.get(module.name, {}).items() if p == name]
+                still_configured = still_configured or any(param.check(v) for v in configured[-1:])
+        if cause and not still_configured:
+            remedy = (
+                "the configuration no longer sets the bad value: reboot to bring KFD up "
+                "(amdgpu is not reloaded while it drives the display)"
+            )
+        else:
+            remedy = "fix the module option (see module-param-invalid), then reboot or reload the module"
         ctx.add(
-            "kfd-init-failed", E,
+            "kfd-init-failed",
+            E,
             f"KFD failed to initialise when {module.name} loaded{cause}; the display works, compute does not",
-            "fix the module option (see module-param-invalid), then reboot or reload the module",
+            remedy,
             evidence,
-        )  # fmt: skip
+        )
         for gpu in ctx.gpus:
             gpu.blocked = gpu.blocked or "KFD failed to initialise"
         return
     if kfd.sysfs and kfd.node.stat is None:
         ctx.add(
-            "device-node-missing", E,
+            "device-node-missing",
+            E,
             "KFD is up (/sys/class/kfd/kfd exists) but /dev/kfd does not exist"
             + (f": {kfd.node.error}" if kfd.node.error else ""),
             "in a container pass --device=/dev/kfd --device=/dev/dri; on a host check that udev and "
             "devtmpfs are running (ls -l /dev/kfd; udevadm trigger --action=add --subsystem-match=kfd)",
             ["/sys/class/kfd/kfd exists", f"{kfd.node.path}: missing"],
-        )  # fmt: skip
+        )
         for gpu in ctx.gpus:
             gpu.blocked = gpu.blocked or "/dev/kfd missing"
         return
     if kfd.node.stat is not None and kfd.version is None:
         ctx.add(
-            "kfd-ioctl-failed", E,
+            "kfd-ioctl-failed",
+            E,
             f"/dev/kfd does not answer the version ioctl: {kfd.version_error}",
             "check dmesg for KFD errors; inside a systemd service, DeviceAllow= is resolved at start "
             "(restart the service after amdgpu loads)",
             [f"AMDKFD_IOC_GET_VERSION: {kfd.version_error}"],
-        )  # fmt: skip
+        )
     elif kfd.version is not None and kfd.version[0] != 1:
-        ctx.add("kfd-ioctl-failed", E, f"/dev/kfd reports interface version {kfd.version[0]}.{kfd.version[1]}; "
-                "kfdguard knows major version 1 only", "update kfdguard", [f"version {kfd.version}"])  # fmt: skip
+        ctx.add(
+            "kfd-ioctl-failed",
+            E,
+            f"/dev/kfd reports interface version {kfd.version[0]}.{kfd.version[1]}; "
+            "kfdguard knows major version 1 only",
+            "update kfdguard",
+            [f"version {kfd.version}"],
+        )
 
 
 def check_gpu_nodes(ctx: Context) -> None:
@@ -350,43 +409,49 @@ def check_gpu_nodes(ctx: Context) -> None:
         asic = gpu.asic
         if gpu.facts.driver != "amdgpu":
             ctx.add(
-                "gpu-init-failed", E,
+                "gpu-init-failed",
+                E,
                 f"{gpu.name} ({gpu.facts.slot}) is not driven by amdgpu"
                 + (f" (bound to {gpu.facts.driver})" if gpu.facts.driver else ": amdgpu did not initialise it"),
                 "look at the kernel log for the cause: sudo dmesg | grep -i amdgpu (missing firmware is common: "
                 "install linux-firmware / firmware-amd-graphics)",
-                [f"{gpu.facts.slot}: driver {gpu.facts.driver or 'none'}"], gpu.facts.slot,
-            )  # fmt: skip
+                [f"{gpu.facts.slot}: driver {gpu.facts.driver or 'none'}"],
+                gpu.facts.slot,
+            )
             gpu.blocked = "amdgpu did not initialise it"
             continue
         if asic is not None and asic.needs_pcie_atomics:
             ctx.add(
-                "pcie-atomics", E,
+                "pcie-atomics",
+                E,
                 f"{gpu.name} ({gpu.facts.slot}, {asic.gfx}) has no KFD node; this GPU needs PCIe atomics "
                 "and the usual cause is a slot, riser or chipset path that does not pass them",
                 "move the card to a CPU-attached PCIe 3.0+ slot (no riser/bridge without AtomicOps); "
                 "dmesg shows 'PCI rejects atomics' when this is the cause",
                 [f"{gpu.facts.slot}: driver amdgpu, no KFD topology node", f"{asic.family}: gfx8 needs PCIe AtomicOps"],
                 gpu.facts.slot,
-            )  # fmt: skip
+            )
             gpu.blocked = "PCIe atomics"
             continue
         unexplained.append(gpu)
     if not ctx.facts.kfd.gpu_nodes:
         names = ", ".join(g.name for g in ctx.gpus)
         ctx.add(
-            "kfd-no-gpu-node", E,
+            "kfd-no-gpu-node",
+            E,
             f"KFD is up but its topology has no GPU node (only the CPU): rocminfo shows no GPU agent for {names}",
             "see the other findings for the cause; 'sudo dmesg | grep -i kfd' shows KFD's own reason",
             [f"/sys/class/kfd/kfd/topology/nodes: {len(ctx.facts.kfd.topology)} node(s), none with gpu_id != 0"],
-        )  # fmt: skip
+        )
     for gpu in unexplained:
         ctx.add(
-            "kfd-no-gpu-node", E,
+            "kfd-no-gpu-node",
+            E,
             f"{gpu.name} ({gpu.facts.slot}) is driven by amdgpu but has no KFD node",
             "check 'sudo dmesg | grep -i kfd' for the reason",
-            [f"{gpu.facts.slot}: no topology node with location {gpu.facts.slot}"], gpu.facts.slot,
-        )  # fmt: skip
+            [f"{gpu.facts.slot}: no topology node with location {gpu.facts.slot}"],
+            gpu.facts.slot,
+        )
         gpu.blocked = "no KFD node"
 
 
@@ -397,29 +462,35 @@ def check_permissions(ctx: Context) -> None:
     mode = ctx.config.device.mode
     if ctx.group_gid is None and ctx.gpus:
         ctx.add(
-            "device-permissions", E, f"the compute group '{group}' does not exist",
+            "device-permissions",
+            E,
+            f"the compute group '{group}' does not exist",
             f"sudo groupadd --system {group} (udev then assigns /dev/kfd to it), or set device.group in "
             "/etc/kfdguard/config.yaml to the group your distribution uses (render or video)",
             [f"/etc/group has no '{group}'"],
-        )  # fmt: skip
+        )
     if node is not None and node.kind == "char":
         access = ctx.group_access(node)
         described = ctx.describe_node(kfd.node.path, node)
         expected = f"{mode:04o} root:{group}"
         if not access.allowed:
             ctx.add(
-                "device-permissions", E,
+                "device-permissions",
+                E,
                 f"{described}: members of '{group}' cannot open it ({access.detail}); only root can compute",
-                remedies.fix_kfd_node(group, mode), [described, f"configured: {expected}"],
-            )  # fmt: skip
+                remedies.fix_kfd_node(group, mode),
+                [described, f"configured: {expected}"],
+            )
             for gpu in ctx.gpus:
                 gpu.blocked = gpu.blocked or "/dev/kfd not accessible to the group"
         elif node.mode & 0o007 and not mode & 0o007:
             ctx.add(
-                "device-permissions", W,
+                "device-permissions",
+                W,
                 f"{described}: every local user can open it, more than the configured {expected}",
-                remedies.fix_kfd_node(group, mode), [described],
-            )  # fmt: skip
+                remedies.fix_kfd_node(group, mode),
+                [described],
+            )
     for gpu in ctx.gpus:
         if gpu.node is None or not gpu.render_node:
             continue
@@ -427,19 +498,26 @@ def check_permissions(ctx: Context) -> None:
         path = dn.path if dn is not None else gpu.render_node
         if dn is None or dn.stat is None:
             ctx.add(
-                "render-node-permissions", E, f"{path} for {gpu.name} does not exist",
-                "check udev (udevadm trigger --action=add --subsystem-match=drm)", [f"{path}: missing"], gpu.facts.slot,
-            )  # fmt: skip
+                "render-node-permissions",
+                E,
+                f"{path} for {gpu.name} does not exist",
+                "check udev (udevadm trigger --action=add --subsystem-match=drm)",
+                [f"{path}: missing"],
+                gpu.facts.slot,
+            )
             gpu.blocked = gpu.blocked or "render node missing"
             continue
         access = ctx.group_access(dn.stat)
         if not access.allowed:
             described = ctx.describe_node(path, dn.stat)
             ctx.add(
-                "render-node-permissions", E,
+                "render-node-permissions",
+                E,
                 f"{described}: members of '{group}' cannot open it, so ROCm silently skips {gpu.name}",
-                remedies.fix_render_node(group, mode), [described], gpu.facts.slot,
-            )  # fmt: skip
+                remedies.fix_render_node(group, mode),
+                [described],
+                gpu.facts.slot,
+            )
             gpu.blocked = gpu.blocked or "render node not accessible to the group"
 
 
@@ -459,12 +537,15 @@ def check_users(ctx: Context) -> None:
         members = accounts.group(group)
         if not access.allowed:
             ctx.add(
-                "user-not-in-group", W,
+                "user-not-in-group",
+                W,
                 f"user {user.name} (uid {user.uid}) cannot open /dev/kfd: not in group '{group}'",
                 remedies.add_to_group(user.name, group),
-                [f"{user.name}: groups {', '.join(sorted(accounts.group_name(g) for g in gids))}",
-                 f"{group} members: {', '.join(members.members) if members and members.members else 'none'}"],
-            )  # fmt: skip
+                [
+                    f"{user.name}: groups {', '.join(sorted(accounts.group_name(g) for g in gids))}",
+                    f"{group} members: {', '.join(members.members) if members and members.members else 'none'}",
+                ],
+            )
 
 
 def check_modprobe_conf(ctx: Context) -> None:
@@ -503,19 +584,28 @@ def check_modprobe_conf(ctx: Context) -> None:
             else:
                 effect = "it has no effect"
                 fix = "delete the line"
-            ctx.add("softdep-missing-module", W, f"{_where(d)} names amdkfd, which does not exist: {effect}",
-                    f"{fix} ({d.file}:{d.line}); 'sudo kfdguard enforce' reports it, and comments it out when "
-                    "module.repair is true", [_where(d), why])  # fmt: skip
+            ctx.add(
+                "softdep-missing-module",
+                W,
+                f"{_where(d)} names amdkfd, which does not exist: {effect}",
+                f"{fix} ({d.file}:{d.line}); 'sudo kfdguard enforce' reports it, and comments it out when "
+                "module.repair is true",
+                [_where(d), why],
+            )
         for entry in facts.modprobe.modules_load:
             if entry.module == "amdkfd":
                 ctx.add(
-                    "softdep-missing-module", W,
+                    "softdep-missing-module",
+                    W,
                     f"{entry.file}:{entry.line} asks systemd-modules-load to load amdkfd, which does not exist: "
                     "every boot logs \"Failed to find module 'amdkfd'\"",
                     f"delete line {entry.line} of {entry.file}; amdgpu (with KFD inside) loads by itself",
-                    [f"{entry.file}:{entry.line}: amdkfd", why,
-                     *(e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd")],
-                )  # fmt: skip
+                    [
+                        f"{entry.file}:{entry.line}: amdkfd",
+                        why,
+                        *(e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd"),
+                    ],
+                )
     for d in facts.modprobe.directives:
         if d.kind != "options" or d.module not in ("amdgpu", "amdkfd"):
             continue
@@ -536,17 +626,24 @@ def _check_param(
 ) -> None:
     if module == "amdkfd" and ctx.merged:
         if name in BOGUS:
-            ctx.add("module-param-unknown", W, f"'{name}' is not a parameter of any amdkfd or amdgpu: "
-                    f"{BOGUS[name].truth}", f"delete it from {where}", [evidence])  # fmt: skip
+            ctx.add(
+                "module-param-unknown",
+                W,
+                f"'{name}' is not a parameter of any amdkfd or amdgpu: {BOGUS[name].truth}",
+                f"delete it from {where}",
+                [evidence],
+            )
         return
     if name in BOGUS or (declared is not None and name not in declared):
         truth = BOGUS[name].truth if name in BOGUS else f"{module} on this kernel does not declare it"
         ctx.add(
-            "module-param-unknown", W,
+            "module-param-unknown",
+            W,
             f"{module} option '{name}' is unknown: the kernel ignores it "
             f"('unknown parameter {name!r} ignored'); {truth}",
-            f"delete it from {where}", [evidence],
-        )  # fmt: skip
+            f"delete it from {where}",
+            [evidence],
+        )
         return
     param = KFD_PARAMS.get(name)
     problem = param.check(value) if param else None
@@ -558,9 +655,12 @@ def _check_param(
             else "the value is ignored or misused"
         )
         ctx.add(
-            "module-param-invalid", severity, f"{module} option {name}={value} is invalid ({problem}): {effect}",
-            f"fix or delete it in {where} ({param.meaning}), then reboot", [evidence],
-        )  # fmt: skip
+            "module-param-invalid",
+            severity,
+            f"{module} option {name}={value} is invalid ({problem}): {effect}",
+            f"fix or delete it in {where} ({param.meaning}), then reboot",
+            [evidence],
+        )
 
 
 def check_configured_params(ctx: Context) -> None:
@@ -572,30 +672,43 @@ def check_configured_params(ctx: Context) -> None:
     for name, value in options:
         if name in BOGUS or (module.declared is not None and name not in module.declared):
             truth = BOGUS[name].truth if name in BOGUS else f"{module.name} on this kernel does not declare it"
-            ctx.add("module-param-unknown", E, f"configured option {name} is refused: {truth}",
-                    f"remove module.options.{name} from /etc/kfdguard/config.yaml",
-                    [f"config: module.options.{name}={value}"])  # fmt: skip
+            ctx.add(
+                "module-param-unknown",
+                E,
+                f"configured option {name} is refused: {truth}",
+                f"remove module.options.{name} from /etc/kfdguard/config.yaml",
+                [f"config: module.options.{name}={value}"],
+            )
             continue
         param = KFD_PARAMS.get(name)
         problem = param.check(value) if param else None
         if param and problem:
-            ctx.add("module-param-invalid", E, f"configured option {name}={value} is refused: {problem}",
-                    f"fix module.options.{name} in /etc/kfdguard/config.yaml ({param.meaning})",
-                    [f"config: module.options.{name}={value}"])  # fmt: skip
+            ctx.add(
+                "module-param-invalid",
+                E,
+                f"configured option {name}={value} is refused: {problem}",
+                f"fix module.options.{name} in /etc/kfdguard/config.yaml ({param.meaning})",
+                [f"config: module.options.{name}={value}"],
+            )
             continue
         if param and param.unsafe:
-            ctx.add("module-param-taints", W, f"configured option {name} taints the kernel (module_param_unsafe)",
-                    "keep it only if you need it: bug reports from a tainted kernel are often refused",
-                    [f"config: module.options.{name}={value}"])  # fmt: skip
+            ctx.add(
+                "module-param-taints",
+                W,
+                f"configured option {name} taints the kernel (module_param_unsafe)",
+                "keep it only if you need it: bug reports from a tainted kernel are often refused",
+                [f"config: module.options.{name}={value}"],
+            )
         live = module.params.get(name)
         if module.loaded and live is not None and not _same(live, value):
             ctx.add(
-                "module-param-mismatch", W,
+                "module-param-mismatch",
+                W,
                 f"{module.name} runs with {name}={live}, configured {value}: "
                 "takes effect after a reboot or module reload",
                 "reboot (kfdguard never unloads amdgpu while it drives a display)",
                 [f"{module.param_path(name)} = {live}", f"config: {name}={value}"],
-            )  # fmt: skip
+            )
 
 
 def _same(live: str, wanted: str) -> bool:
@@ -607,9 +720,18 @@ def _same(live: str, wanted: str) -> bool:
         return a == b
 
 
-OVERRIDES = {"gfx1031": "10.3.0", "gfx1032": "10.3.0", "gfx1033": "10.3.0", "gfx1034": "10.3.0",
-             "gfx1035": "10.3.0", "gfx1036": "10.3.0", "gfx90c": "9.0.0", "gfx902": "9.0.0",
-             "gfx1150": "11.0.0", "gfx1152": "11.0.0"}  # fmt: skip
+OVERRIDES = {
+    "gfx1031": "10.3.0",
+    "gfx1032": "10.3.0",
+    "gfx1033": "10.3.0",
+    "gfx1034": "10.3.0",
+    "gfx1035": "10.3.0",
+    "gfx1036": "10.3.0",
+    "gfx90c": "9.0.0",
+    "gfx902": "9.0.0",
+    "gfx1150": "11.0.0",
+    "gfx1152": "11.0.0",
+}
 
 
 def check_userspace(ctx: Context) -> None:
@@ -625,13 +747,15 @@ def check_userspace(ctx: Context) -> None:
             else ""
         )
         ctx.add(
-            "userspace-target-unsupported", W,
+            "userspace-target-unsupported",
+            W,
             f"ROCm's prebuilt libraries have no code for {asic.gfx} ({gpu.name}): PyTorch-ROCm, rocBLAS and "
             "similar fail with 'invalid device function' or 'no kernel image'",
             f"use software built for {asic.gfx} (e.g. llama.cpp with -DAMDGPU_TARGETS={asic.gfx}, or "
             f"distribution packages that include it){workaround}",
-            [f"{gpu.facts.slot}: {asic.gfx}", f"sources: {asic.source}"], gpu.facts.slot,
-        )  # fmt: skip
+            [f"{gpu.facts.slot}: {asic.gfx}", f"sources: {asic.source}"],
+            gpu.facts.slot,
+        )
 
 
 CHECKS = (
@@ -656,13 +780,18 @@ CHECKS = (
 
 
 def summary_ready(ctx: Context, ready: list[Gpu]) -> None:
-    parts = [f"{g.name} ({g.asic.gfx if g.asic and g.asic.gfx else g.node.gfx if g.node else '?'}, {g.facts.slot})"
-             for g in ready]  # fmt: skip
+    parts = [
+        f"{g.name} ({g.asic.gfx if g.asic and g.asic.gfx else g.node.gfx if g.node else '?'}, {g.facts.slot})"
+        for g in ready
+    ]
     version = ctx.facts.kfd.version
     ctx.add(
-        "kfd-ready", I,
+        "kfd-ready",
+        I,
         f"{len(ready)} GPU{'s' if len(ready) != 1 else ''} can compute: {', '.join(parts)}",
         "",
-        [f"KFD interface {version[0]}.{version[1]}" if version else "KFD interface unknown",
-         *(f"topology node {g.node.index}: gpu_id {g.node.gpu_id}, {g.node.gfx}" for g in ready if g.node)],
-    )  # fmt: skip
+        [
+            f"KFD interface {version[0]}.{version[1]}" if version else "KFD interface unknown",
+            *(f"topology node {g.node.index}: gpu_id {g.node.gpu_id}, {g.node.gfx}" for g in ready if g.node),
+        ],
+    )

@@ -47,8 +47,15 @@ class Context:
 
     # --- shortcuts ------------------------------------------------------------
 
-    def add(self, code: str, severity: Severity, message: str, remedy: str = "",
-            evidence: tuple[str, ...] | list[str] = (), gpu: str | None = None) -> None:  # fmt: skip
+    def add(
+        self,
+        code: str,
+        severity: Severity,
+        message: str,
+        remedy: str = "",
+        evidence: tuple[str, ...] | list[str] = (),
+        gpu: str | None = None,
+    ) -> None:
         self.findings.append(Finding(code, severity, message, remedy, tuple(evidence), gpu))
 
     def has(self, code: str) -> bool:

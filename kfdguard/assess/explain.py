@@ -49,98 +49,122 @@ def gpu_cause(label: str, asic: Asic | None, events: list[LogEvent], kernel: str
         fw, need = ev[0].value("fw"), ev[0].value("need")
         detail = f" (MEC firmware {fw}, needs {need} to work without them)" if fw and need and need != "0" else ""
         return Cause(
-            "pcie-atomics", E,
+            "pcie-atomics",
+            E,
             f"KFD skipped {label}: the PCIe path does not pass AtomicOps{detail}",
             "put the card in a CPU-attached PCIe 3.0+ slot (chipset slots, risers, PCIe switches and old "
             "platforms may not pass atomics); newer GPUs with current firmware (linux-firmware) can do without",
-            _lines(ev), "PCIe atomics",
-        )  # fmt: skip
+            _lines(ev),
+            "PCIe atomics",
+        )
     if "kfd-iommu-disabled" in rules:
         ev = [e for e in events if e.rule in ("kfd-iommu-disabled", "kfd-device-not-added", "kfd-device-error")]
         return Cause(
-            "iommu-required", E,
+            "iommu-required",
+            E,
             f"KFD could not initialise {label}: this APU needs the IOMMU (IOMMUv2) on this kernel and it is off",
             "enable the IOMMU in the firmware setup (often 'IOMMU' or 'AMD-Vi'), make sure amd_iommu=off is not "
             "on the kernel command line, or use Linux 6.6 or newer, where KFD no longer needs IOMMUv2",
-            _lines(ev), "IOMMU off",
-        )  # fmt: skip
+            _lines(ev),
+            "IOMMU off",
+        )
     if rules & {"kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic", "kfd-gc-ip-unsupported"}:
-        ev = [e for e in events if e.rule in ("kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic",
-                                              "kfd-gc-ip-unsupported")]  # fmt: skip
+        ev = [
+            e
+            for e in events
+            if e.rule in ("kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic", "kfd-gc-ip-unsupported")
+        ]
         if asic is not None and asic.kfd_since is None:
             return _never(label, asic, ev)
-        since = f"; KFD supports {asic.gfx} from Linux {asic.kfd_since[0]}.{asic.kfd_since[1]}" if (
-            asic and asic.kfd_since and asic.gfx) else ""  # fmt: skip
+        since = (
+            f"; KFD supports {asic.gfx} from Linux {asic.kfd_since[0]}.{asic.kfd_since[1]}"
+            if (asic and asic.kfd_since and asic.gfx)
+            else ""
+        )
         return Cause(
-            "kernel-too-old", E,
+            "kernel-too-old",
+            E,
             f"kernel {kernel or '(unknown)'} does not know {label} (KFD refused it){since}",
             "boot a newer kernel (see 'kfdguard fallback status'), or install one from your distribution",
-            _lines(ev), "kernel too old",
-        )  # fmt: skip
+            _lines(ev),
+            "kernel too old",
+        )
     if rules & {"kfd-asic-unsupported", "kfd-hawaii-experimental"}:
         ev = [e for e in events if e.rule in ("kfd-asic-unsupported", "kfd-hawaii-experimental")]
         if "kfd-hawaii-experimental" in rules:
             return Cause(
-                "asic-not-supported", E,
+                "asic-not-supported",
+                E,
                 f"KFD treats {label} (Hawaii) as experimental and skipped it",
                 "load amdgpu with exp_hw_support=1 (and cik_support=1): options amdgpu exp_hw_support=1 cik_support=1; "
                 "support is experimental",
-                _lines(ev), "experimental ASIC",
-            )  # fmt: skip
+                _lines(ev),
+                "experimental ASIC",
+            )
         return _never(label, asic, ev)
     if rules & {"kfd-device-not-added", "kfd-device-error"}:
         ev = [e for e in events if e.rule in ("kfd-device-not-added", "kfd-device-error")]
         return Cause(
-            "kfd-device-failed", E,
+            "kfd-device-failed",
+            E,
             f"KFD failed to initialise {label}",
             "the lines before 'NOT added due to errors' in the kernel log name the step; report them with the "
             "kernel version if they are not about memory or the IOMMU",
-            _lines(ev), "KFD device init failed",
-        )  # fmt: skip
+            _lines(ev),
+            "KFD device init failed",
+        )
     if "firmware-load-failed" in rules:
         ev = [e for e in events if e.rule in ("firmware-load-failed", "amdgpu-ip-init-failed", "amdgpu-fatal-init")]
         named = {e.value("file") or e.value("file2") or "" for e in ev if e.rule == "firmware-load-failed"}
         files = sorted(named - {""})
         package = FIRMWARE_PACKAGE.get(distro, "your distribution's linux-firmware package")
         return Cause(
-            "firmware-missing", E,
+            "firmware-missing",
+            E,
             f"amdgpu could not load firmware for {label}: {', '.join(files)} missing, so the GPU never reached KFD",
             f"install current GPU firmware, {package}; then regenerate the initramfs and reboot "
             "(firmware newer than your distribution's may be needed for a GPU newer than it)",
-            _lines(ev), "firmware missing",
-        )  # fmt: skip
+            _lines(ev),
+            "firmware missing",
+        )
     if "module-signature-rejected" in rules:
         return signature_rejected([e for e in events if e.rule == "module-signature-rejected"])
     if rules & {"amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed"}:
         ev = [e for e in events if e.rule in ("amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed")]
         return Cause(
-            "gpu-init-failed", E,
+            "gpu-init-failed",
+            E,
             f"amdgpu failed to initialise {label}, so KFD never saw it",
             "a GPU newer than the kernel's amdgpu fails like this: use a newer kernel (or the matching "
             "amdgpu-dkms); otherwise report the kernel log",
-            _lines(ev), "amdgpu init failed",
-        )  # fmt: skip
+            _lines(ev),
+            "amdgpu init failed",
+        )
     return None
 
 
 def _never(label: str, asic: Asic | None, events: list[LogEvent]) -> Cause:
     family = f" ({asic.family}, {asic.generation})" if asic else ""
     return Cause(
-        "asic-not-supported", E,
+        "asic-not-supported",
+        E,
         f"KFD does not support {label}{family} in any kernel: no ROCm compute on this GPU",
         "use another GPU for compute; OpenCL through Mesa (rusticl) may still work on it",
-        _lines(events), "never supported by KFD",
-    )  # fmt: skip
+        _lines(events),
+        "never supported by KFD",
+    )
 
 
 def signature_rejected(events: list[LogEvent]) -> Cause:
     return Cause(
-        "module-signature-rejected", E,
+        "module-signature-rejected",
+        E,
         "the kernel refused an unsigned or untrusted module (Secure Boot / lockdown): usually an amdgpu-dkms build",
         "enroll the DKMS signing key and reboot to confirm it in the MOK manager: "
         "sudo mokutil --import /var/lib/dkms/mok.pub; or use the distribution's signed in-tree amdgpu",
-        _lines(events), "module rejected (Secure Boot)",
-    )  # fmt: skip
+        _lines(events),
+        "module rejected (Secure Boot)",
+    )
 
 
 def runtime_causes(events: list[LogEvent], label_of: dict[str | None, str]) -> list[Cause]:
@@ -159,23 +183,32 @@ def runtime_causes(events: list[LogEvent], label_of: dict[str | None, str]) -> l
         when = "in this boot" if boot == 0 else "in the previous boot" if boot == -1 else f"{-boot} boots ago"
         label = label_of.get(device, device or "the GPU")
         if code == "device-lost":
-            causes.append(Cause(
-                "device-lost", E if boot == 0 else W,
-                f"{label} dropped off the PCIe bus {when}",
-                "check power delivery and the PCIe link (riser, cable, slot); if it follows suspend, try "
-                "amdgpu.runpm=0; reboot to recover",
-                _lines(group), "GPU lost" if boot == 0 else None,
-            ))  # fmt: skip
+            causes.append(
+                Cause(
+                    "device-lost",
+                    E if boot == 0 else W,
+                    f"{label} dropped off the PCIe bus {when}",
+                    "check power delivery and the PCIe link (riser, cable, slot); if it follows suspend, try "
+                    "amdgpu.runpm=0; reboot to recover",
+                    _lines(group),
+                    "GPU lost" if boot == 0 else None,
+                )
+            )
             continue
         mes = any(e.rule == "mes-hang" for e in group)
         resets = sum(1 for e in group if e.rule == "gpu-reset" and "begin" in e.text)
         what = "the MES firmware stopped answering" if mes else "the GPU's scheduler hung"
-        causes.append(Cause(
-            "gpu-hang", W,
-            f"{label}: {what} {when}" + (f" ({resets} GPU reset{'s' if resets != 1 else ''})" if resets else "")
-            + "; compute jobs running then were lost",
-            "update linux-firmware (MES and MEC firmware fix many hangs) and the kernel; if it recurs with one "
-            "program, report it to ROCm with this log",
-            _lines(group), None,
-        ))  # fmt: skip
+        causes.append(
+            Cause(
+                "gpu-hang",
+                W,
+                f"{label}: {what} {when}"
+                + (f" ({resets} GPU reset{'s' if resets != 1 else ''})" if resets else "")
+                + "; compute jobs running then were lost",
+                "update linux-firmware (MES and MEC firmware fix many hangs) and the kernel; if it recurs with one "
+                "program, report it to ROCm with this log",
+                _lines(group),
+                None,
+            )
+        )
     return causes

@@ -428,7 +428,7 @@ class SimKernel:
             self.write(f"{devpath}/drm/{name}/dev", f"{DRM_MAJOR}:{minor}\n")
             self.write(f"{devpath}/drm/{name}/uevent", f"MAJOR={DRM_MAJOR}\nMINOR={minor}\nDEVNAME=dri/{name}\n")
             self.link(f"sys/class/drm/{name}", f"../../devices/pci{gpu.slot[:4]}:00/{gpu.slot}/drm/{name}")
-            self.add_node(f"/dev/dri/{name}", "drm", name, DRM_MAJOR, minor)
+            self.add_node(f"/dev/dri/{name}", "drm", name, DRM_MAJOR, minor, f"0x{gpu.vendor:04x}")
         if gpu.vendor == 0x1002:
             self.printk(f"[drm] Initialized amdgpu 3.57.0 20150101 for {gpu.slot} on minor {card}")
         return card
@@ -461,12 +461,12 @@ class SimKernel:
                 return int(fields[2])
         return None
 
-    def add_node(self, path: str, subsystem: str, kernel: str, major: int, minor: int) -> None:
-        self.devices[path] = self._apply_udev(subsystem, kernel, major, minor)
-        self.values[f"subsystem:{path}"] = f"{subsystem} {kernel}"
+    def add_node(self, path: str, subsystem: str, kernel: str, major: int, minor: int, vendor: str = "") -> None:
+        self.devices[path] = self._apply_udev(subsystem, kernel, major, minor, vendor)
+        self.values[f"subsystem:{path}"] = f"{subsystem} {kernel} {vendor}".rstrip()
 
-    def _apply_udev(self, subsystem: str, kernel: str, major: int, minor: int) -> NodeStat:
-        policy = policy_for(self.root, subsystem, kernel)
+    def _apply_udev(self, subsystem: str, kernel: str, major: int, minor: int, vendor: str = "") -> NodeStat:
+        policy = policy_for(self.root, subsystem, kernel, attrs={"vendor": vendor} if vendor else None)
         # udevd ignores an unknown group or user and keeps root (kfd-facts.md §3).
         gid = self._gid(policy.group)
         uid = self._uid(policy.owner)
@@ -487,10 +487,79 @@ class SimKernel:
     def udev_trigger_add(self) -> None:
         """``udevadm trigger --action=add``: re-apply the rules to every node."""
         for path, node in list(self.devices.items()):
-            subsystem, _, kernel = self.values.get(f"subsystem:{path}", "").partition(" ")
+            subsystem, kernel, vendor = ([*self.values.get(f"subsystem:{path}", "").split(" "), "", ""])[:3]
             if subsystem:
-                self.devices[path] = self._apply_udev(subsystem, kernel, node.major, node.minor)
+                self.devices[path] = self._apply_udev(subsystem, kernel, node.major, node.minor, vendor)
         self.save()
+
+    # --- booting ------------------------------------------------------------------------------
+
+    def boot(self, cmdline: str, *, first: bool = False) -> None:
+        """What the kernel, systemd-modules-load and udev's coldplug do at boot."""
+        self.values["clock_us"] = "0"
+        self.printk(f"Linux version {self.kernel.release} (buildd@simulated) #1 SMP PREEMPT_DYNAMIC", 5)
+        self.printk(f"Command line: {cmdline}")
+        self.advance(3_400_000)
+        for gpu in self.spec.gpus:
+            if gpu.vendor != 0x1002:
+                self.bind_foreign(gpu)
+        self.modules_load()
+        autoload = self.spec.amdgpu_loaded
+        if autoload is None:
+            autoload = any(g.vendor == 0x1002 and g.outcome != "unbound" for g in self.spec.gpus)
+        # Coldplug loads amdgpu through its PCI modalias, which a blacklist line
+        # (or modprobe.blacklist= on the command line) stops; an explicit modprobe would not.
+        if autoload and not self.loaded("amdgpu") and not self._blacklisted("amdgpu", cmdline):
+            self.modprobe("amdgpu", [])
+        if first:
+            for line in self.spec.log:
+                self.printk(line)
+        self.advance(4_000_000)
+        self.save()
+
+    def _blacklisted(self, module: str, cmdline: str) -> bool:
+        from kfdguard.parsers.modprobe import parse_modprobe_conf
+
+        _, blacklist = parse_cmdline_modules(tuple(cmdline.split()))
+        if module in blacklist:
+            return True
+        files, _ = collect_conf_files(Reader(self.root), MODPROBE_DIRS)
+        for path in files:
+            directives, _ = parse_modprobe_conf(path.read_text(errors="replace"), str(path))
+            if any(d.kind == "blacklist" and d.module == module for d in directives):
+                return True
+        return False
+
+    def reboot(self) -> None:
+        """Power-cycle: runtime state goes, files stay, and the machine boots again from them."""
+        import shutil
+        import uuid
+
+        sim = state.sim_dir(self.root)
+        previous = os.path.join(sim, "previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        os.makedirs(previous)
+        for name in ("kmsg", "journal"):
+            source = os.path.join(sim, name)
+            if os.path.exists(source):
+                os.replace(source, os.path.join(previous, name))
+        open(os.path.join(sim, "kmsg"), "w").close()
+        for rel in ("sys/module", "sys/class/drm", "sys/devices/virtual/kfd"):
+            shutil.rmtree(self.root.path / rel, ignore_errors=True)
+            (self.root.path / rel).mkdir(parents=True, exist_ok=True)
+        link = self.root.sys / "class/kfd/kfd"
+        if link.is_symlink():
+            link.unlink()
+        for gpu in self.spec.gpus:
+            devdir = self.root.sys / f"devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
+            shutil.rmtree(devdir / "drm", ignore_errors=True)
+            if (devdir / "driver").is_symlink():
+                (devdir / "driver").unlink()
+        self.write("proc/modules", "")
+        self.write("proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
+        self.devices = {}
+        self.values = {"clock_us": "0", "kmsg_seq": "0", "boots": str(int(self.values.get("boots", "1")) + 1)}
+        self.boot((self.root.proc / "cmdline").read_text().strip())
 
     # --- unloading --------------------------------------------------------------------------
 

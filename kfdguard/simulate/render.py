@@ -16,10 +16,24 @@ from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
 from kfdguard.simulate.spec import KernelSpec, MachineSpec
 
 BASE_GROUPS = (
-    ("root", 0), ("daemon", 1), ("bin", 2), ("sys", 3), ("adm", 4), ("tty", 5), ("disk", 6),
-    ("lp", 7), ("kmem", 15), ("dialout", 20), ("cdrom", 24), ("sudo", 27), ("audio", 29),
-    ("video", 44), ("plugdev", 46), ("users", 100), ("nogroup", 65534),
-)  # fmt: skip
+    ("root", 0),
+    ("daemon", 1),
+    ("bin", 2),
+    ("sys", 3),
+    ("adm", 4),
+    ("tty", 5),
+    ("disk", 6),
+    ("lp", 7),
+    ("kmem", 15),
+    ("dialout", 20),
+    ("cdrom", 24),
+    ("sudo", 27),
+    ("audio", 29),
+    ("video", 44),
+    ("plugdev", 46),
+    ("users", 100),
+    ("nogroup", 65534),
+)
 # gid of the render group as each distribution's first boot allocates it (udev's sysusers).
 RENDER_GID = {"ubuntu": 992, "debian": 105, "fedora": 105}
 
@@ -47,13 +61,22 @@ DEBIAN_ETC_MODULES = """\
 # that export what amdgpu imports.
 DRM_MODULES = (
     ("kernel/drivers/gpu/drm/drm", "drm", ("drm_dev_register", "drm_ioctl"), ()),
-    ("kernel/drivers/gpu/drm/drm_kms_helper", "drm_kms_helper", ("drm_helper_probe_single_connector_modes",),
-     ("drm_ioctl",)),
+    (
+        "kernel/drivers/gpu/drm/drm_kms_helper",
+        "drm_kms_helper",
+        ("drm_helper_probe_single_connector_modes",),
+        ("drm_ioctl",),
+    ),
     ("kernel/drivers/gpu/drm/ttm/ttm", "ttm", ("ttm_bo_init_reserved",), ("drm_dev_register",)),
     ("kernel/drivers/gpu/drm/scheduler/gpu-sched", "gpu_sched", ("drm_sched_init",), ()),
-)  # fmt: skip
-AMDGPU_IMPORTS = ("drm_dev_register", "drm_ioctl", "drm_helper_probe_single_connector_modes",
-                  "ttm_bo_init_reserved", "drm_sched_init")  # fmt: skip
+)
+AMDGPU_IMPORTS = (
+    "drm_dev_register",
+    "drm_ioctl",
+    "drm_helper_probe_single_connector_modes",
+    "ttm_bo_init_reserved",
+    "drm_sched_init",
+)
 
 
 def vermagic(release: str) -> str:
@@ -78,8 +101,11 @@ def _accounts(root: Root, spec: MachineSpec) -> None:
     groups[spec.udev.render_group] = RENDER_GID.get(spec.os.id, 105)
     groups.update(spec.groups)
     members: dict[str, list[str]] = {name: [] for name in groups}
-    passwd = ["root:x:0:0:root:/root:/bin/bash", "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin",
-              "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin"]  # fmt: skip
+    passwd = [
+        "root:x:0:0:root:/root:/bin/bash",
+        "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin",
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+    ]
     for user in spec.users:
         groups.setdefault(user.name, user.uid)
         members.setdefault(user.name, [])
@@ -136,13 +162,22 @@ def _kernel_tree(root: Root, spec: MachineSpec, kernel: KernelSpec) -> None:
         modules.append(("kernel/drivers/gpu/drm/amd/amdgpu/amdgpu", amdgpu))
         if kernel.amdgpu == "dkms" and spec.dkms and release in spec.dkms.built:
             dkms = FakeModule(
-                "amdgpu", magic, depends=amdgpu.depends, params=amdgpu.params, aliases=amdgpu.aliases,
-                imports=AMDGPU_IMPORTS, extra=(("version", spec.dkms.version.split("-")[0]),),
-            )  # fmt: skip
+                "amdgpu",
+                magic,
+                depends=amdgpu.depends,
+                params=amdgpu.params,
+                aliases=amdgpu.aliases,
+                imports=AMDGPU_IMPORTS,
+                extra=(("version", spec.dkms.version.split("-")[0]),),
+            )
             modules.append(("updates/dkms/amdgpu", dkms))
         if not merged and hsa == "m":
-            kfd = FakeModule("amdkfd", magic, params=tuple((n, t) for n, t, _ in AMDKFD_OLD),
-                             extra=(("description", "Standalone HSA driver for AMD's GPUs"),))  # fmt: skip
+            kfd = FakeModule(
+                "amdkfd",
+                magic,
+                params=tuple((n, t) for n, t, _ in AMDKFD_OLD),
+                extra=(("description", "Standalone HSA driver for AMD's GPUs"),),
+            )
             modules.append(("kernel/drivers/gpu/drm/amd/amdkfd/amdkfd", kfd))
     if any(g.driver == "nvidia" for g in spec.gpus) and kernel is spec.kernel:
         modules.append(("updates/dkms/nvidia", FakeModule("nvidia", magic, imports=("drm_dev_register",))))
@@ -217,8 +252,11 @@ def _pci(root: Root, spec: MachineSpec) -> None:
         _write(root, f"{dev}/revision", f"0x{gpu.revision:02x}\n")
         _write(root, f"{dev}/class", f"0x{gpu.pci_class:06x}\n")
         _write(root, f"{dev}/boot_vga", "1\n" if gpu.boot_vga else "0\n")
-        _write(root, f"{dev}/modalias", f"pci:v{gpu.vendor:08X}d{gpu.device:08X}sv{gpu.subsystem[0]:08X}"
-                                        f"sd{gpu.subsystem[1]:08X}bc03sc00i00\n")  # fmt: skip
+        _write(
+            root,
+            f"{dev}/modalias",
+            f"pci:v{gpu.vendor:08X}d{gpu.device:08X}sv{gpu.subsystem[0]:08X}sd{gpu.subsystem[1]:08X}bc03sc00i00\n",
+        )
         _symlink(root, f"/sys/bus/pci/devices/{gpu.slot}", f"../../../devices/pci{gpu.slot[:4]}:00/{gpu.slot}")
 
 
@@ -298,24 +336,7 @@ def render(spec: MachineSpec, dest: Path) -> Root:
 
 def _boot(root: Root, spec: MachineSpec, cmdline: str) -> None:
     kernel = SimKernel(root, spec)
-    kernel.values["clock_us"] = "0"
-    kernel.printk(f"Linux version {spec.kernel.release} (buildd@simulated) #1 SMP PREEMPT_DYNAMIC", 5)
-    kernel.printk(f"Command line: {cmdline}")
-    kernel.advance(3_400_000)
-    for gpu in spec.gpus:
-        if gpu.vendor != 0x1002:
-            kernel.bind_foreign(gpu)
-    kernel.modules_load()
-    autoload = spec.amdgpu_loaded
-    if autoload is None:
-        autoload = any(g.vendor == 0x1002 and g.outcome != "unbound" for g in spec.gpus)
-    if autoload:
-        # udev's coldplug loads amdgpu through its PCI modalias at boot.
-        kernel.modprobe("amdgpu", [])
-    for line in spec.log:
-        kernel.printk(line)
-    kernel.advance(4_000_000)
-    kernel.save()
+    kernel.boot(cmdline, first=True)
 
 
 def clear(dest: Path) -> None:

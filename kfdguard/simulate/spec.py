@@ -163,8 +163,11 @@ def _pair(value: object, where: str) -> tuple[int, int]:
 
 
 def _kernel(data: object, where: str) -> KernelSpec:
-    d = _keys(data, {"release", "config", "config_file", "compression", "amdgpu", "kfd_interface",
-                     "initrd", "amdgpu_in_initrd"}, where)  # fmt: skip
+    d = _keys(
+        data,
+        {"release", "config", "config_file", "compression", "amdgpu", "kfd_interface", "initrd", "amdgpu_in_initrd"},
+        where,
+    )
     if "release" not in d:
         raise SpecError(f"{where}: release is required")
     config: dict[str, str | None] = {}
@@ -183,8 +186,9 @@ def _kernel(data: object, where: str) -> KernelSpec:
 
 
 def _gpu(data: object, where: str) -> GpuSpec:
-    d = _keys(data, {"slot", "device", "vendor", "revision", "subsystem", "class", "outcome", "driver",
-                     "boot_vga"}, where)  # fmt: skip
+    d = _keys(
+        data, {"slot", "device", "vendor", "revision", "subsystem", "class", "outcome", "driver", "boot_vga"}, where
+    )
     for key in ("slot", "device"):
         if key not in d:
             raise SpecError(f"{where}: {key} is required")
@@ -214,9 +218,28 @@ def _user(data: object, where: str) -> UserSpec:
 
 
 def spec_from_dict(name: str, data: object) -> MachineSpec:
-    d = _keys(data, {"description", "os", "kernel", "other_kernels", "gpus", "amdgpu_loaded", "udev",
-                     "users", "groups", "files", "cmdline", "log", "dkms", "cpu_cores", "journal",
-                     "previous_log"}, name)  # fmt: skip
+    d = _keys(
+        data,
+        {
+            "description",
+            "os",
+            "kernel",
+            "other_kernels",
+            "gpus",
+            "amdgpu_loaded",
+            "udev",
+            "users",
+            "groups",
+            "files",
+            "cmdline",
+            "log",
+            "dkms",
+            "cpu_cores",
+            "journal",
+            "previous_log",
+        },
+        name,
+    )
     os_d = _keys(d.get("os", {}), {"id", "version_id", "pretty_name", "id_like"}, f"{name}.os")
     os_spec = OsSpec(
         id=_str(os_d.get("id", "debian"), f"{name}.os.id"),

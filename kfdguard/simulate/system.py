@@ -100,12 +100,82 @@ class SimulatedSystem(System):
             pass
         entries.sort(key=lambda e: e[0])
         result = [(0, [journal_line(usec, ident, message) for usec, ident, message in entries])]
-        if boots >= 1 and spec.previous_log:
-            result.append((-1, list(spec.previous_log)))
+        if boots >= 1:
+            previous = self._previous_boot()
+            if previous or spec.previous_log:
+                result.append((-1, previous or list(spec.previous_log)))
         return result
+
+    def _previous_boot(self) -> list[str]:
+        """The boot before a simulated reboot, as journal lines."""
+        directory = os.path.join(state.sim_dir(self.root), "previous")
+        entries: list[tuple[int, str, str]] = []
+        try:
+            with open(os.path.join(directory, "kmsg"), encoding="utf-8") as handle:
+                for record in handle.read().splitlines():
+                    head, _, text = record.partition(";")
+                    entries.append((int(head.split(",")[2]), "kernel", text))
+        except FileNotFoundError:
+            return []
+        try:
+            with open(os.path.join(directory, "journal"), encoding="utf-8") as handle:
+                for line in handle.read().splitlines():
+                    usec, ident, message = line.split("\t", 2)
+                    entries.append((int(usec), ident, message))
+        except FileNotFoundError:
+            pass
+        entries.sort(key=lambda e: e[0])
+        return [journal_line(usec, ident, message) for usec, ident, message in entries]
+
+    def reboot(self) -> None:
+        """Simulate a reboot (tests and the demo): the machine boots again from its files."""
+        self._record(("reboot",))
+        self.kernel().reboot()
 
     def kernel(self) -> SimKernel:
         return SimKernel(self.root, load_spec(self.root))
+
+    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+        from dataclasses import replace
+
+        nodes = state.read_devices(self.root)
+        shown = self._machine_path(path)
+        node = nodes.get(shown)
+        if node is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", shown)
+        if node.kind != "char":
+            raise OSError(errno.EINVAL, f"{shown} is not a character device")
+        # chmod(2) on a file with an ACL sets the mask from the group bits.
+        acl = tuple(replace(e, perms=(mode >> 3) & 7) if e.tag == "mask" else e for e in node.acl)
+        nodes[shown] = replace(node, uid=uid, gid=gid, mode=mode, acl=acl)
+        state.write_devices(self.root, nodes)
+        self._record(("chown+chmod", shown, f"{uid}:{gid}", f"{mode:04o}"))
+
+    def add_to_group(self, user: str, group: str, timeout: float) -> RunResult:
+        """What gpasswd -a does, on the simulated /etc/group."""
+        from kfdguard.files import atomic_write
+
+        args = ("gpasswd", "-a", user, group)
+        self._record(args)
+        path = self.root.etc / "group"
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            fields = line.split(":")
+            if len(fields) == 4 and fields[0] == group:
+                members = [m for m in fields[3].split(",") if m]
+                if user not in members:
+                    members.append(user)
+                lines[i] = ":".join([*fields[:3], ",".join(members)])
+                atomic_write(path, ("\n".join(lines) + "\n").encode(), 0o644)
+                return RunResult(args, 0, stdout=f"Adding user {user} to group {group}\n")
+        return RunResult(args, 3, stderr=f"gpasswd: group '{group}' does not exist in /etc/group\n")
+
+    def initramfs_files(self, release: str, timeout: float) -> list[str] | None:
+        image = self.root.boot / f"initrd.img-{release}"
+        try:
+            return image.read_text().splitlines()[1:]
+        except (OSError, UnicodeDecodeError):
+            return None
 
     def _record(self, argv: Sequence[str]) -> None:
         with open(os.path.join(state.sim_dir(self.root), "commands.log"), "a", encoding="utf-8") as handle:
@@ -130,6 +200,8 @@ class SimulatedSystem(System):
             return self._modprobe(args)
         if prog == "udevadm":
             return self._udevadm(args)
+        if prog in ("update-initramfs", "dracut", "mkinitcpio"):
+            return RunResult(args, 0, stdout="simulated: initramfs regenerated\n")
         return RunResult(args, None, error=f"{prog} is not available on a simulated machine")
 
     def _modprobe(self, args: tuple[str, ...]) -> RunResult:

@@ -1,7 +1,7 @@
 """A small udev rules evaluator for the simulated machine.
 
 It understands what decides device-node permissions for KFD and DRM render
-nodes: ``SUBSYSTEM``/``KERNEL``/``ACTION`` matches and ``GROUP``/``OWNER``/
+nodes: ``SUBSYSTEM``/``KERNEL``/``ACTION``/``ATTRS{...}`` matches and ``GROUP``/``OWNER``/
 ``MODE``/``TAG+="uaccess"`` assignments, with later rules overriding earlier
 ones and files ordered by name across udev's directories (a file in
 /etc/udev/rules.d replaces a same-named one in /usr/lib/udev/rules.d). A rule
@@ -49,6 +49,13 @@ def _tokens(line: str) -> list[tuple[str, str, str]] | None:
     return result
 
 
+def _attr_name(key: str) -> str | None:
+    for prefix in ("ATTRS{", "ATTR{"):
+        if key.startswith(prefix) and key.endswith("}"):
+            return key[len(prefix) : -1]
+    return None
+
+
 def rule_files(root: Root) -> list[str]:
     chosen: dict[str, str] = {}
     for rel in RULES_DIRS:
@@ -63,8 +70,12 @@ def rule_files(root: Root) -> list[str]:
     return [chosen[name] for name in sorted(chosen)]
 
 
-def policy_for(root: Root, subsystem: str, kernel: str, action: str = "add") -> NodePolicy:
+def policy_for(
+    root: Root, subsystem: str, kernel: str, action: str = "add", attrs: dict[str, str] | None = None
+) -> NodePolicy:
+    """``attrs``: sysfs attributes of the device and its parents (ATTRS{vendor} of the PCI GPU)."""
     policy = NodePolicy()
+    attrs = attrs or {}
     for path in rule_files(root):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -76,13 +87,15 @@ def policy_for(root: Root, subsystem: str, kernel: str, action: str = "add") -> 
             if not line or line.startswith("#"):
                 continue
             tokens = _tokens(line)
-            if not tokens or any(k not in _MATCH | _ASSIGN for k, _, _ in tokens):
+            if not tokens or any(k not in _MATCH | _ASSIGN and not _attr_name(k) for k, _, _ in tokens):
                 continue
             values = {"SUBSYSTEM": subsystem, "KERNEL": kernel, "ACTION": action}
             matched = True
             for key, op, value in tokens:
-                if key in _MATCH:
-                    hit = fnmatch.fnmatchcase(values[key], value)
+                attr = _attr_name(key)
+                if key in _MATCH or attr:
+                    actual = values[key] if key in _MATCH else attrs.get(attr or "")
+                    hit = actual is not None and fnmatch.fnmatchcase(actual, value)
                     if (op == "==" and not hit) or (op == "!=" and hit):
                         matched = False
             if not matched:

@@ -1,0 +1,170 @@
+"""The plan: the desired state kfdguard may bring about, from facts and config.
+
+Pure, like the rest of assess. Each action states an end state ("this file
+has this content", "this node is root:render 0660"); enforce compares it with
+the machine and acts only on differences, which makes a second run a no-op.
+"""
+
+from __future__ import annotations
+
+from kfdguard import __version__
+from kfdguard.assess.context import Context
+from kfdguard.files import GENERATED
+from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
+from kfdguard.parsers.modprobe import option_pairs, softdep_modules
+from kfdguard.root import MODPROBE_CONF, MODPROBE_D, MODULES_FILES, UDEV_RULE
+from kfdguard.verdict import Action
+
+# Files kfdguard may repair when module.repair is on; package-owned files under
+# /usr/lib and /lib are never edited (an /etc file of the same name overrides them).
+REPAIRABLE = (MODPROBE_D, *MODULES_FILES)
+RENDER_RULE_TEMPLATE = """\
+# {generated} {version} from /etc/kfdguard/config.yaml (device.group, device.mode).
+# Do not edit: kfdguard rewrites this file. Numbered after 50-udev-default.rules
+# and 70-uaccess.rules so that its GROUP and MODE are the ones that stay.
+#
+# /dev/kfd: every ROCm program opens it read-write.
+SUBSYSTEM=="kfd", KERNEL=="kfd", GROUP="{group}", MODE="{mode}"
+# AMD GPUs' render nodes: ROCm silently skips a GPU whose node it cannot open.
+SUBSYSTEM=="drm", KERNEL=="renderD*", ATTRS{{vendor}}=="0x1002", GROUP="{group}", MODE="{mode}"
+"""
+
+
+def modprobe_conf(ctx: Context) -> str | None:
+    """kfdguard.conf for this kernel's layout, or None when nothing needs saying."""
+    options = ctx.config.module.options
+    refused = {
+        f.evidence[0]
+        for f in ctx.findings
+        if f.code in ("module-param-unknown", "module-param-invalid")
+        and f.evidence
+        and f.evidence[0].startswith("config: ")
+    }
+    if refused:
+        return None  # a config with a refused option changes nothing
+    release = ctx.facts.kernel.release or "this kernel"
+    lines = [
+        f"# {GENERATED} {__version__} from /etc/kfdguard/config.yaml (module.options).",
+        "# Do not edit: kfdguard rewrites this file.",
+    ]
+    body: list[str] = []
+    if ctx.merged:
+        lines.append(f"# {release} has KFD built into amdgpu (Linux 4.20+): KFD options are amdgpu options.")
+        if options:
+            body.append("options amdgpu " + " ".join(f"{k}={v}" for k, v in options))
+    else:
+        lines.append(f"# {release} has KFD as the separate amdkfd module: load it before amdgpu.")
+        body.append("softdep amdgpu pre: amdkfd")
+        if options:
+            body.append("options amdkfd " + " ".join(f"{k}={v}" for k, v in options))
+    if not body:
+        return None
+    return "\n".join(lines + body) + "\n"
+
+
+def udev_rule(ctx: Context) -> str:
+    mode = f"{ctx.config.device.mode:04o}"
+    return RENDER_RULE_TEMPLATE.format(generated=GENERATED, version=__version__, group=ctx.group, mode=mode)
+
+
+def _repairs(ctx: Context) -> list[Action]:
+    """Lines in other files that contradict the running kernel or the config."""
+    facts = ctx.facts
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    wanted = dict(ctx.config.module.options)
+    for d in facts.modprobe.directives:
+        reason = ""
+        if d.file == MODPROBE_CONF:
+            continue
+        if ctx.merged and (d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))):
+            reason = "names amdkfd, which this kernel does not have"
+        elif d.kind == "options" and d.module == ctx.kfd_module:
+            for name, value in option_pairs(d):
+                param = KFD_PARAMS.get(name)
+                if name in BOGUS:
+                    reason = f"'{name}' is not a parameter"
+                elif param is not None and param.breaks_kfd and param.check(value):
+                    reason = f"{name}={value} makes KFD fail to initialise"
+                elif name in wanted and wanted[name] != value:
+                    reason = f"{name}={value} contradicts the configured {name}={wanted[name]}"
+        if reason:
+            by_file.setdefault(d.file, []).append((d.line, reason))
+    for entry in facts.modprobe.modules_load:
+        if ctx.merged and entry.module == "amdkfd":
+            by_file.setdefault(entry.file, []).append(
+                (entry.line, "asks to load amdkfd, which this kernel does not have")
+            )
+    actions = []
+    for file, items in sorted(by_file.items()):
+        if not file.startswith(REPAIRABLE):
+            continue
+        lines = tuple(sorted({line for line, _ in items}))
+        reasons = "; ".join(sorted({reason for _, reason in items}))
+        actions.append(
+            Action("comment-out", file, f"disable line(s) {', '.join(map(str, lines))}: {reasons}", lines=lines)
+        )
+    return actions
+
+
+def plan(ctx: Context) -> tuple[Action, ...]:
+    facts = ctx.facts
+    config = ctx.config
+    actions: list[Action] = []
+    if not ctx.gpus and not facts.amdgpu.present:
+        return ()
+    conf = modprobe_conf(ctx)
+    ours_exists = MODPROBE_CONF in facts.modprobe.files
+    if conf is not None:
+        actions.append(Action("write-file", MODPROBE_CONF, "kfdguard's module options and order", content=conf))
+    elif ours_exists and not any(f.code in ("module-param-unknown", "module-param-invalid") for f in ctx.findings):
+        actions.append(Action("remove-file", MODPROBE_CONF, "no module options are configured any more"))
+    if config.module.repair:
+        actions.extend(_repairs(ctx))
+    if not ctx.gpus:
+        return tuple(actions)
+    if config.device.udev_rule and ctx.group_gid is not None:
+        actions.append(
+            Action(
+                "write-file",
+                UDEV_RULE,
+                "keep /dev/kfd and render-node permissions across coldplug",
+                content=udev_rule(ctx),
+            )
+        )
+        actions.append(Action("udev-reload", "udev", "make udev read the rule"))
+    blacklisted = bool(facts.modprobe.for_module("amdgpu", "blacklist")) or "amdgpu" in facts.modprobe.cmdline_blacklist
+    needs_load = any(g.blocked == "amdgpu not loaded" for g in ctx.gpus)
+    if needs_load and config.module.load and facts.amdgpu.present and not blacklisted:
+        actions.append(Action("load-module", "amdgpu", "an AMD GPU is present and amdgpu is not loaded"))
+    elif config.module.reload and facts.amdgpu.loaded and ctx.has("module-param-mismatch"):
+        busy = facts.amdgpu.holders or (facts.amdgpu.refcnt or 0) > 0 or any(g.facts.boot_vga for g in ctx.gpus)
+        if not busy:
+            actions.append(Action("reload-module", "amdgpu", "apply changed read-only options (no display, no users)"))
+    gid = ctx.group_gid
+    if gid is not None:
+        mode = config.device.mode
+        nodes = [(facts.kfd.node.path, facts.kfd.node.stat)]
+        nodes += [(n.path, n.stat) for name, n in sorted(facts.render_nodes.items())]
+        for path, node in nodes:
+            if node is not None and node.kind == "char" and (node.uid, node.gid, node.mode) != (0, gid, mode):
+                actions.append(
+                    Action(
+                        "fix-node", path, f"{node.symbolic} -> root:{ctx.group} {mode:04o}", group=ctx.group, mode=mode
+                    )
+                )
+        group = facts.accounts.group(ctx.group)
+        for name in config.users.add_to_group:
+            user = facts.accounts.user(name)
+            if user is not None and group is not None and name not in group.members and user.gid != group.gid:
+                actions.append(Action("add-to-group", name, "configured in users.add_to_group", group=ctx.group))
+    if config.module.initramfs == "regenerate" and any(
+        a.target.startswith(MODPROBE_D) or a.kind == "comment-out" for a in actions
+    ):
+        actions.append(
+            Action(
+                "regenerate-initramfs",
+                facts.kernel.release,
+                "modprobe.d changed; applies only if amdgpu is in the initramfs",
+            )
+        )
+    return tuple(actions)
