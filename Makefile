@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kfdguard-deps
 DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
 
-.PHONY: all demo test deps lint clean help
+.PHONY: all demo test deps lint bench clean help
 
 all: help
 
@@ -29,9 +29,14 @@ demo: deps
 		$(PY) -m kfdguard check --machine $$m; \
 		echo "(exit status $$?)"; echo; \
 	done
+	@echo "════════ $$ kfdguard enforce --machine kfd-perms-0600   (repairs a simulated copy)"
+	@$(PY) -m kfdguard enforce --machine kfd-perms-0600; echo "(exit status $$?)"
 
 test: deps
 	$(PY) -m pytest
+
+bench: deps
+	$(PY) -m benchmarks.bench_kernellog
 
 lint: deps
 	$(PY) -m ruff check .
