@@ -135,7 +135,7 @@ def test_other_modprobe_failures_keep_stderr(fresh_machine: Make) -> None:
     assert finding.code == "module-load-failed" and "No such device" in finding.message
 
 
-def test_concurrent_runs_are_serialised(fresh_machine: Make) -> None:
+def test_concurrent_runs_are_serialised(fresh_machine: Make, monkeypatch: pytest.MonkeyPatch) -> None:
     system = fresh_machine("kfd-perms-0600")
     spans: list[tuple[float, float]] = []
     original = SimulatedSystem.write_file
@@ -146,17 +146,14 @@ def test_concurrent_runs_are_serialised(fresh_machine: Make) -> None:
         original(self, path, data, mode)
         spans.append((start, time.monotonic()))
 
+    monkeypatch.setattr(SimulatedSystem, "write_file", slow_write)
     results = []
-    SimulatedSystem.write_file = slow_write  # type: ignore[method-assign]
-    try:
-        threads = [threading.Thread(target=lambda: results.append(enforce(SimulatedSystem(system.root), Config())))
-                   for _ in range(2)]  # fmt: skip
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-    finally:
-        SimulatedSystem.write_file = original  # type: ignore[method-assign]
+    threads = [threading.Thread(target=lambda: results.append(enforce(SimulatedSystem(system.root), Config())))
+               for _ in range(2)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
     assert len(results) == 2
     assert len(spans) == 1  # the second run found the file already written
     statuses = sorted(tuple(c.status for c in r[0].changes) for r in results)
