@@ -271,3 +271,17 @@ def test_cli_enforce_on_the_real_root_needs_root() -> None:
         argv, capture_output=True, text=True, timeout=60, check=False, cwd=str(Path(__file__).parent.parent)
     )
     assert result.returncode == 64 and "run it as root" in result.stderr
+
+
+def test_reload_only_an_unused_headless_amdgpu(fresh_machine: Make) -> None:
+    config = Config(module=ModuleConfig(options=(("cwsr_enable", "0"),), reload=True))
+    headless = MachineBuilder("compute").ubuntu2404().with_gpu(0x744C, boot_vga=False).with_user("a", groups=["render"])
+    system = fresh_machine(headless.build())
+    report, _, after = enforce(system, config)
+    assert ("reload-module", "changed") in [(c.action.kind, c.status) for c in report.changes]
+    assert probe(system).amdgpu.params["cwsr_enable"] == "0" and "module-param-mismatch" not in after.codes()
+    display = fresh_machine("rx7900xtx-ubuntu2404")
+    report, _, after = enforce(display, config)
+    assert "reload-module" not in [c.action.kind for c in report.changes]
+    assert "module-param-mismatch" in after.codes()  # it drives the display: applied at the next boot
+    assert probe(display).amdgpu.loaded
