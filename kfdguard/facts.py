@@ -43,6 +43,7 @@ class KernelFacts:
     config: Mapping[str, str]  # CONFIG_* -> "y", "m", "n" (explicitly unset) or a value
     config_source: str | None  # where the config was read, None if nowhere
     cmdline: tuple[str, ...]
+    boot_id: str = ""  # /proc/sys/kernel/random/boot_id, without dashes
 
     def symbol(self, name: str) -> str | None:
         """Value of a Kconfig symbol: "y"/"m"/"n"/value, or None if unknown."""
@@ -301,6 +302,92 @@ class DkmsModule:
 
 
 @dataclass(frozen=True, slots=True)
+class InstalledKernel:
+    release: str
+    version: tuple[int, int, int] | None
+    image: str  # /boot/vmlinuz-<release>, as shown
+    initrd: str | None  # its initramfs, None when missing
+    modules: bool  # /lib/modules/<release> exists
+    hsa_amd: str | None  # CONFIG_HSA_AMD in its config: "y", "m", "n", None when unknown
+    amdgpu: bool  # an amdgpu module is installed for it (in-tree or DKMS)
+    dkms_amdgpu: bool  # that amdgpu was built by DKMS (updates/ or extra/)
+
+
+@dataclass(frozen=True, slots=True)
+class BootEntry:
+    id: str  # what grub-reboot or bootctl set-oneshot takes ("submenu>entry" inside GRUB submenus)
+    title: str
+    release: str | None  # the kernel it boots
+    recovery: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BootloaderFacts:
+    kind: str  # grub, systemd-boot, none
+    config: str | None = None  # grub.cfg or the loader entries directory, as shown
+    entries: tuple[BootEntry, ...] = ()
+    default: str | None = None  # GRUB: grub.cfg's 'set default' ("0", "${saved_entry}"); systemd-boot: loader.conf
+    saved_entry: str | None = None
+    next_entry: str | None = None  # grubenv next_entry, or systemd-boot's LoaderEntryOneShot
+    env: str | None = None  # grubenv, as shown
+
+    def entry_for(self, release: str) -> BootEntry | None:
+        """The entry that boots ``release``: the one named after it (stable across kernel
+        updates, unlike the distribution's "newest kernel" entry), else any."""
+        entries = [e for e in self.entries if e.release == release and not e.recovery]
+        return next((e for e in entries if release in e.id), entries[0] if entries else None)
+
+    @property
+    def default_release(self) -> str | None:
+        """The kernel the next normal boot starts, when it can be told."""
+        if self.kind == "grub":
+            wanted = self.saved_entry if self.default and "saved_entry" in self.default else self.default
+            if wanted is None or wanted.isdigit():
+                index = int(wanted or 0)
+                tops = [e for e in self.entries if ">" not in e.id]
+                return tops[index].release if index < len(tops) else None
+            match = next((e for e in self.entries if wanted in (e.id, e.title)), None)
+            return match.release if match else None
+        if self.kind == "systemd-boot":
+            match = next((e for e in self.entries if e.id == self.default), None)
+            return match.release if match else (self.entries[0].release if self.entries else None)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRecord:
+    """What kfdguard saw on one kernel release, over boots."""
+
+    ok: int = 0  # checks where compute was ready
+    failed: int = 0  # checks where it was not
+    last: str = ""  # "ok" or "failed"
+    last_seen: str = ""  # ISO time of the last check
+    gpus: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One fallback kfdguard arranged, recorded before the boot loader was touched."""
+
+    source: str  # kernel it fell back from
+    target: str  # kernel it arranged to boot
+    entry: str
+    mode: str  # oneshot or pin
+    boot_id: str  # the boot during which it was arranged
+    at: str
+    installed: str  # fingerprint of the installed kernel set at that time
+    result: str = "pending"  # pending, ok, failed, not-booted
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    kernels: Mapping[str, KernelRecord] = field(default_factory=dict)
+    attempts: tuple[Attempt, ...] = ()
+    pinned_from: str | None = None  # the default entry before kfdguard pinned one
+    problem: str | None = None  # why the file could not be used
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     """One probe pass over a machine."""
 
@@ -318,6 +405,9 @@ class Facts:
     dkms: tuple[DkmsModule, ...] = ()
     installed_kernels: tuple[str, ...] = ()  # releases with a kernel image in /boot
     log: KernelLog = KernelLog(read=False)
+    kernels: tuple[InstalledKernel, ...] = ()
+    bootloader: BootloaderFacts = BootloaderFacts("none")
+    history: History = History()
     problems: tuple[Problem, ...] = field(default=())
 
     @property

@@ -22,6 +22,9 @@ MODPROBE_D = "/etc/modprobe.d/"
 UDEV_DIR = "/etc/udev/"
 MODULES_FILES = ("/etc/modules-load.d/", "/etc/modules")
 BOOT_DIR = "/boot"
+# Device names of RAID (md) and device-mapper (LVM, LUKS) volumes as findmnt
+# prints them: text to recognise, not paths to open.
+VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")
 
 # The running process's own descriptors: always the host's /proc, whatever
 # machine a Root points at.

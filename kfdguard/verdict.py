@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.fallback.policy import Recommendation
+
 
 class State(StrEnum):
     """Exported verbatim over D-Bus and in ``--json``; clients tolerate new values."""
@@ -112,6 +116,7 @@ class Verdict:
     findings: tuple[Finding, ...]
     gpus: tuple[GpuStatus, ...]
     plan: tuple[Action, ...] = ()
+    fallback: Recommendation | None = None
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]

@@ -10,15 +10,15 @@ from kfdguard.verdict import Severity, State
 
 EXPECTED: dict[str, tuple[State, set[str]]] = {
     "rx7900xtx-ubuntu2404": (State.READY, {"kfd-ready"}),
-    "780m-ubuntu2204-ga": (State.UNAVAILABLE, {"kernel-too-old"}),
+    "780m-ubuntu2204-ga": (State.UNAVAILABLE, {"kernel-too-old", "fallback-available"}),
     "rx6800-seed-advice": (State.READY, {"kfd-ready", "softdep-missing-module", "module-param-unknown"}),
-    "no-hsa-amd": (State.UNAVAILABLE, {"kfd-not-built", "userspace-target-unsupported"}),
+    "no-hsa-amd": (State.UNAVAILABLE, {"kfd-not-built", "userspace-target-unsupported", "fallback-available"}),
     "legacy-4.15-amdkfd": (State.UNAVAILABLE, {"kernel-too-old", "kfd-no-gpu-node", "userspace-target-unsupported"}),
     "kfd-perms-0600": (State.UNAVAILABLE, {"device-permissions", "user-not-in-group", "userspace-target-unsupported"}),
     "bad-sched-policy": (State.UNAVAILABLE, {"kfd-init-failed", "module-param-invalid"}),
     "nvidia-only": (State.NO_DEVICE, {"no-amd-gpu"}),
     "dgpu-plus-igpu-atomics": (State.DEGRADED, {"kfd-ready", "pcie-atomics", "userspace-target-unsupported"}),
-    "dkms-missing-for-new-kernel": (State.UNAVAILABLE, {"dkms-not-built", "kfd-no-gpu-node"}),
+    "dkms-missing-for-new-kernel": (State.UNAVAILABLE, {"dkms-not-built", "kfd-no-gpu-node", "fallback-available"}),
 }
 
 

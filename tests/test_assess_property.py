@@ -7,16 +7,22 @@ from hypothesis import strategies as st
 
 from kfdguard.access import AclEntry, NodeStat
 from kfdguard.assess import assess
-from kfdguard.config import Config, DeviceConfig, ModuleConfig
+from kfdguard.config import Config, DeviceConfig, FallbackConfig, ModuleConfig
 from kfdguard.facts import (
     Accounts,
+    Attempt,
+    BootEntry,
+    BootloaderFacts,
     DeviceNode,
     DkmsModule,
     Facts,
     GpuFacts,
     Group,
+    History,
+    InstalledKernel,
     KernelFacts,
     KernelLog,
+    KernelRecord,
     KfdFacts,
     LogEvent,
     ModprobeDirective,
@@ -81,27 +87,49 @@ event = st.builds(LogEvent, st.sampled_from([r.id for r in RULES]), st.sampled_f
 kernel = st.builds(KernelFacts, text, versions,
                    st.dictionaries(st.sampled_from(["CONFIG_HSA_AMD", "CONFIG_DRM_AMDGPU"]), st.sampled_from(["y", "m", "n", "x"]), max_size=2),
                    st.none() | text, st.lists(st.sampled_from(["amdgpu.sched_policy=9", "nomodeset", "quiet"]), max_size=2).map(tuple))  # fmt: skip
+releases = st.sampled_from(["6.8.0-49-generic", "5.15.0-1-generic", "6.12.1-arch1", "4.15.0-1-generic", "junk"])
+installed = st.builds(
+    InstalledKernel, releases, versions, text, st.none() | text, st.booleans(),
+    st.none() | st.sampled_from(["y", "m", "n"]), st.booleans(), st.booleans(),
+)  # fmt: skip
+entries = st.builds(BootEntry, text, text, st.none() | releases, st.booleans())
+bootloader = st.builds(
+    BootloaderFacts, st.sampled_from(["grub", "systemd-boot", "none"]), st.none() | text,
+    st.lists(entries, max_size=4).map(tuple), st.none() | st.sampled_from(["0", "${saved_entry}", "x"]),
+    st.none() | text, st.none() | text, st.none() | text,
+)  # fmt: skip
+history = st.builds(
+    History,
+    st.dictionaries(releases, st.builds(KernelRecord, small, small, st.sampled_from(["ok", "failed", ""])), max_size=3),
+    st.lists(st.builds(Attempt, releases, releases, text, st.sampled_from(["oneshot", "pin"]), text, text, text,
+                       st.sampled_from(["pending", "ok", "failed"])), max_size=3).map(tuple),
+    st.none() | text, st.none() | text,
+)  # fmt: skip
 facts_strategy = st.builds(
     Facts,
-    st.just("/"), st.booleans(),
-    st.builds(OsFacts, st.sampled_from(["debian", "ubuntu", "fedora", "", "arch"]), st.just(()), text, text),
-    kernel, module, module,
-    st.lists(gpu, max_size=3).map(tuple),
-    st.dictionaries(st.sampled_from(["renderD128", "renderD129"]), device_node, max_size=2),
-    st.builds(KfdFacts, device_node, st.booleans(), st.lists(topo, max_size=3).map(tuple), st.none() | small,
-              st.none() | st.tuples(st.integers(0, 3), st.integers(0, 30)), st.none() | text),
-    modprobe, accounts,
-    st.lists(st.builds(DkmsModule, st.sampled_from(["amdgpu"]), text, text, st.lists(text, max_size=2).map(tuple),
-                       st.lists(text, max_size=2).map(tuple), st.none() | text), max_size=1).map(tuple),
-    st.lists(st.sampled_from(["6.8.0-49-generic", "5.15.0-1-generic", "junk"]), max_size=3).map(tuple),
-    st.builds(KernelLog, st.booleans(), st.just(("journal",)), small, st.lists(event, max_size=5).map(tuple), st.just(())),
-    st.lists(st.builds(Problem, text, text), max_size=2).map(tuple),
+    root=st.just("/"), simulated=st.booleans(),
+    os=st.builds(OsFacts, st.sampled_from(["debian", "ubuntu", "fedora", "", "arch"]), st.just(()), text, text),
+    kernel=kernel, amdgpu=module, amdkfd=module,
+    gpus=st.lists(gpu, max_size=3).map(tuple),
+    render_nodes=st.dictionaries(st.sampled_from(["renderD128", "renderD129"]), device_node, max_size=2),
+    kfd=st.builds(KfdFacts, device_node, st.booleans(), st.lists(topo, max_size=3).map(tuple), st.none() | small,
+                  st.none() | st.tuples(st.integers(0, 3), st.integers(0, 30)), st.none() | text),
+    modprobe=modprobe, accounts=accounts,
+    dkms=st.lists(st.builds(DkmsModule, st.sampled_from(["amdgpu"]), text, text, st.lists(text, max_size=2).map(tuple),
+                            st.lists(text, max_size=2).map(tuple), st.none() | text), max_size=1).map(tuple),
+    installed_kernels=st.lists(releases, max_size=3).map(tuple),
+    log=st.builds(KernelLog, st.booleans(), st.just(("journal",)), small, st.lists(event, max_size=5).map(tuple), st.just(())),
+    kernels=st.lists(installed, max_size=3).map(tuple),
+    bootloader=bootloader,
+    history=history,
+    problems=st.lists(st.builds(Problem, text, text), max_size=2).map(tuple),
 )  # fmt: skip
 configs = st.builds(
     Config,
     module=st.builds(ModuleConfig, options=st.lists(st.tuples(st.sampled_from(["sched_policy", "enable_iommu", "halt_if_hws_hang"]),
                                                              st.sampled_from(["0", "1", "9"])), max_size=2).map(tuple)),
     device=st.builds(DeviceConfig, group=st.sampled_from(["render", "video", "nosuch"]), mode=st.sampled_from([0o660, 0o666, 0o600])),
+    fallback=st.builds(FallbackConfig, st.sampled_from(["off", "notify", "oneshot", "pin"])),
 )  # fmt: skip
 
 

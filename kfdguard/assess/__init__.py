@@ -10,6 +10,7 @@ from kfdguard.assess.context import Context, Gpu
 from kfdguard.assess.plan import plan
 from kfdguard.config import Config, ConfigError
 from kfdguard.facts import Facts
+from kfdguard.fallback.policy import Recommendation, recommend
 from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
 
 
@@ -23,6 +24,7 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
     ready_gpus = [g for g in ctx.gpus if g.node is not None and not g.blocked and interface_ok and kfd_open]
     if ready_gpus:
         summary_ready(ctx, ready_gpus)
+    rec = _fallback(ctx)
     findings = tuple(sorted(ctx.findings, key=lambda f: f.key()))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     if not ctx.gpus:
@@ -35,7 +37,43 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
         state = State.READY
     statuses = tuple(_status(g, g in ready_gpus) for g in ctx.gpus)
     summary = _summary(state, findings, ready_gpus)
-    return Verdict(state, bool(ready_gpus), summary, findings, statuses, plan(ctx))
+    return Verdict(state, bool(ready_gpus), summary, findings, statuses, plan(ctx), rec)
+
+
+def _fallback(ctx: Context) -> Recommendation:
+    """The kernel-fallback recommendation, and a finding saying what to do with it."""
+    policy = ctx.config.fallback.policy
+    rec = recommend(ctx.facts, {f.code for f in ctx.findings}, policy)
+    if ctx.facts.history.problem:
+        ctx.add(
+            "history-unusable",
+            Severity.WARNING,
+            ctx.facts.history.problem,
+            "nothing to do: kfdguard keeps a backup and starts a new history",
+            [ctx.facts.history.problem],
+        )
+    if not rec.needed or policy == "off" or rec.kernel is None:
+        return rec
+    if rec.already_default:
+        remedy = f"reboot: the boot loader's default entry already starts {rec.kernel}"
+    else:
+        automatic = {
+            "oneshot": " (fallback.policy oneshot: kfdguard arranges it by itself)",
+            "pin": " (fallback.policy pin: kfdguard makes it the default)",
+        }.get(policy, "")
+        remedy = f"{rec.command}, or: sudo kfdguard fallback apply{automatic}"
+    ctx.add(
+        "fallback-available",
+        Severity.WARNING,
+        f"installed kernel {rec.kernel} can run compute on this GPU and the running {rec.running} cannot "
+        f"({rec.reason})",
+        remedy,
+        [
+            f"{c.release}: " + ("can run compute" if c.capable else "; ".join(c.reasons) or "unknown")
+            for c in rec.choices
+        ],
+    )
+    return rec
 
 
 def _status(gpu: Gpu, ready: bool) -> GpuStatus:

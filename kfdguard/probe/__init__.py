@@ -7,6 +7,7 @@ read becomes a ``Problem`` in the facts.
 from __future__ import annotations
 
 from kfdguard.facts import DeviceNode, Facts, KernelLog
+from kfdguard.probe.boot import probe_bootloader, probe_history, probe_kernels
 from kfdguard.probe.config_files import probe_accounts, probe_modprobe
 from kfdguard.probe.devices import probe_gpus, probe_kfd, probe_node
 from kfdguard.probe.kernel_log import probe_kernel_log
@@ -52,6 +53,7 @@ def probe(
     nodes = {n.slot for n in kfd.gpu_nodes}
     missing_node = any(g.slot not in nodes for g in amd)
     needed = bool(amd) and (kfd.node.stat is None or not modules_amd.loaded or missing_node or bool(reader.problems))
+    dkms = probe_dkms(reader)
     kernel_log = KernelLog(read=False)
     if log == "always" or (log == "needed" and needed):
         kernel_log = probe_kernel_log(reader, system, log_sources, previous_boots)
@@ -67,8 +69,11 @@ def probe(
         kfd=kfd,
         modprobe=probe_modprobe(reader, kernel.cmdline),
         accounts=probe_accounts(reader),
-        dkms=probe_dkms(reader),
+        dkms=dkms,
         installed_kernels=probe_installed_kernels(reader),
         log=kernel_log,
+        kernels=probe_kernels(reader, dkms),
+        bootloader=probe_bootloader(reader),
+        history=probe_history(reader),
         problems=tuple(reader.problems),
     )

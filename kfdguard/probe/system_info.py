@@ -87,12 +87,14 @@ def probe_kernel(reader: Reader) -> KernelFacts:
         if symbols:
             config, source = symbols, root.display(path)
             break
+    boot_id = (reader.value(root.proc / "sys/kernel/random/boot_id") or "").replace("-", "")
     return KernelFacts(
         release=release,
         version=parse_release(release) if release else None,
         config=config,
         config_source=source,
         cmdline=cmdline,
+        boot_id=boot_id,
     )
 
 

@@ -104,6 +104,10 @@ class MachineSpec:
     cpu_cores: int = 16
     journal: bool = True  # False: no journald (containers, minimal systems)
     previous_log: tuple[str, ...] = ()  # kernel messages of the boot before, as journal lines
+    bootloader: str = "grub"  # grub, systemd-boot, none
+    grub_default: str = "0"  # GRUB_DEFAULT: "0" (first entry) or "saved"
+    boot_fs: str = "ext4 /dev/nvme0n1p2"  # what findmnt -no FSTYPE,SOURCE -T /boot says
+    history: tuple[tuple[str, str], ...] = ()  # (release, "ok"/"failed") kfdguard recorded on earlier boots
 
     def with_changes(self, **changes: object) -> MachineSpec:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -237,6 +241,10 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
             "cpu_cores",
             "journal",
             "previous_log",
+            "bootloader",
+            "grub_default",
+            "boot_fs",
+            "history",
         },
         name,
     )
@@ -289,8 +297,17 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
         dkms=dkms,
         cpu_cores=_int(d.get("cpu_cores", 16), f"{name}.cpu_cores"),
         journal=bool(d.get("journal", True)),
+        bootloader=_choice(d.get("bootloader", "grub"), ("grub", "systemd-boot", "none"), f"{name}.bootloader"),
+        grub_default=_choice(d.get("grub_default", "0"), ("0", "saved"), f"{name}.grub_default"),
+        boot_fs=_str(d.get("boot_fs", "ext4 /dev/nvme0n1p2"), f"{name}.boot_fs"),
+        history=tuple(_history(h, f"{name}.history") for h in _list(d.get("history"), f"{name}.history")),
         previous_log=tuple(_str(x, f"{name}.previous_log") for x in _list(d.get("previous_log"), name)),
     )
+
+
+def _history(value: object, where: str) -> tuple[str, str]:
+    d = _keys(value, {"release", "result"}, where)
+    return _str(d.get("release"), f"{where}.release"), _choice(d.get("result"), ("ok", "failed"), f"{where}.result")
 
 
 def _list(value: object, where: str) -> list[object]:

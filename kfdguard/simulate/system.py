@@ -49,6 +49,10 @@ def spec_from_json(text: str) -> MachineSpec:
         cpu_cores=d["cpu_cores"],
         journal=d["journal"],
         previous_log=tuple(d["previous_log"]),
+        bootloader=d["bootloader"],
+        grub_default=d["grub_default"],
+        boot_fs=d["boot_fs"],
+        history=tuple((str(h[0]), str(h[1])) for h in d["history"]),
     )
 
 
@@ -200,9 +204,46 @@ class SimulatedSystem(System):
             return self._modprobe(args)
         if prog == "udevadm":
             return self._udevadm(args)
+        if prog in ("grub-reboot", "grub-set-default", "grub-editenv"):
+            return self._grub(args, timeout)
+        if prog == "findmnt":
+            fs = load_spec(self.root).boot_fs
+            return RunResult(args, 0, stdout=fs + "\n")
+        if prog == "bootctl":
+            return self._bootctl(args)
         if prog in ("update-initramfs", "dracut", "mkinitcpio"):
             return RunResult(args, 0, stdout="simulated: initramfs regenerated\n")
         return RunResult(args, None, error=f"{prog} is not available on a simulated machine")
+
+    def _grub(self, args: tuple[str, ...], timeout: float) -> RunResult:
+        # The real GRUB tools, pointed at the simulated /boot: only arguments that
+        # stay inside the machine are allowed, so a test can never touch the host's.
+        inside = str(self.root.path)
+        paths = [a.split("=", 1)[-1] for a in args[1:] if a.startswith(("/", "--boot-directory="))]
+        if not paths or not all(p == inside or p.startswith(inside + "/") for p in paths):
+            return RunResult(args, 2, stderr=f"{args[0]}: refused on a simulated machine: no path inside it\n")
+        return self.runner.run(args, timeout=timeout)
+
+    def _bootctl(self, args: tuple[str, ...]) -> RunResult:
+        from kfdguard.files import atomic_write
+        from kfdguard.probe.boot import LOADER_GUID
+
+        verb = args[1] if len(args) > 1 else ""
+        value = args[2] if len(args) > 2 else ""
+        if verb == "set-oneshot":
+            var = self.root.sys / f"firmware/efi/efivars/LoaderEntryOneShot-{LOADER_GUID}"
+            if value:
+                var.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(var, b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"), 0o644)
+            elif var.exists():
+                var.unlink()
+            return RunResult(args, 0)
+        if verb == "set-default":
+            conf = self.root.efi / "loader/loader.conf"
+            lines = [line for line in conf.read_text().splitlines() if not line.startswith("default ")]
+            atomic_write(conf, ("\n".join([*lines, f"default {value}"]) + "\n").encode(), 0o644)
+            return RunResult(args, 0)
+        return RunResult(args, 1, stderr=f"bootctl: simulated bootctl does not know '{verb}'\n")
 
     def _modprobe(self, args: tuple[str, ...]) -> RunResult:
         remove = False

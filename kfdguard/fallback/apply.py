@@ -1,0 +1,177 @@
+"""Arranging (and undoing) a fallback through the boot loader's own tools.
+
+GRUB: grub-reboot (next boot only), grub-set-default (pin), grub-editenv
+(unset). grubenv is rewritten in place by those tools and never written here.
+A one-shot needs GRUB to clear next_entry itself while booting, which it can
+only do on a plain filesystem: on RAID, LVM, btrfs or ZFS the "one-shot" would
+stay for good, so it is refused (findmnt tells). systemd-boot: bootctl
+set-oneshot / set-default.
+
+The attempt is written to the history before the boot loader is touched, so
+that a crash in between can never lead to a loop.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+
+from kfdguard.facts import Attempt, Facts, History
+from kfdguard.fallback.policy import Recommendation, fingerprint
+from kfdguard.root import VOLUME_DEVICES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.system import System
+
+TOOL_TIMEOUT = 30.0
+UNWRITABLE_FS = frozenset({"btrfs", "zfs", "xfs", "squashfs", "overlay", "nfs", "nfs4", "cifs", "tmpfs", "fuse"})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    message: str
+    commands: tuple[str, ...] = ()
+
+
+def history_json(history: History) -> str:
+    data = {
+        "version": 1,
+        "kernels": {
+            rel: {"ok": r.ok, "failed": r.failed, "last": r.last, "last_seen": r.last_seen, "gpus": list(r.gpus)}
+            for rel, r in sorted(history.kernels.items())
+        },
+        "attempts": [
+            {
+                "from": a.source,
+                "to": a.target,
+                "entry": a.entry,
+                "mode": a.mode,
+                "boot_id": a.boot_id,
+                "at": a.at,
+                "installed": a.installed,
+                "result": a.result,
+            }
+            for a in history.attempts[-50:]
+        ],
+        "pinned_from": history.pinned_from,
+    }
+    return json.dumps(data, indent=1) + "\n"
+
+
+def save_history(system: System, history: History) -> None:
+    path = system.root.var_lib / "kfdguard/history.json"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    system.write_file(path, history_json(history).encode(), 0o644)
+
+
+def grub_env_writable(system: System) -> tuple[bool, str]:
+    """Can GRUB itself write grubenv while booting (its save_env)?"""
+    target = system.root.boot / "grub"
+    result = system.run(["findmnt", "-no", "FSTYPE,SOURCE", "-T", str(target)], timeout=TOOL_TIMEOUT)
+    if not result.ok or not result.stdout.strip():
+        return False, f"cannot tell which filesystem holds /boot/grub ({result.describe()})"
+    fstype, _, source = result.stdout.strip().partition(" ")
+    source = source.strip()
+    if fstype in UNWRITABLE_FS:
+        return False, f"/boot/grub is on {fstype}, where GRUB cannot write its environment block"
+    if source.startswith(VOLUME_DEVICES):
+        return False, f"/boot/grub is on {source} (RAID or LVM), where GRUB cannot write its environment block"
+    return True, f"/boot/grub is on {fstype} {source}"
+
+
+def _grub_args(system: System) -> list[str]:
+    return [] if system.root.is_host else [f"--boot-directory={system.root.boot}"]
+
+
+def arrange(
+    system: System, facts: Facts, rec: Recommendation, mode: str, now: str | None = None
+) -> tuple[Outcome, History]:
+    """Make the boot loader start rec.kernel: next boot only ("oneshot") or from now on ("pin")."""
+    history = facts.history
+    if rec.kernel is None or rec.entry is None:
+        return Outcome(False, f"nothing to boot: {rec.reason}"), history
+    kind = facts.bootloader.kind
+    if kind == "grub":
+        if mode == "oneshot":
+            writable, why = grub_env_writable(system)
+            if not writable:
+                return Outcome(
+                    False,
+                    f"refusing a one-shot boot: {why} (it would become permanent); "
+                    f"pick {rec.kernel} in GRUB's 'Advanced options' menu instead",
+                ), history
+        elif facts.bootloader.default is None or "saved_entry" not in facts.bootloader.default:
+            return Outcome(
+                False,
+                "GRUB_DEFAULT is not 'saved', so grub-set-default would have no effect: set "
+                "GRUB_DEFAULT=saved in /etc/default/grub and run update-grub first",
+            ), history
+    elif kind != "systemd-boot":
+        return Outcome(False, "no supported boot loader (GRUB or systemd-boot) was found"), history
+    stamp = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    attempt = Attempt(rec.running, rec.kernel, rec.entry, mode, facts.kernel.boot_id, stamp, fingerprint(facts.kernels))
+    pinned_from = history.pinned_from
+    if mode == "pin" and pinned_from is None:
+        pinned_from = facts.bootloader.saved_entry or facts.bootloader.default or "0"
+    history = replace(history, attempts=(*history.attempts, attempt), pinned_from=pinned_from)
+    try:
+        save_history(system, history)  # before the boot loader is touched
+    except OSError as exc:
+        return Outcome(False, f"not arranged: the history cannot be written ({exc.strerror or exc})"), facts.history
+    if kind == "grub":
+        tool = "grub-reboot" if mode == "oneshot" else "grub-set-default"
+        argv = [tool, *_grub_args(system), rec.entry]
+    else:
+        argv = ["bootctl", "set-oneshot" if mode == "oneshot" else "set-default", rec.entry]
+    result = system.run(argv, timeout=TOOL_TIMEOUT)
+    if not result.ok:
+        failed = replace(attempt, result="failed")
+        history = replace(history, attempts=(*history.attempts[:-1], failed))
+        save_history(system, history)
+        return Outcome(False, f"{result.describe()}", (" ".join(argv),)), history
+    when = "at the next boot only" if mode == "oneshot" else "from now on"
+    return Outcome(
+        True, f"{rec.kernel} will boot {when} ({rec.reason}); kfdguard does not reboot by itself", (" ".join(argv),)
+    ), history
+
+
+def clear(system: System, facts: Facts) -> tuple[Outcome, History]:
+    """Undo what kfdguard arranged: the pending one-shot, and a pin (back to the previous default)."""
+    history = facts.history
+    commands: list[str] = []
+    kind = facts.bootloader.kind
+    pending = [a for a in history.attempts if a.result == "pending"]
+    if kind == "grub":
+        env = system.root.boot / "grub/grubenv"
+        if facts.bootloader.next_entry:
+            argv = ["grub-editenv", str(env), "unset", "next_entry"]
+            result = system.run(argv, timeout=TOOL_TIMEOUT)
+            commands.append(" ".join(argv))
+            if not result.ok:
+                return Outcome(False, result.describe(), tuple(commands)), history
+        if history.pinned_from is not None:
+            argv = ["grub-set-default", *_grub_args(system), history.pinned_from]
+            result = system.run(argv, timeout=TOOL_TIMEOUT)
+            commands.append(" ".join(argv))
+            if not result.ok:
+                return Outcome(False, result.describe(), tuple(commands)), history
+    elif kind == "systemd-boot":
+        if facts.bootloader.next_entry:
+            argv = ["bootctl", "set-oneshot", ""]
+            result = system.run(argv, timeout=TOOL_TIMEOUT)
+            commands.append(" ".join(argv))
+            if not result.ok:
+                return Outcome(False, result.describe(), tuple(commands)), history
+        if history.pinned_from is not None:
+            argv = ["bootctl", "set-default", history.pinned_from]
+            commands.append(" ".join(argv))
+            system.run(argv, timeout=TOOL_TIMEOUT)
+    settled = tuple(replace(a, result="cleared") if a.result == "pending" else a for a in history.attempts)
+    history = replace(history, attempts=settled, pinned_from=None)
+    save_history(system, history)
+    if not commands and not pending:
+        return Outcome(True, "nothing was arranged"), history
+    return Outcome(True, "the boot loader is back to its own default", tuple(commands)), history
