@@ -133,6 +133,29 @@ examples:
     enforce.add_argument("--json", action="store_true", help="print one JSON object")
     enforce.add_argument("-v", "--verbose", action="store_true", help="show diffs and all evidence")
 
+    fallback = sub.add_parser(
+        "fallback",
+        help="the kernel-fallback policy: which kernel can run compute, and booting it",
+        description="When the running kernel cannot run compute on the GPU (too old for it, built without "
+        "KFD, an amdgpu-dkms not built for it or refused by Secure Boot) but another installed kernel can, "
+        "kfdguard recommends that kernel: the last known good, else the newest. 'status' shows every "
+        "installed kernel with the reason it can or cannot be used; 'apply' makes the boot loader start the "
+        "recommended kernel at the next boot only (--pin: from now on) through grub-reboot/grub-set-default or "
+        "bootctl; 'clear' undoes it. kfdguard never reboots by itself.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""exit status: 0 done (or nothing to do), 1 refused or failed, 64 usage error.
+
+examples:
+  kfdguard fallback                  same as 'fallback status'
+  sudo kfdguard fallback apply && sudo reboot
+  sudo kfdguard fallback clear
+""",
+    )
+    fallback.add_argument("action", nargs="?", choices=["status", "apply", "clear"], default="status")
+    _target_options(fallback)
+    fallback.add_argument("--pin", action="store_true", help="apply: make it the default instead of next boot only")
+    fallback.add_argument("--json", action="store_true", help="print one JSON object")
+
     machines = sub.add_parser(
         "machines",
         help="list or render the bundled simulated machines",
@@ -165,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_diagnose(args)
         if args.command == "enforce":
             return cmd_enforce(args)
+        if args.command == "fallback":
+            return cmd_fallback(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -190,6 +215,48 @@ def _config(args: argparse.Namespace, target: object) -> tuple[object, tuple[obj
 
 
 TEXT_LIMIT = 16 << 20
+
+
+def cmd_fallback(args: argparse.Namespace) -> int:
+    import os
+
+    from kfdguard.assess import assess
+    from kfdguard.config import Config
+    from kfdguard.fallback import apply
+    from kfdguard.machine import open_target
+    from kfdguard.probe import probe
+    from kfdguard.report import fallback_json, fallback_text
+    from kfdguard.simulate.spec import SpecError
+
+    try:
+        target = open_target(args.root, args.machine)
+    except (ValueError, SpecError) as exc:
+        print(f"kfdguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.action != "status" and not target.system.simulated and os.geteuid() != 0:
+            print(f"kfdguard: fallback {args.action} changes the boot loader: run it as root", file=sys.stderr)
+            return EXIT_USAGE
+        config, errors = _config(args, target)
+        assert isinstance(config, Config)
+        facts = probe(target.system, log="needed", log_sources=config.log.sources)
+        verdict = assess(facts, config, errors)  # type: ignore[arg-type]
+        rec = verdict.fallback
+        assert rec is not None
+        outcome = None
+        if args.action == "apply":
+            outcome, _ = apply.arrange(target.system, facts, rec, "pin" if args.pin else "oneshot")
+        elif args.action == "clear":
+            outcome, _ = apply.clear(target.system, facts)
+        if outcome is not None:
+            facts = probe(target.system, log="never")
+        if args.json:
+            print(json.dumps(fallback_json(rec, facts, outcome), indent=2))
+        else:
+            sys.stdout.write(fallback_text(rec, facts, outcome, target.name))
+    finally:
+        target.close()
+    return 0 if outcome is None or outcome.ok else 1
 
 
 def cmd_enforce(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.diagnose import TextDiagnosis
     from kfdguard.enforce import EnforceReport
+    from kfdguard.fallback.apply import Outcome
+    from kfdguard.fallback.policy import Recommendation
 
 MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
@@ -259,5 +261,91 @@ def enforce_text(report: EnforceReport, before: Verdict, after: Verdict, where: 
         lines.append("")
         lines.append("  Still to do by hand")
         lines.extend(render_findings(tuple(remaining), verbose=verbose))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) -> dict[str, object]:
+    loader = facts.bootloader
+    return {
+        "policy": rec.policy,
+        "running": rec.running,
+        "needed": rec.needed,
+        "recommended": rec.kernel,
+        "entry": rec.entry,
+        "reason": rec.reason,
+        "already_default": rec.already_default,
+        "command": rec.command,
+        "bootloader": {"kind": loader.kind, "default": loader.default_release, "next": loader.next_entry},
+        "kernels": [
+            {
+                "release": c.release,
+                "bootable": c.bootable,
+                "capable": c.capable,
+                "reasons": list(c.reasons),
+                "last": c.last,
+                "failed_after_fallback": c.failed_after_fallback,
+                "entry": c.entry,
+            }
+            for c in rec.choices
+        ],
+        "attempts": [
+            {"from": a.source, "to": a.target, "mode": a.mode, "at": a.at, "result": a.result}
+            for a in facts.history.attempts
+        ],
+        "result": None
+        if outcome is None
+        else {"ok": outcome.ok, "message": outcome.message, "commands": list(outcome.commands)},
+    }
+
+
+def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, machine: str | None) -> str:
+    where = f"simulated machine {machine}" if machine else ("this machine" if facts.root == "/" else facts.root)
+    loader = facts.bootloader
+    lines = [f"kfdguard fallback: {where}", ""]
+    lines.append(
+        f"  Policy   {rec.policy}    boot loader: {loader.kind}"
+        + (f", default boots {loader.default_release}" if loader.default_release else "")
+        + (f", next boot: {loader.next_entry}" if loader.next_entry else "")
+    )
+    lines.append(
+        f"  Running  {rec.running}: " + ("cannot run compute on this GPU" if rec.needed else "can run compute")
+    )
+    lines.append("")
+    lines.append("  Installed kernels")
+    for c in rec.choices:
+        mark = "*" if c.release == rec.kernel else " "
+        state = "can run compute" if c.capable else ("unknown" if c.capable is None else "cannot run compute")
+        extra = [] if c.bootable else ["not bootable"]
+        if c.last:
+            extra.append(f"last check: {c.last}")
+        if c.failed_after_fallback:
+            extra.append("failed after a fallback: not chosen again until the installed kernels change")
+        lines.append(f"   {mark} {c.release:<24} {state}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""))
+        if extra:
+            lines.append(f"     {'':<24} {'; '.join(extra)}")
+    lines.append("")
+    if rec.kernel:
+        lines.append(_wrap(f"Recommended {rec.kernel}: {rec.reason}.", "  "))
+        if rec.already_default:
+            lines.append("  It is already the boot loader's default: a normal reboot starts it.")
+        elif rec.command:
+            lines.append(f"  By hand: {rec.command}")
+            lines.append("  Or:      sudo kfdguard fallback apply   (next boot only; --pin for every boot)")
+    elif rec.needed:
+        lines.append(_wrap(f"Nothing to recommend: {rec.reason}.", "  "))
+    else:
+        lines.append("  Nothing to do: the running kernel can run compute.")
+    if outcome is not None:
+        lines.append("")
+        lines.append(_wrap(("Done: " if outcome.ok else "Not done: ") + outcome.message, "  "))
+        for command in outcome.commands:
+            lines.append(f"    ran: {command}")
+    recent = facts.history.attempts[-3:]
+    if recent:
+        lines.append("")
+        lines.append("  Recent fallbacks")
+        for a in recent:
+            lines.append(f"    {a.at}  {a.source} -> {a.target} ({a.mode}): {a.result}")
     lines.append("")
     return "\n".join(lines)

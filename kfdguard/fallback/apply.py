@@ -115,7 +115,7 @@ def arrange(
     attempt = Attempt(rec.running, rec.kernel, rec.entry, mode, facts.kernel.boot_id, stamp, fingerprint(facts.kernels))
     pinned_from = history.pinned_from
     if mode == "pin" and pinned_from is None:
-        pinned_from = facts.bootloader.saved_entry or facts.bootloader.default or "0"
+        pinned_from = facts.bootloader.saved_entry or "0"
     history = replace(history, attempts=(*history.attempts, attempt), pinned_from=pinned_from)
     try:
         save_history(system, history)  # before the boot loader is touched
@@ -175,3 +175,23 @@ def clear(system: System, facts: Facts) -> tuple[Outcome, History]:
     if not commands and not pending:
         return Outcome(True, "nothing was arranged"), history
     return Outcome(True, "the boot loader is back to its own default", tuple(commands)), history
+
+
+def after_check(
+    system: System, facts: Facts, ready: bool, rec: Recommendation, now: str | None = None
+) -> tuple[History, Outcome | None, str]:
+    """After a boot pass or re-check: record the result, settle earlier attempts, and
+    act when the policy says so. Returns (history, outcome if it acted, why)."""
+    from kfdguard.fallback.policy import auto_action, record_check
+
+    stamp = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    history = record_check(facts.history, facts, ready, stamp)
+    mode, why = auto_action(rec, history, facts.kernel.boot_id)
+    if mode is None:
+        try:
+            save_history(system, history)
+        except OSError as exc:
+            why += f"; the history could not be written ({exc.strerror or exc})"
+        return history, None, why
+    outcome, history = arrange(system, replace(facts, history=history), rec, mode, stamp)
+    return history, outcome, why

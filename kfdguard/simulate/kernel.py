@@ -557,9 +557,67 @@ class SimKernel:
                 (devdir / "driver").unlink()
         self.write("proc/modules", "")
         self.write("proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
+        self._switch_kernel(self.boot_target())
         self.devices = {}
         self.values = {"clock_us": "0", "kmsg_seq": "0", "boots": str(int(self.values.get("boots", "1")) + 1)}
         self.boot((self.root.proc / "cmdline").read_text().strip())
+
+    def boot_target(self) -> str:
+        """The kernel the boot loader starts: a one-shot entry (consumed, as GRUB's
+        save_env and systemd-boot do), else the default."""
+        from kfdguard.probe import boot
+        from kfdguard.probe.reader import Reader
+
+        reader = Reader(self.root)
+        loader = boot.probe_bootloader(reader)
+        chosen: str | None = None
+        if loader.kind == "grub" and loader.env:
+            env_path = self.root.join(loader.env)
+            values = boot.parse_grubenv(env_path.read_text())
+            wanted = values.pop("next_entry", "") or None
+            if wanted:
+                from kfdguard.simulate.render import grubenv
+
+                env_path.write_text(grubenv(values))
+                match = next((e for e in loader.entries if wanted in (e.id, e.title)), None)
+                chosen = match.release if match else None
+        elif loader.kind == "systemd-boot" and loader.next_entry:
+            var = self.root.sys / f"firmware/efi/efivars/LoaderEntryOneShot-{boot.LOADER_GUID}"
+            var.unlink()
+            match = next((e for e in loader.entries if e.id == loader.next_entry), None)
+            chosen = match.release if match else None
+        return chosen or loader.default_release or self.kernel.release
+
+    def _switch_kernel(self, release: str) -> None:
+        from dataclasses import replace
+
+        if release == self.kernel.release:
+            return
+        kernels = {k.release: k for k in (self.spec.kernel, *self.spec.other_kernels)}
+        if release not in kernels:
+            return
+        old = self.kernel.release
+        gpus = tuple(
+            replace(
+                g,
+                outcome=g.outcome_on(release, old),
+                outcomes=tuple((r, o) for r, o in (*g.outcomes, (old, g.outcome)) if r != release),
+            )
+            for g in self.spec.gpus
+        )
+        others = tuple(k for r, k in kernels.items() if r != release)
+        self.spec = replace(self.spec, kernel=kernels[release], other_kernels=others, gpus=gpus)
+        self.kernel = self.spec.kernel
+        self.version = kernel_version(release)
+        self.config = kernel_config(self.kernel)
+        self.merged = is_merged(self.kernel)
+        from kfdguard.simulate.render import spec_json
+
+        with open(os.path.join(state.sim_dir(self.root), "spec.json"), "w", encoding="utf-8") as handle:
+            handle.write(spec_json(self.spec))
+        self.write("proc/sys/kernel/osrelease", release + "\n")
+        cmdline = (self.root.proc / "cmdline").read_text().replace(old, release)
+        self.write("proc/cmdline", cmdline)
 
     # --- unloading --------------------------------------------------------------------------
 

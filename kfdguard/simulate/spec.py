@@ -57,9 +57,15 @@ class GpuSpec:
     revision: int = 0
     subsystem: tuple[int, int] = (0x1002, 0x0000)
     pci_class: int = 0x030000
-    outcome: str = "added"
+    outcome: str = "added"  # under the running kernel
     driver: str | None = None  # non-AMD GPUs: the driver bound to them (e.g. "nvidia")
     boot_vga: bool = False
+    outcomes: tuple[tuple[str, str], ...] = ()  # (release, outcome) under the other installed kernels
+
+    def outcome_on(self, release: str, running: str) -> str:
+        if release == running:
+            return self.outcome
+        return dict(self.outcomes).get(release, self.outcome)
 
 
 @dataclass(frozen=True)
@@ -191,7 +197,9 @@ def _kernel(data: object, where: str) -> KernelSpec:
 
 def _gpu(data: object, where: str) -> GpuSpec:
     d = _keys(
-        data, {"slot", "device", "vendor", "revision", "subsystem", "class", "outcome", "driver", "boot_vga"}, where
+        data,
+        {"slot", "device", "vendor", "revision", "subsystem", "class", "outcome", "driver", "boot_vga", "outcomes"},
+        where,
     )
     for key in ("slot", "device"):
         if key not in d:
@@ -206,6 +214,10 @@ def _gpu(data: object, where: str) -> GpuSpec:
         outcome=_choice(d.get("outcome", "added"), OUTCOMES, f"{where}.outcome"),
         driver=None if d.get("driver") is None else _str(d["driver"], f"{where}.driver"),
         boot_vga=bool(d.get("boot_vga", False)),
+        outcomes=tuple(
+            (str(rel), _choice(out, OUTCOMES, f"{where}.outcomes.{rel}"))
+            for rel, out in _any_keys(d.get("outcomes"), f"{where}.outcomes").items()
+        ),
     )
 
 

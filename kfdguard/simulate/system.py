@@ -35,7 +35,10 @@ def spec_from_json(text: str) -> MachineSpec:
         os=OsSpec(**{**d["os"], "id_like": tuple(d["os"]["id_like"])}),
         kernel=_kernel(d["kernel"]),
         other_kernels=tuple(_kernel(k) for k in d["other_kernels"]),
-        gpus=tuple(GpuSpec(**{**g, "subsystem": tuple(g["subsystem"])}) for g in d["gpus"]),
+        gpus=tuple(
+            GpuSpec(**{**g, "subsystem": tuple(g["subsystem"]), "outcomes": tuple(tuple(o) for o in g["outcomes"])})
+            for g in d["gpus"]
+        ),
         amdgpu_loaded=d["amdgpu_loaded"],
         udev=UdevSpec(**d["udev"]),
         users=tuple(UserSpec(**{**u, "groups": tuple(u["groups"])}) for u in d["users"]),
