@@ -48,7 +48,7 @@ PLANS: dict[str, tuple[list[tuple[str, str]], State, State]] = {
     ),
     "780m-ubuntu2204-ga": (
         [("write-file", "/etc/udev/rules.d/71-kfdguard.rules"), ("udev-reload", "udev")],
-        State.UNAVAILABLE, State.UNAVAILABLE,
+        State.UNAVAILABLE, State.READY,  # the next boot starts the installed HWE kernel, GRUB's default
     ),
     "no-hsa-amd": (
         [("write-file", "/etc/udev/rules.d/71-kfdguard.rules"), ("udev-reload", "udev")],

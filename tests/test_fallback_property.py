@@ -32,10 +32,11 @@ NOKFD = ModuleFacts("amdkfd", False, None, False, False, {}, None, (), None, Non
 
 
 mostly = st.sampled_from([True, True, True, True, False])  # most kernels are usable
+World = tuple[list[InstalledKernel], BootloaderFacts, dict[str, bool]]
 
 
 @st.composite
-def worlds(draw: st.DrawFn) -> tuple[list[InstalledKernel], BootloaderFacts, dict[str, bool]]:
+def worlds(draw: st.DrawFn) -> World:
     count = draw(st.integers(1, 6))
     minors = draw(st.lists(st.integers(0, 14), min_size=count, max_size=count, unique=True))
     kernels = []
@@ -78,9 +79,9 @@ def facts_for(
 
 @settings(max_examples=400, deadline=None)
 @given(worlds(), histories, st.sampled_from(["off", "notify", "oneshot", "pin"]), st.data())
-def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: object, history: History, policy: str,
+def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: World, history: History, policy: str,
                                                                        data: st.DataObject) -> None:  # fmt: skip
-    kernels, loader, _ = world  # type: ignore[misc]
+    kernels, loader, _ = world
     running = data.draw(st.sampled_from([k.release for k in kernels]))
     facts = facts_for(kernels, loader, running, history, "boot0")
     rec = recommend(facts, {"kernel-too-old"}, policy)
@@ -89,7 +90,8 @@ def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: obj
         assert rec.kernel != running
         assert chosen.initrd is not None and chosen.modules and loader.entry_for(rec.kernel) is not None
         assert chosen.hsa_amd != "n" and chosen.amdgpu
-        assert rec.entry == loader.entry_for(rec.kernel).id  # type: ignore[union-attr]
+        found = loader.entry_for(rec.kernel)
+        assert found is not None and rec.entry == found.id
     mode, _ = auto_action(rec, history, "boot0")
     if policy in ("off", "notify"):
         assert mode is None  # the boot loader is never touched without oneshot or pin
@@ -97,10 +99,10 @@ def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: obj
 
 @settings(max_examples=300, deadline=None)
 @given(worlds(), st.data())
-def test_no_loop_over_many_boots(world: object, data: st.DataObject) -> None:
+def test_no_loop_over_many_boots(world: World, data: st.DataObject) -> None:
     """Boot again and again under policy oneshot: the model of the machine boots the one-shot
     entry once, else the default; a kernel that failed after a fallback is never targeted again."""
-    kernels, loader, works = world  # type: ignore[misc]
+    kernels, loader, works = world
     default = data.draw(st.sampled_from([k.release for k in kernels]))
     history = History()
     next_entry: str | None = None
