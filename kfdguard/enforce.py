@@ -393,11 +393,21 @@ def enforce(
     system: System, config: Config, *, dry_run: bool = False, config_errors: tuple[object, ...] = ()
 ) -> tuple[EnforceReport, Verdict, Verdict]:
     """probe, assess, act, probe again: returns the report and the verdicts before and after."""
+    report, before, after, _ = enforce_with_facts(system, config, dry_run=dry_run, config_errors=config_errors)
+    return report, before, after
+
+
+def enforce_with_facts(
+    system: System, config: Config, *, dry_run: bool = False, config_errors: tuple[object, ...] = ()
+) -> tuple[EnforceReport, Verdict, Verdict, Facts]:
+    """enforce(), also returning the facts of the final look (the service publishes them)."""
     from kfdguard.assess import assess
     from kfdguard.probe import probe
 
     enforcer = Enforcer(system, config, dry_run=dry_run)
     lock = system.root.run / "kfdguard/enforce.lock"
+
+    final: list[Facts] = []
 
     def once() -> tuple[Verdict, Verdict]:
         facts = probe(system, log="needed", log_sources=config.log.sources)
@@ -411,6 +421,7 @@ def enforce(
             enforcer.run(late, facts)
         after_facts = probe(system, log="needed", log_sources=config.log.sources)
         after = assess(after_facts, config, config_errors)  # type: ignore[arg-type]
+        final.append(after_facts)
         if not dry_run:
             _initramfs_note(enforcer, after_facts, config)
         return before, after
@@ -429,9 +440,10 @@ def enforce(
             from kfdguard.assess import assess
             from kfdguard.probe import probe
 
-            verdict = assess(probe(system, log="never"), config)
-            return report, verdict, verdict
-    return EnforceReport(tuple(enforcer.changes), tuple(enforcer.findings), dry_run), before, after
+            facts = probe(system, log="never")
+            verdict = assess(facts, config)
+            return report, verdict, verdict, facts
+    return EnforceReport(tuple(enforcer.changes), tuple(enforcer.findings), dry_run), before, after, final[-1]
 
 
 def _initramfs_note(enforcer: Enforcer, facts: Facts, config: Config) -> None:
@@ -455,4 +467,4 @@ def _initramfs_note(enforcer: Enforcer, facts: Facts, config: Config) -> None:
         )
 
 
-__all__ = ["Change", "EnforceReport", "enforce"]
+__all__ = ["Change", "EnforceReport", "enforce", "enforce_with_facts"]

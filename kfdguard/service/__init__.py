@@ -1,0 +1,8 @@
+"""The guardian service: the boot pass, then the system-bus API.
+
+main.py runs the boot pass with no event loop and no D-Bus library loaded,
+reports READY, and only then imports asyncio and the D-Bus stack (loop.py).
+core.py holds the published Status and the one transition point; dbusapi.py
+adapts it to org.kfdguard.Guardian1; polkit.py asks polkitd; backend.py is
+the one module that imports a D-Bus library (dbus-fast, or dbus-next).
+"""

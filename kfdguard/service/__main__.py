@@ -1,0 +1,3 @@
+from kfdguard.service.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""The service's state: one current Status, replaced as a whole at one point."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from kfdguard import log
+from kfdguard.config import LoadedConfig, load_config
+from kfdguard.service.notify import notify
+from kfdguard.service.status import Status, from_verdict, starting
+from kfdguard.verdict import Finding, Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from kfdguard.facts import Facts
+    from kfdguard.system import System
+    from kfdguard.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class PassResult:
+    status: Status
+    facts: Facts
+    verdict: Verdict
+
+
+class Service:
+    """Checks the machine and holds what was found. Blocking methods run off the event loop."""
+
+    def __init__(
+        self, system: System, config_path: Path, config_shown: str, cache: Path | None, *, enforce: bool = True
+    ) -> None:
+        self.system = system
+        self.config_path = config_path
+        self.config_shown = config_shown
+        self.cache = cache
+        self.enforce = enforce
+        self.loaded: LoadedConfig = load_config(config_path, config_shown, cache)
+        self.status: Status = starting()
+        self.last: PassResult | None = None
+        self.listeners: list[Callable[[Status, Status], None]] = []
+        self.lock = threading.Lock()  # one check or mutation at a time
+        # A boot pass that outlived its deadline: the loop publishes its result when done.
+        self.pending: threading.Thread | None = None
+        self.pending_result: list[PassResult] = []
+
+    # --- the one transition point ------------------------------------------------------
+
+    def transition(self, new: Status, reason: str) -> None:
+        old = self.status
+        self.status = new
+        if (old.state, old.summary) != (new.state, new.summary):
+            level = log.INFO if new.state in ("ready", "no-device") else log.WARNING
+            log.emit(level, f"state {old.state} -> {new.state} ({reason}): {new.summary}")
+            notify(f"STATUS={new.state}: {new.summary}")
+        for listener in self.listeners:
+            listener(old, new)
+
+    # --- checks (blocking) ---------------------------------------------------------------
+
+    def reload_config(self) -> LoadedConfig:
+        self.loaded = load_config(self.config_path, self.config_shown, self.cache)
+        for error in self.loaded.errors:
+            log.error(f"configuration: {error}")
+        return self.loaded
+
+    def check(self, *, enforce: bool | None = None) -> PassResult:
+        """probe, assess, enforce when allowed, probe again: the boot pass and every re-check."""
+        with self.lock:
+            return self._check(self.enforce if enforce is None else enforce)
+
+    def _check(self, enforce: bool) -> PassResult:
+        from kfdguard.assess import assess
+        from kfdguard.probe import probe
+
+        config = self.loaded.config
+        errors = self.loaded.errors
+        extra: tuple[Finding, ...] = ()
+        if enforce:
+            from kfdguard.enforce import enforce_with_facts
+
+            report, _before, verdict, facts = enforce_with_facts(self.system, config, config_errors=errors)
+            extra = report.findings
+        else:
+            facts = probe(self.system, log="needed", log_sources=config.log.sources)
+            verdict = assess(facts, config, errors)
+        status = from_verdict(facts, verdict, config.fallback.policy, time.time_ns() // 1000)
+        if extra:
+            # Problems met while repairing are findings like the others.
+            merged = tuple(sorted((*verdict.findings, *extra), key=lambda f: f.key()))
+            status = replace(status, findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in merged))
+        return PassResult(status, facts, verdict)
+
+    def diagnose(self) -> tuple[tuple[str, str, str, str], ...]:
+        """A fresh look including the kernel log; classified findings only."""
+        from kfdguard.assess import assess
+        from kfdguard.probe import probe
+
+        config = self.loaded.config
+        facts = probe(
+            self.system, log="always", log_sources=config.log.sources, previous_boots=config.log.previous_boots
+        )
+        verdict = assess(facts, config, self.loaded.errors)
+        return tuple((f.code, str(f.severity), f.message, f.remedy) for f in verdict.findings)
+
+    def record_and_fallback(self, result: PassResult) -> str:
+        """After a check: write the history and let the fallback policy act."""
+        from kfdguard.fallback.apply import after_check
+
+        rec = result.verdict.fallback
+        if rec is None:
+            return "no recommendation"
+        with self.lock:
+            _, outcome, why = after_check(self.system, result.facts, result.verdict.ready, rec)
+        if outcome is not None:
+            level = log.NOTICE if outcome.ok else log.WARNING
+            log.emit(level, f"fallback: {outcome.message}")
+            return outcome.message
+        return why
+
+    def fallback(self, clear: bool) -> tuple[bool, str]:
+        from kfdguard.assess import assess
+        from kfdguard.fallback.apply import arrange
+        from kfdguard.fallback.apply import clear as clear_fallback
+        from kfdguard.probe import probe
+
+        with self.lock:
+            facts = probe(self.system, log="never")
+            if clear:
+                outcome, _ = clear_fallback(self.system, facts)
+            else:
+                verdict = assess(facts, self.loaded.config, self.loaded.errors)
+                if verdict.fallback is None:
+                    return False, "no recommendation"
+                mode = "pin" if self.loaded.config.fallback.policy == "pin" else "oneshot"
+                outcome, _ = arrange(self.system, facts, verdict.fallback, mode)
+        log.emit(
+            log.NOTICE if outcome.ok else log.WARNING, f"fallback {'clear' if clear else 'apply'}: {outcome.message}"
+        )
+        return outcome.ok, outcome.message
+
+
+def error_status(message: str) -> Status:
+    return Status("error", False, message, findings=(("internal-error", str(Severity.ERROR), message, ""),))

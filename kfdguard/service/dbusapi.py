@@ -1,0 +1,290 @@
+"""org.kfdguard.Guardian1 on the bus: a thin adapter over Service.
+
+Every call passes through one message handler, because neither D-Bus library
+hands the caller to a method: the handler sees the sender (the polkit
+subject) and the allow-interactive-authorization flag. Introspection is the
+XML file itself, so what clients read is exactly the contract. A method not
+in AUTH is refused; a failure becomes a named error with a human message and
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from pathlib import Path
+from typing import Any
+
+from kfdguard import log
+from kfdguard.access import check_rw
+from kfdguard.service.core import Service
+from kfdguard.service.polkit import Authority
+from kfdguard.service.status import DEVICE_KEYS, FALLBACK_KEYS, SIGNATURES, Status
+
+NAME = "org.kfdguard.Guardian1"
+PATH = "/org/kfdguard/Guardian1"
+INTERFACE = NAME
+ERROR = f"{NAME}.Error."
+PROPERTIES = "org.freedesktop.DBus.Properties"
+INTROSPECTABLE = "org.freedesktop.DBus.Introspectable"
+PEER = "org.freedesktop.DBus.Peer"
+XML = (Path(__file__).resolve().parent / "org.kfdguard.Guardian1.xml").read_text()
+
+# Deny by default: a method missing here is refused, whatever the XML says.
+AUTH: dict[str, str | None] = {
+    "GetStatus": None,
+    "CheckAccess": None,
+    "Diagnose": None,
+    "Reload": "org.kfdguard.reload",
+    "ApplyFallback": "org.kfdguard.manage",
+    "ClearFallback": "org.kfdguard.manage",
+}
+OUT = {"GetStatus": "a{sv}", "CheckAccess": "bs", "Diagnose": "a(ssss)", "Reload": "s",
+       "ApplyFallback": "s", "ClearFallback": "s"}  # fmt: skip
+MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback"})
+PER_CALLER = 4  # calls in flight per connection; more get Busy at once
+IN_FLIGHT = 64  # calls in flight overall
+
+
+class CallError(Exception):
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(text)
+        self.name = name
+        self.text = text
+
+
+class GuardianAPI:
+    def __init__(self, bus: Any, backend: Any, service: Service, polkit_timeout: float) -> None:
+        self.bus = bus
+        self.b = backend
+        self.service = service
+        self.authority = Authority(bus, backend, polkit_timeout)
+        self.in_flight: dict[str, int] = {}
+        self.total = 0
+        self.mutating = False
+        self.diagnosing: asyncio.Future[tuple[tuple[str, str, str, str], ...]] | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._props: dict[str, Any] = {}
+        self._status_reply: dict[str, Any] = {}
+        self._cache(service.status)
+
+    # --- values ---------------------------------------------------------------------------
+
+    def _variant(self, name: str, value: object) -> Any:
+        V = self.b.Variant
+        sig = SIGNATURES[name]
+        if name == "Devices":
+            assert isinstance(value, list)
+            value = [{k: V(DEVICE_KEYS[k], v) for k, v in d.items()} for d in value]
+        elif name == "FallbackRecommendation":
+            assert isinstance(value, dict)
+            value = {k: V(FALLBACK_KEYS[k], v) for k, v in value.items()}
+        return V(sig, value)
+
+    def _cache(self, status: Status) -> None:
+        self._raw = status.properties()
+        self._props = {name: self._variant(name, value) for name, value in self._raw.items()}
+
+    def publish(self, old: Status, new: Status) -> None:
+        """Core changed its status: PropertiesChanged for what differs, StateChanged for the state."""
+        before = self._raw
+        self._cache(new)
+        changed = {k: self._props[k] for k, v in self._raw.items() if before.get(k) != v}
+        if changed:
+            self._signal(PROPERTIES, "PropertiesChanged", "sa{sv}as", [INTERFACE, changed, []])
+        if old.state != new.state:
+            self._signal(INTERFACE, "StateChanged", "sss", [old.state, new.state, new.summary])
+
+    def _signal(self, interface: str, member: str, signature: str, body: list[Any]) -> None:
+        msg = self.b.Message.new_signal(PATH, interface, member, signature, body)
+        self._send(msg)
+
+    def _send(self, msg: Any) -> None:
+        try:
+            result = self.bus.send(msg)
+            if asyncio.isfuture(result):
+                result.add_done_callback(_consume)
+        except Exception as exc:
+            log.warning(f"D-Bus send failed: {exc}")
+
+    # --- dispatch --------------------------------------------------------------------------
+
+    def handle(self, msg: Any) -> Any:
+        try:
+            return self._handle(msg)
+        except CallError as exc:
+            return self.b.Message.new_error(msg, exc.name, exc.text)
+        except Exception:
+            log.error("D-Bus dispatch failed: " + traceback.format_exc().replace("\n", " | "))
+            return self.b.Message.new_error(msg, ERROR + "Failed", "internal error; see the service's journal")
+
+    def _reply(self, msg: Any, signature: str, body: list[Any]) -> Any:
+        return self.b.Message.new_method_return(msg, signature, body)
+
+    def _handle(self, msg: Any) -> Any:
+        if msg.message_type != self.b.MessageType.METHOD_CALL:
+            return None
+        iface, member, path = msg.interface, msg.member, msg.path
+        if path != PATH:
+            if iface in (INTROSPECTABLE, None) and member == "Introspect" and PATH.startswith(path.rstrip("/") + "/"):
+                child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
+                return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
+            return None
+        if iface == INTROSPECTABLE and member == "Introspect":
+            return self._reply(msg, "s", [XML])
+        if iface == PROPERTIES:
+            return self._properties(msg)
+        if iface == PEER:
+            return None
+        if iface not in (INTERFACE, None):
+            raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
+        if member not in AUTH:
+            raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {member!r} in {INTERFACE}")
+        if msg.signature != "":
+            raise CallError(ERROR + "InvalidArgs", f"{member} takes no arguments (got signature {msg.signature!r:.40})")
+        if member == "GetStatus":
+            return self._reply(msg, "a{sv}", [self._props])
+        sender = msg.sender or ""
+        if self.total >= IN_FLIGHT or self.in_flight.get(sender, 0) >= PER_CALLER:
+            raise CallError(ERROR + "Busy", "too many calls in progress; try again shortly")
+        if member in MUTATING and self.mutating:
+            raise CallError(ERROR + "Busy", "a re-check or boot-loader change is already running")
+        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
+        self.total += 1
+        if member in MUTATING:
+            self.mutating = True
+        task = asyncio.get_running_loop().create_task(self._call(msg, member, sender))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return True
+
+    def _properties(self, msg: Any) -> Any:
+        member, sig, body = msg.member, msg.signature, msg.body
+        if member == "Get" and sig == "ss":
+            iface, name = body
+            if iface != INTERFACE or name not in self._props:
+                raise CallError(
+                    "org.freedesktop.DBus.Error.UnknownProperty", f"no property {name!r:.60} in {iface!r:.60}"
+                )
+            return self._reply(msg, "v", [self._props[name]])
+        if member == "GetAll" and sig == "s":
+            return self._reply(msg, "a{sv}", [self._props if body[0] == INTERFACE else {}])
+        if member == "Set" and sig == "ssv":
+            raise CallError("org.freedesktop.DBus.Error.PropertyReadOnly", "all properties are read-only")
+        raise CallError("org.freedesktop.DBus.Error.InvalidArgs", f"bad call {member}({sig})")
+
+    async def _call(self, msg: Any, member: str, sender: str) -> None:
+        no_reply = bool(msg.flags & self.b.MessageFlag.NO_REPLY_EXPECTED)
+        try:
+            await self._authorize(msg, member, sender)
+            body = await getattr(self, f"_do_{member}")(sender)
+            reply = self._reply(msg, OUT[member], body)
+        except CallError as exc:
+            reply = self.b.Message.new_error(msg, exc.name, exc.text)
+        except Exception:
+            log.error(f"{member} failed: " + traceback.format_exc().replace("\n", " | "))
+            reply = self.b.Message.new_error(msg, ERROR + "Failed", f"{member} failed; see the service's journal")
+        finally:
+            self.in_flight[sender] -= 1
+            if not self.in_flight[sender]:
+                del self.in_flight[sender]
+            self.total -= 1
+            if member in MUTATING:
+                self.mutating = False
+        if not no_reply:
+            self._send(reply)
+
+    async def _authorize(self, msg: Any, member: str, sender: str) -> None:
+        action = AUTH[member]
+        if action is None:
+            return
+        interactive = bool(msg.flags & self.b.MessageFlag.ALLOW_INTERACTIVE_AUTHORIZATION)
+        decision = await self.authority.check(sender, action, interactive)
+        if decision.allowed:
+            return
+        if decision.challenge and not interactive:
+            raise CallError(
+                "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired",
+                f"{member} needs authentication ({action}); call it with interactive authorization allowed",
+            )
+        raise CallError(ERROR + "NotAuthorized", f"{member} is not allowed: {decision.detail} ({action})")
+
+    # --- the methods --------------------------------------------------------------------------
+
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    async def _do_CheckAccess(self, sender: str) -> list[Any]:
+        creds = await self.authority.credentials(sender)
+        uid = creds.get("UnixUserID")
+        if uid is None:
+            raise CallError(ERROR + "Failed", "the bus did not say who is calling")
+        gids = creds.get("UnixGroupIDs")
+        allowed, text = await self._in_thread(self._access, int(uid), None if gids is None else frozenset(gids))
+        return [allowed, text]
+
+    def _access(self, uid: int, gids: frozenset[int] | None) -> tuple[bool, str]:
+        from kfdguard.parsers.accounts import parse_group, parse_passwd
+        from kfdguard.probe.reader import Reader
+
+        system = self.service.system
+        reader = Reader(system.root)
+        groups, _ = parse_group(reader.text(system.root.etc / "group") or "")
+        users, _ = parse_passwd(reader.text(system.root.etc / "passwd") or "")
+        user = next((u for u in users if u.uid == uid), None)
+        name = user.name if user else str(uid)
+        if gids is None:
+            gids = frozenset({user.gid} if user else set()) | {g.gid for g in groups if name in g.members}
+        status = self.service.status
+        if not status.nodes:
+            return False, f"{status.summary} (state {status.state})"
+        problems = []
+        for path, probed in status.nodes:
+            try:
+                node = system.stat_node(system.root.join(path)) or probed
+            except OSError:
+                node = probed
+            access = check_rw(node, uid, gids)
+            if not access.allowed:
+                owner = next((g.name for g in groups if g.gid == node.gid), str(node.gid))
+                problems.append(f"{path} ({node.symbolic} group {owner}): {access.detail}")
+        if problems:
+            group = next((g.name for g in groups if g.gid == status.nodes[0][1].gid), "render")
+            fix = f"sudo usermod -aG {group} {name}, then log in again"
+            return False, f"{name} (uid {uid}) cannot open " + "; ".join(problems) + f". Fix: {fix}"
+        paths = ", ".join(path for path, _ in status.nodes)
+        tail = "" if status.ready else f"; but compute is not ready: {status.summary}"
+        return status.ready, f"{name} (uid {uid}) can open {paths}{tail}"
+
+    async def _do_Diagnose(self, sender: str) -> list[Any]:
+        # Concurrent callers share one fresh diagnosis instead of each starting a probe.
+        if self.diagnosing is None or self.diagnosing.done():
+            self.diagnosing = asyncio.ensure_future(self._in_thread(self.service.diagnose))
+        findings = await asyncio.shield(self.diagnosing)
+        return [[list(f) for f in findings]]
+
+    async def _do_Reload(self, sender: str) -> list[Any]:
+        log.info(f"re-check requested over D-Bus by {sender}")
+        await self._in_thread(self.service.reload_config)
+        result = await self._in_thread(self.service.check)
+        self.service.last = result
+        self.service.transition(result.status, f"Reload by {sender}")
+        asyncio.get_running_loop().run_in_executor(None, self.service.record_and_fallback, result)
+        return [result.status.state]
+
+    async def _do_ApplyFallback(self, sender: str) -> list[Any]:
+        ok, message = await self._in_thread(self.service.fallback, False)
+        if not ok:
+            raise CallError(ERROR + "Failed", message)
+        return [message]
+
+    async def _do_ClearFallback(self, sender: str) -> list[Any]:
+        ok, message = await self._in_thread(self.service.fallback, True)
+        if not ok:
+            raise CallError(ERROR + "Failed", message)
+        return [message]
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.debug(f"D-Bus send: {future.exception()}")

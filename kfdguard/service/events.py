@@ -1,0 +1,92 @@
+"""Device events that make the service look again: udev on a real machine,
+a FIFO on a simulated one. Both only ask for a re-check; they decide nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+
+from kfdguard import log
+
+SUBSYSTEMS = ("kfd", "drm", "pci")
+DEBOUNCE = 0.3  # events come in bursts (a module load creates kfd and drm nodes at once)
+
+
+class Debouncer:
+    def __init__(self, loop: asyncio.AbstractEventLoop, delay: float, action: Callable[[str], None]) -> None:
+        self.loop = loop
+        self.delay = delay
+        self.action = action
+        self.handle: asyncio.TimerHandle | None = None
+        self.reasons: list[str] = []
+
+    def poke(self, reason: str) -> None:
+        self.reasons.append(reason)
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle = self.loop.call_later(self.delay, self._fire)
+
+    def _fire(self) -> None:
+        reasons, self.reasons, self.handle = self.reasons, [], None
+        self.action(", ".join(dict.fromkeys(reasons)))
+
+
+def watch_udev(loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> object | None:
+    """pyudev's monitor on the loop's own reader: no thread."""
+    try:
+        import pyudev
+    except ImportError:
+        log.warning("pyudev is not installed: device changes are noticed only on SIGHUP or Reload")
+        return None
+    try:
+        monitor = pyudev.Monitor.from_netlink(pyudev.Context())
+        for subsystem in SUBSYSTEMS:
+            monitor.filter_by(subsystem=subsystem)
+        monitor.start()
+    except (OSError, ImportError) as exc:
+        log.warning(f"udev monitor unavailable ({exc}): device changes are noticed only on SIGHUP or Reload")
+        return None
+
+    def readable() -> None:
+        while True:
+            try:
+                device = monitor.poll(timeout=0)
+            except OSError:
+                return
+            if device is None:
+                return
+            poke(f"udev {device.action} {device.subsystem} {device.sys_name}")
+
+    loop.add_reader(monitor.fileno(), readable)
+    kept: object = monitor  # the caller keeps it alive for the loop's lifetime
+    return kept
+
+
+def watch_simulation(loop: asyncio.AbstractEventLoop, fifo: str, poke: Callable[[str], None]) -> int | None:
+    """A simulated machine's uevents: lines "ACTION SUBSYSTEM NAME" written into a FIFO."""
+    try:
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo, 0o600)
+        # O_RDWR keeps the FIFO open with no writer, so the reader never sees EOF.
+        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        log.warning(f"simulated uevents unavailable: {exc}")
+        return None
+    buffer = bytearray()
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        buffer.extend(chunk)
+        while b"\n" in buffer:
+            line, _, rest = bytes(buffer).partition(b"\n")
+            buffer[:] = rest
+            text = line.decode(errors="replace").strip()[:200]
+            if text:
+                poke(f"uevent {text}")
+
+    loop.add_reader(fd, readable)
+    return fd

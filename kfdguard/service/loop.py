@@ -1,0 +1,117 @@
+"""After READY: the event loop, the bus, the watchdog, device events and signals."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+from kfdguard import log
+from kfdguard.service.core import PassResult, Service
+from kfdguard.service.dbusapi import NAME, GuardianAPI
+from kfdguard.service.events import DEBOUNCE, Debouncer, watch_simulation, watch_udev
+from kfdguard.service.notify import notify, watchdog_interval
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.service.main import Options
+
+
+def serve(service: Service, opts: Options) -> int:
+    try:
+        return asyncio.run(Loop(service, opts).run())
+    except KeyboardInterrupt:
+        return 0
+
+
+class Loop:
+    def __init__(self, service: Service, opts: Options) -> None:
+        self.service = service
+        self.opts = opts
+        self.stop = asyncio.Event()
+        self.checking = False
+        self.again: str | None = None
+
+    async def run(self) -> int:
+        from kfdguard.service.backend import load
+
+        loop = asyncio.get_running_loop()
+        backend = load(self.opts.backend)
+        try:
+            bus = await backend.MessageBus(bus_address=self.opts.bus, bus_type=backend.BusType.SYSTEM).connect()
+        except Exception as exc:
+            log.error(f"cannot connect to the bus: {exc}")
+            return 1
+        api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit)
+        bus.add_message_handler(api.handle)
+        reply = await bus.request_name(NAME, backend.NameFlag.DO_NOT_QUEUE)
+        if reply not in (backend.RequestNameReply.PRIMARY_OWNER, backend.RequestNameReply.ALREADY_OWNER):
+            log.error(f"cannot own {NAME} on the bus ({reply}): is another kfdguard running?")
+            return 1
+        log.info(f"serving {NAME} ({backend.name})")
+        self.service.listeners.append(api.publish)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop.set)
+        loop.add_signal_handler(signal.SIGHUP, lambda: self.request("SIGHUP", reload=True))
+        debouncer = Debouncer(loop, DEBOUNCE, self.request)
+        sim_dir = os.path.join(str(self.service.system.root.path), ".kfdguard-sim")
+        # The watchers stay referenced for the loop's lifetime (a collected monitor closes its socket).
+        if self.service.system.simulated:
+            self.watcher: object | None = watch_simulation(loop, os.path.join(sim_dir, "uevent.fifo"), debouncer.poke)
+        else:
+            self.watcher = watch_udev(loop, debouncer.poke)
+        tasks = [loop.create_task(self._after_boot())]
+        interval = watchdog_interval()
+        if interval:
+            tasks.append(loop.create_task(self._watchdog(interval)))
+        await self.stop.wait()
+        notify("STOPPING=1")
+        log.info("stopping")
+        for task in tasks:
+            task.cancel()
+        bus.disconnect()
+        return 0
+
+    async def _watchdog(self, interval: float) -> None:
+        # Sent from the loop itself: a loop blocked for longer than WatchdogSec
+        # stops the pings and systemd restarts the service.
+        while True:
+            notify("WATCHDOG=1")
+            await asyncio.sleep(interval)
+
+    async def _after_boot(self) -> None:
+        loop = asyncio.get_running_loop()
+        service = self.service
+        if service.pending is not None:
+            await loop.run_in_executor(None, service.pending.join)
+            if service.pending_result:
+                service.last = service.pending_result[0]
+                service.transition(service.last.status, "boot pass (late)")
+            service.pending = None
+        if service.last is not None:
+            await loop.run_in_executor(None, service.record_and_fallback, service.last)
+
+    def request(self, reason: str, *, reload: bool = False) -> None:
+        """Ask for a re-check; requests during a check are folded into one more."""
+        if self.checking:
+            self.again = reason
+            return
+        asyncio.get_running_loop().create_task(self._recheck(reason, reload))
+
+    async def _recheck(self, reason: str, reload: bool) -> None:
+        loop = asyncio.get_running_loop()
+        self.checking = True
+        try:
+            if reload:
+                await loop.run_in_executor(None, self.service.reload_config)
+            result: PassResult = await loop.run_in_executor(None, self.service.check)
+            self.service.last = result
+            self.service.transition(result.status, reason)
+            await loop.run_in_executor(None, self.service.record_and_fallback, result)
+        except Exception as exc:
+            log.error(f"re-check after {reason} failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.checking = False
+        if self.again is not None:
+            again, self.again = self.again, None
+            self.request(again)

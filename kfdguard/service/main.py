@@ -1,0 +1,131 @@
+"""kfdguard's service entry point: the boot pass first, the event loop after READY.
+
+Only what the boot pass needs is imported before READY=1: asyncio and the
+D-Bus library together cost several times an interpreter's start, and a
+client that calls early is held by D-Bus activation until the name appears.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from kfdguard import log
+from kfdguard.root import Root
+from kfdguard.service.core import PassResult, Service, error_status
+from kfdguard.service.notify import notify
+
+# The unit's TimeoutStartSec is 30 s: READY goes out by this deadline whatever
+# a step is doing (each step is bounded too; this is the bound of them all).
+BOOT_DEADLINE = 20.0
+USAGE = """usage: python3 -m kfdguard.service [--root DIR] [--bus ADDRESS] [--backend fast|next] [--no-enforce]
+
+The kfdguard system service (see kfdguard(8)); systemd starts it. --root serves
+a machine directory (a simulated machine for the demo and the tests), --bus
+connects to another bus than the system bus, --no-enforce only observes.
+"""
+
+
+class Options:
+    def __init__(self) -> None:
+        self.root: str | None = None
+        self.bus: str | None = None
+        self.backend: str | None = None
+        self.enforce = True
+        self.deadline = BOOT_DEADLINE
+
+
+def parse(argv: list[str]) -> Options:
+    # argparse costs milliseconds the boot path does not need; these few options do not.
+    opts = Options()
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            raise SystemExit(0)
+        if arg == "--no-enforce":
+            opts.enforce = False
+            continue
+        key, sep, value = arg.partition("=")
+        if key not in ("--root", "--bus", "--backend", "--deadline"):
+            raise SystemExit(f"kfdguard service: unknown option {arg!r}\n{USAGE}")
+        if not sep:
+            if not args:
+                raise SystemExit(f"kfdguard service: {key} needs a value")
+            value = args.pop(0)
+        if key == "--deadline":
+            opts.deadline = float(value)
+        else:
+            setattr(opts, key[2:], value)
+    return opts
+
+
+def make_system(root_path: str | None) -> object:
+    from pathlib import Path
+
+    from kfdguard.system import RealSystem
+
+    if root_path is None:
+        return RealSystem(Root())
+    from kfdguard.simulate import state
+
+    root = Root(Path(root_path).resolve())
+    if state.is_simulated(root):
+        from kfdguard.simulate.system import SimulatedSystem
+
+        return SimulatedSystem(root)
+    return RealSystem(root)
+
+
+def boot_pass(service: Service, deadline: float) -> PassResult | None:
+    """Run the first check in a thread and give up waiting at the deadline."""
+    holder: list[PassResult] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            holder.append(service.check())
+        except Exception as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=work, name="boot-pass", daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if holder:
+        return holder[0]
+    if failure:
+        log.error(f"boot pass failed: {type(failure[0]).__name__}: {failure[0]}")
+        service.transition(error_status(f"the check failed: {failure[0]}"), "boot pass")
+        return None
+    log.warning(f"boot pass still running after {deadline:g} s; reporting READY and finishing it in the background")
+    service.pending = thread
+    service.pending_result = holder
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse(sys.argv[1:] if argv is None else argv)
+    log.set_journal("JOURNAL_STREAM" in os.environ)
+    system = make_system(opts.root)
+    from kfdguard.system import System
+
+    assert isinstance(system, System)
+    root = system.root
+    config_path = root.etc / "kfdguard/config.yaml"
+    service = Service(
+        system, config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache", enforce=opts.enforce
+    )
+    for error in service.loaded.errors:
+        log.error(f"configuration: {error}")
+    result = boot_pass(service, opts.deadline)
+    if result is not None:
+        service.last = result
+        service.transition(result.status, "boot pass")
+    status = service.status
+    notify(f"READY=1\nSTATUS={status.state}: {status.summary}")
+    log.info(f"ready: {status.state}: {status.summary}")
+    from kfdguard.service.loop import serve
+
+    return serve(service, opts)

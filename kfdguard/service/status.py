@@ -1,0 +1,134 @@
+"""The published status: what the service says, in plain values.
+
+Built once per check from Facts and Verdict; the D-Bus adapter turns it into
+properties. It holds no library types, so the boot pass builds it before any
+D-Bus code is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kfdguard import __version__
+from kfdguard.access import NodeStat
+from kfdguard.facts import Facts
+from kfdguard.verdict import Verdict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.fallback.policy import Recommendation
+
+
+@dataclass(frozen=True)
+class Status:
+    state: str
+    ready: bool
+    summary: str
+    kernel: str = ""
+    kfd_version: str = ""
+    devices: tuple[dict[str, object], ...] = ()
+    findings: tuple[tuple[str, str, str, str], ...] = ()
+    fallback_policy: str = "notify"
+    fallback: dict[str, object] = field(default_factory=dict)
+    last_check: int = 0  # microseconds since the epoch
+    version: str = __version__
+    # For CheckAccess: the nodes a user must be able to open, as probed.
+    nodes: tuple[tuple[str, NodeStat], ...] = ()
+
+    def properties(self) -> dict[str, object]:
+        """Property name -> plain value, in the XML's order."""
+        return {
+            "Version": self.version,
+            "State": self.state,
+            "Ready": self.ready,
+            "Summary": self.summary,
+            "KernelRelease": self.kernel,
+            "KfdVersion": self.kfd_version,
+            "Devices": list(self.devices),
+            "Findings": [list(f) for f in self.findings],
+            "FallbackPolicy": self.fallback_policy,
+            "FallbackRecommendation": dict(self.fallback),
+            "LastCheck": self.last_check,
+        }
+
+
+SIGNATURES = {
+    "Version": "s",
+    "State": "s",
+    "Ready": "b",
+    "Summary": "s",
+    "KernelRelease": "s",
+    "KfdVersion": "s",
+    "Devices": "aa{sv}",
+    "Findings": "a(ssss)",
+    "FallbackPolicy": "s",
+    "FallbackRecommendation": "a{sv}",
+    "LastCheck": "t",
+}
+# Value types of the a{sv} dictionaries, by key.
+DEVICE_KEYS = {
+    "Slot": "s",
+    "VendorId": "q",
+    "DeviceId": "q",
+    "Name": "s",
+    "GfxTarget": "s",
+    "KfdNode": "i",
+    "ComputeReady": "b",
+    "RenderNode": "s",
+    "Reason": "s",
+}
+FALLBACK_KEYS = {"Needed": "b", "Kernel": "s", "Reason": "s", "AlreadyDefault": "b", "Command": "s"}
+
+
+def starting(summary: str = "kfdguard is checking the GPUs") -> Status:
+    return Status("starting", False, summary)
+
+
+def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> Status:
+    kfd = facts.kfd
+    devices = tuple(
+        {
+            "Slot": g.slot,
+            "VendorId": g.vendor,
+            "DeviceId": g.device,
+            "Name": g.name,
+            "GfxTarget": g.gfx or "",
+            "KfdNode": -1 if g.kfd_node is None else g.kfd_node,
+            "ComputeReady": g.compute_ready,
+            "RenderNode": g.render_node or "",
+            "Reason": g.reason,
+        }
+        for g in verdict.gpus
+    )
+    rec = verdict.fallback
+    fallback = _fallback_dict(rec) if rec is not None else {}
+    nodes: list[tuple[str, NodeStat]] = []
+    if kfd.node.stat is not None:
+        nodes.append((kfd.node.path, kfd.node.stat))
+    ready_render = {g.render_node for g in verdict.gpus if g.compute_ready and g.render_node}
+    for name, node in sorted(facts.render_nodes.items()):
+        if name in ready_render and node.stat is not None:
+            nodes.append((node.path, node.stat))
+    return Status(
+        state=str(verdict.state),
+        ready=verdict.ready,
+        summary=verdict.summary,
+        kernel=facts.kernel.release,
+        kfd_version="" if kfd.version is None else f"{kfd.version[0]}.{kfd.version[1]}",
+        devices=devices,
+        findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in verdict.findings),
+        fallback_policy=policy,
+        fallback=fallback,
+        last_check=now_usec,
+        nodes=tuple(nodes),
+    )
+
+
+def _fallback_dict(rec: Recommendation) -> dict[str, object]:
+    return {
+        "Needed": rec.needed,
+        "Kernel": rec.kernel or "",
+        "Reason": rec.reason,
+        "AlreadyDefault": rec.already_default,
+        "Command": rec.command or "",
+    }
