@@ -40,7 +40,8 @@ CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configurat
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
+          send_member="UpdateActivationEnvironment"/>
   </policy>
   <policy user="root">
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
@@ -66,7 +67,7 @@ class PrivateBus:
         daemon = shutil.which("dbus-daemon") or "/usr/bin/dbus-daemon"
         self.config.write_text(CONFIG.format(socket=self.socket, policy=POLICY, polkit=POLKIT_POLICY, extra=self.extra))
         # Non-root test users must reach the socket.
-        os.chmod(self.dir, 0o755)
+        os.chmod(self.dir, 0o755)  # noqa: S103 - a test bus directory, readable by the test users
         self.proc = subprocess.Popen(
             [daemon, f"--config-file={self.config}", "--nofork", "--nopidfile"],
             stdout=subprocess.DEVNULL,
@@ -78,7 +79,7 @@ class PrivateBus:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 raise RuntimeError(f"dbus-daemon did not start: {err}")
             time.sleep(0.02)
-        os.chmod(self.socket, 0o666)
+        os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
         return self
 
     def env(self) -> dict[str, str]:
