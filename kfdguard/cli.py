@@ -109,6 +109,8 @@ examples:
     diagnose.add_argument("--json", action="store_true", help="print one JSON object")
     diagnose.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
     diagnose.add_argument("--boots", type=int, metavar="N", help="also read the kernel log of N earlier boots")
+    diagnose.add_argument("--local", action="store_true", help="diagnose in this process instead of asking the service")
+    diagnose.add_argument("--bus", metavar="ADDRESS", help="bus address of the service (default: the system bus)")
 
     enforce = sub.add_parser(
         "enforce",
@@ -156,6 +158,34 @@ examples:
     fallback.add_argument("--pin", action="store_true", help="apply: make it the default instead of next boot only")
     fallback.add_argument("--json", action="store_true", help="print one JSON object")
 
+    for name, summary, description in (
+        ("status", "show what the running service reports",
+         "Ask the kfdguard service (org.kfdguard.Guardian1 on the system bus) for its current status: state, "
+         "GPUs, findings and the fallback recommendation. Needs no privileges."),
+        ("reload", "make the service re-read its configuration and check again",
+         "Ask the service to re-read /etc/kfdguard/config.yaml and run a full check with its repairs. Allowed "
+         "for the active local session and members of the compute group (polkit action org.kfdguard.reload); "
+         "polkit may ask for a password."),
+        ("access", "can I (this user) run GPU compute?",
+         "Ask the service whether the calling user can open /dev/kfd and the render nodes of the GPUs that "
+         "compute, and if not, why. Exit status 0 when yes, 1 when no."),
+    ):  # fmt: skip
+        client = sub.add_parser(name, help=summary, description=description)
+        client.add_argument("--json", action="store_true", help="print one JSON object")
+        client.add_argument("--bus", metavar="ADDRESS", help="bus address (default: the system bus)")
+
+    daemon = sub.add_parser(
+        "daemon",
+        help="run the service (systemd starts it as python3 -m kfdguard.service)",
+        description="Run the kfdguard service in the foreground: the boot pass, READY=1 to systemd, then the "
+        "org.kfdguard.Guardian1 API. For a simulated machine on a private bus: "
+        "kfdguard daemon --root DIR --bus unix:path=/tmp/bus.",
+    )
+    daemon.add_argument("--root", metavar="DIR", help="serve the machine whose root directory is DIR")
+    daemon.add_argument("--bus", metavar="ADDRESS", help="bus address (default: the system bus)")
+    daemon.add_argument("--backend", choices=["fast", "next"], help="D-Bus library: dbus-fast (default) or dbus-next")
+    daemon.add_argument("--no-enforce", action="store_true", help="observe only: change nothing on the machine")
+
     machines = sub.add_parser(
         "machines",
         help="list or render the bundled simulated machines",
@@ -190,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_enforce(args)
         if args.command == "fallback":
             return cmd_fallback(args)
+        if args.command in ("status", "reload", "access"):
+            return cmd_client(args)
+        if args.command == "daemon":
+            from kfdguard.service.main import main as service_main
+
+            argv2 = [f"--{k}={v}" for k, v in (("root", args.root), ("bus", args.bus), ("backend", args.backend)) if v]
+            return service_main(argv2 + (["--no-enforce"] if args.no_enforce else []))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -303,7 +340,9 @@ def cmd_enforce(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.file is None:
-        return cmd_check(args, full=True)
+        if args.local or args.root or args.machine:
+            return cmd_check(args, full=True)
+        return cmd_client(args)
     from kfdguard.diagnose import diagnose_text
     from kfdguard.report import text_diagnosis_json, text_diagnosis_text
 
@@ -330,6 +369,58 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text_diagnosis_text(result, source, verbose=args.verbose))
     return result.exit_code
+
+
+EX_NOPERM = 77
+EX_UNAVAILABLE = 69
+
+
+def cmd_client(args: argparse.Namespace) -> int:
+    from kfdguard.client import ServiceError, call
+    from kfdguard.report import findings_from_bus, status_text
+
+    member = {"status": "GetStatus", "reload": "Reload", "access": "CheckAccess", "diagnose": "Diagnose"}[args.command]
+    try:
+        body = call(member, args.bus, interactive=args.command == "reload")
+    except ServiceError as exc:
+        if exc.unreachable and args.command == "diagnose":
+            print("kfdguard: the service is not running; diagnosing in this process (sudo shows more)", file=sys.stderr)
+            args.local = True
+            return cmd_check(args, full=True)
+        hint = " (is kfdguard.service running? systemctl status kfdguard)" if exc.unreachable else ""
+        print(f"kfdguard: {member}: {exc.text}{hint}", file=sys.stderr)
+        if "NotAuthorized" in exc.name or "AccessDenied" in exc.name or "InteractiveAuthorization" in exc.name:
+            return EX_NOPERM
+        return EX_UNAVAILABLE
+    if args.command == "status":
+        status = body[0]
+        if args.json:
+            print(json.dumps(status, indent=2))
+        else:
+            sys.stdout.write(status_text(status))
+        return {"ready": 0, "degraded": 1, "unavailable": 2, "no-device": 3}.get(str(status.get("State")), 4)
+    if args.command == "access":
+        allowed, text = body
+        if args.json:
+            print(json.dumps({"allowed": allowed, "explanation": text}, indent=2))
+        else:
+            print(("yes: " if allowed else "no: ") + text)
+        return 0 if allowed else 1
+    if args.command == "reload":
+        state = body[0]
+        print(json.dumps({"state": state}) if args.json else f"checked again: {state}")
+        return 0
+    findings = findings_from_bus(body[0])
+    if args.json:
+        from kfdguard.report import finding_json
+
+        print(json.dumps({"findings": [finding_json(f) for f in findings]}, indent=2))
+    else:
+        from kfdguard.report import render_findings
+
+        lines = ["kfdguard diagnose (from the service)", "", *render_findings(findings), ""]
+        sys.stdout.write("\n".join(lines))
+    return 2 if any(f.severity == "error" for f in findings) else 0
 
 
 def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:

@@ -349,3 +349,51 @@ def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, ma
             lines.append(f"    {a.at}  {a.source} -> {a.target} ({a.mode}): {a.result}")
     lines.append("")
     return "\n".join(lines)
+
+
+def findings_from_bus(items: list[list[str]]) -> tuple[Finding, ...]:
+    """Findings as the service sends them: (code, severity, message, remedy)."""
+    out = []
+    for code, severity, message, remedy in items:
+        try:
+            level = Severity(severity)
+        except ValueError:
+            level = Severity.WARNING  # a severity this client does not know yet
+        out.append(Finding(code, level, message, remedy))
+    return tuple(out)
+
+
+def status_text(status: dict[str, object]) -> str:
+    lines = ["kfdguard status (from the service)", ""]
+    lines.append(
+        textwrap.fill(
+            f"{str(status.get('State', '?')).upper()}: {status.get('Summary', '')}",
+            width=100,
+            initial_indent="  State    ",
+            subsequent_indent="           ",
+        )
+    )
+    kfd = status.get("KfdVersion") or "not answering"
+    lines.append(f"  Kernel   {status.get('KernelRelease', '?')}; KFD interface {kfd}")
+    devices = status.get("Devices") or []
+    assert isinstance(devices, list)
+    if devices:
+        lines.append("")
+        lines.append("  GPUs")
+        for d in devices:
+            ready = "ready" if d.get("ComputeReady") else f"not ready: {d.get('Reason')}"
+            ids = f"{d.get('VendorId', 0):04x}:{d.get('DeviceId', 0):04x}"
+            lines.append(f"    {d.get('Slot')}  {ids}  {d.get('Name')}  {d.get('GfxTarget') or '-'}  {ready}")
+    findings = status.get("Findings") or []
+    assert isinstance(findings, list)
+    if findings:
+        lines.append("")
+        lines.append("  Findings")
+        lines.extend(render_findings(findings_from_bus(findings)))
+    rec = status.get("FallbackRecommendation") or {}
+    assert isinstance(rec, dict)
+    if rec.get("Kernel"):
+        lines.append("")
+        lines.append(f"  Fallback ({status.get('FallbackPolicy')}): boot {rec['Kernel']}: {rec.get('Reason')}")
+    lines.append("")
+    return "\n".join(lines)
