@@ -63,9 +63,12 @@ class PrivateBus:
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def config_text(self) -> str:
+        return CONFIG.format(socket=self.socket, policy=POLICY, polkit=POLKIT_POLICY, extra=self.extra)
+
     def start(self) -> PrivateBus:
         daemon = shutil.which("dbus-daemon") or "/usr/bin/dbus-daemon"
-        self.config.write_text(CONFIG.format(socket=self.socket, policy=POLICY, polkit=POLKIT_POLICY, extra=self.extra))
+        self.config.write_text(self.config_text())
         # Non-root test users must reach the socket.
         os.chmod(self.dir, 0o755)  # noqa: S103 - a test bus directory, readable by the test users
         self.proc = subprocess.Popen(

@@ -2,7 +2,9 @@
 
 The subject is the caller's unique bus name (never a pid: racy; never our own
 pid: everyone would be root). Every call has a timeout; when polkitd cannot
-be reached or answers an error, only uid 0 is allowed (fail closed).
+be reached or answers an error, only uid 0 is allowed (fail closed). uid 0
+is allowed without asking: polkit grants root every action anyway, and root
+must not wait on a hung polkitd.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ ALLOW_USER_INTERACTION = 1
 # polkitd answers hundreds of checks a second on two cores; more at once only
 # queue there (and slow every other polkit user on the machine).
 CONCURRENT_CHECKS = 16
+# Time for a person to answer a password dialog, kept under the 25 s default
+# reply timeout of libdbus, sd-bus and GDBus so the caller gets our answer.
+INTERACTIVE_TIMEOUT = 20.0
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,9 @@ class Decision:
 
 
 class Authority:
-    def __init__(self, bus: Any, backend: Any, timeout: float, interactive_timeout: float = 25.0) -> None:
+    def __init__(
+        self, bus: Any, backend: Any, timeout: float, interactive_timeout: float = INTERACTIVE_TIMEOUT
+    ) -> None:
         self.bus = bus
         self.backend = backend
         self.timeout = timeout
@@ -63,6 +70,8 @@ class Authority:
         return {k: v.value for k, v in dict(body[0]).items()}
 
     async def check(self, sender: str, action: str, interactive: bool) -> Decision:
+        if await self.caller_uid(sender) == 0:
+            return Decision(True, False, "the caller is root")
         subject = ["system-bus-name", {"name": self.backend.Variant("s", sender)}]
         flags = ALLOW_USER_INTERACTION if interactive else 0
         timeout = self.interactive_timeout if interactive else self.timeout
@@ -71,10 +80,9 @@ class Authority:
                 body = await self._call(AUTHORITY, AUTHORITY_PATH, AUTHORITY_IFACE, "CheckAuthorization",
                                         "(sa{sv})sa{ss}us", [subject, action, {}, flags, ""], timeout)  # fmt: skip
         except (TimeoutError, RuntimeError, OSError) as exc:
-            # Fail closed: without an answer from polkit only root may act.
-            uid = await self.caller_uid(sender)
+            # Fail closed: without an answer from polkit only root (answered above) may act.
             why = "timed out" if isinstance(exc, asyncio.TimeoutError) else str(exc)
-            return Decision(uid == 0, False, f"polkit unavailable ({why}); only root is allowed")
+            return Decision(False, False, f"polkit unavailable ({why}); only root is allowed")
         authorized, challenge, _details = body[0]
         if authorized:
             return Decision(True, False, "authorized by polkit")

@@ -1,0 +1,191 @@
+"""Authorization: python-dbusmock's polkitd for the fast cases, the real polkitd for the matrix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from kfdguard.devtools import polkitbus
+from kfdguard.devtools.polkitbus import FixtureUser, PolkitBus
+from kfdguard.devtools.privatebus import PrivateBus
+from kfdguard.simulate.render import RENDER_GID
+from tests.servicekit import call, guardian
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="only root may own names on a system-like bus (CI runs as root)"
+)
+
+NOBODY = 65534
+MOCK = "org.freedesktop.PolicyKit1"
+MOCK_PATH = "/org/freedesktop/PolicyKit1/Authority"
+# A polkit answer slower than this is no answer: the fail-closed path is what is tested.
+FAST_TIMEOUT = "timeouts:\n  polkit: 1\n"
+
+
+class MockPolkit:
+    def __init__(self, bus: PrivateBus, proc: subprocess.Popen[bytes]) -> None:
+        self.bus = bus
+        self.proc = proc
+
+    def control(self, method: str, signature: str, *args: str) -> None:
+        argv = ["busctl", "--system", "call", MOCK, MOCK_PATH, "org.freedesktop.DBus.Mock", method, signature, *args]
+        subprocess.run(argv, env=self.bus.env(), check=True, capture_output=True, timeout=10)
+
+
+@contextmanager
+def open_dir() -> Iterator[Path]:
+    """A scratch directory the unprivileged test users can traverse (pytest's tmp_path is 0700)."""
+    with tempfile.TemporaryDirectory(prefix="kfdguard-polkit-") as tmp:
+        os.chmod(tmp, 0o755)
+        yield Path(tmp)
+
+
+@pytest.fixture
+def mock_polkit() -> Iterator[MockPolkit]:
+    with open_dir() as directory:
+        yield from _mock_polkit(directory)
+
+
+def _mock_polkit(directory: Path) -> Iterator[MockPolkit]:
+    # The mock runs as root, so root may own polkit's name on this bus (polkitd's user may on a real one).
+    bus = PrivateBus(directory, extra=f'<policy user="root"><allow own="{MOCK}"/></policy>').start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dbusmock", "--system", "--template", "polkitd"],
+        env=bus.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(
+            ["busctl", "--system", "status", MOCK], env=bus.env(), capture_output=True, check=False
+        ).returncode:
+            assert proc.poll() is None and time.monotonic() < deadline, "the polkitd mock did not start"
+            time.sleep(0.05)
+        yield MockPolkit(bus, proc)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        bus.stop()
+
+
+def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
+    with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False) as g:
+        env = g.env()
+        refused = call("Reload", env=env, user=NOBODY, check=False)
+        assert refused.returncode != 0 and "denied by polkit (org.kfdguard.reload)" in refused.stderr
+        mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
+        assert call("Reload", env=env, user=NOBODY).stdout == 's "ready"\n'
+        # Another action is still its own decision.
+        refused = call("ClearFallback", env=env, user=NOBODY, check=False)
+        assert refused.returncode != 0 and "(org.kfdguard.manage)" in refused.stderr
+
+
+@pytest.mark.parametrize("fault", ["SetDelay", "SimulateHang"])
+def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: MockPolkit, fault: str) -> None:
+    with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
+        env = g.env()
+        mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
+        if fault == "SetDelay":
+            mock_polkit.control("SetDelay", "d", "5")
+        else:
+            mock_polkit.control("SimulateHang", "b", "true")
+        waiting = subprocess.Popen(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             "busctl", "--system", "--allow-interactive-authorization=no", "call", "org.kfdguard.Guardian1", "/org/kfdguard/Guardian1",
+             "org.kfdguard.Guardian1", "Reload"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        # While polkit stalls, readers are answered: GetStatus returns before the Reload does.
+        time.sleep(0.2)
+        assert call("GetStatus", env=env).stdout.startswith("a{sv}")
+        assert waiting.poll() is None
+        _, err = waiting.communicate(timeout=20)
+        assert waiting.returncode != 0
+        assert "polkit unavailable (timed out); only root is allowed (org.kfdguard.reload)" in err
+        # root is still served, without polkit's answer.
+        assert call("Reload", env=env).stdout == 's "ready"\n'
+        if fault == "SimulateHang":
+            mock_polkit.control("ReleaseHangingCalls", "")
+
+
+def test_polkit_absent_means_root_only() -> None:
+    with guardian("rx7900xtx-ubuntu2404", enforce=False) as g:
+        env = g.env()
+        refused = call("ClearFallback", env=env, user=NOBODY, check=False)
+        assert refused.returncode != 0 and "only root is allowed" in refused.stderr
+        assert call("Reload", env=env).stdout == 's "ready"\n'
+
+
+# --- the real polkitd ---------------------------------------------------------------------------
+
+RENDER_USER = FixtureUser("kfdrender", 4242, ("render",))
+PLAIN_USER = FixtureUser("kfdplain", 4243)
+UBUNTU_RENDER_GID = RENDER_GID["ubuntu"]
+real = pytest.mark.skipif(polkitbus.available() is not None, reason=f"real polkitd: {polkitbus.available()}")
+
+
+@pytest.fixture(scope="module")
+def real_polkit() -> Iterator[PolkitBus]:
+    with open_dir() as directory:
+        bus = PolkitBus(directory, [RENDER_USER, PLAIN_USER], {"render": UBUNTU_RENDER_GID}).start()
+        try:
+            yield bus
+        finally:
+            bus.stop()
+
+
+def as_user(member: str, user: FixtureUser | int, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    uid = user if isinstance(user, int) else user.uid
+    groups = (UBUNTU_RENDER_GID,) if isinstance(user, FixtureUser) and "render" in user.groups else ()
+    argv = ["busctl", "--system", *flags, "call", "org.kfdguard.Guardian1", "/org/kfdguard/Guardian1",
+            "org.kfdguard.Guardian1", member]  # fmt: skip
+    if uid:
+        group_opt = f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups"
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", group_opt, *argv]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+@real
+def test_real_polkit_reload_matrix(real_polkit: PolkitBus) -> None:
+    """uid 0 always; a render-group member by 49-kfdguard.rules from any session; others not outside a local seat."""
+    with guardian("rx7900xtx-ubuntu2404", bus=real_polkit, enforce=False) as g:
+        env = g.env()
+        assert as_user("Reload", 0, env).stdout == 's "ready"\n'
+        member = as_user("Reload", RENDER_USER, env)
+        assert member.returncode == 0 and member.stdout == 's "ready"\n', member.stderr
+        plain = as_user("Reload", PLAIN_USER, env)
+        assert plain.returncode != 0 and "Reload is not allowed: denied by polkit (org.kfdguard.reload)" in plain.stderr
+
+
+@real
+def test_real_polkit_manage_needs_an_administrator(real_polkit: PolkitBus) -> None:
+    with guardian("rx7900xtx-ubuntu2404", bus=real_polkit, enforce=False) as g:
+        env = g.env()
+        for user in (RENDER_USER, PLAIN_USER):
+            # Without the interactive flag: the caller learns that authentication would help.
+            quiet = as_user("ClearFallback", user, env, "--allow-interactive-authorization=no")
+            assert quiet.returncode != 0
+            assert "ClearFallback needs authentication (org.kfdguard.manage)" in quiet.stderr
+            # With it, but no authentication agent in this session: refused, not hung.
+            loud = as_user("ClearFallback", user, env)
+            assert loud.returncode != 0 and "org.kfdguard.manage" in loud.stderr
+        assert as_user("ClearFallback", 0, env).returncode == 0
+
+
+@real
+def test_real_polkit_check_access_uses_the_bus_credentials(real_polkit: PolkitBus) -> None:
+    with guardian("rx7900xtx-ubuntu2404", bus=real_polkit, enforce=False) as g:
+        env = g.env()
+        member = as_user("CheckAccess", RENDER_USER, env)
+        assert member.stdout.startswith("bs true"), member.stdout + member.stderr
+        plain = as_user("CheckAccess", PLAIN_USER, env)
+        assert plain.stdout.startswith("bs false") and "render" in plain.stdout
