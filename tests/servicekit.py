@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,6 +105,7 @@ def guardian(
     bus: PrivateBus | None = None,
     config: str | None = None,
     wait: bool = True,
+    prepare: Callable[[Path], None] | None = None,
 ) -> Iterator[Guardian]:
     with tempfile.TemporaryDirectory(prefix="kfdguard-svc-") as tmp:
         directory = Path(tmp)
@@ -117,6 +118,8 @@ def guardian(
         if config is not None:
             (root / "etc/kfdguard").mkdir(parents=True, exist_ok=True)
             (root / "etc/kfdguard/config.yaml").write_text(config)
+        if prepare is not None:
+            prepare(root)
         notify_path = directory / "notify"
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(str(notify_path))

@@ -1,0 +1,87 @@
+"""What systemd hears from the service: READY, STATUS, WATCHDOG, STOPPING, through a fake NOTIFY_SOCKET."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kfdguard.root import Root
+from kfdguard.simulate import bundled, state
+from tests.servicekit import call, guardian
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="only root may own the name on a system-like bus (CI runs as root)"
+)
+
+
+def fields(messages: list[str]) -> list[dict[str, str]]:
+    return [dict(line.split("=", 1) for line in m.splitlines() if "=" in line) for m in messages]
+
+
+def test_ready_carries_the_state_and_the_watchdog_is_fed_from_the_loop() -> None:
+    # WATCHDOG_USEC=400 ms: systemd would expect a ping at least every 400 ms; we send every 200 ms.
+    env = {"WATCHDOG_USEC": "400000"}
+    with guardian("rx7900xtx-ubuntu2404", enforce=False, env=env) as g:
+        sent = fields(g.messages)
+        ready = next(m for m in sent if m.get("READY") == "1")
+        assert ready["STATUS"].startswith("ready: ")
+        start = len(g.messages)
+        g.read_notify(1.5)
+        pings = [m for m in fields(g.messages[start:]) if m.get("WATCHDOG") == "1"]
+        assert 4 <= len(pings) <= 12, pings
+        # The loop that feeds the watchdog is the loop that answers calls.
+        assert call("GetStatus", env=g.env()).stdout.startswith("a{sv}")
+
+
+def test_no_watchdog_for_another_process() -> None:
+    # sd_watchdog_enabled(3): WATCHDOG_PID names the process meant; a child that inherited it stays quiet.
+    with guardian("rx7900xtx-ubuntu2404", enforce=False, env={"WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"}) as g:
+        g.read_notify(1.0)
+        assert not [m for m in fields(g.messages) if m.get("WATCHDOG") == "1"]
+
+
+def test_status_follows_state_changes_and_stopping_is_announced() -> None:
+    with guardian("rx7900xtx-ubuntu2404", enforce=False) as g:
+        root = Root(g.root)
+        devices = state.read_devices(root)
+        del devices["/dev/kfd"]
+        state.write_devices(root, devices)
+        g.uevent("remove kfd kfd")
+        deadline = time.monotonic() + 10
+        while not any(m.get("STATUS", "").startswith("unavailable") for m in fields(g.messages)):
+            assert time.monotonic() < deadline, g.messages
+            g.read_notify(0.2)
+        code, _ = g.stop()
+        g.messages.clear()
+    assert code == 0
+
+
+def test_a_hung_modprobe_does_not_hold_back_ready() -> None:
+    """The boot pass is stuck in modprobe; READY still goes out at the deadline and says so."""
+    spec = bundled.load("rx7900xtx-ubuntu2404").with_changes(amdgpu_loaded=False)
+
+    def hang_modprobe(path: Path) -> None:
+        values = state.read_state(Root(path))
+        values["fault:modprobe"] = "hang"
+        state.write_state(Root(path), values)
+
+    config = "timeouts:\n  modprobe: 4\n"
+    with guardian(spec, args=("--deadline", "1"), wait=False, prepare=hang_modprobe, config=config) as g:
+        g.wait_ready(timeout=15)
+        g.wait_name()
+        ready = next(m for m in fields(g.messages) if m.get("READY") == "1")
+        # READY went out while modprobe was still hanging: the state says the check is not done.
+        assert ready["STATUS"] == "starting: kfdguard is checking the GPUs"
+        assert "modprobe" in (g.root / ".kfdguard-sim/commands.log").read_text()
+        # The pass finishes in the background once modprobe is killed at its own bound, and says why.
+        deadline = time.monotonic() + 20
+        while (state_now := call("GetStatus", env=g.env()).stdout).find('"State" s "starting"') >= 0:
+            assert time.monotonic() < deadline, "the boot pass never finished"
+            time.sleep(0.2)
+        assert '"State" s "unavailable"' in state_now
+        assert '"module-load-timeout" "error" "modprobe amdgpu did not finish in 4 s and was killed"' in state_now
+        g.read_notify(0.3)
+        assert any(m.get("STATUS", "").startswith("unavailable: ") for m in fields(g.messages))
