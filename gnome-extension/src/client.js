@@ -1,0 +1,333 @@
+// kfdguard GNOME Shell extension: the client of org.kfdguard.Guardian1.
+//
+// Everything here runs in plain gjs too (no Shell, St or Clutter imports): the
+// tests drive it against the real service on a private bus. The indicator
+// (indicator.js) only renders what describe() returns.
+//
+// Written as an ES module; build.sh rewrites the imports and exports for the
+// legacy `imports` loader of GNOME 43/44.
+
+import Gio from 'gi://Gio';
+import GLib from 'gi://GLib';
+import GObject from 'gi://GObject';
+
+export const BUS_NAME = 'org.kfdguard.Guardian1';
+export const OBJECT_PATH = '/org/kfdguard/Guardian1';
+export const INTERFACE_NAME = 'org.kfdguard.Guardian1';
+
+// The part of dbus/org.kfdguard.Guardian1.xml this client uses (a test checks
+// that it agrees with the contract).
+export const INTERFACE_XML = `<node>
+  <interface name="org.kfdguard.Guardian1">
+    <property name="Version" type="s" access="read"/>
+    <property name="State" type="s" access="read"/>
+    <property name="Ready" type="b" access="read"/>
+    <property name="Summary" type="s" access="read"/>
+    <property name="KernelRelease" type="s" access="read"/>
+    <property name="KfdVersion" type="s" access="read"/>
+    <property name="Devices" type="aa{sv}" access="read"/>
+    <property name="Findings" type="a(ssss)" access="read"/>
+    <property name="LastCheck" type="t" access="read"/>
+    <method name="CheckAccess">
+      <arg name="allowed" type="b" direction="out"/>
+      <arg name="explanation" type="s" direction="out"/>
+    </method>
+    <method name="Reload">
+      <arg name="state" type="s" direction="out"/>
+    </method>
+    <signal name="StateChanged">
+      <arg name="old" type="s"/>
+      <arg name="new" type="s"/>
+      <arg name="summary" type="s"/>
+    </signal>
+  </interface>
+</node>`;
+
+// Reload runs a full check and may wait for a polkit password prompt.
+const RELOAD_TIMEOUT_MS = 120 * 1000;
+const CALL_TIMEOUT_MS = 25 * 1000;
+
+const SEVERITY_ORDER = {error: 0, warning: 1, info: 2};
+
+/**
+ * Replace each %s in order: translations keep printf-style placeholders, and
+ * String.prototype.format exists only inside the Shell.
+ *
+ * @param {string} template - a translated string
+ * @param {...string} args - the values
+ * @returns {string} the text
+ */
+export function format(template, ...args) {
+    let i = 0;
+    return template.replace(/%s/g, () => String(args[i++] ?? ''));
+}
+
+function unpack(proxy, name, fallback) {
+    const value = proxy.get_cached_property(name);
+    return value === null ? fallback : value.recursiveUnpack();
+}
+
+/**
+ * The service's message for an error: D-Bus error names are for programs.
+ *
+ * @param {Error} error - what a call threw
+ * @returns {string} the text for people
+ */
+export function errorMessage(error) {
+    if (error instanceof GLib.Error) {
+        if (Gio.DBusError.is_remote_error(error))
+            Gio.DBusError.strip_remote_error(error);
+        return error.message;
+    }
+    return String(error?.message ?? error);
+}
+
+/**
+ * A GObject that follows the service: emits `changed` whenever what it knows
+ * changes (the service appears or goes away, properties change) and
+ * `state-changed` (old, new, summary) on the service's StateChanged signal.
+ * It never polls: GDBusProxy keeps the properties from PropertiesChanged and
+ * reloads them when the name gets a new owner.
+ */
+export const GuardianClient = GObject.registerClass({
+    Signals: {
+        'changed': {},
+        'state-changed': {param_types: [GObject.TYPE_STRING, GObject.TYPE_STRING, GObject.TYPE_STRING]},
+    },
+}, class GuardianClient extends GObject.Object {
+    /**
+     * @param {object} params
+     * @param {Gio.DBusConnection} [params.connection] - the bus; the system bus by default
+     */
+    _init(params = {}) {
+        super._init();
+        this._cancellable = new Gio.Cancellable();
+        this._proxy = null;
+        this._proxyError = null;
+        this._lastTransition = null;
+        const info = Gio.DBusNodeInfo.new_for_xml(INTERFACE_XML).lookup_interface(INTERFACE_NAME);
+        const args = [
+            Gio.DBusProxyFlags.DO_NOT_AUTO_START,
+            info, BUS_NAME, OBJECT_PATH, INTERFACE_NAME, this._cancellable,
+            (source, result) => this._onProxy(result),
+        ];
+        if (params.connection)
+            Gio.DBusProxy.new(params.connection, ...args);
+        else
+            Gio.DBusProxy.new_for_bus(Gio.BusType.SYSTEM, ...args);
+    }
+
+    _onProxy(result) {
+        let proxy;
+        try {
+            proxy = Gio.DBusProxy.new_finish(result);
+        } catch (e) {
+            if (e.matches(Gio.IOErrorEnum, Gio.IOErrorEnum.CANCELLED))
+                return;
+            // No system bus at all: stay absent, with the reason in the menu.
+            this._proxyError = errorMessage(e);
+            this.emit('changed');
+            return;
+        }
+        this._proxy = proxy;
+        this._signalIds = [
+            proxy.connect('g-properties-changed', () => this.emit('changed')),
+            // GDBusProxy fetches the properties of a new owner before it notifies.
+            proxy.connect('notify::g-name-owner', () => this.emit('changed')),
+            proxy.connect('g-signal', (p, sender, name, parameters) => {
+                if (name !== 'StateChanged')
+                    return;
+                const [oldState, newState, summary] = parameters.deepUnpack();
+                this._lastTransition = {oldState, newState, summary, time: GLib.DateTime.new_now_local()};
+                this.emit('state-changed', oldState, newState, summary);
+            }),
+        ];
+        this.emit('changed');
+    }
+
+    /** True when the service owns its name and its properties are known. */
+    get present() {
+        return this._proxy !== null && this._proxy.g_name_owner !== null &&
+            this._proxy.get_cached_property('State') !== null;
+    }
+
+    /**
+     * What the service says now, as plain values.
+     *
+     * @returns {object} present, state, ready, summary, kernel, kfdVersion,
+     *   devices, findings, version, lastCheck (Date or null), transition, error
+     */
+    snapshot() {
+        const base = {present: false, error: this._proxyError, transition: this._lastTransition};
+        if (!this.present)
+            return base;
+        const p = this._proxy;
+        const lastCheck = unpack(p, 'LastCheck', 0);
+        return {
+            ...base,
+            present: true,
+            state: unpack(p, 'State', ''),
+            ready: unpack(p, 'Ready', false),
+            summary: unpack(p, 'Summary', ''),
+            kernel: unpack(p, 'KernelRelease', ''),
+            kfdVersion: unpack(p, 'KfdVersion', ''),
+            version: unpack(p, 'Version', ''),
+            // LastCheck is microseconds; a JS number holds them exactly for millennia.
+            lastCheck: lastCheck ? GLib.DateTime.new_from_unix_local(Math.floor(Number(lastCheck) / 1e6)) : null,
+            devices: unpack(p, 'Devices', []),
+            findings: unpack(p, 'Findings', []).map(([code, severity, message, remedy]) =>
+                ({code, severity, message, remedy})),
+        };
+    }
+
+    _call(method, flags, timeout) {
+        if (!this.present)
+            return Promise.reject(new Error('kfdguard is not running'));
+        return new Promise((resolve, reject) => {
+            this._proxy.call(method, null, flags, timeout, this._cancellable, (proxy, result) => {
+                try {
+                    resolve(proxy.call_finish(result).deepUnpack());
+                } catch (e) {
+                    reject(new Error(errorMessage(e)));
+                }
+            });
+        });
+    }
+
+    /**
+     * Can the calling user open /dev/kfd and the render nodes?
+     *
+     * @returns {Promise<[boolean, string]>} allowed and the service's explanation
+     */
+    checkAccess() {
+        return this._call('CheckAccess', Gio.DBusCallFlags.NONE, CALL_TIMEOUT_MS);
+    }
+
+    /**
+     * Re-read the configuration and check again; polkit may ask for a password.
+     *
+     * @returns {Promise<string>} the state after the check
+     */
+    async reload() {
+        const [state] = await this._call('Reload', Gio.DBusCallFlags.ALLOW_INTERACTIVE_AUTHORIZATION,
+            RELOAD_TIMEOUT_MS);
+        return state;
+    }
+
+    destroy() {
+        this._cancellable.cancel();
+        if (this._proxy) {
+            for (const id of this._signalIds)
+                this._proxy.disconnect(id);
+            this._proxy = null;
+        }
+    }
+});
+
+const STATES = {
+    // The icon names exist in every Adwaita icon theme GNOME 43..48 ship.
+    'ready': {icon: 'emblem-ok-symbolic', style: 'kfdguard-ready'},
+    'degraded': {icon: 'dialog-warning-symbolic', style: 'kfdguard-degraded'},
+    'unavailable': {icon: 'dialog-error-symbolic', style: 'kfdguard-unavailable'},
+    'no-device': {icon: 'action-unavailable-symbolic', style: 'kfdguard-no-device'},
+    'error': {icon: 'dialog-error-symbolic', style: 'kfdguard-error'},
+    'starting': {icon: 'content-loading-symbolic', style: 'kfdguard-starting'},
+};
+
+/**
+ * The panel label for a state of the service.
+ *
+ * @param {string} state - the State property
+ * @param {Function} _ - gettext
+ * @returns {string} a short label
+ */
+export function stateLabel(state, _) {
+    switch (state) {
+    case 'ready':
+        return _('GPU ready');
+    case 'degraded':
+        return _('GPU degraded');
+    case 'unavailable':
+        return _('GPU not ready');
+    case 'no-device':
+        return _('No AMD GPU');
+    case 'error':
+        return _('GPU check failed');
+    case 'starting':
+        return _('GPU checking…');
+    default:
+        // The contract keeps the set open: show a new state as it is.
+        return `GPU ${state}`;
+    }
+}
+
+function severityLabel(severity, _) {
+    switch (severity) {
+    case 'error':
+        return _('error');
+    case 'warning':
+        return _('warning');
+    case 'info':
+        return _('info');
+    default:
+        return severity;
+    }
+}
+
+/**
+ * What the indicator shows for a snapshot: pure, so tests check it directly.
+ *
+ * @param {object} snap - GuardianClient.snapshot()
+ * @param {Function} _ - gettext
+ * @returns {object} label, iconName, styleClass, present, title, lines,
+ *   devices [{title, detail, ready}], findings [{severity, severityLabel,
+ *   code, message, remedy}], footer
+ */
+export function describe(snap, _) {
+    if (!snap.present) {
+        return {
+            present: false,
+            label: _('GPU ?'),
+            iconName: 'dialog-question-symbolic',
+            styleClass: 'kfdguard-absent',
+            title: _('kfdguard is not running'),
+            lines: [snap.error ? snap.error
+                : _('The kfdguard service does not answer on the system bus. Start it with: sudo systemctl start kfdguard')],
+            devices: [],
+            findings: [],
+            footer: '',
+        };
+    }
+    const known = STATES[snap.state] ?? {icon: 'dialog-question-symbolic', style: 'kfdguard-unknown'};
+    const lines = [];
+    if (snap.kernel)
+        lines.push(snap.kfdVersion ? format(_('Kernel %s, KFD %s'), snap.kernel, snap.kfdVersion)
+            : format(_('Kernel %s, no KFD'), snap.kernel));
+    const devices = snap.devices.map(d => {
+        const gfx = d.GfxTarget || _('unknown target');
+        const reason = d.ComputeReady ? _('ready') : d.Reason || _('not ready');
+        return {title: d.Name || d.Slot || _('AMD GPU'), detail: `${gfx} · ${reason}`, ready: Boolean(d.ComputeReady)};
+    });
+    // The service orders findings most severe first; keep that, errors before warnings before info.
+    const findings = snap.findings
+        .map((f, i) => ({...f, i}))
+        .sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 3) - (SEVERITY_ORDER[b.severity] ?? 3) || a.i - b.i)
+        .map(({code, severity, message, remedy}) =>
+            ({code, severity, severityLabel: severityLabel(severity, _), message, remedy}));
+    const footer = [];
+    if (snap.lastCheck)
+        footer.push(format(_('Checked at %s'), snap.lastCheck.format('%X')));
+    if (snap.version)
+        footer.push(`kfdguard ${snap.version}`);
+    return {
+        present: true,
+        label: stateLabel(snap.state, _),
+        iconName: known.icon,
+        styleClass: known.style,
+        title: snap.summary,
+        lines,
+        devices,
+        findings,
+        footer: footer.join(' · '),
+    };
+}
