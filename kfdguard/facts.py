@@ -159,6 +159,7 @@ class KfdFacts:
     generation_id: int | None
     version: tuple[int, int] | None  # AMDKFD_IOC_GET_VERSION answer
     version_error: str | None  # why the ioctl could not be done
+    version_errno: int | None = None  # its errno: EPERM is a device cgroup, not KFD
 
     @property
     def gpu_nodes(self) -> tuple[TopologyNode, ...]:

@@ -87,6 +87,29 @@ def test_device_node_missing_like_in_a_container(fresh_machine: Make) -> None:
     assert "--device=/dev/kfd" in finding.remedy and verdict.state is State.UNAVAILABLE
 
 
+def test_kfd_ioctl_denied_by_a_device_cgroup_is_not_a_failure(fresh_machine: Make) -> None:
+    """The service's DeviceAllow= predates amdgpu: EPERM on /dev/kfd, while sysfs shows KFD up."""
+    system = fresh_machine(navi31().build())
+    values = state.read_state(system.root)
+    values["fault:kfd-open"] = "eperm"
+    state.write_state(system.root, values)
+    verdict = assess(probe(system))
+    (finding,) = verdict.by_code("kfd-ioctl-denied")
+    assert finding.severity is Severity.INFO and "systemctl restart kfdguard" in finding.remedy
+    assert "kfd-ioctl-failed" not in verdict.codes()
+    assert verdict.state is State.READY
+
+
+def test_kfd_ioctl_failing_otherwise_is_an_error(fresh_machine: Make) -> None:
+    system = fresh_machine(navi31().build())
+    values = state.read_state(system.root)
+    values.pop("kfd_live", None)  # the node exists, KFD does not answer (ENODEV)
+    state.write_state(system.root, values)
+    verdict = assess(probe(system))
+    (finding,) = verdict.by_code("kfd-ioctl-failed")
+    assert finding.severity is Severity.ERROR and "No such device" in finding.message
+
+
 def test_render_node_permissions(fresh_machine: Make) -> None:
     builder = navi31().with_udev(render_mode=0o600)
     verdict = verdict_of(fresh_machine, builder)

@@ -19,7 +19,8 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
     for check in CHECKS:
         check(ctx)
     kfd = facts.kfd
-    interface_ok = kfd.version is not None and kfd.version[0] == 1
+    # A device cgroup's EPERM says nothing about KFD; sysfs topology already showed it up.
+    interface_ok = (kfd.version is not None and kfd.version[0] == 1) or ctx.has("kfd-ioctl-denied")
     kfd_open = kfd.node.stat is not None and ctx.group_access(kfd.node.stat).allowed
     ready_gpus = [g for g in ctx.gpus if g.node is not None and not g.blocked and interface_ok and kfd_open]
     if ready_gpus:

@@ -6,6 +6,7 @@ with the reason; later checks do not repeat what an earlier one explained.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import replace
 
 from kfdguard.assess import remedies
@@ -377,7 +378,19 @@ def check_kfd_up(ctx: Context) -> None:
         for gpu in ctx.gpus:
             gpu.blocked = gpu.blocked or "/dev/kfd missing"
         return
-    if kfd.node.stat is not None and kfd.version is None:
+    if kfd.node.stat is not None and kfd.version is None and kfd.version_errno == errno.EPERM and kfd.topology:
+        # Root got EPERM on open: a device cgroup, not KFD. Under systemd that is
+        # DeviceAllow=char-kfd resolved before amdgpu registered "kfd" in
+        # /proc/devices; KFD answered through sysfs, which is what compute needs.
+        ctx.add(
+            "kfd-ioctl-denied",
+            I,
+            "kfdguard may not open /dev/kfd (EPERM from a device cgroup); KFD's state was read from sysfs",
+            "nothing to do for compute; 'sudo systemctl restart kfdguard' lets kfdguard read the interface version "
+            "(its device allow-list is fixed when it starts, and amdgpu loaded after that)",
+            [f"AMDKFD_IOC_GET_VERSION: {kfd.version_error}", f"/sys/class/kfd/kfd/topology: {len(kfd.topology)} nodes"],
+        )
+    elif kfd.node.stat is not None and kfd.version is None:
         ctx.add(
             "kfd-ioctl-failed",
             E,

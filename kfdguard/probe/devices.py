@@ -101,15 +101,18 @@ def probe_kfd(reader: Reader, system: System) -> KfdFacts:
     generation = parse_int(gen_text) if gen_text is not None else None
     version: tuple[int, int] | None = None
     version_error: str | None = None
+    version_errno: int | None = None
     if node.stat is not None and node.stat.kind == "char":
         try:
             version = system.kfd_version(root.kfd)
         except KfdIoctlError as exc:
             version_error = str(exc)
+            version_errno = exc.errno
             if exc.errno == errno.EPERM:
                 version_error += " (a device cgroup or DeviceAllow= may deny it)"
         except OSError as exc:
             version_error = exc.strerror or str(exc)
+            version_errno = exc.errno
     elif node.stat is not None:
         version_error = f"{node.path} is not a character device"
     return KfdFacts(
@@ -119,4 +122,5 @@ def probe_kfd(reader: Reader, system: System) -> KfdFacts:
         generation_id=generation,
         version=version,
         version_error=version_error,
+        version_errno=version_errno,
     )

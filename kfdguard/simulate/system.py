@@ -83,7 +83,11 @@ class SimulatedSystem(System):
         node = self.stat_node(path)
         if node is None:
             raise KfdIoctlError("open", errno.ENOENT, "No such file or directory")
-        if state.read_state(self.root).get("kfd_live") != "1":
+        values = state.read_state(self.root)
+        if values.get("fault:kfd-open") == "eperm":
+            # What a device cgroup answers: the service's DeviceAllow= was resolved before "kfd" existed.
+            raise KfdIoctlError("open", errno.EPERM, "Operation not permitted")
+        if values.get("kfd_live") != "1":
             raise KfdIoctlError("open", errno.ENODEV, "No such device")
         return load_spec(self.root).kernel.kfd_interface
 
