@@ -1,0 +1,266 @@
+// gjs tests of the extension's client (gnome-extension/src/client.js) against
+// the real kfdguard service on a private system bus with a simulated machine.
+//
+// Run by tests/gnome/test_gjs_client.py, which sets:
+//   DBUS_SYSTEM_BUS_ADDRESS  the private bus
+//   KFDGUARD_MACHINE         the simulated machine's directory
+//   KFDGUARD_SERVICE_ARGV    JSON: the command that runs the service on that bus
+//                            (--no-enforce, so a broken permission stays broken)
+// The service is not running at the start: the script starts, stops and
+// restarts it itself. Output is TAP; the exit status is 0 when all passed.
+
+import Gio from 'gi://Gio';
+import GLib from 'gi://GLib';
+import System from 'system';
+
+import {GuardianClient, describe, format} from '../../../gnome-extension/src/client.js';
+
+Gio._promisify(Gio.Subprocess.prototype, 'wait_async');
+
+const WAIT_MS = 15000;
+const machine = GLib.getenv('KFDGUARD_MACHINE');
+const serviceArgv = JSON.parse(GLib.getenv('KFDGUARD_SERVICE_ARGV') ?? 'null');
+const _ = s => s;  // no translation in tests
+
+const tests = [];
+function test(name, fn) {
+    tests.push({name, fn});
+}
+
+function assert(condition, message) {
+    if (!condition)
+        throw new Error(`assertion failed: ${message}`);
+}
+
+function assertEqual(actual, expected, what) {
+    const a = JSON.stringify(actual), e = JSON.stringify(expected);
+    if (a !== e)
+        throw new Error(`${what}: expected ${e}, got ${a}`);
+}
+
+// Resolve when check(client) is true, re-evaluated only on the client's
+// `changed` signal: a test that passes proves the client needs no polling.
+function waitFor(client, check, what) {
+    return new Promise((resolve, reject) => {
+        let id = 0, timer = 0;
+        const done = (ok, error) => {
+            client.disconnect(id);
+            GLib.source_remove(timer);
+            if (ok)
+                resolve();
+            else
+                reject(error);
+        };
+        id = client.connect('changed', () => {
+            if (check(client))
+                done(true);
+        });
+        timer = GLib.timeout_add(GLib.PRIORITY_DEFAULT, WAIT_MS, () => {
+            timer = 0;
+            client.disconnect(id);
+            reject(new Error(`timed out waiting for ${what}; last view: ${JSON.stringify(describe(client.snapshot(), _))}`));
+            return GLib.SOURCE_REMOVE;
+        });
+        if (check(client))
+            done(true);
+    });
+}
+
+function nextSignal(client, name) {
+    return new Promise((resolve, reject) => {
+        const timer = GLib.timeout_add(GLib.PRIORITY_DEFAULT, WAIT_MS, () => {
+            client.disconnect(id);
+            reject(new Error(`timed out waiting for ${name}`));
+            return GLib.SOURCE_REMOVE;
+        });
+        const id = client.connect(name, (c, ...args) => {
+            client.disconnect(id);
+            GLib.source_remove(timer);
+            resolve(args);
+        });
+    });
+}
+
+let service = null;
+
+function startService() {
+    service = Gio.Subprocess.new(serviceArgv, Gio.SubprocessFlags.NONE);
+}
+
+async function stopService() {
+    service.send_signal(15);
+    await service.wait_async(null);
+    service = null;
+}
+
+// The simulated machine: device nodes live in .kfdguard-sim/devices, one
+// "path kind major minor uid gid mode acl" line each; a line written to the
+// uevent FIFO makes the service look again.
+const devicesFile = `${machine}/.kfdguard-sim/devices`;
+
+function readDevices() {
+    return new TextDecoder().decode(GLib.file_get_contents(devicesFile)[1]);
+}
+
+function setDevice(path, uid, gid, mode) {
+    const lines = readDevices().split('\n').map(line => {
+        const f = line.split(' ');
+        if (f[0] !== path)
+            return line;
+        f[4] = String(uid);
+        f[5] = String(gid);
+        f[6] = mode;
+        return f.join(' ');
+    });
+    GLib.file_set_contents(devicesFile, lines.join('\n'));
+}
+
+function uevent(text) {
+    const stream = Gio.File.new_for_path(`${machine}/.kfdguard-sim/uevent.fifo`)
+        .append_to(Gio.FileCreateFlags.NONE, null);
+    stream.write_all(new TextEncoder().encode(`${text}\n`), null);
+    stream.close(null);
+}
+
+// --- describe(): pure ------------------------------------------------------------
+
+test('describe: absent service is greyed, with a hint', () => {
+    const view = describe({present: false, error: null}, _);
+    assertEqual(view.label, 'GPU ?', 'label');
+    assertEqual(view.styleClass, 'kfdguard-absent', 'style');
+    assert(view.lines[0].includes('systemctl start kfdguard'), 'hint to start the service');
+});
+
+test('describe: every state has a short label; unknown states are shown as they are', () => {
+    const base = {present: true, summary: 's', kernel: '', kfdVersion: '', version: '', lastCheck: null,
+        devices: [], findings: []};
+    const labels = ['ready', 'degraded', 'unavailable', 'no-device', 'error', 'starting', 'frobnicated']
+        .map(state => describe({...base, state}, _).label);
+    assertEqual(labels, ['GPU ready', 'GPU degraded', 'GPU not ready', 'No AMD GPU', 'GPU check failed',
+        'GPU checking…', 'GPU frobnicated'], 'labels');
+    const findings = describe({...base, state: 'degraded', findings: [
+        {code: 'a', severity: 'info', message: 'm1', remedy: ''},
+        {code: 'b', severity: 'notice', message: 'm2', remedy: ''},
+        {code: 'c', severity: 'error', message: 'm3', remedy: 'fix it'},
+        {code: 'd', severity: 'warning', message: 'm4', remedy: ''},
+    ]}, _).findings.map(f => f.code);
+    assertEqual(findings, ['c', 'd', 'a', 'b'], 'errors first, unknown severities last');
+    assertEqual(format('Kernel %s, KFD %s', '6.8', '1.14'), 'Kernel 6.8, KFD 1.14', 'format');
+});
+
+// --- against the service ---------------------------------------------------------
+
+const client = new GuardianClient();
+
+test('no service on the bus: absent', async () => {
+    await waitFor(client, c => c._proxy !== null, 'the proxy');
+    assertEqual(client.present, false, 'present');
+    assertEqual(describe(client.snapshot(), _).label, 'GPU ?', 'label');
+    let error = null;
+    await client.checkAccess().catch(e => {
+        error = e;
+    });
+    assert(error && error.message.includes('not running'), `CheckAccess without the service: ${error}`);
+});
+
+test('the service appears: ready, with the GPU and its gfx target', async () => {
+    startService();
+    await waitFor(client, c => c.present && c.snapshot().state === 'ready', 'state ready');
+    const snap = client.snapshot();
+    assertEqual(snap.ready, true, 'Ready');
+    assertEqual(snap.kernel, '6.8.0-45-generic', 'KernelRelease');
+    assertEqual(snap.kfdVersion, '1.14', 'KfdVersion');
+    assert(snap.lastCheck !== null, 'LastCheck');
+    const view = describe(snap, _);
+    assertEqual(view.label, 'GPU ready', 'label');
+    assertEqual(view.styleClass, 'kfdguard-ready', 'style');
+    assertEqual(view.devices, [{title: 'AMD Radeon RX 7900 XTX', detail: 'gfx1100 · ready', ready: true}], 'devices');
+    assertEqual(view.lines, ['Kernel 6.8.0-45-generic, KFD 1.14'], 'detail lines');
+    assert(view.title.startsWith('1 GPU can compute'), `summary: ${view.title}`);
+});
+
+test('CheckAccess answers for the caller', async () => {
+    const [allowed, explanation] = await client.checkAccess();
+    assertEqual(typeof allowed, 'boolean', 'allowed');
+    assert(explanation.includes('/dev/kfd'), `explanation: ${explanation}`);
+});
+
+let healthyDevices = null;
+
+test('a permission problem: StateChanged and the properties follow, with remedies', async () => {
+    healthyDevices = readDevices();
+    const signal = nextSignal(client, 'state-changed');
+    setDevice('/dev/kfd', 0, 0, '0600');
+    uevent('change kfd kfd');
+    const [oldState, newState, summary] = await signal;
+    assertEqual([oldState, newState], ['ready', 'unavailable'], 'StateChanged');
+    assert(summary.includes('/dev/kfd'), `StateChanged summary: ${summary}`);
+    await waitFor(client, c => c.snapshot().state === 'unavailable', 'state unavailable');
+    const view = describe(client.snapshot(), _);
+    assertEqual(view.label, 'GPU not ready', 'label');
+    assertEqual(view.styleClass, 'kfdguard-unavailable', 'style');
+    assertEqual(view.devices[0].ready, false, 'device not ready');
+    assert(view.devices[0].detail.startsWith('gfx1100 · '), `device detail: ${view.devices[0].detail}`);
+    const perm = view.findings.find(f => f.code === 'device-permissions');
+    assert(perm, `a device-permissions finding in ${JSON.stringify(view.findings)}`);
+    assertEqual(perm.severity, 'error', 'severity');
+    assert(perm.remedy.includes('kfdguard enforce'), `remedy: ${perm.remedy}`);
+    assertEqual(view.findings[0].code, 'device-permissions', 'errors first');
+    assert(client._lastTransition.newState === 'unavailable', 'transition kept for the menu');
+});
+
+test('Reload (root is allowed without polkit) returns the state after the check', async () => {
+    const state = await client.reload();
+    assertEqual(state, 'unavailable', 'Reload');
+});
+
+test('the machine is repaired: back to ready', async () => {
+    const signal = nextSignal(client, 'state-changed');
+    GLib.file_set_contents(devicesFile, healthyDevices);
+    uevent('change kfd kfd');
+    const [oldState, newState] = await signal;
+    assertEqual([oldState, newState], ['unavailable', 'ready'], 'StateChanged');
+    await waitFor(client, c => c.snapshot().state === 'ready', 'state ready');
+});
+
+test('the service stops: absent again', async () => {
+    await stopService();
+    await waitFor(client, c => !c.present, 'the name to vanish');
+    assertEqual(describe(client.snapshot(), _).label, 'GPU ?', 'label');
+});
+
+test('the service comes back: the client recovers', async () => {
+    startService();
+    await waitFor(client, c => c.present && c.snapshot().state === 'ready', 'state ready again');
+    assertEqual(describe(client.snapshot(), _).label, 'GPU ready', 'label');
+});
+
+async function main() {
+    print(`1..${tests.length}`);
+    let failed = 0;
+    for (const [i, t] of tests.entries()) {
+        try {
+            await t.fn();
+            print(`ok ${i + 1} - ${t.name}`);
+        } catch (e) {
+            failed++;
+            print(`not ok ${i + 1} - ${t.name}`);
+            for (const line of `${e}\n${e.stack ?? ''}`.trim().split('\n'))
+                print(`# ${line}`);
+        }
+    }
+    if (service)
+        await stopService();
+    client.destroy();
+    return failed;
+}
+
+const loop = new GLib.MainLoop(null, false);
+let status = 1;
+main().then(failed => {
+    status = failed ? 1 : 0;
+}).catch(e => {
+    print(`Bail out! ${e}\n${e.stack}`);
+}).finally(() => loop.quit());
+loop.run();
+System.exit(status);

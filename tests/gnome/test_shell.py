@@ -1,0 +1,119 @@
+"""The extension in the real GNOME Shell 43 (Debian 12), headless, against the real service.
+
+gnome-shell runs as an unprivileged user (nobody, with the simulated machine's
+render group) on a private session bus; its system bus is the private bus
+kfdguard serves a simulated RX 7900 XTX on. The test reads the panel label
+and the menu through a test-only helper extension, changes the machine, and
+saves screenshots. `make screenshots` runs it with KFDGUARD_SCREENSHOTS set
+to docs/screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kfdguard.devtools.privatebus import PrivateBus
+from tests.gnome.kit import NOBODY, SCREEN, HeadlessShell, build, png_size
+from tests.servicekit import Guardian, guardian
+
+MACHINE = "rx7900xtx-ubuntu2404"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="only root may own the name on a system-like bus (CI runs as root)"),
+]
+
+
+def render_gid(g: Guardian) -> int:
+    for line in (g.root / "etc/group").read_text().splitlines():
+        name, _, gid, *_ = line.split(":")
+        if name == "render":
+            return int(gid)
+    raise AssertionError("the simulated machine has no render group")
+
+
+def break_kfd_permissions(g: Guardian) -> None:
+    """/dev/kfd crw------- root:root, as devtmpfs creates it without a udev rule."""
+    devices = g.root / ".kfdguard-sim/devices"
+    devices.write_text(re.sub(r"^/dev/kfd .*$", "/dev/kfd char 240 0 0 0 0600 -", devices.read_text(), flags=re.M))
+    g.uevent("change kfd kfd")
+
+
+def test_indicator_in_headless_gnome_shell(tmp_path: Path) -> None:
+    built = build(tmp_path / "build")
+    shots = Path(os.environ.get("KFDGUARD_SCREENSHOTS") or tmp_path / "screenshots")
+    with PrivateBus() as bus:  # in /tmp, 0755: the Shell's user reaches its socket
+        with guardian(MACHINE, bus=bus, enforce=False) as g:
+            shell = HeadlessShell(built["shell43"], bus.address, groups=(render_gid(g),), user=NOBODY)
+            try:
+                _run(shell, g, bus, shots)
+            except BaseException:
+                print(shell.log_text()[-20000:])
+                raise
+            finally:
+                shell.stop()
+        assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
+            "the Shell logged errors:\n" + shell.final_log[-5000:]
+        )
+
+
+def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path) -> None:
+    shell.start()
+
+    # 1. Ready: label, icon, the GPU with its gfx target, and "Can I compute?" for this user.
+    ind = shell.wait_label("GPU ready")
+    assert "kfdguard-ready" in ind["styleClasses"] and ind["iconName"] == "emblem-ok-symbolic"
+    shell.open_menu()
+    shell.call("Press", "s", "access")
+    answer = shell.wait_text("Yes: ")
+    assert answer == "Yes: nobody (uid 65534) can open /dev/kfd, /dev/dri/renderD128"
+    texts = shell.indicator()["menuTexts"]
+    assert texts[0] == "1 GPU can compute: AMD Radeon RX 7900 XTX (gfx1100, 0000:03:00.0)"
+    assert "Kernel 6.8.0-45-generic, KFD 1.14" in texts
+    assert "AMD Radeon RX 7900 XTX\ngfx1100 · ready" in texts
+    ready = shell.screenshot_menu("indicator-ready.png", shots)
+
+    # Re-check needs org.kfdguard.reload; without polkitd only root may: the service's message is shown.
+    shell.call("Press", "s", "reload")
+    refused = shell.wait_text("Reload is not allowed")
+    assert "only root is allowed" in refused and "org.kfdguard.reload" in refused
+    shell.call("CloseMenu")
+
+    # 2. The machine changes: /dev/kfd loses its group; PropertiesChanged/StateChanged reach the panel.
+    break_kfd_permissions(g)
+    ind = shell.wait_label("GPU not ready")
+    assert "kfdguard-unavailable" in ind["styleClasses"] and ind["iconName"] == "dialog-error-symbolic"
+    shell.open_menu()
+    shell.call("Press", "s", "access")
+    answer = shell.wait_text("No: ")
+    assert answer.startswith("No: nobody (uid 65534) cannot open /dev/kfd (crw------- group root)")
+    texts = shell.indicator()["menuTexts"]
+    assert "AMD Radeon RX 7900 XTX\ngfx1100 · /dev/kfd not accessible to the group" in texts
+    # The summary is the main finding's message; the finding below it adds severity, code and the remedy.
+    assert texts[0].startswith("/dev/kfd is crw------- root:root")
+    remedy = texts[texts.index("error · device-permissions") + 1]
+    assert remedy.startswith("run 'sudo kfdguard enforce'")
+    assert not [t for t in texts if t.startswith("Reload is not allowed")], "answers of the earlier state are cleared"
+
+    problem = shell.screenshot_menu("indicator-permissions.png", shots)
+
+    # 3. The service goes away: greyed, buttons off; it comes back: the indicator recovers.
+    shell.call("CloseMenu")
+    g.stop()
+    ind = shell.wait_label("GPU ?")
+    assert "kfdguard-absent" in ind["styleClasses"]
+    assert not ind["accessSensitive"] and not ind["reloadSensitive"]
+    assert "kfdguard is not running" in shell.indicator()["menuTexts"]
+    absent = shell.screenshot_menu("indicator-absent.png", shots)
+
+    shell.call("CloseMenu")
+    with guardian(MACHINE, bus=bus, enforce=False):
+        ind = shell.wait_label("GPU ready")
+        assert ind["accessSensitive"] and ind["reloadSensitive"]
+
+    for shot in (ready, problem, absent):
+        width, height = png_size(shot)
+        assert 200 <= width <= SCREEN[0] and 100 <= height <= SCREEN[1], (shot, width, height)
