@@ -45,3 +45,16 @@ lint: deps
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# ---------------------------------------------------------------------------
+# The GNOME Shell extension (docs/GNOME.md).
+#   make extension     dist/kfdguard@kfdguard.org.shell43.zip (GNOME 43, 44) and .shell45.zip (45 and later)
+#   make screenshots   regenerate docs/screenshots/ in a real headless gnome-shell (as root, like the tests)
+
+.PHONY: extension screenshots
+
+extension:
+	sh gnome-extension/build.sh dist
+
+screenshots: deps
+	KFDGUARD_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q tests/gnome/test_shell.py
