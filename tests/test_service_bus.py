@@ -220,6 +220,23 @@ def test_state_change_is_signalled() -> None:
         assert "'State': <'unavailable'>" in seen
 
 
+def test_events_only_observe_and_reload_repairs() -> None:
+    """A device event re-evaluates without acting; Reload (a request to act) repairs."""
+    with guardian("rx7900xtx-ubuntu2404", enforce=True) as g:
+        env, root = g.env(), Root(g.root)
+        devices = state.read_devices(root)
+        devices["/dev/kfd"] = replace(devices["/dev/kfd"], mode=0o600)
+        state.write_devices(root, devices)
+        g.uevent("change kfd kfd")
+        deadline = time.monotonic() + 10
+        while busctl("get-property", NAME, PATH, NAME, "State", env=env).stdout != 's "unavailable"\n':
+            assert time.monotonic() < deadline, "the event was not noticed"
+            time.sleep(0.1)
+        assert state.read_devices(root)["/dev/kfd"].mode == 0o600
+        assert call("Reload", env=env).stdout == 's "ready"\n'
+        assert state.read_devices(root)["/dev/kfd"].mode == 0o660
+
+
 def test_sighup_rereads_the_config_and_sigterm_stops_cleanly() -> None:
     with guardian("rx7900xtx-ubuntu2404", enforce=False) as g:
         env = g.env()

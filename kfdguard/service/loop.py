@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from functools import partial
 
 from kfdguard import log
 from kfdguard.service.core import PassResult, Service
@@ -104,7 +105,11 @@ class Loop:
         try:
             if reload:
                 await loop.run_in_executor(None, self.service.reload_config)
-            result: PassResult = await loop.run_in_executor(None, self.service.check)
+            # A device event only re-evaluates: repairing on every event would fight an
+            # administrator who unloads amdgpu or changes a node on purpose. SIGHUP
+            # (systemctl reload), like Reload over D-Bus, is a request to act.
+            enforce = None if reload else False
+            result: PassResult = await loop.run_in_executor(None, partial(self.service.check, enforce=enforce))
             self.service.last = result
             self.service.transition(result.status, reason)
             await loop.run_in_executor(None, self.service.record_and_fallback, result)
