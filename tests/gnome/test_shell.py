@@ -76,6 +76,13 @@ def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path) -> Non
     assert "AMD Radeon RX 7900 XTX\ngfx1100 · ready" in texts
     ready = shell.screenshot_menu("indicator-ready.png", shots)
 
+    # Disabled, the indicator leaves the panel; enabled again, it is back with the same state.
+    shell.call("SetEnabled", "b", "false")
+    shell.wait(lambda s: s["indicator"] is None, "the indicator to leave the panel")
+    shell.call("SetEnabled", "b", "true")
+    shell.wait_label("GPU ready")
+    shell.open_menu()
+
     # Re-check needs org.kfdguard.reload; without polkitd only root may: the service's message is shown.
     shell.call("Press", "s", "reload")
     refused = shell.wait_text("Reload is not allowed")

@@ -13,6 +13,7 @@ const IFACE = `<node>
     <method name="OpenMenu"/>
     <method name="CloseMenu"/>
     <method name="Press"><arg type="s" direction="in"/></method>
+    <method name="SetEnabled"><arg type="b" direction="in"/></method>
     <method name="Screenshot">
       <arg type="s" direction="in" name="path"/>
       <arg type="i" direction="in" name="x"/>
@@ -77,6 +78,15 @@ class ShellTest {
         if (!item)
             throw new Error(`no button ${which}`);
         item.activate(null);
+    }
+
+    SetEnabled(enabled) {
+        // Through the extension manager, as the Extensions app does: disable() must leave nothing behind.
+        const uuid = 'kfdguard@kfdguard.org';
+        if (enabled)
+            Main.extensionManager.enableExtension(uuid);
+        else
+            Main.extensionManager.disableExtension(uuid);
     }
 
     async ScreenshotAsync(params, invocation) {
