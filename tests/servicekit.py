@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kfdguard.devtools.privatebus import PrivateBus
-from kfdguard.simulate import bundled
+from kfdguard.root import Root
+from kfdguard.simulate import bundled, state
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import MachineSpec
 
@@ -71,11 +72,7 @@ class Guardian:
         raise TimeoutError(f"{NAME} did not appear")
 
     def uevent(self, text: str) -> None:
-        fd = os.open(self.root / ".kfdguard-sim/uevent.fifo", os.O_WRONLY | os.O_NONBLOCK)
-        try:
-            os.write(fd, (text + "\n").encode())
-        finally:
-            os.close(fd)
+        assert state.send_uevents(Root(self.root), [text]), "the service is not listening for uevents"
 
     def stop(self) -> tuple[int, str]:
         if self.proc.poll() is None:

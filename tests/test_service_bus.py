@@ -19,6 +19,7 @@ from kfdguard.client import ServiceError
 from kfdguard.client import call as py_call
 from kfdguard.root import Root
 from kfdguard.simulate import state
+from kfdguard.simulate.system import SimulatedSystem
 from tests.servicekit import NAME, PATH, REPO, busctl, call, guardian, run_as
 
 NOBODY = 65534
@@ -224,10 +225,9 @@ def test_events_only_observe_and_reload_repairs() -> None:
     """A device event re-evaluates without acting; Reload (a request to act) repairs."""
     with guardian("rx7900xtx-ubuntu2404", enforce=True) as g:
         env, root = g.env(), Root(g.root)
-        devices = state.read_devices(root)
-        devices["/dev/kfd"] = replace(devices["/dev/kfd"], mode=0o600)
-        state.write_devices(root, devices)
-        g.uevent("change kfd kfd")
+        # Another package's rule, applied by udev's coldplug: the simulated udev announces the nodes it touched.
+        (g.root / "etc/udev/rules.d/99-vendor-tools.rules").write_text('KERNEL=="kfd", MODE="0600"\n')
+        SimulatedSystem(root).run(["udevadm", "trigger", "--action=add"], timeout=5)
         deadline = time.monotonic() + 10
         while busctl("get-property", NAME, PATH, NAME, "State", env=env).stdout != 's "unavailable"\n':
             assert time.monotonic() < deadline, "the event was not noticed"

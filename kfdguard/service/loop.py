@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from functools import partial
 
@@ -55,10 +54,11 @@ class Loop:
             loop.add_signal_handler(sig, self.stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: self.request("SIGHUP", reload=True))
         debouncer = Debouncer(loop, DEBOUNCE, self.request)
-        sim_dir = os.path.join(str(self.service.system.root.path), ".kfdguard-sim")
         # The watchers stay referenced for the loop's lifetime (a collected monitor closes its socket).
         if self.service.system.simulated:
-            self.watcher: object | None = watch_simulation(loop, os.path.join(sim_dir, "uevent.fifo"), debouncer.poke)
+            from kfdguard.simulate.state import uevent_fifo
+
+            self.watcher: object | None = watch_simulation(loop, uevent_fifo(self.service.system.root), debouncer.poke)
         else:
             self.watcher = watch_udev(loop, debouncer.poke)
         tasks = [loop.create_task(self._after_boot())]

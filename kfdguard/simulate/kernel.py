@@ -84,6 +84,7 @@ class SimKernel:
         self.devices = state.read_devices(root)
         self.kmsg: list[str] = []
         self.journal: list[str] = []
+        self.uevents: list[str] = []
 
     # --- bookkeeping -------------------------------------------------------------
 
@@ -99,6 +100,10 @@ class SimKernel:
             with open(os.path.join(state.sim_dir(self.root), "journal"), "a", encoding="utf-8") as handle:
                 handle.write("".join(line + "\n" for line in self.journal))
             self.journal = []
+        if self.uevents:
+            # After the state is written, so a listener that re-reads the machine sees the change.
+            state.send_uevents(self.root, self.uevents)
+            self.uevents = []
 
     def advance(self, usec: int) -> None:
         self.values["clock_us"] = str(int(self.values.get("clock_us", "0")) + usec)
@@ -464,6 +469,7 @@ class SimKernel:
     def add_node(self, path: str, subsystem: str, kernel: str, major: int, minor: int, vendor: str = "") -> None:
         self.devices[path] = self._apply_udev(subsystem, kernel, major, minor, vendor)
         self.values[f"subsystem:{path}"] = f"{subsystem} {kernel} {vendor}".rstrip()
+        self.uevents.append(f"add {subsystem} {kernel}")
 
     def _apply_udev(self, subsystem: str, kernel: str, major: int, minor: int, vendor: str = "") -> NodeStat:
         policy = policy_for(self.root, subsystem, kernel, attrs={"vendor": vendor} if vendor else None)
@@ -490,6 +496,15 @@ class SimKernel:
             subsystem, kernel, vendor = ([*self.values.get(f"subsystem:{path}", "").split(" "), "", ""])[:3]
             if subsystem:
                 self.devices[path] = self._apply_udev(subsystem, kernel, node.major, node.minor, vendor)
+                self.uevents.append(f"add {subsystem} {kernel}")
+        self.save()
+
+    def udev_trigger_change(self) -> None:
+        """``udevadm trigger`` without an action: "change" events, which the default rules ignore for permissions."""
+        for path in self.devices:
+            subsystem, kernel = ([*self.values.get(f"subsystem:{path}", "").split(" "), ""])[:2]
+            if subsystem:
+                self.uevents.append(f"change {subsystem} {kernel}")
         self.save()
 
     # --- booting ------------------------------------------------------------------------------
@@ -648,7 +663,8 @@ class SimKernel:
         link = self.root.sys / "class/kfd/kfd"
         if link.is_symlink():
             link.unlink()
-        self.devices.pop("/dev/kfd", None)
+        if self.devices.pop("/dev/kfd", None) is not None:
+            self.uevents.append("remove kfd kfd")
         for key in ("kfd_live", "kfd_nodes", "kfd_generation"):
             self.values.pop(key, None)
 
@@ -661,7 +677,8 @@ class SimKernel:
             devdir = self.root.sys / f"devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
             drm = devdir / "drm"
             for name in os.listdir(drm) if drm.is_dir() else []:
-                self.devices.pop(f"/dev/dri/{name}", None)
+                if self.devices.pop(f"/dev/dri/{name}", None) is not None:
+                    self.uevents.append(f"remove drm {name}")
                 link = self.root.sys / "class/drm" / name
                 if link.is_symlink():
                     link.unlink()

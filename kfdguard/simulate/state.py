@@ -14,6 +14,7 @@ from kfdguard.access import AclEntry, NodeStat
 from kfdguard.root import Root
 
 SIM_DIR = ".kfdguard-sim"
+UEVENT_FIFO = "uevent.fifo"  # the simulated machine's udev monitor: lines "ACTION SUBSYSTEM NAME"
 
 
 def sim_dir(root: Root) -> str:
@@ -29,6 +30,25 @@ def _write(path: str, text: str) -> None:
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(tmp, path)
+
+
+def uevent_fifo(root: Root) -> str:
+    return os.path.join(sim_dir(root), UEVENT_FIFO)
+
+
+def send_uevents(root: Root, lines: list[str]) -> bool:
+    """Tell a listening service what udev would announce; False when nobody listens."""
+    try:
+        fd = os.open(uevent_fifo(root), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # no FIFO yet (ENOENT) or no reader (ENXIO): events are lost, as with no monitor
+        return False
+    try:
+        os.write(fd, "".join(line + "\n" for line in lines).encode())
+    except OSError:  # a full pipe (EAGAIN): the listener re-reads the whole machine anyway
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 # --- device nodes ------------------------------------------------------------

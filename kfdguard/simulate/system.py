@@ -285,5 +285,7 @@ class SimulatedSystem(System):
                 "--action" in args and args[args.index("--action") + 1 : args.index("--action") + 2] == ("add",)
             ):
                 self.kernel().udev_trigger_add()
+            else:
+                self.kernel().udev_trigger_change()
             return RunResult(args, 0)
         return RunResult(args, 1, stderr=f"udevadm: simulated udevadm does not know '{sub}'\n")
