@@ -1,11 +1,13 @@
 # kfdguard: the two commands of the quick start, and the rest.
-#   make demo   the guardian against bundled simulated machines
+#   make demo   the guardian against bundled simulated machines, then the service on a private bus
 #   make test   the whole test suite (lint, type check, unit, integration)
 # Both install what they need first (Debian/Ubuntu packages, a virtualenv).
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kfdguard-deps
+# Owning a name on a system bus and running polkitd need root.
+ROOTCMD := $(if $(filter 0,$(shell id -u)),,sudo)
 DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
 
 .PHONY: all demo test deps lint bench clean help
@@ -31,6 +33,8 @@ demo: deps
 	done
 	@echo "════════ $$ kfdguard enforce --machine kfd-perms-0600   (repairs a simulated copy)"
 	@$(PY) -m kfdguard enforce --machine kfd-perms-0600; echo "(exit status $$?)"
+	@echo; echo "════════ the service on a private system bus, seen by busctl, gdbus and two users"
+	@$(ROOTCMD) $(PY) -m kfdguard.devtools.demo
 
 test: deps
 	$(PY) -m pytest

@@ -233,6 +233,10 @@ def test_events_only_observe_and_reload_repairs() -> None:
             assert time.monotonic() < deadline, "the event was not noticed"
             time.sleep(0.1)
         assert state.read_devices(root)["/dev/kfd"].mode == 0o600
+        # A member of the group is told what is wrong: the node, not their groups.
+        render_gid = state.read_devices(root)["/dev/kfd"].gid
+        member = call("CheckAccess", env=env, user=1, groups=(render_gid,)).stdout
+        assert member.startswith("bs false") and "not your groups" in member and "usermod" not in member
         assert call("Reload", env=env).stdout == 's "ready"\n'
         assert state.read_devices(root)["/dev/kfd"].mode == 0o660
 

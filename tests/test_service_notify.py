@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -85,3 +86,14 @@ def test_a_hung_modprobe_does_not_hold_back_ready() -> None:
         assert '"module-load-timeout" "error" "modprobe amdgpu did not finish in 4 s and was killed"' in state_now
         g.read_notify(0.3)
         assert any(m.get("STATUS", "").startswith("unavailable: ") for m in fields(g.messages))
+
+
+def test_notify_without_a_listener_is_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kfdguard.service.notify import notify
+
+    gone = tmp_path / "notify"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(gone))
+    sock.close()  # the path stays, nobody listens: connect() is refused
+    monkeypatch.setenv("NOTIFY_SOCKET", str(gone))
+    assert notify("STATUS=still here") is False

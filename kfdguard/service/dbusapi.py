@@ -239,6 +239,7 @@ class GuardianAPI:
         if not status.nodes:
             return False, f"{status.summary} (state {status.state})"
         problems = []
+        member_of_owner = True
         for path, probed in status.nodes:
             try:
                 node = system.stat_node(system.root.join(path)) or probed
@@ -248,9 +249,14 @@ class GuardianAPI:
             if not access.allowed:
                 owner = next((g.name for g in groups if g.gid == node.gid), str(node.gid))
                 problems.append(f"{path} ({node.symbolic} group {owner}): {access.detail}")
+                member_of_owner = member_of_owner and node.gid in gids
         if problems:
-            group = next((g.name for g in groups if g.gid == status.nodes[0][1].gid), "render")
-            fix = f"sudo usermod -aG {group} {name}, then log in again"
+            if member_of_owner:
+                # The groups are right, the node is not: joining a group would not help.
+                fix = "the nodes' permissions are wrong, not your groups: 'kfdguard reload' repairs them"
+            else:
+                group = next((g.name for g in groups if g.gid == status.nodes[0][1].gid), "render")
+                fix = f"sudo usermod -aG {group} {name}, then log in again"
             return False, f"{name} (uid {uid}) cannot open " + "; ".join(problems) + f". Fix: {fix}"
         paths = ", ".join(path for path, _ in status.nodes)
         tail = "" if status.ready else f"; but compute is not ready: {status.summary}"

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         service.transition(result.status, "boot pass")
     status = service.status
     notify(f"READY=1\nSTATUS={status.state}: {status.summary}")
-    log.info(f"ready: {status.state}: {status.summary}")
+    log.info(f"READY=1 sent; {status.state}: {status.summary}")
     from kfdguard.service.loop import serve
 
     return serve(service, opts)

@@ -13,7 +13,12 @@ def notify(text: str) -> bool:
         from systemd import daemon
     except ImportError:
         return _send(text)
-    return bool(daemon.notify(text))
+    try:
+        return bool(daemon.notify(text))
+    except OSError:
+        # The manager's socket went away (a restart of systemd, a test's listener):
+        # a status message is never worth the service.
+        return False
 
 
 def _send(text: str) -> bool:
