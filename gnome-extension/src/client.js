@@ -133,13 +133,19 @@ export const GuardianClient = GObject.registerClass({
         this._signalIds = [
             proxy.connect('g-properties-changed', () => this.emit('changed')),
             // GDBusProxy fetches the properties of a new owner before it notifies.
-            proxy.connect('notify::g-name-owner', () => this.emit('changed')),
+            proxy.connect('notify::g-name-owner', () => {
+                // A new service process starts its own history.
+                this._lastTransition = null;
+                this.emit('changed');
+            }),
             proxy.connect('g-signal', (p, sender, name, parameters) => {
                 if (name !== 'StateChanged')
                     return;
                 const [oldState, newState, summary] = parameters.deepUnpack();
                 this._lastTransition = {oldState, newState, summary, time: GLib.DateTime.new_now_local()};
                 this.emit('state-changed', oldState, newState, summary);
+                // The service sends PropertiesChanged first: the views need the transition too.
+                this.emit('changed');
             }),
         ];
         this.emit('changed');
@@ -303,6 +309,9 @@ export function describe(snap, _) {
     if (snap.kernel)
         lines.push(snap.kfdVersion ? format(_('Kernel %s, KFD %s'), snap.kernel, snap.kfdVersion)
             : format(_('Kernel %s, no KFD'), snap.kernel));
+    const t = snap.transition;
+    if (t && t.newState === snap.state)
+        lines.push(format(_('Since %s; before: %s'), t.time.format('%X'), stateLabel(t.oldState, _)));
     const devices = snap.devices.map(d => {
         const gfx = d.GfxTarget || _('unknown target');
         const reason = d.ComputeReady ? _('ready') : d.Reason || _('not ready');

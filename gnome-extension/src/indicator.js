@@ -163,9 +163,10 @@ class KfdguardIndicator extends PanelMenu.Button {
 
         const section = this._statusSection;
         section.removeAll();
+        this.remedyItems = [];
         section.addMenuItem(new TextItem(view.title, {style: 'kfdguard-title'}));
-        for (const line of view.lines)
-            section.addMenuItem(new TextItem(line, {style: 'kfdguard-detail'}));
+        if (view.lines.length > 0)
+            section.addMenuItem(new TextItem(view.lines.join('\n'), {style: 'kfdguard-detail'}));
         if (view.devices.length > 0) {
             section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('GPUs')));
             for (const d of view.devices) {
@@ -186,8 +187,11 @@ class KfdguardIndicator extends PanelMenu.Button {
                     iconName: SEVERITY_ICONS[f.severity] ?? 'dialog-question-symbolic',
                     iconStyle: `kfdguard-${f.severity}`,
                 }));
-                if (f.remedy)
-                    section.addMenuItem(new RemedyItem(f.remedy, _('Copy the fix')));
+                if (f.remedy) {
+                    const item = new RemedyItem(f.remedy, _('Copy the fix'));
+                    this.remedyItems.push(item);
+                    section.addMenuItem(item);
+                }
             }
         }
         this._footer.label.text = view.footer;

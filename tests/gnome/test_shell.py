@@ -103,12 +103,17 @@ def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path) -> Non
     assert texts[0].startswith("/dev/kfd is crw------- root:root")
     remedy = texts[texts.index("error · device-permissions") + 1]
     assert remedy.startswith("run 'sudo kfdguard enforce'")
+    since = r"Kernel 6.8.0-45-generic, KFD 1.14\nSince \d\d:\d\d:\d\d; before: GPU ready"
+    assert re.fullmatch(since, texts[1]), texts[1]
     assert not [t for t in texts if t.startswith("Reload is not allowed")], "answers of the earlier state are cleared"
 
     problem = shell.screenshot_menu("indicator-permissions.png", shots)
 
+    # A remedy is copied to the clipboard with a click (which closes the menu, as any menu item does).
+    shell.call("CopyRemedy", "i", "0")
+    assert shell.call("Clipboard") == [remedy]
+
     # 3. The service goes away: greyed, buttons off; it comes back: the indicator recovers.
-    shell.call("CloseMenu")
     g.stop()
     ind = shell.wait_label("GPU ?")
     assert "kfdguard-absent" in ind["styleClasses"]

@@ -4,7 +4,7 @@
 // screenshots (Shell.Screenshot, the API behind the Shell's own screenshot UI).
 /* exported init */
 
-const {Gio, GLib, Shell} = imports.gi;
+const {Gio, GLib, Shell, St} = imports.gi;
 const Main = imports.ui.main;
 
 const IFACE = `<node>
@@ -14,6 +14,8 @@ const IFACE = `<node>
     <method name="CloseMenu"/>
     <method name="Press"><arg type="s" direction="in"/></method>
     <method name="SetEnabled"><arg type="b" direction="in"/></method>
+    <method name="CopyRemedy"><arg type="i" direction="in"/></method>
+    <method name="Clipboard"><arg type="s" direction="out"/></method>
     <method name="Screenshot">
       <arg type="s" direction="in" name="path"/>
       <arg type="i" direction="in" name="x"/>
@@ -87,6 +89,16 @@ class ShellTest {
             Main.extensionManager.enableExtension(uuid);
         else
             Main.extensionManager.disableExtension(uuid);
+    }
+
+    CopyRemedy(index) {
+        indicator().remedyItems[index].activate(null);
+    }
+
+    ClipboardAsync(params, invocation) {
+        St.Clipboard.get_default().get_text(St.ClipboardType.CLIPBOARD, (clipboard, text) => {
+            invocation.return_value(new GLib.Variant('(s)', [text ?? '']));
+        });
     }
 
     async ScreenshotAsync(params, invocation) {

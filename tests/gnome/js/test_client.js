@@ -206,7 +206,7 @@ test('a permission problem: StateChanged and the properties follow, with remedie
     assertEqual(perm.severity, 'error', 'severity');
     assert(perm.remedy.includes('kfdguard enforce'), `remedy: ${perm.remedy}`);
     assertEqual(view.findings[0].code, 'device-permissions', 'errors first');
-    assert(client._lastTransition.newState === 'unavailable', 'transition kept for the menu');
+    assert(/^Since \d\d:\d\d:\d\d; before: GPU ready$/.test(view.lines[1]), `the transition: ${view.lines}`);
 });
 
 test('Reload (root is allowed without polkit) returns the state after the check', async () => {
@@ -232,7 +232,9 @@ test('the service stops: absent again', async () => {
 test('the service comes back: the client recovers', async () => {
     startService();
     await waitFor(client, c => c.present && c.snapshot().state === 'ready', 'state ready again');
-    assertEqual(describe(client.snapshot(), _).label, 'GPU ready', 'label');
+    const view = describe(client.snapshot(), _);
+    assertEqual(view.label, 'GPU ready', 'label');
+    assertEqual(view.lines, ['Kernel 6.8.0-45-generic, KFD 1.14'], 'no transition from the earlier process');
 });
 
 async function main() {
