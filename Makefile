@@ -1,7 +1,13 @@
 # kfdguard: the two commands of the quick start, and the rest.
-#   make demo   the guardian against bundled simulated machines, then the service on a private bus
-#   make test   the whole test suite (lint, type check, unit, integration)
-# Both install what they need first (Debian/Ubuntu packages, a virtualenv).
+#   make demo          kfdguard check on bundled simulated machines, then the service
+#                      on a private bus with busctl, gdbus, polkitd and two users
+#   make test          the whole test suite: lint, type check, unit and
+#                      integration tests (test-fast), then the VM lane (test-system)
+#   make test-fast     the first part only (also: make check)
+#   make test-system   the VM lane: real kernel, real systemd, the .deb installed
+#   make install       install into DESTDIR/PREFIX (see docs/INSTALL.md)
+#   make deb           build the Debian package into build/deb/
+# They install what they need first (Debian/Ubuntu packages, a virtualenv).
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,14 +16,19 @@ STAMP := $(VENV)/.kfdguard-deps
 ROOTCMD := $(if $(filter 0,$(shell id -u)),,sudo)
 DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
 
-.PHONY: all demo test deps lint bench clean help
+.PHONY: all demo test test-fast check test-system deps lint bench clean help \
+	install install-python install-data uninstall deb
 
 all: help
 
 help:
-	@echo "make demo   run kfdguard against bundled simulated machines"
-	@echo "make test   run the whole test suite"
-	@echo "make deps   install the Debian packages and the virtualenv only"
+	@echo "make demo          run kfdguard against bundled simulated machines"
+	@echo "make test          run the whole test suite, the VM lane included"
+	@echo "make test-fast     run the test suite without the VM lane (also: make check)"
+	@echo "make test-system   build the .deb and run the VM lane's scenarios"
+	@echo "make install       install (DESTDIR=... PREFIX=/usr|/usr/local)"
+	@echo "make deb           build the Debian package into build/deb/"
+	@echo "make deps          install the Debian packages and the virtualenv only"
 
 deps: $(STAMP)
 
@@ -36,8 +47,15 @@ demo: deps
 	@echo; echo "════════ the service on a private system bus, seen by busctl, gdbus and two users"
 	@$(ROOTCMD) $(PY) -m kfdguard.devtools.demo
 
+# The whole suite, as CI runs it (.ci/run): the fast part first, then the VM lane.
 test: deps
+	$(MAKE) --no-print-directory test-fast
+	$(MAKE) --no-print-directory test-system
+
+test-fast: deps
 	$(PY) -m pytest
+
+check: test-fast
 
 bench: deps
 	$(PY) -m benchmarks.bench_kernellog
@@ -49,6 +67,144 @@ lint: deps
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# ---------------------------------------------------------------------------
+# Installation.
+#
+# PREFIX moves the command, the Python package, the man page and the udev
+# rule template. The files read by systemd, dbus-daemon and polkitd go where
+# those daemons look for them whatever PREFIX is: the paths come from
+# pkg-config where the system provides it (systemd.pc, dbus-1.pc,
+# polkit-gobject-1.pc), else Debian's defaults. Each can be overridden on the
+# command line. The service reads /etc/kfdguard/config.yaml.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+# Debian's own interpreter: the unit runs /usr/bin/python3 -I -m kfdguard.service
+# (pyenv or a virtualenv earlier in PATH must not choose the site directory).
+PYTHON3 ?= /usr/bin/python3
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/kfdguard
+CONFDIR ?= /etc/kfdguard
+pkgvar = $(shell pkg-config --variable=$(2) $(1) 2>/dev/null)
+SYSTEMDSYSTEMUNITDIR ?= $(or $(call pkgvar,systemd,systemdsystemunitdir),/lib/systemd/system)
+DBUSDATADIR ?= $(or $(call pkgvar,dbus-1,datadir),/usr/share)
+DBUSSYSTEMCONFDIR ?= $(DBUSDATADIR)/dbus-1/system.d
+DBUSSYSTEMSERVICEDIR ?= $(or $(call pkgvar,dbus-1,system_bus_services_dir),/usr/share/dbus-1/system-services)
+DBUSINTERFACESDIR ?= $(or $(call pkgvar,dbus-1,interfaces_dir),/usr/share/dbus-1/interfaces)
+POLKITACTIONDIR ?= $(or $(call pkgvar,polkit-gobject-1,policydir),/usr/share/polkit-1/actions)
+POLKITRULESDIR ?= $(dir $(POLKITACTIONDIR))rules.d
+# Where /usr/bin/python3 finds packages for this PREFIX: Debian's
+# /usr/lib/python3/dist-packages for /usr, /usr/local/lib/python3.X/dist-packages
+# for /usr/local, else sysconfig's purelib under PREFIX.
+PYTHONDIR ?= $(shell $(PYTHON3) -c 'import sys, sysconfig as s; p = sys.argv[1].rstrip("/"); n = s.get_scheme_names(); \
+	sch, b = ("deb_system", p) if p == "/usr" and "deb_system" in n else ("posix_local", "/usr") if p == "/usr/local" and "posix_local" in n else ("posix_prefix", p); \
+	print(s.get_path("purelib", sch, {"base": b, "platbase": b}))' $(PREFIX))
+# debian/rules installs the unit through dh_installsystemd instead.
+INSTALL_UNIT ?= yes
+PYINSTALL := build/pyinstall
+
+install: install-python install-data
+
+# The Python package and the kfdguard command: pip builds the wheel
+# (setuptools, no network, no dependencies) into a staging directory; the
+# package goes to PYTHONDIR, byte-compiled for its final path.
+install-python:
+	rm -rf $(PYINSTALL)
+	$(PYTHON3) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+		--no-deps --no-build-isolation --no-compile --no-warn-script-location --target $(PYINSTALL) .
+	install -d $(DESTDIR)$(PYTHONDIR) $(DESTDIR)$(BINDIR)
+	rm -rf $(DESTDIR)$(PYTHONDIR)/kfdguard $(DESTDIR)$(PYTHONDIR)/kfdguard-*.dist-info
+	cp -R $(PYINSTALL)/kfdguard $(PYINSTALL)/kfdguard-*.dist-info $(DESTDIR)$(PYTHONDIR)/
+	install -m 0755 $(PYINSTALL)/bin/kfdguard $(DESTDIR)$(BINDIR)/kfdguard
+	@# RECORD: the command's real place, and no direct_url.json naming this checkout.
+	cd $(DESTDIR)$(PYTHONDIR)/kfdguard-*.dist-info && rm -f direct_url.json && sed -i \
+		-e "s|^\.\./\.\./bin/kfdguard,|$$($(PYTHON3) -c 'import os, sys; print(os.path.relpath(*sys.argv[1:]))' $(BINDIR) $(PYTHONDIR))/kfdguard,|" \
+		-e '/direct_url.json,/d' RECORD
+	$(PYTHON3) -m compileall -q -d $(PYTHONDIR)/kfdguard $(DESTDIR)$(PYTHONDIR)/kfdguard
+	@$(PYTHON3) -I -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' $(PYTHONDIR) || \
+		echo "make install: warning: $(PYTHON3) -I does not search $(PYTHONDIR): kfdguard.service will not find the package"
+
+# Everything else: the unit, D-Bus policy, activation file and interface,
+# polkit actions and rule, the udev rule template (documentation: the service
+# writes /etc/udev/rules.d/71-kfdguard.rules itself), the man page, and the
+# example configuration (kept if one is already there).
+install-data:
+ifeq ($(INSTALL_UNIT),yes)
+	install -D -m 0644 units/kfdguard.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service
+endif
+	install -D -m 0644 dbus/org.kfdguard.Guardian1.conf $(DESTDIR)$(DBUSSYSTEMCONFDIR)/org.kfdguard.Guardian1.conf
+	install -D -m 0644 dbus/org.kfdguard.Guardian1.service $(DESTDIR)$(DBUSSYSTEMSERVICEDIR)/org.kfdguard.Guardian1.service
+	install -D -m 0644 dbus/org.kfdguard.Guardian1.xml $(DESTDIR)$(DBUSINTERFACESDIR)/org.kfdguard.Guardian1.xml
+	install -D -m 0644 polkit/org.kfdguard.policy $(DESTDIR)$(POLKITACTIONDIR)/org.kfdguard.policy
+	install -D -m 0644 polkit/49-kfdguard.rules $(DESTDIR)$(POLKITRULESDIR)/49-kfdguard.rules
+	install -D -m 0644 udev/71-kfdguard.rules.in $(DESTDIR)$(DATADIR)/71-kfdguard.rules.in
+	install -D -m 0644 man/kfdguard.8 $(DESTDIR)$(MANDIR)/man8/kfdguard.8
+	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then \
+		echo "make install: keeping $(DESTDIR)$(CONFDIR)/config.yaml (the example is conf/config.yaml)"; \
+	else \
+		echo "install -D -m 0644 conf/config.yaml $(DESTDIR)$(CONFDIR)/config.yaml"; \
+		install -D -m 0644 conf/config.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
+	fi
+
+# Removes what install put there, except the configuration.
+uninstall:
+	rm -f $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service \
+		$(DESTDIR)$(DBUSSYSTEMCONFDIR)/org.kfdguard.Guardian1.conf \
+		$(DESTDIR)$(DBUSSYSTEMSERVICEDIR)/org.kfdguard.Guardian1.service \
+		$(DESTDIR)$(DBUSINTERFACESDIR)/org.kfdguard.Guardian1.xml \
+		$(DESTDIR)$(POLKITACTIONDIR)/org.kfdguard.policy \
+		$(DESTDIR)$(POLKITRULESDIR)/49-kfdguard.rules \
+		$(DESTDIR)$(DATADIR)/71-kfdguard.rules.in \
+		$(DESTDIR)$(MANDIR)/man8/kfdguard.8 \
+		$(DESTDIR)$(BINDIR)/kfdguard
+	rm -rf $(DESTDIR)$(PYTHONDIR)/kfdguard $(DESTDIR)$(PYTHONDIR)/kfdguard-*.dist-info
+	-rmdir $(DESTDIR)$(DATADIR)
+
+# ---------------------------------------------------------------------------
+# The Debian package: dpkg-buildpackage in a copy of the tree (the repository's
+# files, tracked or new, not the ignored ones: no .cache/, no .venv/), so the
+# source tree stays clean and the results land in build/deb/. Rebuilt only
+# when a file changed. PATH is Debian's: pyenv's python3 must not build it.
+
+DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+PKG_VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' kfdguard/__init__.py)
+DEB_DIR := build/deb
+DEB = $(DEB_DIR)/kfdguard_$(DEB_VERSION)_all.deb
+SOURCE_FILES = $(filter-out build/%,$(wildcard $(shell git ls-files -co --exclude-standard 2>/dev/null)))
+
+deb: $(DEB)
+
+$(DEB): $(SOURCE_FILES)
+	@if [ "$(DEB_VERSION)" != "$(PKG_VERSION)" ]; then \
+		echo "make deb: debian/changelog says $(DEB_VERSION), kfdguard/__init__.py $(PKG_VERSION): add a changelog entry"; \
+		exit 1; fi
+	@command -v dpkg-checkbuilddeps >/dev/null && dpkg-checkbuilddeps || \
+		{ echo "make deb: install the build dependencies first (make deps does)"; exit 1; }
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/src
+	git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -C $(DEB_DIR)/src -xf -
+	@start=$$(date +%s); \
+	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u PYTHONPATH -u VIRTUAL_ENV \
+		PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -us -uc -b > ../build.log 2>&1; \
+	rc=$$?; end=$$(date +%s); \
+	grep -E "debian/check-tests|passed|failed" ../build.log | tail -n 3; \
+	if [ $$rc -ne 0 ]; then tail -n 60 ../build.log; echo "make deb: dpkg-buildpackage failed (rc $$rc); log $(DEB_DIR)/build.log"; exit 1; fi; \
+	echo "make deb: $(DEB) built in $$((end - start)) s (log $(DEB_DIR)/build.log)"
+	@test -f $@
+
+# ---------------------------------------------------------------------------
+# The VM lane (vm/README.md): Debian bookworm's kernel and systemd under QEMU,
+# the image cached in .cache/vm, the .deb installed in the guest, one guest
+# per scenario. Prints each scenario's checks and the lane's run time.
+
+SCENARIOS ?= boot coldplug users faults seed-advice fallback
+
+test-system: deps
+	$(PYTHON3) vm/vmlane.py host-deps
+	$(MAKE) --no-print-directory deb
+	$(PYTHON3) vm/vmlane.py suite --deb $(DEB) $(foreach s,$(SCENARIOS),vm/scenarios/$(s).sh)
 
 # ---------------------------------------------------------------------------
 # The GNOME Shell extension (docs/GNOME.md).
