@@ -161,7 +161,8 @@ export const GuardianClient = GObject.registerClass({
      * What the service says now, as plain values.
      *
      * @returns {object} present, state, ready, summary, kernel, kfdVersion,
-     *   devices, findings, version, lastCheck (Date or null), transition, error
+     *   devices, findings, version, lastCheck (GLib.DateTime or null),
+     *   transition, error
      */
     snapshot() {
         const base = {present: false, error: this._proxyError, transition: this._lastTransition};
@@ -178,7 +179,7 @@ export const GuardianClient = GObject.registerClass({
             kernel: unpack(p, 'KernelRelease', ''),
             kfdVersion: unpack(p, 'KfdVersion', ''),
             version: unpack(p, 'Version', ''),
-            // LastCheck is microseconds; a JS number holds them exactly for millennia.
+            // LastCheck is in microseconds: a JS number holds it exactly (2^53 µs is the year 2255).
             lastCheck: lastCheck ? GLib.DateTime.new_from_unix_local(Math.floor(Number(lastCheck) / 1e6)) : null,
             devices: unpack(p, 'Devices', []),
             findings: unpack(p, 'Findings', []).map(([code, severity, message, remedy]) =>
@@ -231,7 +232,7 @@ export const GuardianClient = GObject.registerClass({
 });
 
 const STATES = {
-    // The icon names exist in every Adwaita icon theme GNOME 43..48 ship.
+    // Symbolic icons of the Adwaita theme (checked with Debian 12's, GNOME 43).
     'ready': {icon: 'emblem-ok-symbolic', style: 'kfdguard-ready'},
     'degraded': {icon: 'dialog-warning-symbolic', style: 'kfdguard-degraded'},
     'unavailable': {icon: 'dialog-error-symbolic', style: 'kfdguard-unavailable'},
