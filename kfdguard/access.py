@@ -116,3 +116,43 @@ def check_rw(node: NodeStat, uid: int, gids: frozenset[int]) -> Access:
         return Access(False, "group", "the user's matching group has no rw")
     ok = node.mode & READ_WRITE == READ_WRITE
     return Access(ok, "other", "permissions for others " + ("allow" if ok else "deny") + " rw")
+
+
+def group_grants_rw(node: NodeStat) -> bool:
+    """Do members of the node's owning group get rw (mode bits, limited by an ACL mask)?"""
+    mask = next((e.perms for e in node.acl if e.tag == "mask"), 0o7)
+    group_obj = next((e.perms for e in node.acl if e.tag == "group_obj"), None)
+    perms = (node.mode >> 3) & 0o7 if group_obj is None else group_obj & mask
+    return perms & READ_WRITE == READ_WRITE
+
+
+def explain_caller(
+    name: str,
+    uid: int,
+    session_gids: frozenset[int],
+    listed_gids: frozenset[int],
+    nodes: list[tuple[str, NodeStat]],
+    group_names: dict[int, str],
+) -> tuple[bool, list[str], str]:
+    """Can this caller open every node, and if not: what stops them and the one fix that helps.
+
+    ``session_gids`` are the groups the caller's process has now (from the bus);
+    ``listed_gids`` those /etc/group gives the user, which a session started
+    before a ``usermod -aG`` does not have yet. Returns (allowed, problems, fix).
+    """
+    problems: list[str] = []
+    fixes: list[str] = []
+    for path, node in nodes:
+        access = check_rw(node, uid, session_gids)
+        if access.allowed:
+            continue
+        owner = group_names.get(node.gid, str(node.gid))
+        problems.append(f"{path} ({node.symbolic} group {owner}): {access.detail}")
+        if node.gid == 0 or not group_grants_rw(node) or node.gid in session_gids:
+            # Joining root's group is no fix, and a group without rw helps nobody.
+            fixes.append("the device's permissions are wrong, not your groups: 'kfdguard reload' repairs them")
+        elif node.gid in listed_gids:
+            fixes.append(f"you are in '{owner}' but this login started before you were added: log out and back in")
+        else:
+            fixes.append(f"sudo usermod -aG {owner} {name}, then log out and back in")
+    return not problems, problems, "; ".join(dict.fromkeys(fixes))

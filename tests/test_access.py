@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kfdguard.access import AclEntry, NodeStat, check_rw
+from kfdguard.access import AclEntry, NodeStat, check_rw, explain_caller
 
 RENDER = 992
 
@@ -58,3 +58,44 @@ def test_matches_plain_unix_rules_without_acl(mode: int, owner: int, group: int,
     else:
         bits = mode
     assert check_rw(n, uid, frozenset(gids)).allowed == (bits & 6 == 6)
+
+
+# --- what CheckAccess tells a caller ----------------------------------------------------------
+
+NAMES = {0: "root", RENDER: "render"}
+
+
+def explain(node: NodeStat, session: set[int], listed: set[int] | None = None) -> tuple[bool, str]:
+    allowed, _problems, fix = explain_caller(
+        "alice", 1000, frozenset(session), frozenset(listed if listed is not None else session),
+        [("/dev/kfd", node)], NAMES,
+    )  # fmt: skip
+    return allowed, fix
+
+
+def test_outsider_is_told_to_join_the_group() -> None:
+    assert explain(NodeStat("char", 240, 0, 0, RENDER, 0o660), {1000}) == (
+        False,
+        "sudo usermod -aG render alice, then log out and back in",
+    )
+
+
+def test_member_of_a_group_without_rw_is_not_told_to_join() -> None:
+    allowed, fix = explain(NodeStat("char", 240, 0, 0, RENDER, 0o600), {1000, RENDER})
+    assert not allowed and "not your groups" in fix and "usermod" not in fix
+
+
+def test_root_owned_node_is_never_answered_with_join_root() -> None:
+    allowed, fix = explain(NodeStat("char", 240, 0, 0, 0, 0o660), {1000})
+    assert not allowed and "usermod" not in fix and "kfdguard reload" in fix
+
+
+def test_added_to_the_group_after_login() -> None:
+    allowed, fix = explain(NodeStat("char", 240, 0, 0, RENDER, 0o660), {1000}, listed={1000, RENDER})
+    assert (
+        not allowed and fix == "you are in 'render' but this login started before you were added: log out and back in"
+    )
+
+
+def test_allowed_caller_gets_no_fix() -> None:
+    assert explain(NodeStat("char", 240, 0, 0, RENDER, 0o660), {1000, RENDER}) == (True, "")

@@ -126,6 +126,14 @@ def test_world_open_kfd_is_a_warning(fresh_machine: Make) -> None:
     assert verdict.state is State.READY
 
 
+def test_a_member_locked_out_by_the_mode_is_not_told_to_join(fresh_machine: Make) -> None:
+    builder = navi31().with_file("/etc/udev/rules.d/70-kfd.rules", 'SUBSYSTEM=="kfd", MODE="0600"\n')
+    verdict = verdict_of(fresh_machine, builder)
+    (finding,) = verdict.by_code("device-permissions")
+    assert finding.message.startswith("/dev/kfd is crw------- root:render")
+    assert "user-not-in-group" not in verdict.codes()  # alice is in render: the node is the problem
+
+
 def test_missing_compute_group(fresh_machine: Make) -> None:
     verdict = verdict_of(fresh_machine, navi31(), Config().__class__(device=Config().device.__class__(group="compute")))
     messages = [f.message for f in verdict.by_code("device-permissions")]

@@ -108,6 +108,37 @@ class Service:
         verdict = assess(facts, config, self.loaded.errors)
         return tuple((f.code, str(f.severity), f.message, f.remedy) for f in verdict.findings)
 
+    def access_for(self, uid: int, session_gids: frozenset[int] | None) -> tuple[bool, str]:
+        """CheckAccess: can this user open /dev/kfd and the render nodes of the GPUs now, and if not why."""
+        from kfdguard.access import explain_caller
+        from kfdguard.parsers.accounts import parse_group, parse_passwd
+        from kfdguard.probe.reader import Reader
+
+        system = self.system
+        reader = Reader(system.root)
+        groups, _ = parse_group(reader.text(system.root.etc / "group") or "")
+        users, _ = parse_passwd(reader.text(system.root.etc / "passwd") or "")
+        user = next((u for u in users if u.uid == uid), None)
+        name = user.name if user else str(uid)
+        listed = frozenset({user.gid} if user else set()) | {g.gid for g in groups if name in g.members}
+        status = self.status
+        if not status.nodes:
+            return False, f"{status.summary} (state {status.state})"
+        nodes = []
+        for path, probed in status.nodes:
+            try:
+                node = system.stat_node(system.root.join(path)) or probed
+            except OSError:
+                node = probed
+            nodes.append((path, node))
+        gids = listed if session_gids is None else session_gids
+        allowed, problems, fix = explain_caller(name, uid, gids, listed, nodes, {g.gid: g.name for g in groups})
+        if not allowed:
+            return False, f"{name} (uid {uid}) cannot open " + "; ".join(problems) + f". Fix: {fix}"
+        paths = ", ".join(path for path, _ in nodes)
+        tail = "" if status.ready else f"; but compute is not ready: {status.summary}"
+        return status.ready, f"{name} (uid {uid}) can open {paths}{tail}"
+
     def record_and_fallback(self, result: PassResult) -> str:
         """After a check: write the history and let the fallback policy act."""
         from kfdguard.fallback.apply import after_check

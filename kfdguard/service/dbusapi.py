@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kfdguard import log
-from kfdguard.access import check_rw
 from kfdguard.service.core import Service
 from kfdguard.service.polkit import Authority
 from kfdguard.service.status import DEVICE_KEYS, FALLBACK_KEYS, SIGNATURES, Status
@@ -220,47 +219,9 @@ class GuardianAPI:
         if uid is None:
             raise CallError(ERROR + "Failed", "the bus did not say who is calling")
         gids = creds.get("UnixGroupIDs")
-        allowed, text = await self._in_thread(self._access, int(uid), None if gids is None else frozenset(gids))
+        session = None if gids is None else frozenset(gids)
+        allowed, text = await self._in_thread(self.service.access_for, int(uid), session)
         return [allowed, text]
-
-    def _access(self, uid: int, gids: frozenset[int] | None) -> tuple[bool, str]:
-        from kfdguard.parsers.accounts import parse_group, parse_passwd
-        from kfdguard.probe.reader import Reader
-
-        system = self.service.system
-        reader = Reader(system.root)
-        groups, _ = parse_group(reader.text(system.root.etc / "group") or "")
-        users, _ = parse_passwd(reader.text(system.root.etc / "passwd") or "")
-        user = next((u for u in users if u.uid == uid), None)
-        name = user.name if user else str(uid)
-        if gids is None:
-            gids = frozenset({user.gid} if user else set()) | {g.gid for g in groups if name in g.members}
-        status = self.service.status
-        if not status.nodes:
-            return False, f"{status.summary} (state {status.state})"
-        problems = []
-        member_of_owner = True
-        for path, probed in status.nodes:
-            try:
-                node = system.stat_node(system.root.join(path)) or probed
-            except OSError:
-                node = probed
-            access = check_rw(node, uid, gids)
-            if not access.allowed:
-                owner = next((g.name for g in groups if g.gid == node.gid), str(node.gid))
-                problems.append(f"{path} ({node.symbolic} group {owner}): {access.detail}")
-                member_of_owner = member_of_owner and node.gid in gids
-        if problems:
-            if member_of_owner:
-                # The groups are right, the node is not: joining a group would not help.
-                fix = "the nodes' permissions are wrong, not your groups: 'kfdguard reload' repairs them"
-            else:
-                group = next((g.name for g in groups if g.gid == status.nodes[0][1].gid), "render")
-                fix = f"sudo usermod -aG {group} {name}, then log in again"
-            return False, f"{name} (uid {uid}) cannot open " + "; ".join(problems) + f". Fix: {fix}"
-        paths = ", ".join(path for path, _ in status.nodes)
-        tail = "" if status.ready else f"; but compute is not ready: {status.summary}"
-        return status.ready, f"{name} (uid {uid}) can open {paths}{tail}"
 
     async def _do_Diagnose(self, sender: str) -> list[Any]:
         # Concurrent callers share one fresh diagnosis instead of each starting a probe.
