@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import stat
 import struct
-from dataclasses import dataclass
+
+from kfdguard.record import dataclass
 
 # Tags from <linux/posix_acl.h>; the xattr layout is <linux/posix_acl_xattr.h>.
 ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 1, 2, 4, 8, 0x10, 0x20

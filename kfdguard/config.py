@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import marshal
 import os
-from dataclasses import dataclass, field
+
+from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
 
 
 def config_to_plain(config: Config) -> dict[str, dict[str, object]]:
-    from dataclasses import asdict
+    from kfdguard.record import asdict
 
     plain = asdict(config)
     plain.pop("version")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import errno
 import os
 import time
-from dataclasses import dataclass
 
 from kfdguard import files, log
 from kfdguard.assess.remedies import regenerate_initramfs
 from kfdguard.config import Config
+from kfdguard.record import dataclass
 from kfdguard.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, UDEV_DIR, Root
 from kfdguard.verdict import Action, Finding, Severity, Verdict
 

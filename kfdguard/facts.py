@@ -7,9 +7,8 @@ sysfs file becomes a finding instead of a crash.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kfdguard.access import NodeStat
+from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

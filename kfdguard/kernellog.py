@@ -16,10 +16,10 @@ that cannot concern amdgpu before any per-line Python code runs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, LogRule
+from kfdguard.record import dataclass
 
 # Every rule's message contains one of its terms. Python's regex engine tries a
 # long alternation position by position, so for whole boot logs a short list of

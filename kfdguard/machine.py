@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from kfdguard.record import dataclass
 from kfdguard.root import Root
 from kfdguard.system import RealSystem, System
 

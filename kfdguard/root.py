@@ -9,8 +9,9 @@ test enforces that.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from kfdguard.record import dataclass
 
 # Where the KFD character device lives, as users see it on any machine.
 KFD_NODE = "/dev/kfd"

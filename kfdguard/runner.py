@@ -11,9 +11,9 @@ import contextlib
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 
 from kfdguard import log
+from kfdguard.record import dataclass, field
 
 # typing costs milliseconds to import and this module is on the boot path;
 # mypy treats a name TYPE_CHECKING as its own marker.

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +23,7 @@ from kfdguard.facts import (
     OsFacts,
 )
 from kfdguard.fallback.policy import auto_action, fingerprint, recommend, record_check
+from kfdguard.record import replace
 
 NAVI31 = GpuFacts("0000:03:00.0", 0x1002, 0x744C, None, None, 0xC8, 0x030000, "amdgpu", True, "card0", 128)
 MODULE = ModuleFacts("amdgpu", False, None, False, True, {}, None, (), None, None, "")

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 
 from kfdguard.client import ServiceError
 from kfdguard.client import call as py_call
+from kfdguard.record import replace
 from kfdguard.root import Root
 from kfdguard.simulate import state
 from kfdguard.simulate.system import SimulatedSystem

@@ -7,7 +7,6 @@ with the reason; later checks do not repeat what an earlier one explained.
 from __future__ import annotations
 
 import errno
-from dataclasses import replace
 
 from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
@@ -15,6 +14,7 @@ from kfdguard.assess.explain import Cause, gpu_cause, runtime_causes, signature_
 from kfdguard.facts import LogEvent, ModprobeDirective
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
+from kfdguard.record import replace
 from kfdguard.verdict import Severity
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741

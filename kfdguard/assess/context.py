@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kfdguard import knowledge
 from kfdguard.access import Access, NodeStat, check_rw
 from kfdguard.config import Config, ConfigError
 from kfdguard.facts import Facts, GpuFacts, TopologyNode
 from kfdguard.knowledge.model import Asic
+from kfdguard.record import dataclass, field
 from kfdguard.verdict import Finding, Severity
 
 # A uid that owns nothing: "a member of the group" in access checks.

@@ -7,10 +7,9 @@ the finding they establish, or None.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.model import Asic
+from kfdguard.record import dataclass
 from kfdguard.verdict import Severity
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741

@@ -18,10 +18,10 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from kfdguard.devtools.privatebus import REPO, PrivateBus
+from kfdguard.record import dataclass
 
 POLKITD_CANDIDATES = ("/usr/lib/polkit-1/polkitd", "/usr/libexec/polkitd", "/usr/libexec/polkit-1/polkitd")
 AUTHORITY = "org.freedesktop.PolicyKit1"

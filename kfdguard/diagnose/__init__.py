@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kfdguard.diagnose.extract import TextFacts, extract
 from kfdguard.diagnose.reason import reason
+from kfdguard.record import dataclass
 from kfdguard.verdict import Finding, Severity
 
 # Exit codes of "kfdguard diagnose FILE".

@@ -9,12 +9,12 @@ kernel config fragments and diffs, modprobe.d lines, and often quoted with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from kfdguard.facts import LogEvent, ModprobeDirective
 from kfdguard.kernellog import scan
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
+from kfdguard.record import dataclass, field
 
 _QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
 _PROMPT = re.compile(r"^(?:\S+@\S+:[^$#]*[$#]|[$#])\s*")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
 
 from kfdguard.facts import Attempt, Facts, History
 from kfdguard.fallback.policy import Recommendation, fingerprint
+from kfdguard.record import dataclass, replace
 from kfdguard.root import VOLUME_DEVICES
 
 TYPE_CHECKING = False

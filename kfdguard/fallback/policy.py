@@ -11,11 +11,10 @@ The rules that must always hold (each has a hypothesis test):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from kfdguard import knowledge
 from kfdguard.facts import Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
+from kfdguard.record import dataclass, replace
 
 # Findings whose cause a different kernel can remove.
 KERNEL_CAUSES = frozenset({"kernel-too-old", "kfd-not-built", "dkms-not-built", "module-signature-rejected"})

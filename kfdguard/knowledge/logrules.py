@@ -17,7 +17,7 @@ summarised in shared/knowledge/kfd-facts.md §6), not from sample logs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kfdguard.record import dataclass
 
 SUCCESS, NEUTRAL, FAILURE, RUNTIME = "success", "neutral", "failure", "runtime"
 

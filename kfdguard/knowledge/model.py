@@ -8,7 +8,7 @@ Entries that are inferred rather than read from a source say so with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kfdguard.record import dataclass
 
 KernelVersion = tuple[int, int]
 

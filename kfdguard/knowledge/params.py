@@ -9,7 +9,7 @@ amdgpu.ko measured with modinfo (shared/knowledge/kfd-facts.md §2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kfdguard.record import dataclass
 
 SRC_DRV = "drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c (ROCm/amdgpu @ 031b3904); kfd-facts.md §2"
 SRC_KFD = "drivers/gpu/drm/amd/amdkfd/kfd_module.c kfd_init(); kfd-facts.md §2"

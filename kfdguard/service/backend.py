@@ -8,8 +8,9 @@ low-level Message API is used, which the two share.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
+
+from kfdguard.record import dataclass
 
 BACKENDS = ("fast", "next")
 

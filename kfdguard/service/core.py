@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
 
 from kfdguard import log
 from kfdguard.config import LoadedConfig, load_config
+from kfdguard.record import dataclass, replace
 from kfdguard.service.notify import notify
 from kfdguard.service.status import Status, from_verdict, starting
 from kfdguard.verdict import Finding, Severity

@@ -10,8 +10,9 @@ must not wait on a hung polkitd.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
+
+from kfdguard.record import dataclass
 
 AUTHORITY = "org.freedesktop.PolicyKit1"
 AUTHORITY_PATH = "/org/freedesktop/PolicyKit1/Authority"

@@ -7,11 +7,10 @@ D-Bus code is imported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kfdguard import __version__
 from kfdguard.access import NodeStat
 from kfdguard.facts import Facts
+from kfdguard.record import dataclass, field
 from kfdguard.verdict import Verdict
 
 TYPE_CHECKING = False

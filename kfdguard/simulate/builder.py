@@ -9,8 +9,7 @@ spec = (MachineBuilder("t").debian12()
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from kfdguard.record import replace
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, OsSpec, UdevSpec, UserSpec
 

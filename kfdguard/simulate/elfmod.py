@@ -10,7 +10,8 @@ symbols, which is what depmod reads to compute modules.dep. So ``depmod``, ``mod
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+
+from kfdguard.record import dataclass, field
 
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")

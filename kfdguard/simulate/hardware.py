@@ -9,7 +9,7 @@ kfd-facts.md §5, the RX 7900 XTX properties from tinygrad's mock GPU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kfdguard.record import dataclass
 
 
 @dataclass(frozen=True)

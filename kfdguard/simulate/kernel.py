@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass
 
 from kfdguard.access import AclEntry, NodeStat
 from kfdguard.parsers.modprobe import normalise, option_pairs, parse_cmdline_modules
 from kfdguard.probe.config_files import MODPROBE_DIRS, collect_conf_files
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
+from kfdguard.record import dataclass
 from kfdguard.root import Root
 from kfdguard.simulate import hardware, state
 from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
@@ -604,7 +604,7 @@ class SimKernel:
         return chosen or loader.default_release or self.kernel.release
 
     def _switch_kernel(self, release: str) -> None:
-        from dataclasses import replace
+        from kfdguard.record import replace
 
         if release == self.kernel.release:
             return

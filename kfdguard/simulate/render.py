@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict
 from pathlib import Path
 
+from kfdguard.record import asdict
 from kfdguard.root import Root
 from kfdguard.simulate import state
 from kfdguard.simulate.elfmod import FakeModule, build_elf, encode, suffix

@@ -8,7 +8,7 @@ simulated kernel derive sysfs, /dev, /proc and the kernel log from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from kfdguard.record import dataclass, field, replace
 
 # What the running kernel's amdgpu/KFD does with a GPU (kfd-facts.md §6).
 OUTCOMES = (

@@ -147,7 +147,7 @@ class SimulatedSystem(System):
         return SimKernel(self.root, load_spec(self.root))
 
     def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
-        from dataclasses import replace
+        from kfdguard.record import replace
 
         nodes = state.read_devices(self.root)
         shown = self._machine_path(path)
