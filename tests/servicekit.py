@@ -4,33 +4,30 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kfdguard.devtools.launch import NAME, PATH, REPO, Launched, launch, wait_name
 from kfdguard.devtools.privatebus import PrivateBus
 from kfdguard.root import Root
 from kfdguard.simulate import bundled, state
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import MachineSpec
 
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
-REPO = Path(__file__).resolve().parent.parent
+# Tests import the service's names from here.
+__all__ = ["NAME", "PATH", "REPO", "Guardian", "busctl", "call", "guardian", "machine", "run_as"]
 
 
-class Guardian:
-    def __init__(self, bus: PrivateBus, root: Path, proc: subprocess.Popen[str], notify: socket.socket) -> None:
+class Guardian(Launched):
+    """The launched service plus its bus and machine."""
+
+    def __init__(self, launched: Launched, bus: PrivateBus, root: Path) -> None:
+        super().__init__(launched.proc, launched.notify_sock, launched.started)
         self.bus = bus
         self.root = root
-        self.proc = proc
-        self.notify_sock = notify
-        self.messages: list[str] = []
 
     @property
     def address(self) -> str:
@@ -39,51 +36,11 @@ class Guardian:
     def env(self) -> dict[str, str]:
         return self.bus.env()
 
-    def read_notify(self, timeout: float) -> list[str]:
-        """Collect sd_notify datagrams for up to ``timeout`` seconds (returns what arrived)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.notify_sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                data = self.notify_sock.recv(4096)
-            except TimeoutError:
-                break
-            self.messages.append(data.decode())
-        return self.messages
-
-    def wait_ready(self, timeout: float = 20.0) -> float:
-        start = time.monotonic()
-        while time.monotonic() - start < timeout:
-            self.read_notify(0.1)
-            if any("READY=1" in m for m in self.messages):
-                return time.monotonic() - start
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the service exited: {self.proc.communicate()[1]}")
-        raise TimeoutError(f"no READY=1 within {timeout} s; got {self.messages}")
-
     def wait_name(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if busctl("status", NAME, env=self.env(), check=False).returncode == 0:
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the service exited: {self.proc.communicate()[1]}")
-            time.sleep(0.05)
-        raise TimeoutError(f"{NAME} did not appear")
+        wait_name(self.env(), self.proc, timeout)
 
     def uevent(self, text: str) -> None:
         assert state.send_uevents(Root(self.root), [text]), "the service is not listening for uevents"
-
-    def stop(self) -> tuple[int, str]:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            _, err = self.proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        self.notify_sock.close()
-        return self.proc.returncode, err
 
 
 def machine(which: str | MachineSpec, directory: Path) -> Path:
@@ -117,26 +74,8 @@ def guardian(
             (root / "etc/kfdguard/config.yaml").write_text(config)
         if prepare is not None:
             prepare(root)
-        notify_path = directory / "notify"
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(str(notify_path))
-        argv = [
-            sys.executable,
-            "-m",
-            "kfdguard.service",
-            "--root",
-            str(root),
-            "--bus",
-            bus.address,
-            "--backend",
-            backend,
-            *(() if enforce else ("--no-enforce",)),
-            *args,
-        ]
-        full_env = {**os.environ, "NOTIFY_SOCKET": str(notify_path), **(env or {})}
-        full_env.pop("JOURNAL_STREAM", None)
-        proc = subprocess.Popen(argv, env=full_env, stderr=subprocess.PIPE, text=True, cwd=REPO)
-        g = Guardian(bus, root, proc, sock)
+        launched = launch(root, bus.address, directory / "notify", backend=backend, enforce=enforce, args=args, env=env)
+        g = Guardian(launched, bus, root)
         try:
             if wait:
                 g.wait_ready()

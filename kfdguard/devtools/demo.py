@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +18,7 @@ import time
 from pathlib import Path
 
 from kfdguard.devtools import polkitbus
+from kfdguard.devtools.launch import NAME, PATH, Launched, launch, wait_name
 from kfdguard.devtools.polkitbus import FixtureUser, PolkitBus
 from kfdguard.devtools.privatebus import PrivateBus
 from kfdguard.root import Root
@@ -28,8 +27,6 @@ from kfdguard.simulate.render import RENDER_GID, render
 from kfdguard.simulate.spec import UserSpec
 from kfdguard.simulate.system import SimulatedSystem
 
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
 MACHINE = "rx7900xtx-ubuntu2404"
 RENDER_USER = FixtureUser("kfdrender", 4242, ("render",))
 PLAIN_USER = FixtureUser("kfdplain", 4243)
@@ -50,10 +47,9 @@ class Demo:
         self.dir = directory
         self.bus: PrivateBus | None = None
         self.real_polkit = False
-        self.daemon: subprocess.Popen[str] | None = None
+        self.service: Launched | None = None
         self.monitor: subprocess.Popen[str] | None = None
         self.root: Path | None = None
-        self.notify: socket.socket | None = None
 
     def env(self) -> dict[str, str]:
         assert self.bus is not None
@@ -88,29 +84,14 @@ class Demo:
         # The machine knows the demo's users too, so answers can name them.
         users = tuple(UserSpec(u.name, u.uid, u.groups) for u in (RENDER_USER, PLAIN_USER))
         self.root = render(spec.with_changes(users=(*spec.users, *users)), self.dir / "machine").path
-        sock_path = self.dir / "notify"
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(str(sock_path))
-        env = {**self.env(), "NOTIFY_SOCKET": str(sock_path), "PYTHONDONTWRITEBYTECODE": "1"}
-        env.pop("JOURNAL_STREAM", None)
-        argv = [sys.executable, "-m", "kfdguard.service", "--root", str(self.root), "--bus", self.bus.address]
         print(f"{DIM}   #{RESET} kfdguard.service --root <{MACHINE}> --bus <private bus>  (systemd's Type=notify)")
-        started = time.monotonic()
-        self.daemon = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
-        notify.settimeout(30)
-        self.notify = notify  # kept open for the service's lifetime, like systemd's
-        while True:
-            message = notify.recv(4096).decode()
-            if "READY=1" in message:
-                break
+        # The notify socket stays open for the service's lifetime, like systemd's.
+        self.service = launch(self.root, self.bus.address, self.dir / "notify", env={"PYTHONDONTWRITEBYTECODE": "1"})
+        elapsed = self.service.wait_ready(30)
+        message = next(m for m in self.service.messages if "READY=1" in m)
         status = next((line[7:] for line in message.splitlines() if line.startswith("STATUS=")), "")
-        shown(f"READY=1 after {time.monotonic() - started:.2f} s; STATUS={status}")
-        deadline = time.monotonic() + 10
-        while subprocess.run(["busctl", "--system", "status", NAME], env=self.env(), capture_output=True,
-                             check=False).returncode:  # fmt: skip
-            if time.monotonic() > deadline or self.daemon.poll() is not None:
-                raise RuntimeError("the service did not appear on the bus")
-            time.sleep(0.05)
+        shown(f"READY=1 after {elapsed:.2f} s; STATUS={status}")
+        wait_name(self.env(), self.service.proc, 10)
 
     def watch_signals(self) -> None:
         self.monitor = subprocess.Popen(
@@ -145,17 +126,10 @@ class Demo:
         if self.monitor is not None:
             self.monitor.terminate()
             self.monitor.wait(5)
-        if self.daemon is not None and self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                _, err = self.daemon.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                _, err = self.daemon.communicate()
-            say(f"SIGTERM: the service stopped with status {self.daemon.returncode}; what it logged (journal):")
+        if self.service is not None:
+            code, err = self.service.stop()
+            say(f"SIGTERM: the service stopped with status {code}; what it logged (journal):")
             shown("\n".join(line for line in err.splitlines() if line.strip()))
-        if self.notify is not None:
-            self.notify.close()
         if self.bus is not None:
             self.bus.stop()
 

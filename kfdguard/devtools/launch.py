@@ -1,0 +1,108 @@
+"""Starting the service the way systemd does (Type=notify), for tests, the demo and benchmarks.
+
+A datagram socket stands in for systemd's notify socket: the service sends
+READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 to it, and the caller reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+NAME = "org.kfdguard.Guardian1"
+PATH = "/org/kfdguard/Guardian1"
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Launched:
+    def __init__(self, proc: subprocess.Popen[str], notify: socket.socket, started: float) -> None:
+        self.proc = proc
+        self.notify_sock = notify
+        self.started = started  # time.monotonic() just before the process was started
+        self.messages: list[str] = []
+
+    def read_notify(self, timeout: float) -> list[str]:
+        """Collect sd_notify datagrams for up to ``timeout`` seconds (returns all that arrived so far)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.notify_sock.settimeout(max(0.001, deadline - time.monotonic()))
+            try:
+                data = self.notify_sock.recv(4096)
+            except TimeoutError:
+                break
+            self.messages.append(data.decode())
+        return self.messages
+
+    def wait_ready(self, timeout: float = 20.0) -> float:
+        """Seconds from process start to READY=1."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.notify_sock.settimeout(max(0.001, min(0.1, deadline - time.monotonic())))
+            try:
+                data = self.notify_sock.recv(4096)
+            except TimeoutError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the service exited: {self.stderr_text()}") from None
+                continue
+            self.messages.append(data.decode())
+            if "READY=1" in self.messages[-1]:
+                return time.monotonic() - self.started
+        raise TimeoutError(f"no READY=1 within {timeout} s; got {self.messages}")
+
+    def stderr_text(self) -> str:
+        if self.proc.poll() is None or self.proc.stderr is None:
+            return ""
+        return self.proc.stderr.read()
+
+    def stop(self, timeout: float = 15) -> tuple[int, str]:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        self.notify_sock.close()
+        return self.proc.returncode, err or ""
+
+
+def launch(
+    root: Path,
+    bus_address: str,
+    notify_path: Path,
+    *,
+    backend: str = "fast",
+    enforce: bool = True,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
+    interpreter_flags: tuple[str, ...] = (),
+    capture_stderr: bool = True,
+) -> Launched:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify_path))
+    argv = [python, *interpreter_flags, "-m", "kfdguard.service", "--root", str(root), "--bus", bus_address]
+    argv += ["--backend", backend, *(() if enforce else ("--no-enforce",)), *args]
+    full_env = {**os.environ, "NOTIFY_SOCKET": str(notify_path), **(env or {})}
+    full_env.pop("JOURNAL_STREAM", None)  # stderr is a pipe here, not the journal
+    stderr = subprocess.PIPE if capture_stderr else subprocess.DEVNULL
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=full_env, stderr=stderr, text=True, cwd=REPO)
+    return Launched(proc, sock, started)
+
+
+def wait_name(env: dict[str, str], proc: subprocess.Popen[str] | None = None, timeout: float = 20.0) -> None:
+    """Until the service owns its name on the bus that ``env`` points at."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        probe = subprocess.run(["busctl", "--system", "status", NAME], env=env, capture_output=True, check=False)
+        if probe.returncode == 0:
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("the service exited before owning its name")
+        time.sleep(0.05)
+    raise TimeoutError(f"{NAME} did not appear")
