@@ -10,7 +10,11 @@ from collections.abc import Callable
 from kfdguard import log
 
 SUBSYSTEMS = ("kfd", "drm", "pci")
-DEBOUNCE = 0.3  # events come in bursts (a module load creates kfd and drm nodes at once)
+# Events come in bursts (a module load creates the kfd and drm nodes within
+# milliseconds). The first event of a burst starts a short settle window and
+# later ones join it without pushing it back, so a reaction never waits more
+# than the window; what arrives during the check itself folds into one more.
+SETTLE = 0.02
 
 
 class Debouncer:
@@ -23,9 +27,8 @@ class Debouncer:
 
     def poke(self, reason: str) -> None:
         self.reasons.append(reason)
-        if self.handle is not None:
-            self.handle.cancel()
-        self.handle = self.loop.call_later(self.delay, self._fire)
+        if self.handle is None:
+            self.handle = self.loop.call_later(self.delay, self._fire)
 
     def _fire(self) -> None:
         reasons, self.reasons, self.handle = self.reasons, [], None

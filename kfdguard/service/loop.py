@@ -9,7 +9,7 @@ from functools import partial
 from kfdguard import log
 from kfdguard.service.core import PassResult, Service
 from kfdguard.service.dbusapi import NAME, GuardianAPI
-from kfdguard.service.events import DEBOUNCE, Debouncer, watch_simulation, watch_udev
+from kfdguard.service.events import SETTLE, Debouncer, watch_simulation, watch_udev
 from kfdguard.service.notify import notify, watchdog_interval
 
 TYPE_CHECKING = False
@@ -53,7 +53,7 @@ class Loop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: self.request("SIGHUP", reload=True))
-        debouncer = Debouncer(loop, DEBOUNCE, self.request)
+        debouncer = Debouncer(loop, SETTLE, self.request)
         # The watchers stay referenced for the loop's lifetime (a collected monitor closes its socket).
         if self.service.system.simulated:
             from kfdguard.simulate.state import uevent_fifo
