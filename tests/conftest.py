@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kfdguard.facts import Facts
 from kfdguard.probe import probe
@@ -16,6 +18,21 @@ from kfdguard.simulate.spec import MachineSpec
 from kfdguard.simulate.system import SimulatedSystem
 
 MACHINES = bundled.names()
+
+# Hypothesis profiles. "default" is what `make test` runs: each property test
+# keeps its own modest budget (tests/fuzzing.py). "fuzz" is the long campaign
+# (HYPOTHESIS_PROFILE=fuzz pytest -m fuzz): at least 10,000 examples for every
+# property test. Neither has a deadline: a loaded CI machine must not turn a
+# slow example into a failure (no timing-based pass/fail).
+settings.register_profile("default", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile(
+    "fuzz",
+    max_examples=10_000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ from kfdguard.facts import (
 )
 from kfdguard.knowledge.logrules import RULES
 from kfdguard.verdict import Severity, State
+from tests.fuzzing import examples
 
 small = st.integers(min_value=0, max_value=70000)
 text = st.text(max_size=30)
@@ -133,7 +135,8 @@ configs = st.builds(
 )  # fmt: skip
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.fuzz
+@settings(max_examples=examples(500), suppress_health_check=[HealthCheck.too_slow])
 @given(facts_strategy, configs)
 def test_assess_never_raises_and_is_consistent(facts: Facts, config: Config) -> None:
     verdict = assess(facts, config)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfdguard.config import Config, load_config, parse_config
+from tests.fuzzing import examples
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "conf" / "config.yaml"
 
@@ -83,7 +84,8 @@ def test_all_errors_reported_and_defaults_returned() -> None:
     assert config == Config()  # nothing from a broken file is applied, not even the valid policy
 
 
-@settings(max_examples=400)
+@pytest.mark.fuzz
+@settings(max_examples=examples(400))
 @given(st.text(max_size=300))
 def test_arbitrary_text_never_raises(text: str) -> None:
     config, errs = parse_config(text, "c.yaml")
@@ -128,7 +130,8 @@ sections = st.dictionaries(
 )
 
 
-@settings(max_examples=400)
+@pytest.mark.fuzz
+@settings(max_examples=examples(400))
 @given(sections)
 def test_structured_garbage_never_raises(data: dict[str, object]) -> None:
     import yaml

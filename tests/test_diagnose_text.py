@@ -6,10 +6,12 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfdguard.diagnose import EXIT_NOTHING, diagnose_text
+from tests.fuzzing import examples
 
 BUG_REPORT = """\
 Hi, rocminfo does not see my GPU. Following a guide I added `softdep amdgpu pre: amdkfd` and
@@ -87,7 +89,8 @@ def test_nothing_recognisable() -> None:
     assert any("uname -r" in u for u in result.unknown)
 
 
-@settings(max_examples=500)
+@pytest.mark.fuzz
+@settings(max_examples=examples(500))
 @given(st.text(max_size=1000))
 def test_never_raises_on_arbitrary_text(text: str) -> None:
     result = diagnose_text(text)
@@ -97,7 +100,8 @@ def test_never_raises_on_arbitrary_text(text: str) -> None:
 fragments = st.sampled_from([*BUG_REPORT.splitlines(), "[    3.5] kfd kfd: amdgpu: PITCAIRN  not supported in kfd", "CONFIG_HSA_AMD=", "> > >", "uid=", "crw", "1002:", "\x00", "\r"])  # fmt: skip
 
 
-@settings(max_examples=300)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300))
 @given(st.lists(fragments, max_size=30).map("\n".join))
 def test_never_raises_on_shuffled_reports(text: str) -> None:
     diagnose_text(text)

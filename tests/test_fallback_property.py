@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from kfdguard.facts import (
 )
 from kfdguard.fallback.policy import auto_action, fingerprint, recommend, record_check
 from kfdguard.record import replace
+from tests.fuzzing import examples
 
 NAVI31 = GpuFacts("0000:03:00.0", 0x1002, 0x744C, None, None, 0xC8, 0x030000, "amdgpu", True, "card0", 128)
 MODULE = ModuleFacts("amdgpu", False, None, False, True, {}, None, (), None, None, "")
@@ -76,7 +78,8 @@ def facts_for(
     )  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(400))
 @given(worlds(), histories, st.sampled_from(["off", "notify", "oneshot", "pin"]), st.data())
 def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: World, history: History, policy: str,
                                                                        data: st.DataObject) -> None:  # fmt: skip
@@ -96,7 +99,8 @@ def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: Wor
         assert mode is None  # the boot loader is never touched without oneshot or pin
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300))
 @given(worlds(), st.data())
 def test_no_loop_over_many_boots(world: World, data: st.DataObject) -> None:
     """Boot again and again under policy oneshot: the model of the machine boots the one-shot

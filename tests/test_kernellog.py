@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from kfdguard.kernellog import PREFILTER, TERMS, match, normalise, scan
 from kfdguard.knowledge.logrules import RULES
+from tests.fuzzing import examples
 
 USERSPACE = {"modules-load-missing": "systemd-modules-load", "udev-group-unknown": "systemd-udevd"}
 # How kernels of different versions prefix KFD and amdgpu messages (kfd-facts.md §6).
@@ -125,14 +126,16 @@ def test_scan_numbers_lines_and_keeps_order() -> None:
     assert [(e.rule, e.line) for e in events] == [("kfd-added-device", 101), ("kfd-sched-policy-invalid", 152)]
 
 
-@settings(max_examples=500)
+@pytest.mark.fuzz
+@settings(max_examples=examples(500))
 @given(st.text(max_size=300))
 def test_scan_never_raises(text: str) -> None:
     count, events = scan(text)
     assert count >= 1 and all(e.line >= 1 for e in events)
 
 
-@settings(max_examples=300)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300))
 @given(st.lists(st.sampled_from(STAMPS), max_size=3), st.sampled_from(PREFIXES), st.sampled_from([r.example for r in RULES]),
        st.text(max_size=20))  # fmt: skip
 def test_scan_survives_mangled_real_lines(stamps: list[str], prefix: str, example: str, tail: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from kfdguard.parsers.osrelease import parse_os_release
 from kfdguard.parsers.topology import parse_int, parse_properties
 from kfdguard.probe.system_info import parse_release
 from kfdguard.simulate.elfmod import FakeModule, build_elf
+from tests.fuzzing import examples
 
 garbage = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=2000)
 lines_of = st.lists(
@@ -56,6 +58,7 @@ def test_kconfig_reports_bad_lines() -> None:
     ]
 
 
+@pytest.mark.fuzz
 @given(garbage)
 def test_kconfig_never_raises(text: str) -> None:
     symbols, complaints = parse_kconfig(text)
@@ -94,7 +97,8 @@ def test_modprobe_complaints_name_file_and_line() -> None:
     ]
 
 
-@settings(max_examples=300)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300))
 @given(st.one_of(garbage, lines_of))
 def test_modprobe_never_raises(text: str) -> None:
     directives, complaints = parse_modprobe_conf(text, "/f.conf")
@@ -122,6 +126,7 @@ def test_modules_load_and_cmdline() -> None:
     assert blacklist == ["radeon", "nouveau"]
 
 
+@pytest.mark.fuzz
 @given(garbage)
 def test_modules_load_never_raises(text: str) -> None:
     parse_modules_load(text, "/etc/modules")
@@ -140,12 +145,14 @@ def test_properties_reports_garbage() -> None:
     assert complaints == ["line 1: 'simd_count' has non-numeric value 'twelve'", "line 2: expected 'key value'"]
 
 
+@pytest.mark.fuzz
 @given(garbage)
 def test_properties_never_raise(text: str) -> None:
     props, _ = parse_properties(text)
     assert all(isinstance(v, int) for v in props.values())
 
 
+@pytest.mark.fuzz
 @given(st.text(max_size=30))
 def test_parse_int_is_total(text: str) -> None:
     value = parse_int(text)
@@ -158,6 +165,7 @@ def test_gfx_names() -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.fuzz
 @given(st.integers(min_value=-(2**40), max_value=2**40))
 def test_gfx_name_total(value: int) -> None:
     name = gfx_name(value)
@@ -172,6 +180,7 @@ def test_group_and_passwd() -> None:
     assert [(u.name, u.uid, u.can_log_in) for u in users] == [("alice", 1000, True), ("svc", 12, False)]
 
 
+@pytest.mark.fuzz
 @given(garbage)
 def test_account_files_never_raise(text: str) -> None:
     parse_group(text)
@@ -193,6 +202,7 @@ def test_release_parsing() -> None:
     assert parse_release("garbage") is None
 
 
+@pytest.mark.fuzz
 @given(st.text(max_size=40))
 def test_release_parsing_total(text: str) -> None:
     parse_release(text)
@@ -217,6 +227,7 @@ def test_posix_acl_xattr() -> None:
     ]
 
 
+@pytest.mark.fuzz
 @given(st.binary(max_size=200))
 def test_posix_acl_garbage_is_value_error(data: bytes) -> None:
     with contextlib.suppress(ValueError):
@@ -232,6 +243,7 @@ def test_modinfo_reads_fake_module() -> None:
     assert module_name("README") is None
 
 
+@pytest.mark.fuzz
 @given(st.binary(max_size=400))
 def test_modinfo_garbage_is_modinfo_error(data: bytes) -> None:
     with contextlib.suppress(ModinfoError):
