@@ -45,6 +45,38 @@ PER_CALLER = 4  # calls in flight per connection; more get Busy at once
 IN_FLIGHT = 64  # calls in flight overall
 
 
+# Integer types of the properties and the value that stands for "unknown" when
+# the machine's value does not fit (KfdNode's -1 means no node; ids become 0).
+_RANGES = {"y": (0, 2**8 - 1), "q": (0, 2**16 - 1), "i": (-(2**31), 2**31 - 1), "u": (0, 2**32 - 1),
+           "t": (0, 2**64 - 1)}  # fmt: skip
+_UNKNOWN = {"i": -1}
+
+
+def fit(signature: str, value: object) -> object:
+    """``value`` as the bus accepts it for a basic ``signature``.
+
+    Properties carry what the machine's files say, and a hostile or corrupt
+    file must not stop the service from publishing: a sysfs ``device`` of
+    0x10000744c does not fit a uint16 (the Variant refuses it and the service
+    died at start), and a string with a NUL or a lone surrogate (from a file
+    name) is invalid on the wire, so dbus-daemon would drop the connection.
+    """
+    if signature == "s":
+        text = value if isinstance(value, str) else str(value)
+        if "\0" in text:
+            text = text.replace("\0", " ")
+        if not text.isascii():
+            text = text.encode("utf-8", "replace").decode("utf-8")
+        return text
+    if signature == "b":
+        return bool(value)
+    if signature in _RANGES:
+        low, high = _RANGES[signature]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return _UNKNOWN.get(signature, 0)
+    return value
+
+
 class CallError(Exception):
     def __init__(self, name: str, text: str) -> None:
         super().__init__(text)
@@ -74,10 +106,15 @@ class GuardianAPI:
         sig = SIGNATURES[name]
         if name == "Devices":
             assert isinstance(value, list)
-            value = [{k: V(DEVICE_KEYS[k], v) for k, v in d.items()} for d in value]
+            value = [{k: V(DEVICE_KEYS[k], fit(DEVICE_KEYS[k], v)) for k, v in d.items()} for d in value]
         elif name == "FallbackRecommendation":
             assert isinstance(value, dict)
-            value = {k: V(FALLBACK_KEYS[k], v) for k, v in value.items()}
+            value = {k: V(FALLBACK_KEYS[k], fit(FALLBACK_KEYS[k], v)) for k, v in value.items()}
+        elif name == "Findings":
+            assert isinstance(value, list)
+            value = [[fit("s", text) for text in finding] for finding in value]
+        else:
+            value = fit(sig, value)
         return V(sig, value)
 
     def _cache(self, status: Status) -> None:
@@ -92,7 +129,9 @@ class GuardianAPI:
         if changed:
             self._signal(PROPERTIES, "PropertiesChanged", "sa{sv}as", [INTERFACE, changed, []])
         if old.state != new.state:
-            self._signal(INTERFACE, "StateChanged", "sss", [old.state, new.state, new.summary])
+            self._signal(
+                INTERFACE, "StateChanged", "sss", [fit("s", old.state), fit("s", new.state), fit("s", new.summary)]
+            )
 
     def _signal(self, interface: str, member: str, signature: str, body: list[Any]) -> None:
         msg = self.b.Message.new_signal(PATH, interface, member, signature, body)
