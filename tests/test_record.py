@@ -112,12 +112,3 @@ def test_a_mutable_default_is_refused_as_by_dataclasses() -> None:
         @record.dataclass
         class Bad:
             items: list[int] = []  # noqa: RUF012 - the mistake under test
-
-
-def test_the_service_boot_path_does_not_import_dataclasses() -> None:
-    import subprocess
-    import sys
-
-    code = "import sys, kfdguard.service.main, kfdguard.assess, kfdguard.enforce, kfdguard.probe; print('dataclasses' in sys.modules, 'inspect' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "False"]

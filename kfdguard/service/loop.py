@@ -7,7 +7,7 @@ import signal
 from functools import partial
 
 from kfdguard import log
-from kfdguard.service.core import PassResult, Service
+from kfdguard.service.core import PassResult, Service, error_status
 from kfdguard.service.dbusapi import NAME, GuardianAPI
 from kfdguard.service.events import SETTLE, Debouncer, watch_simulation, watch_udev
 from kfdguard.service.notify import notify, watchdog_interval
@@ -85,9 +85,13 @@ class Loop:
         service = self.service
         if service.pending is not None:
             await loop.run_in_executor(None, service.pending.join)
-            if service.pending_result:
-                service.last = service.pending_result[0]
+            if service.pending.result:
+                service.last = service.pending.result[0]
                 service.transition(service.last.status, "boot pass (late)")
+            elif service.pending.failure:
+                failure = service.pending.failure[0]
+                log.error(f"boot pass failed: {type(failure).__name__}: {failure}")
+                service.transition(error_status(f"the check failed: {failure}"), "boot pass (late)")
             service.pending = None
         if service.last is not None:
             await loop.run_in_executor(None, service.record_and_fallback, service.last)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 from kfdguard import log
 from kfdguard.root import Root
-from kfdguard.service.core import PassResult, Service, error_status
+from kfdguard.service.core import Background, PassResult, Service, error_status
 from kfdguard.service.notify import notify
 
 # The unit's TimeoutStartSec is 30 s: READY goes out by this deadline whatever
@@ -81,27 +80,15 @@ def make_system(root_path: str | None) -> object:
 
 def boot_pass(service: Service, deadline: float) -> PassResult | None:
     """Run the first check in a thread and give up waiting at the deadline."""
-    holder: list[PassResult] = []
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            holder.append(service.check())
-        except Exception as exc:
-            failure.append(exc)
-
-    thread = threading.Thread(target=work, name="boot-pass", daemon=True)
-    thread.start()
-    thread.join(deadline)
-    if holder:
-        return holder[0]
-    if failure:
-        log.error(f"boot pass failed: {type(failure[0]).__name__}: {failure[0]}")
-        service.transition(error_status(f"the check failed: {failure[0]}"), "boot pass")
+    work = Background(service.check)
+    if work.join(deadline) and work.result:
+        return work.result[0]
+    if work.failure:
+        log.error(f"boot pass failed: {type(work.failure[0]).__name__}: {work.failure[0]}")
+        service.transition(error_status(f"the check failed: {work.failure[0]}"), "boot pass")
         return None
     log.warning(f"boot pass still running after {deadline:g} s; reporting READY and finishing it in the background")
-    service.pending = thread
-    service.pending_result = holder
+    service.pending = work
     return None
 
 

@@ -1,0 +1,35 @@
+"""What the service imports before READY=1: only what the boot pass needs (issue 9's boot goal).
+
+asyncio, the D-Bus library and pyudev come after READY; dataclasses, inspect,
+typing and threading not at all (kfdguard.record, _thread). A regression here
+shows up as a slower boot long before anyone runs the benchmark.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kfdguard.simulate import bundled
+from kfdguard.simulate.render import render
+
+HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect", "typing", "threading", "logging")
+PROBE = """
+import sys
+import kfdguard.service.main as main
+def ready(text):
+    if text.startswith("READY=1"):
+        print(" ".join(m for m in {heavy!r} if m in sys.modules))
+        raise SystemExit(0)
+main.notify = ready
+main.main(["--root", {root!r}])
+"""
+
+
+def test_nothing_heavy_before_ready(tmp_path: Path) -> None:
+    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
+    code = PROBE.format(heavy=HEAVY, root=str(root))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"imported before READY: {result.stdout}"
