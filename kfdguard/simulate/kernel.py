@@ -467,6 +467,10 @@ class SimKernel:
         return None
 
     def add_node(self, path: str, subsystem: str, kernel: str, major: int, minor: int, vendor: str = "") -> None:
+        if self.values.get("fault:udev") == "no-nodes":
+            # A /dev that is not devtmpfs (a container, a broken initramfs) and no udevd
+            # creating nodes: the device is registered in sysfs, its node never appears.
+            return
         self.devices[path] = self._apply_udev(subsystem, kernel, major, minor, vendor)
         self.values[f"subsystem:{path}"] = f"{subsystem} {kernel} {vendor}".rstrip()
         self.uevents.append(f"add {subsystem} {kernel}")
