@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ import pytest
 from kfdguard import files
 from kfdguard.root import Root
 from kfdguard.simulate import bundled, state
+from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec
 from kfdguard.simulate.system import SimulatedSystem
 from tests.servicekit import NAME, PATH, REPO, Guardian, busctl, guardian
@@ -225,3 +227,38 @@ def test_kfd_up_in_sysfs_without_a_node() -> None:
         now = settled(g)
         assert now["State"] == "unavailable" and not now["Ready"]
         assert "KFD is up" in finding(now, "device-node-missing")[2]
+
+
+# --- journald absent --------------------------------------------------------------------------------
+
+
+def firmware_machine(journal: bool) -> MachineSpec:
+    # firmware-missing can only be known from the kernel's messages: without any log it is gpu-init-failed.
+    spec = MachineBuilder("nojournal").ubuntu2404().with_gpu(0x744C, outcome="firmware")
+    return spec.with_user("alice", groups=["render"]).build().with_changes(journal=journal)
+
+
+def test_without_journald_the_kernel_log_comes_from_kmsg() -> None:
+    with started(firmware_machine(journal=False), enforce=False) as g:
+        now = settled(g)
+        assert now["State"] == "unavailable"
+        assert "psp_13_0_0_sos.bin" in finding(now, "firmware-missing")[2]
+        assert "firmware-missing" in diagnose_codes(g)
+        local = subprocess.run(
+            [sys.executable, "-m", "kfdguard", "diagnose", "--local", "--json", "--root", str(g.root)],
+            capture_output=True, text=True, timeout=60, check=False, cwd=REPO,
+        )  # fmt: skip
+        log = json.loads(local.stdout)["log"]
+        assert log["source"] == "kmsg"
+        assert log["unavailable"] == ["journal: no journal on this machine (journald is not running)"]
+
+
+def test_without_any_readable_log_the_diagnosis_says_so() -> None:
+    config = "log:\n  sources: [journal]\n"
+    with started(firmware_machine(journal=False), enforce=False, config=config) as g:
+        now = settled(g)
+        message = finding(now, "unreadable")[2]
+        assert message == (
+            "could not read the kernel log: journal: no journal on this machine (journald is not running)"
+        )
+        assert "unreadable" in diagnose_codes(g)

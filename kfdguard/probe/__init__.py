@@ -6,7 +6,7 @@ read becomes a ``Problem`` in the facts.
 
 from __future__ import annotations
 
-from kfdguard.facts import DeviceNode, Facts, KernelLog
+from kfdguard.facts import DeviceNode, Facts, KernelLog, Problem
 from kfdguard.probe.boot import probe_bootloader, probe_history, probe_kernels
 from kfdguard.probe.config_files import probe_accounts, probe_modprobe
 from kfdguard.probe.devices import probe_gpus, probe_kfd, probe_node
@@ -57,6 +57,11 @@ def probe(
     kernel_log = KernelLog(read=False)
     if log == "always" or (log == "needed" and needed):
         kernel_log = probe_kernel_log(reader, system, log_sources, previous_boots)
+        if not kernel_log.sources:
+            # No source could be read (journald absent and /dev/kmsg closed, say): a diagnosis
+            # without the kernel's own account must say so rather than look complete.
+            why = "; ".join(kernel_log.unavailable) or "log.sources names no source"
+            reader.problems.append(Problem("the kernel log", why))
     return Facts(
         root=str(root.path),
         simulated=system.simulated,
