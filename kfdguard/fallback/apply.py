@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 
+from kfdguard import log
 from kfdguard.facts import Attempt, Facts, History
 from kfdguard.fallback.policy import Recommendation, fingerprint
 from kfdguard.record import dataclass, replace
@@ -192,6 +193,8 @@ def after_check(
             save_history(system, history)
         except OSError as exc:
             why += f"; the history could not be written ({exc.strerror or exc})"
+            shown = system.root.display(system.root.var_lib / "kfdguard/history.json")
+            log.warning(f"fallback: {shown} could not be written: {exc.strerror or exc}")
         return history, None, why
     outcome, history = arrange(system, replace(facts, history=history), rec, mode, stamp)
     return history, outcome, why
