@@ -57,7 +57,10 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` atomically; on any error the old file is intact."""
     check_target(path)
     directory = path.parent
-    tmp = directory / f"{TMP_MARK}{path.name}.{os.getpid()}"
+    # The pid tells a later run whether the writer is gone; the random part keeps a
+    # leftover of a killed writer that had the same pid (the daemon, after a reboot)
+    # from blocking every later write with EEXIST.
+    tmp = directory / f"{TMP_MARK}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         try:
@@ -78,15 +81,33 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     _fsync_dir(directory)
 
 
-def remove_stale_temporaries(directory: Path) -> list[str]:
-    """Leftovers of a run killed between write and rename."""
+def _writer_alive(name: str) -> bool:
+    """Is the process named in a temporary ``<mark><target>.<pid>.<random>`` still running?"""
+    pid = name.rsplit(".", 2)[-2] if name.count(".") >= 2 else ""
+    if not pid.isdigit():
+        return False  # not our pattern (an older kfdguard): nobody is writing it now
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: alive, another user's
+    return True
+
+
+def remove_stale_temporaries(directory: Path, *, only_dead: bool = False) -> list[str]:
+    """Leftovers of a run killed between write and rename.
+
+    Under the enforcement lock every temporary is a leftover. Where writers share
+    no lock (the history), ``only_dead`` keeps those whose writer still runs.
+    """
     removed: list[str] = []
     try:
         names = os.listdir(directory)
     except OSError:
         return removed
     for name in names:
-        if name.startswith(TMP_MARK):
+        if name.startswith(TMP_MARK) and not (only_dead and _writer_alive(name)):
             with contextlib.suppress(OSError):
                 os.unlink(directory / name)
                 removed.append(name)

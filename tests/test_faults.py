@@ -355,3 +355,88 @@ def test_history_write_failure_keeps_the_history_and_the_boot_loader(
     assert outcome.message == f"not arranged: the history cannot be written ({cause})"
     assert "grub-reboot" not in (system.root.path / ".kfdguard-sim/commands.log").read_text()
     assert history.read_bytes() == old and leftovers(history.parent) == []
+
+
+# --- kill -9 between write and rename ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_an_enforce_run_killed_at_the_rename_then_the_service(when: str) -> None:
+    """kill -9 of 'kfdguard enforce' right before (or after) it renames kfdguard.conf into place; then the service."""
+    seen: dict[str, bytes] = {}
+
+    def killed_run(root: Path) -> None:
+        conf = root / "etc/modprobe.d/kfdguard.conf"
+        conf.write_bytes(OLD_CONF)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kfdguard", "enforce", "--root", str(root)],
+            env={**os.environ, **killpoint_env("kfdguard.conf", when)},
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        try:
+            wait_stopped(proc)
+            temps = leftovers(conf.parent)
+            if when == "before":
+                # Written and fsynced under a name kmod never reads; the target is still the old file.
+                assert len(temps) == 1 and b"cwsr_enable=0" in temps[0].read_bytes()
+                seen["new"] = temps[0].read_bytes()
+            else:
+                assert temps == [] and b"cwsr_enable=0" in conf.read_bytes()
+                seen["new"] = conf.read_bytes()
+        finally:
+            proc.kill()
+            proc.wait(30)
+        # What a crash leaves: the complete old or the complete new file, never a mix.
+        assert conf.read_bytes() == (OLD_CONF if when == "before" else seen["new"])
+        assert len(leftovers(conf.parent)) == (1 if when == "before" else 0)
+
+    with started("rx7900xtx-ubuntu2404", config=OPTIONS, prepare=killed_run) as g:
+        now = settled(g)
+        directory = g.root / "etc/modprobe.d"
+        assert (directory / "kfdguard.conf").read_bytes() == seen["new"]
+        assert leftovers(directory) == []  # the next run removed what the killed one left
+        assert "enforce-write-failed" not in codes(now)
+
+
+def test_the_service_killed_while_writing_its_history() -> None:
+    """kill -9 of the service as it renames history.json into place; the next run cleans up."""
+    old = b'{\n "version": 1,\n "kernels": {},\n "attempts": [],\n "pinned_from": null\n}\n'
+
+    def seed(root: Path) -> None:
+        (root / "var/lib/kfdguard").mkdir(parents=True, exist_ok=True)
+        (root / "var/lib/kfdguard/history.json").write_bytes(old)
+
+    env = killpoint_env("history.json", "before")
+    args = ("--deadline", str(DEADLINE))
+    with guardian("rx7900xtx-ubuntu2404", enforce=False, args=args, env=env, wait=False, prepare=seed) as g:
+        g.wait_ready(timeout=DEADLINE + STARTUP)  # the history is written after READY
+        wait_stopped(g.proc)
+        history = g.root / "var/lib/kfdguard/history.json"
+        (temp,) = leftovers(history.parent)
+        assert json.loads(temp.read_bytes())["kernels"]  # complete, with this check's record
+        g.proc.kill()
+        g.proc.wait(30)
+        assert history.read_bytes() == old
+        # The next run (here the same code the service runs after each check) removes the leftover.
+        system = SimulatedSystem(Root(g.root))
+        facts = probe(system)
+        verdict = assess(facts)
+        assert verdict.fallback is not None
+        after_check(system, facts, verdict.ready, verdict.fallback)
+        assert leftovers(history.parent) == []
+        assert "6.8.0-45-generic" in json.loads(history.read_bytes())["kernels"]
+
+
+def test_a_leftover_under_this_writers_pid_does_not_block_writes(tmp_path: Path) -> None:
+    """The daemon tends to get the same pid boot after boot: what a killed run of it left must not make
+    every later write fail with EEXIST; and a leftover whose writer is gone is removed."""
+    target = tmp_path / "history.json"
+    target.write_bytes(b"old\n")
+    leftover = tmp_path / f"{files.TMP_MARK}history.json.{os.getpid()}"
+    leftover.write_bytes(b"half a fi")
+    files.atomic_write(target, b"new\n")
+    assert target.read_bytes() == b"new\n"
+    writing = tmp_path / f"{files.TMP_MARK}other.json.{os.getpid()}.0badc0de"  # a live writer's, mid-write
+    writing.write_bytes(b"half")
+    assert files.remove_stale_temporaries(tmp_path, only_dead=True) == [leftover.name]
+    assert writing.exists()

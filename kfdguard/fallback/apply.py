@@ -19,6 +19,7 @@ import time
 from kfdguard import log
 from kfdguard.facts import Attempt, Facts, History
 from kfdguard.fallback.policy import Recommendation, fingerprint
+from kfdguard.files import remove_stale_temporaries
 from kfdguard.record import dataclass, replace
 from kfdguard.root import VOLUME_DEVICES
 
@@ -65,6 +66,9 @@ def history_json(history: History) -> str:
 def save_history(system: System, history: History) -> None:
     path = system.root.var_lib / "kfdguard/history.json"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    # A writer killed between write and rename left its temporary here; the writers
+    # of this file (the service, 'kfdguard fallback') share no lock, so only the dead one's.
+    remove_stale_temporaries(path.parent, only_dead=True)
     system.write_file(path, history_json(history).encode(), 0o644)
 
 
