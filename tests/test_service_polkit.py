@@ -35,9 +35,9 @@ class MockPolkit:
         self.bus = bus
         self.proc = proc
 
-    def control(self, method: str, signature: str, *args: str) -> None:
+    def control(self, method: str, signature: str, *args: str) -> str:
         argv = ["busctl", "--system", "call", MOCK, MOCK_PATH, "org.freedesktop.DBus.Mock", method, signature, *args]
-        subprocess.run(argv, env=self.bus.env(), check=True, capture_output=True, timeout=10)
+        return subprocess.run(argv, env=self.bus.env(), check=True, capture_output=True, text=True, timeout=10).stdout
 
 
 @contextmanager
@@ -54,11 +54,18 @@ def mock_polkit() -> Iterator[MockPolkit]:
         yield from _mock_polkit(directory)
 
 
-def _mock_polkit(directory: Path) -> Iterator[MockPolkit]:
+@pytest.fixture
+def bare_polkit() -> Iterator[MockPolkit]:
+    """A mock with polkit's name and object but no methods: each test gives CheckAuthorization its answer."""
+    with open_dir() as directory:
+        yield from _mock_polkit(directory, MOCK, MOCK_PATH, "org.freedesktop.PolicyKit1.Authority")
+
+
+def _mock_polkit(directory: Path, *what: str) -> Iterator[MockPolkit]:
     # The mock runs as root, so root may own polkit's name on this bus (polkitd's user may on a real one).
     bus = PrivateBus(directory, extra=f'<policy user="root"><allow own="{MOCK}"/></policy>').start()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dbusmock", "--system", "--template", "polkitd"],
+        [sys.executable, "-m", "dbusmock", "--system", *(what or ("--template", "polkitd"))],
         env=bus.env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -115,6 +122,62 @@ def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: M
         assert call("Reload", env=env).stdout == 's "ready"\n'
         if fault == "SimulateHang":
             mock_polkit.control("ReleaseHangingCalls", "")
+
+
+def test_polkit_vanishing_mid_call_fails_closed_at_once(mock_polkit: MockPolkit) -> None:
+    # Our own timeout is long: the refusal must come from polkitd's disappearance, not from waiting it out.
+    with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config="timeouts:\n  polkit: 15\n") as g:
+        env = g.env()
+        mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
+        mock_polkit.control("SimulateHang", "b", "true")
+        waiting = subprocess.Popen(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             "busctl", "--system", "--allow-interactive-authorization=no", "call", "org.kfdguard.Guardian1",
+             "/org/kfdguard/Guardian1", "org.kfdguard.Guardian1", "Reload"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while mock_polkit.control("HaveHangingCalls", "") != "b true\n":  # the check is inside polkitd now
+            assert time.monotonic() < deadline and waiting.poll() is None, "the check never reached polkitd"
+            time.sleep(0.05)
+        mock_polkit.proc.kill()
+        _, err = waiting.communicate(timeout=10)
+        assert waiting.returncode != 0
+        assert "Reload is not allowed: polkit unavailable (" in err and "only root is allowed" in err
+        assert "timed out" not in err
+        # The service goes on: readers are served, root acts, and with polkitd gone others are refused.
+        assert call("GetStatus", env=env).stdout.startswith("a{sv}")
+        assert call("Reload", env=env).stdout == 's "ready"\n'
+        refused = call("Reload", env=env, user=NOBODY, check=False)
+        assert refused.returncode != 0 and "only root is allowed (org.kfdguard.reload)" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("signature", "answer"),
+    [
+        ("(bba{ss})", "(False, False, {})"),  # a well-formed refusal, for comparison
+        ("", "None"),  # no body at all
+        ("b", "True"),  # a bare boolean
+        ("(bb)", "(True, False)"),  # a short struct
+        pytest.param(
+            "(sss)", "('yes', 'no', '')", marks=pytest.mark.xfail(strict=True, reason="polkit.py unpacks any 3 values")
+        ),
+        pytest.param("s", "'yes'", marks=pytest.mark.xfail(strict=True, reason="a 3-letter string unpacks too")),
+        pytest.param("(iia{ss})", "(1, 0, {})", marks=pytest.mark.xfail(strict=True, reason="no signature check")),
+    ],
+)
+def test_a_garbled_polkit_answer_fails_closed(bare_polkit: MockPolkit, signature: str, answer: str) -> None:
+    """Only a (bba{ss}) whose first member is true authorizes; anything else is no answer (fail closed).
+
+    (A body of the wrong shape is refused today, but as Error.Failed with a traceback in the journal.)"""
+    bare_polkit.control(
+        "AddMethod", "sssss", "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization", "(sa{sv})sa{ss}us",
+        signature, f"ret = {answer}" if signature else "",
+    )  # fmt: skip
+    with guardian("rx7900xtx-ubuntu2404", bus=bare_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
+        refused = call("Reload", env=g.env(), user=NOBODY, check=False)
+        assert refused.returncode != 0 and refused.stdout == "", refused.stdout
+        assert call("GetStatus", env=g.env()).stdout.startswith("a{sv}")
 
 
 def test_polkit_absent_means_root_only() -> None:
