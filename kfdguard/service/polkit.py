@@ -44,19 +44,22 @@ class Authority:
         self.slots = asyncio.Semaphore(CONCURRENT_CHECKS)
 
     async def _call(self, destination: str, path: str, interface: str, member: str, signature: str,
-                    body: list[Any], timeout: float) -> Any:  # fmt: skip
+                    body: list[Any], timeout: float, returns: str) -> Any:  # fmt: skip
         msg = self.backend.Message(
             destination=destination, path=path, interface=interface, member=member, signature=signature, body=body
         )
         reply = await asyncio.wait_for(self.bus.call(msg), timeout)
         if reply.message_type != self.backend.MessageType.METHOD_RETURN:
             raise RuntimeError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
+        # Whoever owns the name may answer anything: only the documented shape is an answer.
+        if reply.signature != returns:
+            raise RuntimeError(f"{member} answered {reply.signature or 'nothing'!r:.40} instead of {returns!r}")
         return reply.body
 
     async def caller_uid(self, sender: str) -> int | None:
         try:
             body = await self._call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                    "GetConnectionUnixUser", "s", [sender], self.timeout)  # fmt: skip
+                                    "GetConnectionUnixUser", "s", [sender], self.timeout, "u")  # fmt: skip
             return int(body[0])
         except (TimeoutError, RuntimeError, OSError, ValueError, IndexError):
             return None
@@ -65,7 +68,7 @@ class Authority:
         """GetConnectionCredentials: UnixUserID, ProcessID and (dbus >= 1.12) UnixGroupIDs."""
         try:
             body = await self._call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                    "GetConnectionCredentials", "s", [sender], self.timeout)  # fmt: skip
+                                    "GetConnectionCredentials", "s", [sender], self.timeout, "a{sv}")  # fmt: skip
         except (TimeoutError, RuntimeError, OSError):
             return {}
         return {k: v.value for k, v in dict(body[0]).items()}
@@ -78,13 +81,14 @@ class Authority:
         timeout = self.interactive_timeout if interactive else self.timeout
         try:
             async with self.slots:
+                args = [subject, action, {}, flags, ""]
                 body = await self._call(AUTHORITY, AUTHORITY_PATH, AUTHORITY_IFACE, "CheckAuthorization",
-                                        "(sa{sv})sa{ss}us", [subject, action, {}, flags, ""], timeout)  # fmt: skip
+                                        "(sa{sv})sa{ss}us", args, timeout, "(bba{ss})")  # fmt: skip
         except (TimeoutError, RuntimeError, OSError) as exc:
             # Fail closed: without an answer from polkit only root (answered above) may act.
             why = "timed out" if isinstance(exc, asyncio.TimeoutError) else str(exc)
             return Decision(False, False, f"polkit unavailable ({why}); only root is allowed")
         authorized, challenge, _details = body[0]
-        if authorized:
+        if authorized is True:
             return Decision(True, False, "authorized by polkit")
         return Decision(False, bool(challenge), "polkit requires authentication" if challenge else "denied by polkit")
