@@ -22,12 +22,10 @@ __all__ = ["NAME", "PATH", "REPO", "Guardian", "busctl", "call", "guardian", "ma
 
 
 class Guardian(Launched):
-    """The launched service plus its bus and machine."""
+    """The launched service plus its bus and machine (set by guardian())."""
 
-    def __init__(self, launched: Launched, bus: PrivateBus, root: Path) -> None:
-        super().__init__(launched.proc, launched.notify_sock, launched.started)
-        self.bus = bus
-        self.root = root
+    bus: PrivateBus
+    root: Path
 
     @property
     def address(self) -> str:
@@ -74,8 +72,11 @@ def guardian(
             (root / "etc/kfdguard/config.yaml").write_text(config)
         if prepare is not None:
             prepare(root)
-        launched = launch(root, bus.address, directory / "notify", backend=backend, enforce=enforce, args=args, env=env)
-        g = Guardian(launched, bus, root)
+        launched = launch(root, bus.address, directory / "notify", backend=backend, enforce=enforce, args=args,
+                          env=env, kind=Guardian)  # fmt: skip
+        assert isinstance(launched, Guardian)
+        g = launched
+        g.bus, g.root = bus, root
         try:
             if wait:
                 g.wait_ready()

@@ -10,7 +10,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 NAME = "org.kfdguard.Guardian1"
@@ -19,38 +21,64 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class Launched:
+    """A started service and what it told its "systemd".
+
+    A thread keeps reading the notify socket, as systemd does: a datagram
+    socket's queue holds only a few messages (net.unix.max_dgram_qlen), and a
+    service whose STATUS= and WATCHDOG=1 go unread blocks in sd_notify.
+    """
+
     def __init__(self, proc: subprocess.Popen[str], notify: socket.socket, started: float) -> None:
         self.proc = proc
         self.notify_sock = notify
         self.started = started  # time.monotonic() just before the process was started
         self.messages: list[str] = []
+        self.arrivals: list[float] = []  # time.monotonic() at which each message was received
+        self._arrived = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name="notify-reader", daemon=True)
+        self._reader.start()
 
-    def read_notify(self, timeout: float) -> list[str]:
-        """Collect sd_notify datagrams for up to ``timeout`` seconds (returns all that arrived so far)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.notify_sock.settimeout(max(0.001, deadline - time.monotonic()))
+    def _read(self) -> None:
+        while True:
             try:
                 data = self.notify_sock.recv(4096)
-            except TimeoutError:
-                break
-            self.messages.append(data.decode())
-        return self.messages
+            except OSError:  # closed by stop()
+                return
+            now = time.monotonic()
+            with self._arrived:
+                self.arrivals.append(now)
+                self.messages.append(data.decode())
+                self._arrived.notify_all()
+
+    def read_notify(self, timeout: float) -> list[str]:
+        """Wait ``timeout`` seconds for more datagrams; returns all that arrived so far."""
+        time.sleep(timeout)
+        with self._arrived:
+            return list(self.messages)
+
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float) -> str | None:
+        """The first datagram (already received or still to come) for which ``predicate`` holds."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._arrived:
+            while True:
+                for message in self.messages[seen:]:
+                    if predicate(message):
+                        return message
+                seen = len(self.messages)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.proc.poll() is not None:
+                    return None
+                self._arrived.wait(min(remaining, 0.1))
 
     def wait_ready(self, timeout: float = 20.0) -> float:
         """Seconds from process start to READY=1."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.notify_sock.settimeout(max(0.001, min(0.1, deadline - time.monotonic())))
-            try:
-                data = self.notify_sock.recv(4096)
-            except TimeoutError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"the service exited: {self.stderr_text()}") from None
-                continue
-            self.messages.append(data.decode())
-            if "READY=1" in self.messages[-1]:
-                return time.monotonic() - self.started
+        ready = self.wait_for(lambda m: "READY=1" in m, timeout)
+        if ready is not None:
+            with self._arrived:
+                return self.arrivals[self.messages.index(ready)] - self.started
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the service exited: {self.stderr_text()}")
         raise TimeoutError(f"no READY=1 within {timeout} s; got {self.messages}")
 
     def stderr_text(self) -> str:
@@ -82,6 +110,7 @@ def launch(
     python: str = sys.executable,
     interpreter_flags: tuple[str, ...] = (),
     capture_stderr: bool = True,
+    kind: type[Launched] = Launched,  # a subclass that carries more (the tests' Guardian)
 ) -> Launched:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(str(notify_path))
@@ -92,7 +121,7 @@ def launch(
     stderr = subprocess.PIPE if capture_stderr else subprocess.DEVNULL
     started = time.monotonic()
     proc = subprocess.Popen(argv, env=full_env, stderr=stderr, text=True, cwd=REPO)
-    return Launched(proc, sock, started)
+    return kind(proc, sock, started)
 
 
 def wait_name(env: dict[str, str], proc: subprocess.Popen[str] | None = None, timeout: float = 20.0) -> None:
