@@ -360,6 +360,34 @@ def test_history_write_failure_keeps_the_history_and_the_boot_loader(
 # --- kill -9 between write and rename ---------------------------------------------------------------------
 
 
+def test_a_history_the_service_cannot_write_is_a_finding_on_the_bus(mounts: Mounts) -> None:
+    """Without a history there is no protection against fallback loops: say so, and stop saying so once fixed."""
+
+    def prepare(root: Path) -> None:
+        (root / "var/lib/kfdguard").mkdir(parents=True, exist_ok=True)
+        mounts.read_only(root / "var/lib/kfdguard")
+
+    with started("rx7900xtx-ubuntu2404", prepare=prepare, enforce=False) as g:
+        try:
+            deadline = time.monotonic() + 20
+            while "history-write-failed" not in codes(now := status(g)):
+                assert time.monotonic() < deadline, "the history failure never reached the bus"
+                time.sleep(0.1)
+            _, severity, message, remedy = finding(now, "history-write-failed")
+            assert severity == "warning" and now["State"] == "ready"
+            assert message == "/var/lib/kfdguard/history.json could not be written: Read-only file system"
+            assert "no fallback is tried automatically" in remedy
+            mounts.writable(g.root / "var/lib/kfdguard")
+            assert call("Reload", env=g.env()).stdout == 's "ready"\n'
+            deadline = time.monotonic() + 20
+            while "history-write-failed" in codes(status(g)):
+                assert time.monotonic() < deadline, "the finding stayed after the history was written"
+                time.sleep(0.1)
+            assert (g.root / "var/lib/kfdguard/history.json").exists()
+        finally:
+            mounts.release()
+
+
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_an_enforce_run_killed_at_the_rename_then_the_service(when: str) -> None:
     """kill -9 of 'kfdguard enforce' right before (or after) it renames kfdguard.conf into place; then the service."""

@@ -199,6 +199,8 @@ def after_check(
             why += f"; the history could not be written ({exc.strerror or exc})"
             shown = system.root.display(system.root.var_lib / "kfdguard/history.json")
             log.warning(f"fallback: {shown} could not be written: {exc.strerror or exc}")
+            # The caller publishes it: a history that is not kept cannot prevent a fallback loop.
+            history = replace(history, problem=f"{shown} could not be written: {exc.strerror or exc}")
         return history, None, why
     outcome, history = arrange(system, replace(facts, history=history), rec, mode, stamp)
     return history, outcome, why

@@ -52,6 +52,9 @@ class Background:
         return False
 
 
+HISTORY_WRITE_FAILED = "history-write-failed"
+
+
 @dataclass(frozen=True)
 class PassResult:
     status: Status
@@ -78,10 +81,12 @@ class Service:
         self.lock = _thread.allocate_lock()  # one check or mutation at a time
         # A boot pass that outlived its deadline: the loop publishes its result when done.
         self.pending: Background | None = None
+        self.history_problem: str | None = None  # writing /var/lib/kfdguard/history.json failed
 
     # --- the one transition point ------------------------------------------------------
 
     def transition(self, new: Status, reason: str) -> None:
+        new = self._with_history_problem(new)
         old = self.status
         self.status = new
         if (old.state, old.summary) != (new.state, new.summary):
@@ -90,6 +95,18 @@ class Service:
             notify(f"STATUS={new.state}: {new.summary}")
         for listener in self.listeners:
             listener(old, new)
+
+    def _with_history_problem(self, status: Status) -> Status:
+        findings = tuple(f for f in status.findings if f[0] != HISTORY_WRITE_FAILED)
+        if self.history_problem is not None:
+            remedy = "free space on /var/lib or make it writable; until then no fallback is tried automatically"
+            problem = (HISTORY_WRITE_FAILED, str(Severity.WARNING), self.history_problem, remedy)
+            findings = (*findings, problem)
+        return status if findings == status.findings else replace(status, findings=findings)
+
+    def republish(self, reason: str) -> None:
+        """Publish the current status again with what changed outside a check (the history)."""
+        self.transition(self.status, reason)
 
     # --- checks (blocking) ---------------------------------------------------------------
 
@@ -177,7 +194,10 @@ class Service:
         if rec is None:
             return "no recommendation"
         with self.lock:
-            _, outcome, why = after_check(self.system, result.facts, result.verdict.ready, rec)
+            history, outcome, why = after_check(self.system, result.facts, result.verdict.ready, rec)
+        # A problem reading the file is already a finding (history-unusable); one writing it is new.
+        fresh = history.problem if history.problem != result.facts.history.problem else None
+        self.history_problem = fresh
         if outcome is not None:
             level = log.NOTICE if outcome.ok else log.WARNING
             log.emit(level, f"fallback: {outcome.message}")

@@ -275,8 +275,15 @@ class GuardianAPI:
         result = await self._in_thread(self.service.check)
         self.service.last = result
         self.service.transition(result.status, f"Reload by {sender}")
-        asyncio.get_running_loop().run_in_executor(None, self.service.record_and_fallback, result)
+        task = asyncio.get_running_loop().create_task(self._record(result))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
         return [result.status.state]
+
+    async def _record(self, result: Any) -> None:
+        # After the reply: the history and the fallback policy, then their outcome on the bus.
+        await self._in_thread(self.service.record_and_fallback, result)
+        self.service.republish("history")
 
     async def _do_ApplyFallback(self, sender: str) -> list[Any]:
         ok, message = await self._in_thread(self.service.fallback, False)

@@ -95,6 +95,7 @@ class Loop:
             service.pending = None
         if service.last is not None:
             await loop.run_in_executor(None, service.record_and_fallback, service.last)
+            service.republish("history")
 
     def request(self, reason: str, *, reload: bool = False) -> None:
         """Ask for a re-check; requests during a check are folded into one more."""
@@ -117,6 +118,7 @@ class Loop:
             self.service.last = result
             self.service.transition(result.status, reason)
             await loop.run_in_executor(None, self.service.record_and_fallback, result)
+            self.service.republish("history")
         except Exception as exc:
             log.error(f"re-check after {reason} failed: {type(exc).__name__}: {exc}")
         finally:
