@@ -380,12 +380,13 @@ def _read_cache(cache: Path | None) -> tuple[bytes, Config] | None:
 def _write_cache(cache: Path | None, raw: bytes, config: Config) -> None:
     if cache is None:
         return
+    from kfdguard.files import atomic_write
+
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(cache.name + ".tmp")
-        with open(tmp, "wb") as handle:
-            marshal.dump((CACHE_VERSION, raw, config_to_plain(config)), handle)
-        os.replace(tmp, cache)
+        # The last good configuration is what a broken edit falls back to: it must
+        # survive a crash and a full disk whole (fsync, rename, no half file).
+        atomic_write(cache, marshal.dumps((CACHE_VERSION, raw, config_to_plain(config))), 0o600)
     except OSError:
         # Not root (kfdguard check as a user), or a read-only /var/lib: the
         # cache is an optimisation and a fallback, not a requirement.

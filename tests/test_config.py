@@ -198,3 +198,24 @@ def test_hostile_files_get_a_clear_error(tmp_path: Path, kind: str) -> None:
     assert message.startswith("/etc/kfdguard/config.yaml: ")
     assert {"fifo": "not a regular file", "dir": "not a regular file", "huge": "larger than",
             "binary": "not UTF-8"}[kind] in message  # fmt: skip
+
+
+def test_a_cache_write_that_fails_keeps_the_previous_last_good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    path, cache = tmp_path / "config.yaml", tmp_path / "state" / "config.cache"
+    path.write_text("fallback:\n  policy: pin\n")
+    assert load_config(path, "config.yaml", cache).ok
+    kept = cache.read_bytes()
+
+    def disk_full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    path.write_text("fallback:\n  policy: oneshot\n")
+    with monkeypatch.context() as m:
+        m.setattr(os, "fsync", disk_full)  # the temporary file is written, then the disk is full
+        assert load_config(path, "config.yaml", cache).config.fallback.policy == "oneshot"
+    assert cache.read_bytes() == kept and sorted(os.listdir(cache.parent)) == ["config.cache"]
+    path.write_text("fallback: [broken\n")
+    assert load_config(path, "config.yaml", cache).config.fallback.policy == "pin"  # the last good that was kept
