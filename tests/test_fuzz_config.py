@@ -46,7 +46,7 @@ from kfdguard.config import (
     load_config,
     parse_config,
 )
-from tests.fuzzing import examples
+from tests.fuzzing import DIGITS, LOWER, UPPER, examples, token
 
 pytestmark = pytest.mark.fuzz
 FILE = "/etc/kfdguard/config.yaml"
@@ -55,9 +55,9 @@ FILE = "/etc/kfdguard/config.yaml"
 
 # YAML 1.1 reads these words as booleans or null: never a plain "word" value.
 _YAML_WORDS = {"yes", "no", "on", "off", "true", "false", "null", "y", "n", "~"}
-names = st.from_regex(r"[a-z_][a-z0-9_-]{0,20}", fullmatch=True).filter(lambda s: s.lower() not in _YAML_WORDS)
-abs_paths = st.from_regex(r"/[A-Za-z0-9_./-]{0,30}", fullmatch=True)
-words = st.from_regex(r"[a-z][a-z0-9_.,]{0,12}", fullmatch=True).filter(lambda s: s.lower() not in _YAML_WORDS)
+names = token(LOWER + "_", LOWER + DIGITS + "_-", 20).filter(lambda s: s.lower() not in _YAML_WORDS)
+abs_paths = token("/", LOWER + UPPER + DIGITS + "_./-", 30)
+words = token(LOWER, LOWER + DIGITS + "_.,", 12).filter(lambda s: s.lower() not in _YAML_WORDS)
 booleans = st.sampled_from(["true", "false", "True", "FALSE", "yes", "no", "on", "Off"])
 
 
@@ -97,7 +97,7 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "sources": st.lists(st.one_of(st.sampled_from(["journal", "kmsg"]), abs_paths), max_size=4).map(
         lambda v: (v, tuple(v))
     ),
-    "options": st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,20}", fullmatch=True), _option_value,
+    "options": st.dictionaries(token(LOWER + "_", LOWER + DIGITS + "_", 20), _option_value,
                                max_size=4).map(lambda d: ({k: v[0] for k, v in d.items()},
                                                           tuple((k, v[1]) for k, v in d.items()))),
 }  # fmt: skip
