@@ -10,7 +10,7 @@ import errno
 
 from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
-from kfdguard.assess.explain import Cause, gpu_cause, runtime_causes, signature_rejected
+from kfdguard.assess.explain import ANONYMOUS_GPU_EVENTS, Cause, gpu_cause, runtime_causes, signature_rejected
 from kfdguard.facts import LogEvent, ModprobeDirective
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
@@ -181,20 +181,6 @@ def check_dkms(ctx: Context) -> None:
                 gpu.blocked = gpu.blocked or "amdgpu-dkms missing for this kernel"
 
 
-# Events about KFD's handling of one GPU that carry no PCI id: they belong to the
-# GPU KFD was probing, which the log only tells by order.
-_ANONYMOUS = {
-    "kfd-iommu-disabled",
-    "kfd-probe-failed",
-    "kfd-asic-unsupported",
-    "kfd-hawaii-experimental",
-    "kfd-device-error",
-    "kfd-not-supported-asic",
-    "kfd-gc-ip-unsupported",
-    "amdgpu-ip-init-failed",
-}
-
-
 def events_for(ctx: Context, gpu: Gpu, candidates: int) -> list[LogEvent]:
     slot = gpu.facts.slot
     found = []
@@ -206,7 +192,7 @@ def events_for(ctx: Context, gpu: Gpu, candidates: int) -> list[LogEvent]:
             e.device == slot
             or e.value("slot") == slot
             or (ids is not None and ids[1] == gpu.facts.device)
-            or (e.rule in _ANONYMOUS and e.device in (None, "kfd") and candidates == 1)
+            or (e.rule in ANONYMOUS_GPU_EVENTS and e.device in (None, "kfd") and candidates == 1)
             or (e.rule == "kfd-asic-unsupported" and gpu.asic and (e.value("asic") or "").lower() == gpu.asic.key)
         ):
             found.append(e)

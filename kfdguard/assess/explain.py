@@ -12,6 +12,22 @@ from kfdguard.knowledge.model import Asic
 from kfdguard.record import dataclass
 from kfdguard.verdict import Severity
 
+# Events about KFD's handling of one GPU that carry no PCI id (KFD's own "kfd kfd:"
+# device prints them): they belong to the GPU KFD was probing, which only the
+# order of the log tells.
+ANONYMOUS_GPU_EVENTS = frozenset(
+    {
+        "kfd-iommu-disabled",
+        "kfd-probe-failed",
+        "kfd-asic-unsupported",
+        "kfd-hawaii-experimental",
+        "kfd-device-error",
+        "kfd-not-supported-asic",
+        "kfd-gc-ip-unsupported",
+        "amdgpu-ip-init-failed",
+    }
+)
+
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 
 FIRMWARE_PACKAGE = {

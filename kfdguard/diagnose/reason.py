@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from kfdguard import knowledge
-from kfdguard.assess.explain import Cause, gpu_cause, runtime_causes
+from kfdguard.assess.explain import ANONYMOUS_GPU_EVENTS, Cause, gpu_cause, runtime_causes
 from kfdguard.diagnose.extract import PastedGpu, TextFacts
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.model import Asic
@@ -15,19 +15,9 @@ from kfdguard.probe.system_info import parse_release
 from kfdguard.verdict import Finding, Severity
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
-_ANONYMOUS_FAILURES = {
-    "kfd-iommu-disabled",
-    "kfd-probe-failed",
-    "kfd-asic-unsupported",
-    "kfd-hawaii-experimental",
-    "kfd-device-error",
-    "kfd-not-supported-asic",
-    "kfd-gc-ip-unsupported",
-    "amdgpu-ip-init-failed",
-    "amdgpu-fatal-init",
-    "firmware-load-failed",
-    "module-signature-rejected",
-}
+# In pasted text a failure without a PCI id may also be one of these, which a
+# paste often shows without the line that named the device.
+_ANONYMOUS_FAILURES = ANONYMOUS_GPU_EVENTS | {"amdgpu-fatal-init", "firmware-load-failed", "module-signature-rejected"}
 
 # Claims from popular advice that kfd-facts.md §9 shows to be wrong, and what is true.
 WRONG_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
