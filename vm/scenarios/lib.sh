@@ -1,0 +1,196 @@
+# vm/scenarios/lib.sh: helpers for the kfdguard scenarios, sourced by each
+# scenario (`. ./lib.sh`; vmlane.py copies this file into the share next to
+# test.sh, and test.sh runs in the share). Prints TAP-like lines: "ok N - ...",
+# "not ok N - ...", "# comment". Numbering restarts at every boot; the
+# scenario's exit status says whether everything passed (0), failed (1), or
+# asks the runner to reboot and run it again (200, see reboot_for_next_boot).
+# shellcheck shell=bash
+
+set -u
+export LC_ALL=C.UTF-8
+BOOT=${VMLANE_BOOT:-1}
+NAME=kfdguard
+BUS_NAME=org.kfdguard.Guardian1
+BUS_PATH=/org/kfdguard/Guardian1
+CONFIG=/etc/kfdguard/config.yaml
+n=0
+failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+note() { echo "# $*"; }
+
+# check DESCRIPTION COMMAND...: ok if COMMAND exits 0.
+check() {
+    local desc=$1
+    shift
+    if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# check_todo REASON DESCRIPTION COMMAND...: a check that fails because of a
+# known, reported bug (TAP's TODO directive): "not ok N - ... # TODO REASON" is
+# shown but not counted as a failure; when it passes, "ok N - ... # TODO ..."
+# tells that the marker can go.
+check_todo() {
+    local reason=$1 desc=$2
+    shift 2
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $desc # TODO passes now, remove the marker: $reason"
+    else
+        echo "not ok $n - $desc # TODO known bug: $reason"
+    fi
+}
+
+# quiet COMMAND...: run it without output (use inside check).
+quiet() { "$@" >/dev/null 2>&1; }
+
+# contains TEXT NEEDLE: TEXT contains the fixed string NEEDLE.
+contains() { [[ $1 == *"$2"* ]]; }
+
+# wait_until SECONDS COMMAND...: poll every 0.5 s until COMMAND succeeds.
+wait_until() {
+    local limit=$1 i=0
+    shift
+    while ! "$@" >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ "$i" -ge $((limit * 2)) ]; then return 1; fi
+        sleep 0.5
+    done
+}
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+mono() { systemctl show -p "$2" --value "$1"; }
+main_pid() { systemctl show -p MainPID --value kfdguard.service; }
+# A deliberate restart; reset-failed first: the unit allows 3 starts in 120 s
+# (StartLimitBurst), and the package's own start counts.
+restart_service() { systemctl reset-failed kfdguard.service && systemctl restart kfdguard.service; }
+node_line() { stat -c '%A %U:%G' "${1:-/dev/kfd}" 2>/dev/null || echo missing; }
+
+# The service owns its bus name once its event loop runs (READY comes before:
+# a SIGHUP between the two would stop it, so reloads wait for this).
+owns_name() { busctl --system status "$BUS_NAME" >/dev/null 2>&1; }
+wait_serving() { wait_until "${1:-60}" owns_name; }
+
+# Re-read the configuration and check again (systemctl reload = SIGHUP), then
+# wait until the service published a check newer than before.
+reload_service() {
+    local before
+    wait_serving 60 || return 1
+    before=$(last_check)
+    systemctl reload kfdguard.service || return 1
+    wait_until 60 last_check_after "$before"
+}
+# LastCheck (us since the epoch) through busctl: fast enough to poll (a Python
+# client costs ~2 s under TCG).
+last_check() { busctl --system get-property "$BUS_NAME" "$BUS_PATH" "$BUS_NAME" LastCheck 2>/dev/null | cut -d' ' -f2; }
+last_check_after() { local now; now=$(last_check) && [ "${now:-0}" -gt "$1" ]; }
+# quiesce: wait (at most 30 s) until no check finished for 2 s: the re-checks
+# that device events or a reload asked for are done.
+quiesce() {
+    local a b i=0
+    a=$(last_check)
+    while [ "$i" -lt 15 ]; do
+        sleep 2
+        b=$(last_check)
+        [ "$a" = "$b" ] && return 0
+        a=$b
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# The service's status as plain JSON, the same shape as `kfdguard status
+# --json` (GetStatus through busctl, the variants unwrapped), and one field.
+STATUS_PY='
+import json, sys
+def plain(v):
+    if isinstance(v, dict) and set(v) == {"type", "data"}:
+        return plain(v["data"])
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+status = plain(json.load(sys.stdin)["data"][0])
+what = sys.argv[1] if len(sys.argv) > 1 else ""
+if what == "codes":
+    print("\n".join(f[0] for f in status["Findings"]))
+elif what.startswith("finding="):
+    print("\n".join("|".join(f) for f in status["Findings"] if f[0] == what[8:]))
+elif what == "stable":
+    status.pop("LastCheck")
+    print(json.dumps(status, sort_keys=True))
+elif what:
+    value = status
+    for key in what.split("."):
+        value = value[key]
+    print(value if isinstance(value, str) else json.dumps(value))
+else:
+    print(json.dumps(status, indent=1))
+'
+get_status() { busctl --system --json=short call "$BUS_NAME" "$BUS_PATH" "$BUS_NAME" GetStatus 2>/dev/null; }
+status_json() { get_status | python3 -c "$STATUS_PY"; }
+status_field() { get_status | python3 -c "$STATUS_PY" "$1"; }
+# finding_codes: the codes of the current findings, one a line.
+finding_codes() { get_status | python3 -c "$STATUS_PY" codes; }
+# finding CODE: the findings with that code, "code|severity|message|remedy" a line.
+finding() { get_status | python3 -c "$STATUS_PY" "finding=$1"; }
+# The status without LastCheck, for comparing two checks.
+status_stable() { get_status | python3 -c "$STATUS_PY" stable; }
+
+# json_get KEY[.KEY...]: a value from the JSON on stdin (strings bare, the
+# rest as JSON).
+json_get() {
+    python3 -c '
+import json, sys
+value = json.load(sys.stdin)
+for key in sys.argv[1].split("."):
+    value = value[int(key)] if isinstance(value, list) else value[key]
+print(value if isinstance(value, str) else json.dumps(value))
+' "$1"
+}
+
+# Journal lines of this boot from a unit, or kfdguard's.
+journal_of() { journalctl -b --no-pager -o cat -u "$1"; }
+
+# A stand-in for a GPU that udev would load amdgpu for: load it at boot
+# through modules-load.d (no AMD GPU in the VM; KFD comes up CPU-only).
+load_amdgpu_at_boot() { echo amdgpu >/etc/modules-load.d/vmlane-amdgpu.conf; }
+
+write_config() { mkdir -p /etc/kfdguard && cat >"$CONFIG"; }
+
+# End of this boot's part: exit 200 (reboot, run again with VMLANE_BOOT+1)
+# if everything passed so far, else stop here with a failure.
+reboot_for_next_boot() {
+    echo "1..$n"
+    if [ "$failed" -gt 0 ]; then
+        echo "# boot $BOOT: $failed of $n checks failed; not rebooting"
+        exit 1
+    fi
+    echo "# boot $BOOT: all $n checks passed; rebooting for boot $((BOOT + 1))"
+    sync
+    exit 200
+}
+
+finish() {
+    echo "1..$n"
+    if [ "$failed" -gt 0 ]; then
+        echo "# boot $BOOT: $failed of $n checks failed"
+        exit 1
+    fi
+    echo "# boot $BOOT: all $n checks passed"
+    exit 0
+}
+
+# Every scenario starts with the package the runner installed on boot 1.
+installed_checks() {
+    check "kfdguard $(dpkg-query -W -f='${Version}' kfdguard 2>/dev/null) is installed" \
+        quiet dpkg-query -W kfdguard
+    local en
+    en=$(systemctl is-enabled kfdguard.service 2>&1)
+    check "kfdguard.service is enabled by the package (got: $en)" test "$en" = enabled
+    check "kfdguard.service is active" wait_until 30 systemctl -q is-active kfdguard.service
+}
+
+note "scenario ${SCENARIO:-?}, boot $BOOT, uptime $(uptime_s) s, kernel $(uname -r)"
