@@ -168,13 +168,14 @@ uninstall:
 # The Debian package: dpkg-buildpackage in a copy of the tree (the repository's
 # files, tracked or new, not the ignored ones: no .cache/, no .venv/), so the
 # source tree stays clean and the results land in build/deb/. Rebuilt only
-# when a file changed. PATH is Debian's: pyenv's python3 must not build it.
+# when a file changed (the VM lane's own files aside). PATH is Debian's:
+# pyenv's python3 must not build it.
 
 DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
 PKG_VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' kfdguard/__init__.py)
 DEB_DIR := build/deb
 DEB = $(DEB_DIR)/kfdguard_$(DEB_VERSION)_all.deb
-SOURCE_FILES = $(filter-out build/%,$(wildcard $(shell git ls-files -co --exclude-standard 2>/dev/null)))
+SOURCE_FILES = $(filter-out build/% vm/% .ci/%,$(wildcard $(shell git ls-files -co --exclude-standard 2>/dev/null)))
 
 deb: $(DEB)
 

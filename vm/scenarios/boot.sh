@@ -52,6 +52,7 @@ check "kfdguard took $(((kg_ready - kg_start) / 1000)) ms to READY, under its Ti
 check "display-manager.service is active" systemctl -q is-active display-manager.service
 status=$(systemctl show -p StatusText --value kfdguard.service)
 check "systemctl status kfdguard shows its STATUS= text (got: '$status')" contains "$status" "no-device:"
+systemctl status kfdguard.service --no-pager --lines=0 2>&1 | head -n 6 | sed 's/^/# systemctl status: /'
 restarts=$(systemctl show -p NRestarts --value kfdguard.service)
 check "kfdguard did not restart (NRestarts=$restarts)" test "$restarts" = 0
 
