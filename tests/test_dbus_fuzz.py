@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -89,4 +90,45 @@ def test_a_sysfs_id_too_large_for_the_bus_does_not_kill_the_service(backend: str
         (device,) = status["Devices"]
         assert device["DeviceId"] == 0 and device["VendorId"] == 0x1002
         assert "10000744c" in device["Name"]  # the name still says what the file held
+        assert g.proc.poll() is None
+
+
+def ask(address: str, backend: str, path: str, interface: str, member: str, signature: str = "",
+        body: list[Any] | None = None) -> tuple[str | None, Any]:  # fmt: skip
+    """One call with the given library: (error name or None, the first value of the body)."""
+
+    async def go() -> tuple[str | None, Any]:
+        b = load(backend)
+        bus = await b.MessageBus(bus_address=address, bus_type=b.BusType.SYSTEM).connect()
+        try:
+            msg = b.Message(destination="org.kfdguard.Guardian1", path=path, interface=interface, member=member,
+                            signature=signature, body=body or [])  # fmt: skip
+            reply = await asyncio.wait_for(bus.call(msg), 20)
+        finally:
+            bus.disconnect()
+        first = reply.body[0] if reply.body else None
+        return (reply.error_name if reply.message_type == b.MessageType.ERROR else None), first
+
+    return asyncio.run(go())
+
+
+@as_root
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_peer_and_introspect_follow_the_standard_interfaces(backend: str) -> None:
+    """Found by kfdguard.devtools.dbusfuzz: Introspect took any arguments, and GetMachineId answered
+    AccessDenied (the libraries ask the bus, whose system policy refuses it) quoting the service's
+    command line."""
+    peer, intro = "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable"
+    machine_id = Path("/etc/machine-id").read_text().strip()
+    with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
+        for path in ("/org/kfdguard/Guardian1", "/", "/somewhere/else"):
+            assert ask(g.address, backend, path, peer, "GetMachineId") == (None, machine_id)
+            assert ask(g.address, backend, path, peer, "Ping") == (None, None)
+            error, text = ask(g.address, backend, path, peer, "Ping", "s", ["x"])
+            assert error == "org.freedesktop.DBus.Error.InvalidArgs" and "takes no arguments" in text
+            assert ask(g.address, backend, path, peer, "Frob")[0] == "org.freedesktop.DBus.Error.UnknownMethod"
+        for path in ("/org/kfdguard/Guardian1", "/org"):
+            assert ask(g.address, backend, path, intro, "Introspect")[0] is None
+            error, text = ask(g.address, backend, path, intro, "Introspect", "u", [1])
+            assert error == "org.freedesktop.DBus.Error.InvalidArgs" and "Introspect takes no arguments" in text
         assert g.proc.poll() is None

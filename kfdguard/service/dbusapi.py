@@ -163,17 +163,19 @@ class GuardianAPI:
         if msg.message_type != self.b.MessageType.METHOD_CALL:
             return None
         iface, member, path = msg.interface, msg.member, msg.path
+        if iface == PEER:
+            return self._peer(msg)
         if path != PATH:
             if iface in (INTROSPECTABLE, None) and member == "Introspect" and PATH.startswith(path.rstrip("/") + "/"):
+                _no_arguments(msg)
                 child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
                 return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
             return None
         if iface == INTROSPECTABLE and member == "Introspect":
+            _no_arguments(msg)
             return self._reply(msg, "s", [XML])
         if iface == PROPERTIES:
             return self._properties(msg)
-        if iface == PEER:
-            return None
         if iface not in (INTERFACE, None):
             raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
         if member not in AUTH:
@@ -195,6 +197,21 @@ class GuardianAPI:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return True
+
+    def _peer(self, msg: Any) -> Any:
+        # Answered here, on every path, rather than by the library: dbus-fast and
+        # dbus-next ask the bus for the machine id, which a system bus's policy
+        # refuses (Debian's system.conf allows no Peer call to org.freedesktop.DBus),
+        # so callers got AccessDenied quoting the service's pid and command line.
+        if msg.member not in ("Ping", "GetMachineId"):
+            raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {msg.member!r:.60} in {PEER}")
+        _no_arguments(msg)
+        if msg.member == "Ping":
+            return self._reply(msg, "", [])
+        machine_id = _machine_id()
+        if machine_id is None:
+            raise CallError("org.freedesktop.DBus.Error.FileNotFound", "this host has no machine id (machine-id(5))")
+        return self._reply(msg, "s", [machine_id])
 
     def _properties(self, msg: Any) -> Any:
         member, sig, body = msg.member, msg.signature, msg.body
@@ -296,6 +313,30 @@ class GuardianAPI:
         if not ok:
             raise CallError(ERROR + "Failed", message)
         return [message]
+
+
+def _no_arguments(msg: Any) -> None:
+    if msg.signature != "":
+        raise CallError(
+            "org.freedesktop.DBus.Error.InvalidArgs",
+            f"{msg.member} takes no arguments (got signature {msg.signature!r:.40})",
+        )
+
+
+def _machine_id() -> str | None:
+    """The host's D-Bus machine id (the host the bus runs on, whatever machine is checked)."""
+    from kfdguard.root import Root
+
+    host = Root()
+    for path in (host.etc / "machine-id", host.var_lib / "dbus" / "machine-id"):
+        try:
+            with open(path, encoding="ascii", errors="replace") as handle:
+                text = handle.read(64).strip()
+        except OSError:
+            continue
+        if len(text) == 32 and all(c in "0123456789abcdef" for c in text):
+            return text
+    return None
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
