@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -97,3 +98,24 @@ def test_notify_without_a_listener_is_not_an_error(tmp_path: Path, monkeypatch: 
     sock.close()  # the path stays, nobody listens: connect() is refused
     monkeypatch.setenv("NOTIFY_SOCKET", str(gone))
     assert notify("STATUS=still here") is False
+
+
+def test_sighup_during_the_boot_pass_is_kept_for_the_loop() -> None:
+    """systemctl reload while the boot pass runs: the service must neither die nor forget it."""
+    spec = bundled.load("rx7900xtx-ubuntu2404").with_changes(amdgpu_loaded=False)
+
+    def hang_modprobe(path: Path) -> None:
+        values = state.read_state(Root(path))
+        values["fault:modprobe"] = "hang"
+        state.write_state(Root(path), values)
+
+    config = "timeouts:\n  modprobe: 2\n"
+    with guardian(spec, args=("--deadline", "10"), wait=False, prepare=hang_modprobe, config=config) as g:
+        time.sleep(0.5)  # inside the boot pass: modprobe hangs for 2 s
+        assert g.proc.poll() is None and not g.messages
+        g.proc.send_signal(signal.SIGHUP)
+        g.wait_ready(timeout=15)
+        g.wait_name()
+        code, err = g.stop()
+    assert code == 0, err
+    assert "SIGHUP arrived during start-up: reloading the configuration" in err

@@ -53,6 +53,11 @@ class Loop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: self.request("SIGHUP", reload=True))
+        from kfdguard.service.main import early_signals
+
+        if signal.SIGHUP in early_signals:
+            log.info("SIGHUP arrived during start-up: reloading the configuration and checking again")
+            self.request("SIGHUP during start-up", reload=True)
         debouncer = Debouncer(loop, SETTLE, self.request)
         # The watchers stay referenced for the loop's lifetime (a collected monitor closes its socket).
         if self.service.system.simulated:

@@ -8,6 +8,7 @@ client that calls early is held by D-Bus activation until the name appears.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from kfdguard import log
@@ -18,6 +19,7 @@ from kfdguard.service.notify import notify
 # The unit's TimeoutStartSec is 30 s: READY goes out by this deadline whatever
 # a step is doing (each step is bounded too; this is the bound of them all).
 BOOT_DEADLINE = 20.0
+early_signals: list[int] = []  # signals that arrived before the event loop took them over
 USAGE = """usage: python3 -m kfdguard.service [--root DIR] [--bus ADDRESS] [--backend fast|next] [--no-enforce]
 
 The kfdguard system service (see kfdguard(8)); systemd starts it. --root serves
@@ -94,6 +96,10 @@ def boot_pass(service: Service, deadline: float) -> PassResult | None:
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse(sys.argv[1:] if argv is None else argv)
+    # SIGHUP's default action ends the process, and systemd counts that as a clean
+    # exit (no restart): a "systemctl reload" during the boot pass must only be noted,
+    # for the loop to honour once it runs.
+    signal.signal(signal.SIGHUP, lambda signum, _frame: early_signals.append(signum))
     log.set_journal("JOURNAL_STREAM" in os.environ)
     system = make_system(opts.root)
     from kfdguard.system import System
