@@ -180,6 +180,17 @@ def test_refused_options_change_nothing(fresh_machine: Make) -> None:
     assert "enable_iommu" in refused.message
 
 
+@pytest.mark.parametrize("option", [("sched_policy", "7"), ("enable_iommu", "1")])
+def test_refused_options_change_nothing_without_a_gpu_either(fresh_machine: Make, option: tuple[str, str]) -> None:
+    """A machine with amdgpu but no AMD GPU (the VM lane's): the options are still checked before any write."""
+    spec = MachineBuilder("no-gpu").debian12().build().with_changes(amdgpu_loaded=True)
+    system = fresh_machine(spec)
+    _, _, after = enforce(system, Config(module=ModuleConfig(options=(option,))))
+    assert not (system.root.etc / "modprobe.d/kfdguard.conf").exists()
+    assert after.state is State.NO_DEVICE
+    assert {"module-param-invalid", "module-param-unknown"} & set(after.codes())
+
+
 def test_removing_options_removes_our_file(fresh_machine: Make) -> None:
     system = fresh_machine("rx7900xtx-ubuntu2404")
     enforce(system, Config(module=ModuleConfig(options=(("cwsr_enable", "0"),))))

@@ -667,7 +667,7 @@ def _check_param(
 def check_configured_params(ctx: Context) -> None:
     """kfdguard's own module.options against the module and the live values."""
     options = ctx.config.module.options
-    if not options or not ctx.gpus:
+    if not options:  # refused or not, with or without a GPU: kfdguard.conf must never carry a bad option
         return
     module = ctx.facts.amdgpu if ctx.merged else ctx.facts.amdkfd
     for name, value in options:
