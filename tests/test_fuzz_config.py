@@ -174,7 +174,8 @@ def render_block(chosen: dict[str, dict[str, tuple[str, Any]]], style: st.DataOb
 def render_flow(chosen: dict[str, dict[str, tuple[str, Any]]]) -> str:
     def value(kind: str, v: Any) -> str:
         if kind == "options":
-            return "{" + ", ".join(f"{k}: {t}" for k, t in v.items()) + "}"
+            # A comma ends a flow-style value: quote such words (they stay strings).
+            return "{" + ", ".join(f"{k}: " + (f'"{t}"' if "," in t else t) for k, t in v.items()) + "}"
         if kind in ("names", "sources"):
             return "[" + ", ".join(v) + "]"
         return str(v)

@@ -366,7 +366,8 @@ os_values = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["C
 
 def _quote(value: str, style: str) -> str:
     """os-release(5) is shell syntax: how a distribution would write ``value``."""
-    if style == "single" and "'" not in value:
+    # Backslashes stay out of single quotes: see the known bug below.
+    if style == "single" and "'" not in value and "\\" not in value:
         return f"'{value}'"
     if style == "plain" and re.fullmatch(r"[A-Za-z0-9._-]+", value):
         return value
@@ -381,6 +382,12 @@ def test_os_release_round_trip(values: dict[str, str], data: st.DataObject) -> N
         lines.extend(data.draw(st.lists(st.sampled_from(["", "# comment"]), max_size=1)))
         lines.append(f"{key}={_quote(value, data.draw(st.sampled_from(['plain', 'single', 'double'])))}")
     assert parse_os_release("\n".join(lines)) == values
+
+
+@pytest.mark.xfail(strict=True, reason="parsers/osrelease.py undoes backslash escapes inside single quotes too")
+def test_known_bug_os_release_single_quotes_are_literal() -> None:
+    # Shell (and so os-release(5)): no escapes inside single quotes.
+    assert parse_os_release("PRETTY_NAME='a\\\"b'\n") == {"PRETTY_NAME": 'a\\"b'}
 
 
 @settings(max_examples=examples(300))
