@@ -16,7 +16,7 @@ from kfdguard import files, log
 from kfdguard.assess.remedies import regenerate_initramfs
 from kfdguard.config import Config
 from kfdguard.record import dataclass
-from kfdguard.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, UDEV_DIR, Root
+from kfdguard.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, SERVICE_WRITABLE_ETC, UDEV_DIR, Root
 from kfdguard.verdict import Action, Finding, Severity, Verdict
 
 TYPE_CHECKING = False
@@ -78,11 +78,15 @@ def _write_failed(action: Action, exc: OSError, kept: bool) -> Finding:
         errno.EACCES: "permission denied (run as root)",
         errno.EPERM: "not permitted (run as root)",
     }.get(exc.errno or 0, exc.strerror or str(exc))
+    remedy = "fix the cause and run 'sudo kfdguard enforce' again"
+    if exc.errno == errno.EROFS and not action.target.startswith(SERVICE_WRITABLE_ETC):
+        # Under the unit, /etc is read-only but for the directories it names (ReadWritePaths=).
+        remedy += f" (from a shell: the service may write only {', '.join(SERVICE_WRITABLE_ETC)})"
     return Finding(
         "enforce-write-failed",
         E,
         f"writing {action.target} {what}: {cause}",
-        "fix the cause and run 'sudo kfdguard enforce' again" + ("; the previous file is unchanged" if kept else ""),
+        remedy + ("; the previous file is unchanged" if kept else ""),
         (f"{action.target}: {exc}",),
     )
 
@@ -103,7 +107,9 @@ class Enforcer:
     def record(self, action: Action, status: str, detail: str = "", diff: str = "") -> None:
         self.changes.append(Change(action, status, detail, diff))
         if status in ("changed", "failed"):
-            log.info(f"enforce: {action.kind} {action.target}: {status}{': ' + detail if detail else ''}")
+            # A failed repair is a warning: journalctl -p warning must show it.
+            level = log.INFO if status == "changed" else log.WARNING
+            log.emit(level, f"enforce: {action.kind} {action.target}: {status}{': ' + detail if detail else ''}")
 
     # --- files ---------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ UDEV_RULE = "/etc/udev/rules.d/71-kfdguard.rules"
 MODPROBE_D = "/etc/modprobe.d/"
 UDEV_DIR = "/etc/udev/"
 MODULES_FILES = ("/etc/modules-load.d/", "/etc/modules")
+# What units/kfdguard.service lets the service write under /etc (ReadWritePaths=, ConfigurationDirectory=).
+SERVICE_WRITABLE_ETC = ("/etc/modprobe.d", "/etc/modules-load.d", "/etc/udev/rules.d", "/etc/kfdguard")
 BOOT_DIR = "/boot"
 # Device names of RAID (md) and device-mapper (LVM, LUKS) volumes as findmnt
 # prints them: text to recognise, not paths to open.

@@ -11,7 +11,6 @@ SCENARIO=faults
 . ./lib.sh
 # Reported: check_configured_params() returns early without an AMD GPU, so the
 # option is never refused, and plan() writes it to kfdguard.conf.
-BUG_NO_GPU_OPTIONS="without an AMD GPU kfdguard does not validate module.options and writes them to kfdguard.conf"
 
 installed_checks
 modprobe amdgpu && udevadm settle --timeout=30
@@ -107,7 +106,7 @@ check "reload with module.options.enable_iommu" reload_service
 f=$(finding module-param-unknown)
 note "finding: $f"
 check "reported: module-param-unknown for enable_iommu" contains "$f" "enable_iommu"
-check_todo "$BUG_NO_GPU_OPTIONS" "refused: kfdguard.conf unchanged, no enable_iommu in modprobe.d" \
+check "refused: kfdguard.conf unchanged, no enable_iommu in modprobe.d" \
     bash -c '[ "$(sha256sum "$1")" = "$0" ] && ! grep -rq enable_iommu /etc/modprobe.d' "$good_conf" "$conf"
 check "the state is still $state0" test "$(status_field State)" = "$state0"
 write_config <<'EOF'
@@ -120,7 +119,7 @@ check "reload with module.options.sched_policy: 7" reload_service
 f=$(finding module-param-invalid)
 note "finding: $f"
 check "reported: module-param-invalid for sched_policy=7" contains "$f" "sched_policy"
-check_todo "$BUG_NO_GPU_OPTIONS" "refused: no sched_policy=7 in kfdguard.conf" bash -c '! grep -q "sched_policy=7" "$0"' "$conf"
+check "refused: no sched_policy=7 in kfdguard.conf" bash -c '! grep -q "sched_policy=7" "$0"' "$conf"
 enf=$(kfdguard enforce --dry-run 2>&1)
 note "kfdguard enforce --dry-run: $(echo "$enf" | head -n 3 | tr '\n' ' ')"
 restarts_end=$(systemctl show -p NRestarts --value kfdguard.service)
