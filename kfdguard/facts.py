@@ -358,11 +358,12 @@ class BootloaderFacts:
 class KernelRecord:
     """What kfdguard saw on one kernel release, over boots."""
 
-    ok: int = 0  # checks where compute was ready
-    failed: int = 0  # checks where it was not
+    ok: int = 0  # boots where compute was ready (at the last check of that boot)
+    failed: int = 0  # boots where it was not
     last: str = ""  # "ok" or "failed"
     last_seen: str = ""  # ISO time of the last check
     gpus: tuple[str, ...] = ()
+    boot_id: str = ""  # the boot the last check belonged to: later checks of it update, not add
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,3 +234,27 @@ def test_cli_status_and_apply(fresh_machine: Make) -> None:
     applied = subprocess.run([*args[:4], "apply", *args[4:]], capture_output=True, text=True, timeout=60, check=False)
     assert applied.returncode == 0 and json.loads(applied.stdout)["result"]["ok"]
     assert grubenv(system)["next_entry"] == entry("6.8.0-50-generic")
+
+
+def test_the_history_counts_boots_not_checks(fresh_machine: Make) -> None:
+    """Re-checks within one boot update that boot's outcome; a reboot adds one; no AMD GPU records nothing."""
+    from kfdguard.facts import History
+    from kfdguard.fallback.policy import record_check
+
+    system = fresh_machine("rx7900xtx-ubuntu2404")
+    facts = probe(system, log="never")
+    release = facts.kernel.release
+    history = History()
+    for ready in (False, False, True):  # a failed pass, a failed re-check, then a repair: one boot, which worked
+        history = record_check(history, facts, ready, "2026-11-29T00:00:00Z")
+    record = history.kernels[release]
+    assert (record.ok, record.failed, record.last) == (1, 0, "ok")
+    system.reboot()
+    after_reboot = probe(system, log="never")
+    assert after_reboot.kernel.boot_id != facts.kernel.boot_id
+    history = record_check(history, after_reboot, False, "2026-11-29T01:00:00Z")
+    record = history.kernels[release]
+    assert (record.ok, record.failed, record.last) == (1, 1, "failed")
+
+    no_gpu = probe(fresh_machine("nvidia-only"), log="never")
+    assert record_check(History(), no_gpu, False, "2026-11-29T00:00:00Z").kernels == {}

@@ -42,7 +42,14 @@ def history_json(history: History) -> str:
     data = {
         "version": 1,
         "kernels": {
-            rel: {"ok": r.ok, "failed": r.failed, "last": r.last, "last_seen": r.last_seen, "gpus": list(r.gpus)}
+            rel: {
+                "ok": r.ok,
+                "failed": r.failed,
+                "last": r.last,
+                "last_seen": r.last_seen,
+                "gpus": list(r.gpus),
+                "boot_id": r.boot_id,
+            }
             for rel, r in sorted(history.kernels.items())
         },
         "attempts": [

@@ -197,14 +197,24 @@ def _gpu_label(device: int, revision: int | None, ids: str) -> str:
 def record_check(history: History, facts: Facts, ready: bool, now: str) -> History:
     """Note whether compute came up on the running kernel."""
     history = settle_attempts(history, facts, ready)
+    if not facts.amd_gpus:
+        # Without an AMD GPU a check says nothing about what this kernel can compute.
+        return replace(history, problem=None)
     kernels = dict(history.kernels)
     old = kernels.get(facts.kernel.release, KernelRecord())
     gpus = tuple(_gpu_label(g.device, g.revision, g.ids) for g in facts.amd_gpus)
+    outcome = "ok" if ready else "failed"
+    ok, failed = old.ok, old.failed
+    boot = facts.kernel.boot_id
+    if boot and boot == old.boot_id:
+        # Another check in the same boot: that boot counts once, with its latest outcome.
+        if old.last != outcome:
+            ok += 1 if ready else -1
+            failed += -1 if ready else 1
+    else:
+        ok += 1 if ready else 0
+        failed += 0 if ready else 1
     kernels[facts.kernel.release] = KernelRecord(
-        ok=old.ok + (1 if ready else 0),
-        failed=old.failed + (0 if ready else 1),
-        last="ok" if ready else "failed",
-        last_seen=now,
-        gpus=gpus or old.gpus,
+        ok=max(ok, 0), failed=max(failed, 0), last=outcome, last_seen=now, gpus=gpus or old.gpus, boot_id=boot
     )
     return replace(history, kernels=kernels, problem=None)

@@ -190,6 +190,7 @@ def history_from_json(data: object) -> History:
             last=str(rec.get("last", "")),
             last_seen=str(rec.get("last_seen", "")),
             gpus=tuple(str(g) for g in rec.get("gpus", [])),
+            boot_id=str(rec.get("boot_id", "")),  # absent in files from before it was kept
         )
         for rel, rec in dict(data.get("kernels", {})).items()
     }
