@@ -132,3 +132,43 @@ def test_peer_and_introspect_follow_the_standard_interfaces(backend: str) -> Non
             error, text = ask(g.address, backend, path, intro, "Introspect", "u", [1])
             assert error == "org.freedesktop.DBus.Error.InvalidArgs" and "Introspect takes no arguments" in text
         assert g.proc.poll() is None
+
+
+def _send_without_reply(address: str, backend: str, path: str, interface: str, member: str, signature: str,
+                        body: list[Any], count: int) -> None:  # fmt: skip
+    async def go() -> None:
+        b = load(backend)
+        bus = await b.MessageBus(bus_address=address, bus_type=b.BusType.SYSTEM).connect()
+        try:
+            for _ in range(count):
+                await bus.send(b.Message(destination="org.kfdguard.Guardian1", path=path, interface=interface,
+                                         member=member, signature=signature, body=body,
+                                         flags=b.MessageFlag.NO_REPLY_EXPECTED))  # fmt: skip
+            # A call with a reply after them: the service has handled them all when it answers.
+            await asyncio.wait_for(bus.call(b.Message(destination="org.kfdguard.Guardian1", path="/",
+                                                      interface="org.freedesktop.DBus.Peer", member="Ping")), 20)  # fmt: skip
+        finally:
+            bus.disconnect()
+
+    asyncio.run(go())
+
+
+@as_root
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: str) -> None:
+    """Found by the fuzzer: Properties.Get on another path, sent without expecting a reply, made
+    dbus-next log a traceback each time (any caller could flood the journal)."""
+    props = "org.freedesktop.DBus.Properties"
+    with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
+        _send_without_reply(
+            g.address, backend, "/elsewhere", props, "Get", "ss", ["org.kfdguard.Guardian1", "State"], 20
+        )
+        _send_without_reply(g.address, backend, "/org/kfdguard/Guardian1", props, "Get", "ss", ["x", "y"], 20)
+        error, text = ask(g.address, backend, "/elsewhere", props, "Get", "ss", ["org.kfdguard.Guardian1", "State"])
+        assert error == "org.freedesktop.DBus.Error.UnknownObject" and "/elsewhere" in text
+        assert ask(g.address, backend, "/elsewhere", "org.kfdguard.Guardian1", "GetStatus")[0] == (
+            "org.freedesktop.DBus.Error.UnknownObject"
+        )
+        assert g.proc.poll() is None
+        _, stderr = g.stop()
+    assert "Traceback" not in stderr and "unexpected error" not in stderr, stderr[-2000:]

@@ -149,12 +149,15 @@ class GuardianAPI:
 
     def handle(self, msg: Any) -> Any:
         try:
-            return self._handle(msg)
+            reply = self._handle(msg)
         except CallError as exc:
-            return self.b.Message.new_error(msg, exc.name, exc.text)
+            reply = self.b.Message.new_error(msg, exc.name, exc.text)
         except Exception:
             log.error("D-Bus dispatch failed: " + traceback.format_exc().replace("\n", " | "))
-            return self.b.Message.new_error(msg, ERROR + "Failed", "internal error; see the service's journal")
+            reply = self.b.Message.new_error(msg, ERROR + "Failed", "internal error; see the service's journal")
+        if reply is not None and reply is not True and msg.flags & self.b.MessageFlag.NO_REPLY_EXPECTED:
+            return True  # handled; the caller asked for no answer (the bus would refuse an unrequested one)
+        return reply
 
     def _reply(self, msg: Any, signature: str, body: list[Any]) -> Any:
         return self.b.Message.new_method_return(msg, signature, body)
@@ -170,7 +173,10 @@ class GuardianAPI:
                 _no_arguments(msg)
                 child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
                 return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
-            return None
+            # Answered here too: the libraries' own handlers for other paths log a traceback
+            # for every such call sent without expecting a reply (dbus-next), which let any
+            # caller flood the journal.
+            raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
         if iface == INTROSPECTABLE and member == "Introspect":
             _no_arguments(msg)
             return self._reply(msg, "s", [XML])
