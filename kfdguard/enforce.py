@@ -425,8 +425,12 @@ def enforce_with_facts(
             fresh = assess(probe(system, log="never"), config, config_errors)  # type: ignore[arg-type]
             late = tuple(a for a in fresh.plan if a.kind in ("fix-node", "add-to-group"))
             enforcer.run(late, facts)
-        after_facts = probe(system, log="needed", log_sources=config.log.sources)
-        after = assess(after_facts, config, config_errors)  # type: ignore[arg-type]
+        if dry_run or any(c.status in ("changed", "failed") for c in enforcer.changes):
+            after_facts = probe(system, log="needed", log_sources=config.log.sources)
+            after = assess(after_facts, config, config_errors)  # type: ignore[arg-type]
+        else:
+            # Nothing was touched: a second look would see what the first saw (the usual boot).
+            after_facts, after = facts, before
         final.append(after_facts)
         if not dry_run:
             _initramfs_note(enforcer, after_facts, config)

@@ -10,7 +10,6 @@ from kfdguard.access import NodeStat
 from kfdguard.root import Root
 from kfdguard.runner import Runner, RunResult
 from kfdguard.simulate import state
-from kfdguard.simulate.kernel import SimKernel
 from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, OsSpec, UdevSpec, UserSpec
 from kfdguard.system import KfdIoctlError, LogUnavailable, System, journal_line
 
@@ -18,6 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
+
+    from kfdguard.simulate.kernel import SimKernel
 
 # Commands that only read and may run for real against the simulated tree.
 PASS_THROUGH = frozenset({"modinfo", "depmod"})
@@ -144,6 +145,10 @@ class SimulatedSystem(System):
         self.kernel().reboot()
 
     def kernel(self) -> SimKernel:
+        # The simulated kernel's physics load only when something acts on the machine:
+        # probing a simulated machine costs what probing a real one does.
+        from kfdguard.simulate.kernel import SimKernel
+
         return SimKernel(self.root, load_spec(self.root))
 
     def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
