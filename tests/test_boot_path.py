@@ -1,7 +1,9 @@
 """What the service imports before READY=1: only what the boot pass needs (issue 9's boot goal).
 
-asyncio, the D-Bus library and pyudev come after READY; dataclasses, inspect,
-typing and threading not at all (kfdguard.record, _thread). A regression here
+asyncio, the D-Bus library, pyudev and systemd-python come after READY
+(READY itself is the bare datagram); dataclasses, inspect, typing and
+threading not at all (kfdguard.record, _thread); yaml only when the config
+file changed since it was last cached (this machine has none). A regression here
 shows up as a slower boot long before anyone runs the benchmark.
 """
 
@@ -14,11 +16,12 @@ from pathlib import Path
 from kfdguard.simulate import bundled
 from kfdguard.simulate.render import render
 
-HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect", "typing", "threading", "logging")
+HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect", "typing", "threading", "logging",
+         "socket", "systemd.daemon", "yaml")  # fmt: skip
 PROBE = """
 import sys
 import kfdguard.service.main as main
-def ready(text):
+def ready(text, **_):
     if text.startswith("READY=1"):
         print(" ".join(m for m in {heavy!r} if m in sys.modules))
         raise SystemExit(0)

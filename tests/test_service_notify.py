@@ -119,3 +119,20 @@ def test_sighup_during_the_boot_pass_is_kept_for_the_loop() -> None:
         code, err = g.stop()
     assert code == 0, err
     assert "SIGHUP arrived during start-up: reloading the configuration" in err
+
+
+def test_the_early_datagram_reaches_an_abstract_socket_and_never_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kfdguard.service.notify import notify
+
+    name = f"kfdguard-test-{os.getpid()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind("\0" + name)
+    try:
+        monkeypatch.setenv("NOTIFY_SOCKET", "@" + name)
+        assert notify("READY=1\nSTATUS=ready: test", early=True)
+        assert listener.recv(4096) == b"READY=1\nSTATUS=ready: test"
+        # Nobody reads: the queue fills (net.unix.max_dgram_qlen) and the send fails instead of waiting.
+        results = [notify(f"STATUS={i}", early=True) for i in range(2000)]
+        assert results[0] and not results[-1]
+    finally:
+        listener.close()

@@ -82,6 +82,7 @@ class Service:
         # A boot pass that outlived its deadline: the loop publishes its result when done.
         self.pending: Background | None = None
         self.history_problem: str | None = None  # writing /var/lib/kfdguard/history.json failed
+        self.ready_sent = False  # until READY=1, notifications avoid systemd-python's import cost
 
     # --- the one transition point ------------------------------------------------------
 
@@ -92,7 +93,7 @@ class Service:
         if (old.state, old.summary) != (new.state, new.summary):
             level = log.INFO if new.state in ("ready", "no-device") else log.WARNING
             log.emit(level, f"state {old.state} -> {new.state} ({reason}): {new.summary}")
-            notify(f"STATUS={new.state}: {new.summary}")
+            notify(f"STATUS={new.state}: {new.summary}", early=not self.ready_sent)
         for listener in self.listeners:
             listener(old, new)
 

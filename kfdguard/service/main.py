@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         service.last = result
         service.transition(result.status, "boot pass")
     status = service.status
-    notify(f"READY=1\nSTATUS={status.state}: {status.summary}")
+    notify(f"READY=1\nSTATUS={status.state}: {status.summary}", early=True)
+    service.ready_sent = True
     log.info(f"READY=1 sent; {status.state}: {status.summary}")
     from kfdguard.service.loop import serve
 
