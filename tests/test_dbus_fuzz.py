@@ -12,6 +12,7 @@ import pytest
 from kfdguard.service.backend import load
 from kfdguard.service.dbusapi import GuardianAPI, fit
 from kfdguard.service.status import Status
+from tests.fuzzing import campaign_only
 from tests.servicekit import guardian
 
 BACKENDS = ["fast", "next"]
@@ -172,3 +173,123 @@ def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: s
         assert g.proc.poll() is None
         _, stderr = g.stop()
     assert "Traceback" not in stderr and "unexpected error" not in stderr, stderr[-2000:]
+
+
+# --- the fuzzer and the load generator against the real service ------------------------------------
+
+
+def _fuzz(backend: str, seconds: float, seed: int) -> Any:
+    from kfdguard.devtools.dbusfuzz import Options, fuzz_service
+
+    report, _ = fuzz_service("rx7900xtx-ubuntu2404", backend, Options(seed=seed, duration=seconds, connections=2,
+                                                                       max_string=1 << 16))  # fmt: skip
+    return report
+
+
+def _check_fuzz_report(report: Any) -> None:
+    text = report.text()
+    assert report.violation_count == 0, text
+    assert report.calls > 100 and report.good_calls > 5, text
+    # Every kind of call was made and answered, as root and as nobody.
+    kinds = {outcome.split(":")[0] for outcome in report.outcomes}
+    assert kinds >= {"method", "method-args", "properties", "introspect", "peer", "unknown-member",
+                     "random-interface", "random-path"}, text  # fmt: skip
+    (nobody,) = report.others
+    assert nobody["role"] == "uid 65534" and nobody["calls"] > 50 and nobody["violation_count"] == 0, text
+    # The malformed messages: the bus refuses what is invalid, the service answers the rest.
+    table = dict(report.raw_table)
+    for refused in ("invalid UTF-8 in a string", "NUL inside a string", "body shorter than signature",
+                    "33 nested arrays", "protocol version 2", "message over the size limit"):  # fmt: skip
+        assert table[refused].startswith("refused by the bus"), (refused, table[refused])
+    for answered in ("valid GetStatus (control)", "valid, big-endian", "unknown header field 100"):
+        assert table[answered] == "answered by the service: return:a{sv}", (answered, table[answered])
+    assert table["unix fd in the signature, none sent"] == f"answered by the service: {ERROR}InvalidArgs"
+
+
+ERROR = "org.kfdguard.Guardian1.Error."
+
+
+@as_root
+@pytest.mark.fuzz
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_short_fuzz_run(backend: str) -> None:
+    """A few seconds of kfdguard.devtools.dbusfuzz with a fixed seed: every property holds."""
+    _check_fuzz_report(_fuzz(backend, 1.5, seed=1))
+
+
+@as_root
+@pytest.mark.fuzz
+@campaign_only
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_long_fuzz_run(backend: str) -> None:
+    """KFDGUARD_FUZZ_SECONDS (default 60) of fuzzing per backend, seed KFDGUARD_FUZZ_SEED (default 1)."""
+    seconds = float(os.environ.get("KFDGUARD_FUZZ_SECONDS", "60"))
+    report = _fuzz(backend, seconds, seed=int(os.environ.get("KFDGUARD_FUZZ_SEED", "1")))
+    print(report.text())
+    _check_fuzz_report(report)
+
+
+def test_the_fuzzer_documents_itself() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "kfdguard.devtools.dbusfuzz", "--help"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout  # fmt: skip
+    for section in ("DESCRIPTION", "PROPERTIES CHECKED", "EXIT STATUS", "EXAMPLES", "--duration", "--unprivileged"):
+        assert section in out
+
+
+def _load(backend: str, clients: int, calls: int, limit: float = 600.0) -> Any:
+    """Run kfdguard.devtools.dbusload against a fresh service; the known failure of the writer is an xfail."""
+    from kfdguard.devtools.dbusfuzz import Target
+    from kfdguard.devtools.dbusload import run_load
+
+    target = Target("rx7900xtx-ubuntu2404", backend)
+    try:
+        target.wait_ready()
+        result = asyncio.run(run_load(target.address, clients, calls, target.proc.pid, limit=limit))
+        assert target.proc.poll() is None
+    finally:
+        _, log = target.close()
+    print(result.text())
+    if result.errors and "BlockingIOError" in log and "write_callback" in log:
+        pytest.xfail(f"{WRITER_BUG}: {result.text()}")
+    return result
+
+
+# Found by the load test, reported rather than fixed here (service/backend.py and loop.py are not
+# this work's to change): the asyncio writers of dbus-next 0.2.3 and dbus-fast 5.2 treat EAGAIN on a
+# full socket as fatal and end the connection. A burst of replies (100 clients at once: always with
+# dbus-next, sometimes with dbus-fast; always with 200, and one user may open 256 connections) ends
+# the service's bus connection, and the process carries on without it: loop.py does not watch for
+# the disconnect, so it neither exits (systemd would restart it) nor reconnects. dbus-next keeps the
+# socket open: the name stays owned and callers wait forever; dbus-fast closes it: ServiceUnknown.
+# _load turns exactly this failure (errors, and the writer's BlockingIOError in the service's log)
+# into an xfail; any other failure fails.
+WRITER_BUG = "the D-Bus library's writer ended the connection on EAGAIN; the service stays alive off the bus"
+
+
+@as_root
+@pytest.mark.fuzz
+def test_load_20_clients_x_100_calls() -> None:
+    result = _load("fast", 20, 100)
+    assert not result.errors and result.calls == 20 * 100, result.text()
+
+
+@as_root
+@pytest.mark.fuzz
+@campaign_only
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_load_100_clients_x_1000_calls_and_flat_memory(backend: str) -> None:
+    result = _load(backend, 100, 1000, limit=120)
+    assert not result.errors and result.calls == 100 * 1000, result.text()
+    assert result.rss_after_kb - result.rss_warm_kb < 2048, result.text()  # kB: allocator noise only
+
+
+@as_root
+@pytest.mark.fuzz
+@campaign_only
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_service_serves_as_many_clients_as_one_user_may_open(backend: str) -> None:
+    result = _load(backend, 200, 50, limit=60)
+    assert not result.errors, result.text()
