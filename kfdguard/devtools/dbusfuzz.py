@@ -750,6 +750,12 @@ class Run:
                 except TimeoutError:
                     self.report.violation(f"the well-behaved client got no answer within {CALL_TIMEOUT:.0f} s")
                     continue
+                except Exception as exc:
+                    # Its own connection failed: not the service's doing, unless it keeps happening.
+                    self.report.observations[f"the well-behaved client reconnected ({type(exc).__name__})"] += 1
+                    await self.close(bus)
+                    bus = await self.connect()
+                    continue
                 latency = time.monotonic() - start
                 self.report.good_calls += 1
                 self.report.good_max_latency = max(self.report.good_max_latency, latency)
