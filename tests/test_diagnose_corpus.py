@@ -9,7 +9,8 @@ import pytest
 from kfdguard.diagnose import diagnose_text
 from kfdguard.verdict import Severity
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "knowledge" / "dmesg-corpus"
+CORPUS = Path(__file__).resolve().parent / "data" / "dmesg-corpus"
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "knowledge" / "dmesg-corpus"
 # The root cause each log's header names, as kfdguard codes. The header line itself
 # (a comment with the cause in prose) is removed before diagnosis.
 EXPECTED = {
@@ -29,7 +30,7 @@ EXPECTED = {
 def _log(name: str) -> str:
     path = CORPUS / name
     if not path.is_file():
-        pytest.fail(f"{path} is missing: the corpus lives beside the project in ../shared/knowledge")
+        pytest.fail(f"{path} is missing (tests/data/dmesg-corpus holds the corpus)")
     text = path.read_text()
     assert text.startswith("# source:")
     return text.split("\n", 1)[1]
@@ -69,3 +70,10 @@ def test_details_of_the_diagnoses() -> None:
     assert any("whether KFD added the GPU" in u for u in cpu_only.unknown)
     sched = diagnose_text(_log("08_invalid_sched_policy_no_dev_kfd.log"))
     assert "/dev/kfd: does not exist" in sched.established and "CONFIG_HSA_AMD=y" in sched.established
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no ../shared/knowledge beside this checkout")
+def test_the_copies_match_the_shared_corpus() -> None:
+    shared = {p.name: p.read_bytes() for p in SHARED.glob("*.log")}
+    ours = {p.name: p.read_bytes() for p in CORPUS.glob("*.log")}
+    assert ours == shared, "tests/data/dmesg-corpus is out of date: copy ../shared/knowledge/dmesg-corpus/*.log"
