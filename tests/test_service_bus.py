@@ -300,3 +300,16 @@ def test_python_client_error_names() -> None:
             py_call("ApplyFallback", g.address)  # a healthy machine has nothing to fall back to
         assert caught.value.name == "org.kfdguard.Guardian1.Error.Failed"
         assert caught.value.text.startswith("nothing to boot: the running kernel can run compute")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_losing_the_bus_ends_the_service_with_failure_for_systemd_to_restart(backend: str) -> None:
+    """Alive but off the bus, the service would answer nobody; exiting non-zero lets Restart=on-failure act."""
+    with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
+        assert g.bus.proc is not None
+        g.bus.proc.kill()
+        g.bus.proc.wait(5)
+        assert g.proc.wait(10) == 1
+        _, stderr = g.stop()
+    assert "lost the connection to the bus" in stderr and "restarts kfdguard" in stderr, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-2000:]

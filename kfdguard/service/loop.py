@@ -33,7 +33,7 @@ class Loop:
         self.again: str | None = None
 
     async def run(self) -> int:
-        from kfdguard.service.backend import load
+        from kfdguard.service.backend import keep_writing_when_full, load
 
         loop = asyncio.get_running_loop()
         backend = load(self.opts.backend)
@@ -42,6 +42,7 @@ class Loop:
         except Exception as exc:
             log.error(f"cannot connect to the bus: {exc}")
             return 1
+        keep_writing_when_full(bus)
         api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit)
         bus.add_message_handler(api.handle)
         reply = await bus.request_name(NAME, backend.NameFlag.DO_NOT_QUEUE)
@@ -70,13 +71,28 @@ class Loop:
         interval = watchdog_interval()
         if interval:
             tasks.append(loop.create_task(self._watchdog(interval)))
-        await self.stop.wait()
-        notify("STOPPING=1")
-        log.info("stopping")
+        lost = loop.create_task(self._bus_lost(bus))
+        await asyncio.wait([lost, loop.create_task(self.stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             task.cancel()
+        if lost.done():
+            # Alive but off the bus nobody can reach us: exit with failure, so that
+            # systemd (Restart=on-failure) starts a fresh service on a fresh connection.
+            log.error(f"lost the connection to the bus ({lost.result()}); exiting so that systemd restarts kfdguard")
+            return 1
+        lost.cancel()
+        notify("STOPPING=1")
+        log.info("stopping")
         bus.disconnect()
         return 0
+
+    @staticmethod
+    async def _bus_lost(bus: object) -> str:
+        try:
+            await bus.wait_for_disconnect()  # type: ignore[attr-defined]
+        except Exception as exc:  # the library hands over why the connection ended
+            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return "the bus closed it"
 
     async def _watchdog(self, interval: float) -> None:
         # Sent from the loop itself: a loop blocked for longer than WatchdogSec
