@@ -224,12 +224,14 @@ class _Validator:
                 raise _Invalid(node, key, f"{text!r:.40} is not a group name")
             return text
         if kind in ("uid", "boots", "version"):
-            if tag != "int" or not text.isdigit():
+            # isdigit() alone admits "²" and other digits int() refuses (YAML's !!int tag forces them here).
+            if tag != "int" or not text.isascii() or not text.isdigit():
                 raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
-            number = int(text)
             limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
+            # Length first: int() refuses more than 4,300 digits, and nothing valid is that long.
+            number = int(text) if len(text.lstrip("0")) <= len(str(limit)) else limit + 1
             if number > limit or (kind == "version" and number != 1):
-                raise _Invalid(node, key, f"{number} is out of range (max {limit})")
+                raise _Invalid(node, key, f"{text:.40} is out of range (max {limit})")
             return number
         if kind == "seconds":
             try:

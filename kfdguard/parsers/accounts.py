@@ -44,7 +44,8 @@ def parse_passwd(text: str) -> tuple[list[User], list[str]]:
 
 def _id(text: str) -> int | None:
     text = text.strip()
-    if not text.isdigit() or not text.isascii():
+    # The length bound keeps int() under its 4,300-digit limit; 2**32 has 10 digits.
+    if not text.isdigit() or not text.isascii() or len(text.lstrip("0")) > 10:
         return None
     value = int(text)
     return value if value < 2**32 else None

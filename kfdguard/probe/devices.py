@@ -47,7 +47,7 @@ def probe_gpus(reader: Reader) -> list[GpuFacts]:
         for entry in reader.listdir(dev / "drm"):
             if entry.startswith("card") and entry[4:].isdigit():
                 card = card or entry
-            elif entry.startswith("renderD") and entry[7:].isdigit():
+            elif entry.startswith("renderD") and _small_number(entry[7:]):
                 render = int(entry[7:])
         gpus.append(
             GpuFacts(
@@ -81,7 +81,7 @@ def probe_kfd(reader: Reader, system: System) -> KfdFacts:
     kfd_sys = root.sys / "class/kfd/kfd"
     topo = kfd_sys / "topology"
     nodes: list[TopologyNode] = []
-    names = [n for n in reader.listdir(topo / "nodes") if n.isdigit()]
+    names = [n for n in reader.listdir(topo / "nodes") if _small_number(n)]
     for name in sorted(names, key=int)[:TOPOLOGY_NODE_LIMIT]:
         ndir = topo / "nodes" / name
         text = reader.text(ndir / "properties")
@@ -124,3 +124,8 @@ def probe_kfd(reader: Reader, system: System) -> KfdFacts:
         version_error=version_error,
         version_errno=version_errno,
     )
+
+
+def _small_number(text: str) -> bool:
+    """A kernel-made decimal name part (renderD128, node 3). isdigit() alone admits "²", which int() refuses."""
+    return text.isascii() and text.isdigit() and len(text) <= 9

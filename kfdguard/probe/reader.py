@@ -34,8 +34,8 @@ class Reader:
             if report_missing:
                 self.complain(path, "missing")
             return None
-        except OSError as exc:
-            self.complain(path, f"unreadable: {exc.strerror or exc}")
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+            self.complain(path, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
             return None
         try:
             mode = os.fstat(fd).st_mode
@@ -75,8 +75,8 @@ class Reader:
             return sorted(os.listdir(path))
         except FileNotFoundError:
             return []
-        except OSError as exc:
-            self.complain(path, f"unreadable directory: {exc.strerror or exc}")
+        except (OSError, ValueError) as exc:
+            self.complain(path, f"unreadable directory: {getattr(exc, 'strerror', None) or exc}")
             return []
 
     def readlink_name(self, path: Path) -> str | None:
@@ -85,7 +85,7 @@ class Reader:
             target = os.readlink(path)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            self.complain(path, f"unreadable link: {exc.strerror or exc}")
+        except (OSError, ValueError) as exc:
+            self.complain(path, f"unreadable link: {getattr(exc, 'strerror', None) or exc}")
             return None
         return target.rstrip("/").rsplit("/", 1)[-1] or None

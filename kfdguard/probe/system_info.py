@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from kfdguard.facts import DkmsModule, KernelFacts, ModuleFacts, OsFacts
 from kfdguard.modinfo import ModinfoError, declared_parameters, decompress, modinfo_entries, module_name
 from kfdguard.parsers.kconfig import parse_kconfig
+from kfdguard.parsers.modprobe import kernel_args
 from kfdguard.parsers.osrelease import parse_os_release
 from kfdguard.probe.reader import Reader
 
@@ -45,7 +48,7 @@ def parse_release(release: str) -> tuple[int, int, int] | None:
             if char not in "0123456789":
                 break
             digits += char
-        if not digits:
+        if not digits or len(digits) > 9:  # int() refuses > 4,300 digits; no version part is that long
             break
         numbers.append(int(digits))
         if len(digits) != len(part):
@@ -57,12 +60,20 @@ def parse_release(release: str) -> tuple[int, int, int] | None:
     return numbers[0], numbers[1], numbers[2]
 
 
+# What uname -r can be (UTS_RELEASE is at most 64 bytes), and never "." or "..".
+_RELEASE = re.compile(r"(?!\.\.?$)[0-9A-Za-z._+~-]{1,64}")
+
+
 def probe_kernel(reader: Reader) -> KernelFacts:
     root = reader.root
     release = reader.value(root.proc / "sys/kernel/osrelease") or ""
-    if not release:
+    if release and not _RELEASE.fullmatch(release):
+        # It becomes a path component (/lib/modules/<release>, /boot/config-<release>).
+        reader.complain(root.proc / "sys/kernel/osrelease", f"not a kernel release: {release[:64]!r}")
+        release = ""
+    elif not release:
         reader.complain(root.proc / "sys/kernel/osrelease", "missing: kernel release unknown")
-    cmdline = tuple((reader.value(root.proc / "cmdline") or "").split())
+    cmdline = tuple(kernel_args(reader.value(root.proc / "cmdline") or ""))
     config: dict[str, str] = {}
     source: str | None = None
     candidates = [root.boot / f"config-{release}"] if release else []
@@ -160,7 +171,7 @@ def _probe_module(
             declared = tuple(names)
         holders = tuple(reader.listdir(sysdir / "holders"))
         text = reader.value(sysdir / "refcnt")
-        refcnt = int(text) if text and text.isdigit() else None
+        refcnt = int(text) if text and text.isascii() and text.isdigit() and len(text) <= 9 else None
         version = reader.value(sysdir / "version")
     if declared is None and relative is not None:
         declared = _declared_from_file(reader, system, root.lib_modules / release / relative)
