@@ -10,10 +10,10 @@ kernel config, KFD topology properties, passwd/group, os-release):
 - metamorphic: a comment or blank line put in front shifts every reported
   line number by one and changes nothing else.
 
-Known bug (kfdguard/parsers/accounts.py, reported, not fixed here): a uid or
-gid of more than 4,300 digits makes int() raise ValueError out of
-parse_passwd/parse_group. Generated numbers stay shorter; the strict xfail
-test at the end fails once it is fixed.
+The campaign found four bugs, each now a test of its own: continued lines
+glued with a blank (kmod glues them without), quoted option values split at
+their blanks, a uid or gid of more than 4,300 digits raising out of int(),
+and backslash escapes undone inside single quotes in os-release.
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ blank = st.sampled_from(["", "   ", "\t", "#", "# comment", "  # indented commen
 space = st.sampled_from([" ", "  ", "\t", " \t "])
 module_names = token(LOWER, LOWER + DIGITS + "_-", 15)
 words = token("", LOWER + UPPER + DIGITS + "_=:.,/-", 12, min_size=1)
+# A module parameter whose value holds blanks: the kernel's next_arg() keeps it whole.
+quoted_options = st.tuples(token(LOWER, LOWER + DIGITS + "_", 10), st.lists(words, min_size=1, max_size=3)).map(
+    lambda t: f'{t[0]}="{" ".join(t[1])}"'
+)
 
 
 def _complaint_lines(complaints: list[str], prefix: str) -> list[int]:
@@ -82,6 +86,9 @@ def modprobe_files(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str, str,
         elif kind == "softdep":
             args = [draw(st.sampled_from(["pre:", "post:"])), *draw(st.lists(module_names, max_size=3))]
             tokens = [kind, module, *args]
+        elif kind == "options":
+            args = draw(st.lists(st.one_of(words, quoted_options), max_size=4))
+            tokens = [kind, module, *args]
         else:
             at_least = 1 if kind in ("install", "remove", "weakdep") else 0
             args = draw(st.lists(words, min_size=at_least, max_size=4))
@@ -91,13 +98,16 @@ def modprobe_files(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str, str,
         pieces = [tokens[a:b] for a, b in zip([0, *cuts], [*cuts, len(tokens)], strict=True)]
         first = len(lines) + 1
         indent = draw(st.sampled_from(["", " ", "\t"]))
+        # kmod glues continued lines without adding a blank, so the blank between two
+        # words goes before the backslash, at the start of the next line, or both.
+        need_lead = False
         for i, piece in enumerate(pieces):
             sep = draw(space)
-            text = (indent if i == 0 else draw(st.sampled_from(["", " ", "\t"]))) + sep.join(piece)
-            # Whitespace before the backslash: kmod glues the lines without adding any (see the
-            # known divergence below), so files are written this way.
-            end = draw(space) + "\\" if i < len(pieces) - 1 else draw(st.sampled_from(["", " ", "\t"]))
-            lines.append(text + end)
+            lead = indent if i == 0 else draw(space if need_lead else st.sampled_from(["", " ", "\t"]))
+            before = draw(st.sampled_from(["", " ", "\t"]))
+            need_lead = before == ""
+            end = before + "\\" if i < len(pieces) - 1 else before
+            lines.append(lead + sep.join(piece) + end)
         normalised = module.replace("-", "_")
         expected.append((kind, first, module, normalised, tuple(args)))
     return "\n".join(lines) + draw(st.sampled_from(["", "\n"])), expected
@@ -156,14 +166,12 @@ def test_modprobe_agrees_with_kmod(case: tuple[str, list[Any]]) -> None:
         assert kfdguard_view(case[0]) == kmod_view(case[0], Path(tmp)), case[0]
 
 
-@pytest.mark.xfail(strict=True, reason="parsers/modprobe.py joins continuations with a space; kmod glues the lines")
-def test_known_divergence_continuation_without_whitespace(tmp_path: Path) -> None:
+def test_a_continuation_without_blanks_continues_the_word_as_in_kmod(tmp_path: Path) -> None:
     text = "options amdgpu a=1\\\nb=2\n"
     assert kfdguard_view(text) == kmod_view(text, tmp_path) == ["options amdgpu a=1b=2"]
 
 
-@pytest.mark.xfail(strict=True, reason="parsers/modprobe.py splits quoted option values at spaces; kmod keeps them")
-def test_known_divergence_quoted_option_value(tmp_path: Path) -> None:
+def test_a_quoted_option_value_stays_whole_as_in_kmod_and_the_kernel(tmp_path: Path) -> None:
     text = 'options amdgpu a="b c" d\n'
     assert kmod_view(text, tmp_path) == ['options amdgpu a="b c" d']
     directives, _ = parse_modprobe_conf(text, "/f.conf")
@@ -187,7 +195,10 @@ def test_modprobe_garbage_gives_exact_complaints(text: str) -> None:
         assert logical[d.line].split()[0] == d.kind
         written = d.text.split()
         assert d.text == " ".join(written) and written[0] == d.kind
-        assert d.args == ((written[1],) if d.kind == "alias" else tuple(written[2:]))
+        if d.kind == "options":  # the kernel's words: blanks inside double quotes do not split
+            assert " ".join(d.args).split() == written[2:] and all(a == a.strip() for a in d.args)
+        else:
+            assert d.args == ((written[1],) if d.kind == "alias" else tuple(written[2:]))
     assert len(directives) + len(complaints) <= len(logical_lines(text))
 
 
@@ -334,13 +345,12 @@ def test_accounts_round_trip(
     assert [(g.name, g.gid, g.members) for g in parsed_groups] == [(n, gid, tuple(m)) for n, gid, m in groups]
 
 
-# Digit runs stay under 4,300: see "Known bug" above.
 colon_garbage = st.lists(st.one_of(st.text(max_size=10), st.sampled_from([":", "::", "x", ","]),
-                                   st.integers(-(2**70), 2**70).map(str), st.just("9" * 2000)), max_size=20).map("".join)  # fmt: skip
+                                   st.integers(-(2**70), 2**70).map(str), st.just("9" * 2000), st.just("1" * 4301)), max_size=20).map("".join)  # fmt: skip
 
 
 @settings(max_examples=examples(300))
-@given(st.one_of(garbage, colon_garbage).filter(lambda t: not re.search(r"\d{4300}", t)))
+@given(st.one_of(garbage, colon_garbage))
 def test_accounts_garbage_gives_exact_complaints(text: str) -> None:
     count = len(text.splitlines())
     users, user_complaints = parse_passwd(text)
@@ -352,8 +362,7 @@ def test_accounts_garbage_gives_exact_complaints(text: str) -> None:
         assert m and 1 <= int(m[1]) <= count, complaint
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="accounts.py: int() of a uid of more than 4300 digits")
-def test_known_bug_accounts_id_of_more_than_4300_digits() -> None:
+def test_an_id_of_more_than_4300_digits_is_a_complaint() -> None:
     _, complaints = parse_group("render:x:" + "1" * 4301 + ":\n")
     assert complaints == ["line 1: group 'render' has gid '" + "1" * 4301 + "'"]
 
@@ -366,8 +375,7 @@ os_values = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["C
 
 def _quote(value: str, style: str) -> str:
     """os-release(5) is shell syntax: how a distribution would write ``value``."""
-    # Backslashes stay out of single quotes: see the known bug below.
-    if style == "single" and "'" not in value and "\\" not in value:
+    if style == "single" and "'" not in value:
         return f"'{value}'"
     if style == "plain" and re.fullmatch(r"[A-Za-z0-9._-]+", value):
         return value
@@ -384,8 +392,7 @@ def test_os_release_round_trip(values: dict[str, str], data: st.DataObject) -> N
     assert parse_os_release("\n".join(lines)) == values
 
 
-@pytest.mark.xfail(strict=True, reason="parsers/osrelease.py undoes backslash escapes inside single quotes too")
-def test_known_bug_os_release_single_quotes_are_literal() -> None:
+def test_os_release_single_quotes_are_literal() -> None:
     # Shell (and so os-release(5)): no escapes inside single quotes.
     assert parse_os_release("PRETTY_NAME='a\\\"b'\n") == {"PRETTY_NAME": 'a\\"b'}
 

@@ -15,6 +15,8 @@ from kfdguard.modinfo import ModinfoError, declared_parameters, modinfo_entries,
 from kfdguard.parsers.accounts import parse_group, parse_passwd
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import (
+    kernel_args,
+    kernel_param,
     logical_lines,
     parse_cmdline_modules,
     parse_modprobe_conf,
@@ -200,6 +202,24 @@ def test_release_parsing() -> None:
     assert parse_release("6.9") == (6, 9, 0)
     assert parse_release("6.11.0-rc3+") == (6, 11, 0)
     assert parse_release("garbage") is None
+    assert parse_release("9" * 5000 + ".1") is None  # int() refuses more than 4,300 digits
+    assert parse_release("6." + "1" * 5000) is None
+
+
+def test_parameters_split_and_unquote_as_the_kernel_does() -> None:
+    # The kernel's next_arg(): blanks inside double quotes do not split; quotes are dropped from values.
+    cmdline = 'BOOT_IMAGE=/vmlinuz ro amdgpu.ppfeaturemask="0x ff" "amdgpu.x=a b" quiet  splash\n'
+    assert kernel_args(cmdline) == ["BOOT_IMAGE=/vmlinuz", "ro", 'amdgpu.ppfeaturemask="0x ff"', '"amdgpu.x=a b"',
+                                    "quiet", "splash"]  # fmt: skip
+    assert [kernel_param(w) for w in kernel_args(cmdline)][2:4] == [
+        ("amdgpu.ppfeaturemask", "0x ff"),
+        ("amdgpu.x", "a b"),
+    ]
+    assert kernel_param("nomodeset") == ("nomodeset", "")
+    assert kernel_param('a="unterminated') == ("a", "unterminated")
+    assert kernel_args('a="open quote b c') == ['a="open quote b c']  # the kernel reads to the end too
+    options, _ = parse_cmdline_modules(tuple(kernel_args(cmdline)))
+    assert options["amdgpu"] == {"ppfeaturemask": "0x ff", "x": "a b"}
 
 
 @pytest.mark.fuzz

@@ -13,7 +13,11 @@ def normalise(module: str) -> str:
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
-    """Join backslash-continued lines; each result keeps its first line number."""
+    """Join backslash-continued lines; each result keeps its first line number.
+
+    kmod drops the backslash and the newline and glues the lines: "a=1\\" then
+    "b=2" is "a=1b=2", so a continuation without leading blanks continues the word.
+    """
     result: list[tuple[int, str]] = []
     pending: list[str] = []
     start = 0
@@ -29,10 +33,10 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
             pending.append(raw[:-1])
             continue
         pending.append(raw)
-        result.append((start, " ".join(pending)))
+        result.append((start, "".join(pending)))
         pending = []
     if pending:
-        result.append((start, " ".join(pending)))
+        result.append((start, "".join(pending)))
     return result
 
 
@@ -58,6 +62,11 @@ def parse_modprobe_conf(text: str, file: str) -> tuple[list[ModprobeDirective], 
                 complaints.append(f"{where}: alias needs a pattern and a module")
                 continue
             module, args = normalise(words[2]), (words[1],)
+        elif kind == "options":
+            # kmod hands the rest of the line to the kernel verbatim, and the kernel's
+            # next_arg() keeps a double-quoted value with its blanks in one parameter.
+            rest = line.split(None, 2)[2].rstrip() if len(words) > 2 else ""
+            module, args = normalise(words[1]), tuple(kernel_args(rest))
         else:
             module, args = normalise(words[1]), tuple(words[2:])
         if kind == "blacklist" and args:
@@ -101,12 +110,43 @@ def softdep_modules(directive: ModprobeDirective) -> tuple[tuple[str, ...], tupl
 
 
 def option_pairs(directive: ModprobeDirective) -> list[tuple[str, str]]:
-    """``options m a=1 b`` -> [("a", "1"), ("b", "")]; kmod passes both forms on."""
-    pairs = []
-    for word in directive.args:
-        name, _, value = word.partition("=")
-        pairs.append((name, value.strip('"')))
-    return pairs
+    """``options m a=1 b c="x y"`` -> [("a", "1"), ("b", ""), ("c", "x y")]; kmod passes all forms on."""
+    return [kernel_param(word) for word in directive.args]
+
+
+def kernel_args(text: str) -> list[str]:
+    """Split module or kernel parameters as the kernel's next_arg() does: blanks
+    separate them except inside double quotes. Each word keeps its quotes."""
+    words: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i].isspace():
+            i += 1
+        if i == n:
+            break
+        start, in_quote = i, False
+        while i < n and (in_quote or not text[i].isspace()):
+            if text[i] == '"':
+                in_quote = not in_quote
+            i += 1
+        words.append(text[start:i])
+    return words
+
+
+def kernel_param(word: str) -> tuple[str, str]:
+    """``a="b c"`` -> ("a", "b c"); ``"a=b c"`` -> ("a", "b c"); ``a`` -> ("a", ""): next_arg()'s unquoting."""
+    quoted = word.startswith('"')
+    if quoted:
+        word = word[1:]
+    name, equals, value = word.partition("=")
+    if equals and value.startswith('"'):
+        value, quoted = value[1:], True
+    if quoted:
+        if equals and value.endswith('"'):
+            value = value[:-1]
+        elif not equals and name.endswith('"'):
+            name = name[:-1]
+    return name, value
 
 
 def parse_modules_load(text: str, file: str) -> tuple[list[ModulesLoadEntry], list[str]]:
@@ -131,12 +171,12 @@ def parse_cmdline_modules(args: tuple[str, ...]) -> tuple[dict[str, dict[str, st
     options: dict[str, dict[str, str]] = {}
     blacklist: list[str] = []
     for arg in args:
-        key, _, value = arg.partition("=")
+        key, value = kernel_param(arg)
         if key == "modprobe.blacklist":
             blacklist.extend(normalise(m) for m in value.split(",") if m)
             continue
         module, dot, param = key.partition(".")
         if not dot or not module or not param or "/" in module:
             continue
-        options.setdefault(normalise(module), {})[param] = value.strip('"')
+        options.setdefault(normalise(module), {})[param] = value
     return options, blacklist

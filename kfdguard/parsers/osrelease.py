@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+# os-release(5): inside double quotes a backslash escapes a double quote, a backslash, $ and `.
+_UNESCAPE = re.compile(r"\\([\"\\$`])")
+
 
 def parse_os_release(text: str) -> dict[str, str]:
     values: dict[str, str] = {}
@@ -13,7 +18,9 @@ def parse_os_release(text: str) -> dict[str, str]:
         if not sep or not key.isidentifier():
             continue
         value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        if len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1]  # shell: nothing is special inside single quotes
+        elif len(value) >= 2 and value[0] == value[-1] == '"':
+            value = _UNESCAPE.sub(r"\1", value[1:-1])
         values[key] = value
     return values
