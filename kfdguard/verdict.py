@@ -43,8 +43,8 @@ EXIT_USAGE = 64
 
 
 # Control characters from hostile sysfs or log content must not reach a
-# terminal (escape sequences) or split a one-line message.
-_CONTROL = dict.fromkeys((*range(32), 127, 133, 8232, 8233), " ")
+# terminal (escape sequences; C1 too: 0x9b is an 8-bit CSI) or split a one-line message.
+_CONTROL = dict.fromkeys((*range(32), *range(127, 160), 8232, 8233), " ")
 
 
 def clean(text: str) -> str:

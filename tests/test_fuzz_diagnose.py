@@ -14,10 +14,9 @@ control characters, plain garbage):
 - metamorphic: chatter before and after a paste, and Markdown/e-mail quoting
   of every line ("> "), change neither what is recognised nor the findings.
 
-Known bug (kfdguard/diagnose/reason.py, reported, not fixed here): the
-"established" lines of the text report carry the paste's control characters
-(a user name with an escape sequence in 'id' output reaches the terminal). The
-strict xfail test at the end fails once it is fixed.
+The campaign found that the "established" lines of the report carried the
+paste's control characters (a user name with an escape sequence in 'id'
+output reached the terminal); the last test keeps it fixed.
 """
 
 from __future__ import annotations
@@ -77,6 +76,8 @@ def check(result: TextDiagnosis) -> None:
         assert finding.severity in Severity and finding.message
         for text in (finding.message, finding.remedy, *finding.evidence):
             assert not CONTROL.search(text), (finding.code, text)
+    for text in (*result.established, *result.unknown):
+        assert not CONTROL.search(text), text
     severities = {f.severity for f in result.findings}
     if Severity.ERROR in severities:
         assert result.exit_code == EXIT_PROBLEMS
@@ -119,8 +120,7 @@ def test_quoting_every_line_changes_nothing(text: str, quote: str) -> None:
     )  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="diagnose/reason.py: 'established' lines keep the paste's control characters")
-def test_known_bug_established_lines_carry_escape_sequences() -> None:
+def test_established_lines_carry_no_escape_sequences() -> None:
     text = BUG_REPORT.replace("igor", "ig\x1b]0;pwned\x07or")
     report = text_diagnosis_text(diagnose_text(text), "paste")
     assert not CONTROL.search(report.replace("\n", ""))

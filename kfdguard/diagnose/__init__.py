@@ -5,7 +5,7 @@ from __future__ import annotations
 from kfdguard.diagnose.extract import TextFacts, extract
 from kfdguard.diagnose.reason import reason
 from kfdguard.record import dataclass
-from kfdguard.verdict import Finding, Severity
+from kfdguard.verdict import Finding, Severity, clean
 
 # Exit codes of "kfdguard diagnose FILE".
 EXIT_CLEAN, EXIT_WARNINGS, EXIT_PROBLEMS, EXIT_NOTHING = 0, 1, 2, 4
@@ -32,7 +32,10 @@ class TextDiagnosis:
 def diagnose_text(text: str) -> TextDiagnosis:
     facts: TextFacts = extract(text)
     established, findings, unknown = reason(facts)
-    return TextDiagnosis(tuple(sorted(facts.kinds)), tuple(established), tuple(findings), tuple(unknown))
+    # Both quote the paste (a user or group name, a path), and go to a terminal.
+    return TextDiagnosis(
+        tuple(sorted(facts.kinds)), tuple(map(clean, established)), tuple(findings), tuple(map(clean, unknown))
+    )
 
 
 __all__ = ["TextDiagnosis", "diagnose_text"]
