@@ -9,6 +9,7 @@ probing a simulated machine costs no more imports than probing a real one.
 from __future__ import annotations
 
 import os
+import stat
 
 from kfdguard.access import AclEntry, NodeStat
 from kfdguard.root import Root
@@ -116,8 +117,20 @@ def write_state(root: Root, values: dict[str, str]) -> None:
 
 
 def read_kmsg(root: Root) -> list[str]:
+    return read_log(os.path.join(sim_dir(root), "kmsg"))
+
+
+def read_log(path: str) -> list[str]:
+    """The lines of a simulated log (kmsg records, journal lines); [] when missing or not a file.
+
+    The logs are machine content that tests spoil on purpose: a FIFO planted in a
+    log's place must not hang the reader (O_NONBLOCK, then regular files only).
+    """
     try:
-        with open(os.path.join(sim_dir(root), "kmsg"), encoding="utf-8", errors="replace") as handle:
-            return handle.read().splitlines()
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return []
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        return handle.read().decode("utf-8", errors="replace").splitlines()

@@ -99,19 +99,7 @@ class SimulatedSystem(System):
         spec = load_spec(self.root)
         if not spec.journal:
             raise LogUnavailable("no journal on this machine (journald is not running)")
-        entries: list[tuple[int, str, str]] = []
-        for record in state.read_kmsg(self.root):
-            head, _, text = record.partition(";")
-            entries.append((int(head.split(",")[2]), "kernel", text))
-        try:
-            with open(os.path.join(state.sim_dir(self.root), "journal"), encoding="utf-8") as handle:
-                for line in handle.read().splitlines():
-                    usec, ident, message = line.split("\t", 2)
-                    entries.append((int(usec), ident, message))
-        except FileNotFoundError:
-            pass
-        entries.sort(key=lambda e: e[0])
-        result = [(0, [journal_line(usec, ident, message) for usec, ident, message in entries])]
+        result = [(0, _journal_lines(state.sim_dir(self.root)))]
         if boots >= 1:
             previous = self._previous_boot()
             if previous or spec.previous_log:
@@ -121,23 +109,9 @@ class SimulatedSystem(System):
     def _previous_boot(self) -> list[str]:
         """The boot before a simulated reboot, as journal lines."""
         directory = os.path.join(state.sim_dir(self.root), "previous")
-        entries: list[tuple[int, str, str]] = []
-        try:
-            with open(os.path.join(directory, "kmsg"), encoding="utf-8") as handle:
-                for record in handle.read().splitlines():
-                    head, _, text = record.partition(";")
-                    entries.append((int(head.split(",")[2]), "kernel", text))
-        except FileNotFoundError:
+        if not os.path.exists(os.path.join(directory, "kmsg")):
             return []
-        try:
-            with open(os.path.join(directory, "journal"), encoding="utf-8") as handle:
-                for line in handle.read().splitlines():
-                    usec, ident, message = line.split("\t", 2)
-                    entries.append((int(usec), ident, message))
-        except FileNotFoundError:
-            pass
-        entries.sort(key=lambda e: e[0])
-        return [journal_line(usec, ident, message) for usec, ident, message in entries]
+        return _journal_lines(directory)
 
     def reboot(self) -> None:
         """Simulate a reboot (tests and the demo): the machine boots again from its files."""
@@ -294,3 +268,26 @@ class SimulatedSystem(System):
                 self.kernel().udev_trigger_change()
             return RunResult(args, 0)
         return RunResult(args, 1, stderr=f"udevadm: simulated udevadm does not know '{sub}'\n")
+
+
+def _journal_lines(directory: str) -> list[str]:
+    """A simulated boot's kmsg records and journal lines, merged in time order as journal lines.
+
+    Like journald reading /dev/kmsg, records that do not parse are left out: the
+    simulated buffers are machine content that tests may spoil on purpose.
+    """
+    entries: list[tuple[int, str, str]] = []
+    for name in ("kmsg", "journal"):
+        for line in state.read_log(os.path.join(directory, name)):
+            if name == "kmsg":  # "pri,seq,usec,flags;text"
+                head, _, message = line.partition(";")
+                usec, ident = [*head.split(","), "", ""][2], "kernel"
+            else:  # "usec\tidentifier\tmessage"
+                usec, _, rest = line.partition("\t")
+                ident, tab, message = rest.partition("\t")
+                if not tab:
+                    continue
+            if usec.isascii() and usec.isdigit():
+                entries.append((int(usec), ident, message))
+    entries.sort(key=lambda e: e[0])
+    return [journal_line(usec, ident, message) for usec, ident, message in entries]
