@@ -35,6 +35,7 @@ class Launched:
         self.messages: list[str] = []
         self.arrivals: list[float] = []  # time.monotonic() at which each message was received
         self._arrived = threading.Condition()
+        self._stopped: tuple[int, str] | None = None
         self._reader = threading.Thread(target=self._read, name="notify-reader", daemon=True)
         self._reader.start()
 
@@ -79,7 +80,9 @@ class Launched:
                 return self.arrivals[self.messages.index(ready)] - self.started
         if self.proc.poll() is not None:
             raise RuntimeError(f"the service exited: {self.stderr_text()}")
-        raise TimeoutError(f"no READY=1 within {timeout} s; got {self.messages}")
+        # Stop it to read what it logged: a failure without the service's own words is a guess.
+        _, err = self.stop(timeout=5)
+        raise TimeoutError(f"no READY=1 within {timeout} s; got {self.messages}; its log:\n{err[-3000:]}")
 
     def stderr_text(self) -> str:
         if self.proc.poll() is None or self.proc.stderr is None:
@@ -87,15 +90,18 @@ class Launched:
         return self.proc.stderr.read()
 
     def stop(self, timeout: float = 15) -> tuple[int, str]:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            _, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        self.notify_sock.close()
-        return self.proc.returncode, err or ""
+        """Terminate (kill after ``timeout``) and collect its log; a second call returns the same."""
+        if self._stopped is None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+            try:
+                _, err = self.proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                _, err = self.proc.communicate()
+            self.notify_sock.close()
+            self._stopped = (self.proc.returncode, err or "")
+        return self._stopped
 
 
 def launch(
