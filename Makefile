@@ -5,6 +5,8 @@
 #                      integration tests (test-fast), then the VM lane (test-system)
 #   make test-fast     the first part only (also: make check)
 #   make test-system   the VM lane: real kernel, real systemd, the .deb installed
+#   make fuzz          the long robustness campaign (make test runs a short one)
+#   make bench         the benchmarks, written to docs/PERFORMANCE.md
 #   make install       install into DESTDIR/PREFIX (see docs/INSTALL.md)
 #   make deb           build the Debian package into build/deb/
 # They install what they need first (Debian/Ubuntu packages, a virtualenv).
@@ -16,7 +18,7 @@ STAMP := $(VENV)/.kfdguard-deps
 ROOTCMD := $(if $(filter 0,$(shell id -u)),,sudo)
 DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
 
-.PHONY: all demo test test-fast check test-system deps lint bench clean help \
+.PHONY: all demo test test-fast check test-system deps lint bench fuzz clean help \
 	install install-python install-data uninstall deb
 
 all: help
@@ -26,6 +28,8 @@ help:
 	@echo "make test          run the whole test suite, the VM lane included"
 	@echo "make test-fast     run the test suite without the VM lane (also: make check)"
 	@echo "make test-system   build the .deb and run the VM lane's scenarios"
+	@echo "make fuzz          the long fuzz and load campaign (about 25 min on 2 CPUs)"
+	@echo "make bench         measure boot, D-Bus, memory, log and scale; write docs/PERFORMANCE.md"
 	@echo "make install       install (DESTDIR=... PREFIX=/usr|/usr/local)"
 	@echo "make deb           build the Debian package into build/deb/"
 	@echo "make deps          install the Debian packages and the virtualenv only"
@@ -61,6 +65,13 @@ check: test-fast
 # Needs root (the service owns its name on a private system bus). Run it on an idle machine.
 bench: deps
 	$(ROOTCMD) $(PY) -m benchmarks.run --write docs/PERFORMANCE.md
+
+# The long campaign: every Hypothesis fuzz test at its full budget (at least 10,000
+# examples each), FUZZ_SECONDS of D-Bus fuzzing per backend, 100 clients x 1,000
+# calls with flat memory, 200 clients. make test runs the same tests with small budgets.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	$(ROOTCMD) env HYPOTHESIS_PROFILE=fuzz KFDGUARD_FUZZ_SECONDS=$(FUZZ_SECONDS) $(PY) -m pytest -m fuzz -p no:cacheprovider
 
 lint: deps
 	$(PY) -m ruff check .
