@@ -28,7 +28,7 @@ help:
 	@echo "make test          run the whole test suite, the VM lane included"
 	@echo "make test-fast     run the test suite without the VM lane (also: make check)"
 	@echo "make test-system   build the .deb and run the VM lane's scenarios"
-	@echo "make fuzz          the long fuzz and load campaign (about 25 min on 2 CPUs)"
+	@echo "make fuzz          the long fuzz and load campaign (about 30 min on 2 CPUs)"
 	@echo "make bench         measure boot, D-Bus, memory, log and scale; write docs/PERFORMANCE.md"
 	@echo "make install       install (DESTDIR=... PREFIX=/usr|/usr/local)"
 	@echo "make deb           build the Debian package into build/deb/"
