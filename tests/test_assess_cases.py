@@ -90,9 +90,7 @@ def test_device_node_missing_like_in_a_container(fresh_machine: Make) -> None:
 def test_kfd_ioctl_denied_by_a_device_cgroup_is_not_a_failure(fresh_machine: Make) -> None:
     """The service's DeviceAllow= predates amdgpu: EPERM on /dev/kfd, while sysfs shows KFD up."""
     system = fresh_machine(navi31().build())
-    values = state.read_state(system.root)
-    values["fault:kfd-open"] = "eperm"
-    state.write_state(system.root, values)
+    state.set_fault(system.root, "kfd-open", "eperm")
     verdict = assess(probe(system))
     (finding,) = verdict.by_code("kfd-ioctl-denied")
     assert finding.severity is Severity.INFO and "systemctl restart kfdguard" in finding.remedy

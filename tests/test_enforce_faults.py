@@ -94,9 +94,7 @@ def test_symlink_at_the_target_is_not_followed(fresh_machine: Make, tmp_path: Pa
 
 
 def _fault(system: SimulatedSystem, command: str, value: str) -> None:
-    values = state.read_state(system.root)
-    values[f"fault:{command}"] = value
-    state.write_state(system.root, values)
+    state.set_fault(system.root, command, value)
 
 
 def _unloaded(make: Make) -> SimulatedSystem:

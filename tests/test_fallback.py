@@ -77,9 +77,7 @@ def test_oneshot_through_the_real_grub_reboot_then_clear(fresh_machine: Make) ->
 
 def test_the_attempt_is_recorded_before_the_boot_loader_is_touched(fresh_machine: Make) -> None:
     system = fresh_machine("dkms-missing-for-new-kernel")
-    values = state.read_state(system.root)
-    values["fault:grub-reboot"] = "fail:grub-reboot: error: cannot open grubenv"
-    state.write_state(system.root, values)
+    state.set_fault(system.root, "grub-reboot", "fail:grub-reboot: error: cannot open grubenv")
     facts = probe(system)
     rec = assess(facts).fallback
     assert rec is not None

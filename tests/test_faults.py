@@ -108,9 +108,7 @@ def started(
 
 
 def set_fault(root: Path, name: str, value: str) -> None:
-    values = state.read_state(Root(root))
-    values[f"fault:{name}"] = value
-    state.write_state(Root(root), values)
+    state.set_fault(Root(root), name, value)
 
 
 def unloaded(name: str = "rx7900xtx-ubuntu2404") -> MachineSpec:

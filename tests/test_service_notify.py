@@ -61,17 +61,16 @@ def test_status_follows_state_changes_and_stopping_is_announced() -> None:
     assert code == 0
 
 
+def _hang_modprobe(path: Path) -> None:
+    state.set_fault(Root(path), "modprobe", "hang")
+
+
 def test_a_hung_modprobe_does_not_hold_back_ready() -> None:
     """The boot pass is stuck in modprobe; READY still goes out at the deadline and says so."""
     spec = bundled.load("rx7900xtx-ubuntu2404").with_changes(amdgpu_loaded=False)
 
-    def hang_modprobe(path: Path) -> None:
-        values = state.read_state(Root(path))
-        values["fault:modprobe"] = "hang"
-        state.write_state(Root(path), values)
-
     config = "timeouts:\n  modprobe: 4\n"
-    with guardian(spec, args=("--deadline", "1"), wait=False, prepare=hang_modprobe, config=config) as g:
+    with guardian(spec, args=("--deadline", "1"), wait=False, prepare=_hang_modprobe, config=config) as g:
         g.wait_ready(timeout=15)
         g.wait_name()
         ready = next(m for m in fields(g.messages) if m.get("READY") == "1")
@@ -104,13 +103,8 @@ def test_sighup_during_the_boot_pass_is_kept_for_the_loop() -> None:
     """systemctl reload while the boot pass runs: the service must neither die nor forget it."""
     spec = bundled.load("rx7900xtx-ubuntu2404").with_changes(amdgpu_loaded=False)
 
-    def hang_modprobe(path: Path) -> None:
-        values = state.read_state(Root(path))
-        values["fault:modprobe"] = "hang"
-        state.write_state(Root(path), values)
-
     config = "timeouts:\n  modprobe: 2\n"
-    with guardian(spec, args=("--deadline", "10"), wait=False, prepare=hang_modprobe, config=config) as g:
+    with guardian(spec, args=("--deadline", "10"), wait=False, prepare=_hang_modprobe, config=config) as g:
         time.sleep(0.5)  # inside the boot pass: modprobe hangs for 2 s
         assert g.proc.poll() is None and not g.messages
         g.proc.send_signal(signal.SIGHUP)

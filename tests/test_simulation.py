@@ -149,9 +149,7 @@ def test_fault_injection_hang_is_a_real_timeout(fresh_machine: Make) -> None:
     from kfdguard.simulate import state
 
     system = fresh_machine("780m-ubuntu2204-ga")
-    values = state.read_state(system.root)
-    values["fault:modprobe"] = "hang"
-    state.write_state(system.root, values)
+    state.set_fault(system.root, "modprobe", "hang")
     result = system.run(["modprobe", "amdgpu"], timeout=0.3)
     assert result.timed_out and not result.ok
 

@@ -116,6 +116,13 @@ def write_state(root: Root, values: dict[str, str]) -> None:
 # --- kernel message buffer ------------------------------------------------------
 
 
+def set_fault(root: Root, name: str, value: str) -> None:
+    """Arm a simulated fault ("fault:modprobe" = "hang", "fault:kfd-open" = "eperm", ...)."""
+    values = read_state(root)
+    values[f"fault:{name}"] = value
+    write_state(root, values)
+
+
 def read_kmsg(root: Root) -> list[str]:
     return read_log(os.path.join(sim_dir(root), "kmsg"))
 
