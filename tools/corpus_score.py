@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables (for the README)")
     parser.add_argument("corpus", nargs="?", type=Path, default=CORPUS)
     args = parser.parse_args(argv)
-    paths = sorted(args.corpus.glob("[0-9][0-9][0-9]-*.txt"))
+    paths = sorted(args.corpus.glob("*.txt"))
     if not paths:
         print(f"no corpus files in {args.corpus}", file=sys.stderr)
         return 2
