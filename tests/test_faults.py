@@ -31,7 +31,7 @@ import pytest
 from kfdguard import files
 from kfdguard.assess import assess
 from kfdguard.config import Config, FallbackConfig, ModuleConfig
-from kfdguard.enforce import enforce
+from kfdguard.app.pipeline import enforce
 from kfdguard.fallback.apply import Outcome, after_check
 from kfdguard.probe import probe
 from kfdguard.root import Root

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from typing import Any
 
+from kfdguard.app.pipeline import ConfigSource, enforce
+from kfdguard.app.triggers import Trigger
 from kfdguard.config import Config, ModuleConfig
-from kfdguard.enforce import enforce
+from kfdguard.probe import probe
+from kfdguard.service.core import PassResult, Service
 from kfdguard.service.loop import Loop
+from kfdguard.service.main import Options
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec, OsSpec
 from kfdguard.simulate.system import SimulatedSystem
@@ -16,53 +21,51 @@ from kfdguard.simulate.system import SimulatedSystem
 Make = Callable[[str | MachineSpec], SimulatedSystem]
 
 
-class RecordingService:
-    """What the loop drives: it records the calls; the first check waits until told to finish."""
+class HeldService(Service):
+    """The real service; its first check waits until the test has sent SIGHUP."""
 
-    def __init__(self) -> None:
-        self.calls: list[str] = []
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.triggers: list[Trigger] = []
         self.first_check_running = threading.Event()
         self.finish_first_check = threading.Event()
-        self.last: object = None
 
-    def reload_config(self) -> None:
-        self.calls.append("reload")
-
-    def check(self, *, enforce: bool | None = None) -> object:
-        self.calls.append(f"check enforce={enforce}")
+    def check(self, trigger: Trigger = Trigger.BOOT) -> PassResult:
+        self.triggers.append(trigger)
         if not self.first_check_running.is_set():
             self.first_check_running.set()
             self.finish_first_check.wait(10)
-        return type("Result", (), {"status": None})()
-
-    def transition(self, status: object, reason: str) -> None:
-        pass
-
-    def record_and_fallback(self, result: object) -> str:
-        return ""
-
-    def republish(self, reason: str) -> None:
-        pass
+        return super().check(trigger)
 
 
-def test_sighup_during_a_device_event_recheck_reloads_and_repairs() -> None:
-    service = RecordingService()
+def test_sighup_during_a_device_event_recheck_reloads_and_repairs(fresh_machine: Make) -> None:
+    system = fresh_machine("kfd-perms-0600")  # /dev/kfd is 0600: a repair is due
+    path = system.root.etc / "kfdguard/config.yaml"
+    service = HeldService(system, ConfigSource(path, "/etc/kfdguard/config.yaml"))
+    assert service.loaded.config.device.group == "render"
 
     async def scenario() -> None:
-        loop = Loop(service, object())  # type: ignore[arg-type]
-        loop.request("udev add kfd kfd")
+        checks = Loop(service, Options()).checks
+        checks.request(Trigger.DEVICE_EVENT, "udev change kfd kfd")
         await asyncio.get_running_loop().run_in_executor(None, service.first_check_running.wait, 10)
-        loop.request("SIGHUP", reload=True)  # systemctl reload kfdguard, while the event's check runs
+        # The administrator edits the file and runs systemctl reload kfdguard during the event's check.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('device:\n  group: video\n  mode: "0660"\n')
+        checks.request(Trigger.SIGHUP, "SIGHUP")
         service.finish_first_check.set()
-        for _ in range(200):
+        for _ in range(500):
             await asyncio.sleep(0.01)
-            if len(service.calls) >= 3 and not loop.checking:
+            if len(service.triggers) >= 2 and not checks.checking:
                 break
 
     asyncio.run(scenario())
-    # The device event only re-evaluates; the SIGHUP folded behind it must still re-read the
-    # configuration and act (enforce=None: the service's own setting, which is to repair).
-    assert service.calls == ["check enforce=False", "reload", "check enforce=None"]
+    assert service.triggers == [Trigger.DEVICE_EVENT, Trigger.SIGHUP]
+    # The folded SIGHUP re-read the file ...
+    assert service.loaded.config.device.group == "video"
+    # ... and repaired: /dev/kfd now has the new group and mode.
+    node = system.stat_node(system.root.kfd)
+    video = next(g for g in probe(system, log="never").accounts.groups if g.name == "video")
+    assert node is not None and (node.gid, node.mode) == (video.gid, 0o660)
 
 
 def test_an_unknown_distribution_never_runs_a_sentence(fresh_machine: Make) -> None:

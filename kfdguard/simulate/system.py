@@ -66,7 +66,7 @@ def load_spec(root: Root) -> MachineSpec:
 
 
 class SimulatedSystem(System):
-    simulated = True
+    provenance = "simulated"
 
     def __init__(self, root: Root, runner: Runner | None = None) -> None:
         if not state.is_simulated(root):

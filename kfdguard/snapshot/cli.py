@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, config_of: object) -> int:
     from pathlib import Path
 
     from kfdguard.config import Config
-    from kfdguard.machine import open_target
+    from kfdguard.app.targets import open_target
     from kfdguard.snapshot import SnapshotError, take
 
     if args.boots is not None and args.boots < 0:
