@@ -116,7 +116,7 @@ def ask(address: str, backend: str, path: str, interface: str, member: str, sign
 @as_root
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_peer_and_introspect_follow_the_standard_interfaces(backend: str) -> None:
-    """Found by kfdguard.devtools.dbusfuzz: Introspect took any arguments, and GetMachineId answered
+    """Found by tools.dbusfuzz: Introspect took any arguments, and GetMachineId answered
     AccessDenied (the libraries ask the bus, whose system policy refuses it) quoting the service's
     command line."""
     peer, intro = "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable"
@@ -179,7 +179,7 @@ def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: s
 
 
 def _fuzz(backend: str, seconds: float, seed: int) -> Any:
-    from kfdguard.devtools.dbusfuzz import Options, fuzz_service
+    from tools.dbusfuzz import Options, fuzz_service
 
     report, _ = fuzz_service("rx7900xtx-ubuntu2404", backend, Options(seed=seed, duration=seconds, connections=2,
                                                                        max_string=1 << 16))  # fmt: skip
@@ -213,7 +213,7 @@ ERROR = "org.kfdguard.Guardian1.Error."
 @pytest.mark.fuzz
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_short_fuzz_run(backend: str) -> None:
-    """A few seconds of kfdguard.devtools.dbusfuzz with a fixed seed: every property holds."""
+    """A few seconds of tools.dbusfuzz with a fixed seed: every property holds."""
     _check_fuzz_report(_fuzz(backend, 1.5, seed=1))
 
 
@@ -233,16 +233,16 @@ def test_the_fuzzer_documents_itself() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "kfdguard.devtools.dbusfuzz", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "tools.dbusfuzz", "--help"], capture_output=True,
                          text=True, timeout=60, check=True).stdout  # fmt: skip
     for section in ("DESCRIPTION", "PROPERTIES CHECKED", "EXIT STATUS", "EXAMPLES", "--duration", "--unprivileged"):
         assert section in out
 
 
 def _load(backend: str, clients: int, calls: int, limit: float = 600.0) -> Any:
-    """Run kfdguard.devtools.dbusload against a fresh service."""
-    from kfdguard.devtools.dbusfuzz import Target
-    from kfdguard.devtools.dbusload import run_load
+    """Run tools.dbusload against a fresh service."""
+    from tools.dbusfuzz import Target
+    from tools.dbusload import run_load
 
     target = Target("rx7900xtx-ubuntu2404", backend)
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kfdguard.devtools.privatebus import PrivateBus
+from tools.privatebus import PrivateBus
 
 TOP = Path(__file__).resolve().parent.parent
 UNIT = TOP / "units/kfdguard.service"

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kfdguard.devtools import polkitbus
-from kfdguard.devtools.polkitbus import FixtureUser, PolkitBus
-from kfdguard.devtools.privatebus import PrivateBus
 from kfdguard.simulate.render import RENDER_GID
 from tests.servicekit import call, guardian
+from tools import polkitbus
+from tools.polkitbus import FixtureUser, PolkitBus
+from tools.privatebus import PrivateBus
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="only root may own names on a system-like bus (CI runs as root)"
