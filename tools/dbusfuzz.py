@@ -266,25 +266,26 @@ class Values:
         if head in _INT_RANGES:
             low, high = _INT_RANGES[head]
             return self.rng.choice([low, high, 0, 1, self.rng.randint(low, high)])
-        if head == "b":
-            return self.rng.random() < 0.5
-        if head == "d":
-            return self.rng.choice(
+        basic: dict[str, Callable[[], Any]] = {
+            "b": lambda: self.rng.random() < 0.5,
+            "d": lambda: self.rng.choice(
                 [0.0, -0.0, math.inf, -math.inf, math.nan, 1e308, 5e-324, self.rng.uniform(-1e9, 1e9)]
-            )
-        if head == "s":
-            return self.string()
-        if head == "o":
-            return self.path()
-        if head == "g":
-            return "".join(self.type(1) for _ in range(self.rng.randint(0, 3)))
+            ),
+            "s": self.string,
+            "o": self.path,
+            "g": lambda: "".join(self.type(1) for _ in range(self.rng.randint(0, 3))),
+        }
+        if head in basic:
+            return basic[head]()
         if head == "v":
             inner = self.type(0 if depth > 4 else 2)
             return self.Variant(inner, self.value(inner, depth + 1))
         if head == "(":
             return [self.value(m, depth + 1) for m in complete_types(t[1:-1])]
+        return self._array(t[1:], depth)
+
+    def _array(self, inner: str, depth: int) -> Any:
         # Arrays: usually short, sometimes huge.
-        inner = t[1:]
         huge = self.rng.random() < 0.01
         if inner == "y":
             return self.rng.randbytes(self.rng.randint(0, self.max_string) if huge else self.rng.randint(0, 16))

@@ -180,32 +180,44 @@ class GuardianAPI:
     def _handle(self, msg: Any) -> Any:
         if msg.message_type != self.b.MessageType.METHOD_CALL:
             return None
-        iface, member, path = msg.interface, msg.member, msg.path
+        iface, member = msg.interface, msg.member
         if iface == PEER:
             return self._peer(msg)
-        if path != PATH:
-            if iface in (INTROSPECTABLE, None) and member == "Introspect" and PATH.startswith(path.rstrip("/") + "/"):
-                _no_arguments(msg)
-                child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
-                return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
-            # Answered here too: the libraries' own handlers for other paths log a traceback
-            # for every such call sent without expecting a reply (dbus-next), which let any
-            # caller flood the journal.
-            raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
+        if msg.path != PATH:
+            return self._elsewhere(msg)
         if iface == INTROSPECTABLE and member == "Introspect":
             _no_arguments(msg)
             return self._reply(msg, "s", [XML])
         if iface == PROPERTIES:
             return self._properties(msg)
-        if iface not in (INTERFACE, None):
-            raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
-        if member not in AUTH:
-            raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {member!r} in {INTERFACE}")
-        if msg.signature != "":
-            raise CallError(ERROR_INVALID_ARGS, f"{member} takes no arguments (got signature {msg.signature!r:.40})")
+        _check_method(msg)
         if member == "GetStatus":
             return self._reply(msg, "a{sv}", [self._props])
         sender = msg.sender or ""
+        self._admit(member, sender)
+        task = asyncio.get_running_loop().create_task(self._call(msg, member, sender))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return True
+
+    def _elsewhere(self, msg: Any) -> Any:
+        """A call to another object path: only the parents of ours introspect (to show the way)."""
+        path = msg.path
+        if (
+            msg.interface in (INTROSPECTABLE, None)
+            and msg.member == "Introspect"
+            and PATH.startswith(path.rstrip("/") + "/")
+        ):
+            _no_arguments(msg)
+            child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
+            return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
+        # Answered here too: the libraries' own handlers for other paths log a traceback
+        # for every such call sent without expecting a reply (dbus-next), which let any
+        # caller flood the journal.
+        raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
+
+    def _admit(self, member: str, sender: str) -> None:
+        """Count the call in, or refuse it as Busy: bounded work per caller, overall, and for changes."""
         if self.total >= IN_FLIGHT or self.in_flight.get(sender, 0) >= PER_CALLER:
             raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
         if member in MUTATING and self.mutating:
@@ -214,10 +226,6 @@ class GuardianAPI:
         self.total += 1
         if member in MUTATING:
             self.mutating = True
-        task = asyncio.get_running_loop().create_task(self._call(msg, member, sender))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return True
 
     def _peer(self, msg: Any) -> Any:
         # Answered here, on every path, rather than by the library: dbus-fast and
@@ -324,6 +332,17 @@ class GuardianAPI:
         if not ok:
             raise CallError(ERROR_FAILED, message)
         return [message]
+
+
+def _check_method(msg: Any) -> None:
+    """A call on our interface: a method of the AUTH table, with no arguments (none takes any)."""
+    iface, member = msg.interface, msg.member
+    if iface not in (INTERFACE, None):
+        raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
+    if member not in AUTH:
+        raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {member!r} in {INTERFACE}")
+    if msg.signature != "":
+        raise CallError(ERROR_INVALID_ARGS, f"{member} takes no arguments (got signature {msg.signature!r:.40})")
 
 
 def _no_arguments(msg: Any) -> None:
