@@ -99,9 +99,13 @@ def _directory(root: Root) -> Target:
 
     if is_bundle(root.path):
         # A bundle written by 'kfdguard snapshot' answers from what was recorded.
+        from kfdguard.snapshot import SnapshotError
         from kfdguard.snapshot.replay import ReplaySystem
 
-        return Target(ReplaySystem(root), None)
+        try:
+            return Target(ReplaySystem(root), None)
+        except SnapshotError as exc:
+            raise TargetError(str(exc)) from None
     if not state.is_simulated(root):
         from kfdguard.system import RealSystem
 
