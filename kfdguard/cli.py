@@ -309,7 +309,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
         rec, facts, outcome = look.verdict.fallback, look.facts, None
         assert rec is not None
         if args.action == "apply":
-            facts, outcome, _ = usecases.fallback_apply(target.system, config, pin=args.pin)
+            facts, outcome, _ = usecases.fallback_apply(target.system, config, pin=args.pin, look=look)
         elif args.action == "clear":
             outcome = usecases.fallback_clear(target.system)
         if outcome is not None:

@@ -29,11 +29,16 @@ def diagnose(system: System, config: ConfigSource, previous_boots: int | None = 
     return pipeline.check(system, config, Trigger.DIAGNOSE, log="always", previous_boots=max(0, boots))
 
 
-def fallback_apply(system: System, config: ConfigSource, *, pin: bool) -> tuple[Facts, FallbackOutcome | None, str]:
-    """Arrange the recommended kernel for the next boot (``pin``: from now on); None when nothing is recommended."""
+def fallback_apply(
+    system: System, config: ConfigSource, *, pin: bool, look: Outcome | None = None
+) -> tuple[Facts, FallbackOutcome | None, str]:
+    """Arrange the recommended kernel for the next boot (``pin``: from now on); None when nothing is recommended.
+
+    ``look``: a check the caller has just shown, so that what is arranged is what was shown.
+    """
     from kfdguard.fallback.apply import arrange
 
-    outcome = pipeline.check(system, config, Trigger.CLI, may_repair=False, log="needed")
+    outcome = look or pipeline.check(system, config, Trigger.CLI, may_repair=False, log="needed")
     rec = outcome.verdict.fallback
     if rec is None:
         return outcome.facts, None, "no recommendation"
