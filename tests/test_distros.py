@@ -87,3 +87,11 @@ def test_remedies_still_take_distro_id_strings() -> None:
     assert "dnf upgrade" in remedies.newer_kernel("rhel", "9.4", (6, 8))
     assert "linux-modules-extra-6.8.0-45-generic" in remedies.load_module("amdgpu", "ubuntu", "6.8.0-45-generic")
     assert "linux-modules-extra" not in remedies.load_module("amdgpu", "debian", "6.1.0-27-amd64")
+
+
+def test_package_remedies_come_from_the_rows() -> None:
+    assert remedies.install_firmware("debian") == "firmware-amd-graphics: sudo apt install firmware-amd-graphics"
+    assert remedies.install_firmware("fedora") == "amd-gpu-firmware: sudo dnf install amd-gpu-firmware"
+    assert remedies.install_firmware("arch") == "linux-firmware: sudo pacman -S --needed linux-firmware"
+    assert remedies.install_firmware("gentoo") == "your distribution's linux-firmware package"
+    assert remedies.install_kernel("ubuntu") == "linux-generic: sudo apt install linux-generic"

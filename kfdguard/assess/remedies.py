@@ -89,3 +89,23 @@ def dkms_rebuild(module: str, version: str, release: str, log: str | None) -> st
     if log:
         text += f" (the failed build's log is {log})"
     return text + "; or boot a kernel it is built for"
+
+
+def install_firmware(distro: str) -> str:
+    """The package that holds /lib/firmware/amdgpu and how to install it, from the distribution's row.
+
+    For the firmware-missing cause (assess/explain.py keeps its own table until part B of issue 14
+    moves it here).
+    """
+    row = distros.row(distribution(distro))
+    if row is None:
+        return "your distribution's linux-firmware package"
+    return f"{row.firmware}: {distros.install_step(distribution(distro), row.firmware).text}"
+
+
+def install_kernel(distro: str) -> str:
+    """The distribution's kernel package and how to install it."""
+    row = distros.row(distribution(distro))
+    if row is None:
+        return "your distribution's kernel package"
+    return f"{row.kernel}: {distros.install_step(distribution(distro), row.kernel).text}"
