@@ -183,79 +183,106 @@ class _Validator:
         return node.value, node.tag.rsplit(":", 1)[-1]
 
     def convert(self, node: yaml.Node, key: str, kind: str) -> object:
+        if kind == "options":
+            return self._options(node, key)
+        if kind in ("names", "sources"):
+            return self._list(node, key, kind)
+        text, tag = self.scalar(node, key)
+        return _SCALARS.get(kind, _choice)(node, key, kind, text, tag)
+
+    def _options(self, node: yaml.Node, key: str) -> tuple[tuple[str, str], ...]:
+        result: list[tuple[str, str]] = []
+        for name, value in self.mapping(node, key, _ANY).items():
+            path = f"{key}.{name}"
+            if not name.isidentifier() or not name.isascii() or len(name) > 64:
+                self.error(value, path, "not a module parameter name")
+                continue
+            try:
+                text, tag = self.scalar(value, path)
+            except _Invalid as exc:
+                self.error(exc.node, exc.key, exc.message)
+                continue
+            if tag == "bool":
+                text = "1" if text.lower() in ("true", "yes", "on", "y") else "0"
+            if tag == "null" or not text or any(c in text for c in " \t\n\"'\\$`;&|") or len(text) > 256:
+                self.error(value, path, f"{text!r:.40} is not a usable parameter value")
+                continue
+            result.append((name, text))
+        return tuple(result)
+
+    def _list(self, node: yaml.Node, key: str, kind: str) -> tuple[str, ...]:
         import yaml
 
-        if kind == "options":
-            result: list[tuple[str, str]] = []
-            for name, value in self.mapping(node, key, _ANY).items():
-                path = f"{key}.{name}"
-                if not name.isidentifier() or not name.isascii() or len(name) > 64:
-                    self.error(value, path, "not a module parameter name")
-                    continue
-                try:
-                    text, tag = self.scalar(value, path)
-                except _Invalid as exc:
-                    self.error(exc.node, exc.key, exc.message)
-                    continue
-                if tag == "bool":
-                    text = "1" if text.lower() in ("true", "yes", "on", "y") else "0"
-                if tag == "null" or not text or any(c in text for c in " \t\n\"'\\$`;&|") or len(text) > 256:
-                    self.error(value, path, f"{text!r:.40} is not a usable parameter value")
-                    continue
-                result.append((name, text))
-            return tuple(result)
-        if kind in ("names", "sources"):
-            if not isinstance(node, yaml.SequenceNode):
-                raise _Invalid(node, key, "expected a list")
-            items = []
-            for item in node.value:
-                text, _ = self.scalar(item, key)
-                if kind == "sources":
-                    if text not in LOG_SOURCES and not text.startswith("/"):
-                        raise _Invalid(item, key, f"{text!r:.40} is not journal, kmsg or an absolute path")
-                elif not _is_name(text):
-                    raise _Invalid(item, key, f"{text!r:.40} is not a user name")
-                items.append(text)
-            return tuple(items)
-        text, tag = self.scalar(node, key)
-        if kind == "bool":
-            if tag != "bool":
-                raise _Invalid(node, key, f"{text!r:.40} is not true or false")
-            return text.lower() in ("true", "yes", "on", "y")
-        if kind == "mode":
-            digits = text[2:] if text.lower().startswith("0o") else text
-            if not digits or any(c not in "01234567" for c in digits) or int(digits, 8) > 0o777:
-                raise _Invalid(node, key, f"{text!r:.40} is not an octal mode (0..0777)")
-            mode = int(digits, 8)
-            if mode & 0o600 != 0o600:
-                raise _Invalid(node, key, f"{text} would deny the owner (root) read-write access")
-            return mode
-        if kind == "group":
-            if not _is_name(text):
-                raise _Invalid(node, key, f"{text!r:.40} is not a group name")
-            return text
-        if kind in ("uid", "boots", "version"):
-            # isdigit() alone admits "²" and other digits int() refuses (YAML's !!int tag forces them here).
-            if tag != "int" or not text.isascii() or not text.isdigit():
-                raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
-            limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
-            # Length first: int() refuses more than 4,300 digits, and nothing valid is that long.
-            number = int(text) if len(text.lstrip("0")) <= len(str(limit)) else limit + 1
-            if number > limit or (kind == "version" and number != 1):
-                raise _Invalid(node, key, f"{text:.40} is out of range (max {limit})")
-            return number
-        if kind == "seconds":
-            try:
-                value_f = float(text)
-            except ValueError:
-                raise _Invalid(node, key, f"{text!r:.40} is not a number of seconds") from None
-            if tag not in ("int", "float") or not 0.1 <= value_f <= 600:
-                raise _Invalid(node, key, f"{text} is out of range (0.1..600 seconds)")
-            return value_f
-        choices = {"policy": POLICIES, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
-        if text not in choices:
-            raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
-        return text
+        if not isinstance(node, yaml.SequenceNode):
+            raise _Invalid(node, key, "expected a list")
+        items = []
+        for item in node.value:
+            text, _ = self.scalar(item, key)
+            if kind == "sources":
+                if text not in LOG_SOURCES and not text.startswith("/"):
+                    raise _Invalid(item, key, f"{text!r:.40} is not journal, kmsg or an absolute path")
+            elif not _is_name(text):
+                raise _Invalid(item, key, f"{text!r:.40} is not a user name")
+            items.append(text)
+        return tuple(items)
+
+
+# One converter per kind of scalar value: (node, key, kind, text, tag) -> value, or _Invalid.
+
+
+def _bool(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    if tag != "bool":
+        raise _Invalid(node, key, f"{text!r:.40} is not true or false")
+    return text.lower() in ("true", "yes", "on", "y")
+
+
+def _mode(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    digits = text[2:] if text.lower().startswith("0o") else text
+    if not digits or any(c not in "01234567" for c in digits) or int(digits, 8) > 0o777:
+        raise _Invalid(node, key, f"{text!r:.40} is not an octal mode (0..0777)")
+    mode = int(digits, 8)
+    if mode & 0o600 != 0o600:
+        raise _Invalid(node, key, f"{text} would deny the owner (root) read-write access")
+    return mode
+
+
+def _group(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    if not _is_name(text):
+        raise _Invalid(node, key, f"{text!r:.40} is not a group name")
+    return text
+
+
+def _integer(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    # isdigit() alone admits "²" and other digits int() refuses (YAML's !!int tag forces them here).
+    if tag != "int" or not text.isascii() or not text.isdigit():
+        raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
+    limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
+    # Length first: int() refuses more than 4,300 digits, and nothing valid is that long.
+    number = int(text) if len(text.lstrip("0")) <= len(str(limit)) else limit + 1
+    if number > limit or (kind == "version" and number != 1):
+        raise _Invalid(node, key, f"{text:.40} is out of range (max {limit})")
+    return number
+
+
+def _seconds(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Invalid(node, key, f"{text!r:.40} is not a number of seconds") from None
+    if tag not in ("int", "float") or not 0.1 <= value <= 600:
+        raise _Invalid(node, key, f"{text} is out of range (0.1..600 seconds)")
+    return value
+
+
+def _choice(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    choices = {"policy": POLICIES, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
+    if text not in choices:
+        raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
+    return text
+
+
+_SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer,
+            "version": _integer, "seconds": _seconds}  # fmt: skip
 
 
 class _AnyKeys(tuple[str, ...]):
@@ -286,27 +313,33 @@ def parse_config(text: str, file: str) -> tuple[Config, list[ConfigError]]:
         return Config(), [ConfigError(file, line, column, "", f"not valid YAML: {problem}")]
     if root is None:
         return Config(), []
-    values: dict[str, dict[str, object]] = {}
     top = validator.mapping(root, "", _TOP)
     if "version" in top:
         try:
             validator.convert(top["version"], "version", "version")
         except _Invalid as exc:
             validator.error(exc.node, exc.key, exc.message)
+    values = _sections(validator, top)
+    if validator.errors:
+        return Config(), validator.errors
+    return config_from_plain(values), []
+
+
+def _sections(validator: _Validator, top: dict[str, yaml.Node]) -> dict[str, dict[str, object]]:
+    """Each section's keys converted; a key that does not convert is an error and left out."""
+    import yaml
+
+    values: dict[str, dict[str, object]] = {}
     for section, keys in _SECTIONS.items():
-        if section not in top:
-            continue
-        node = top[section]
-        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        node = top.get(section)
+        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
             continue
         for name, value_node in validator.mapping(node, section, tuple(keys)).items():
             try:
                 values.setdefault(section, {})[name] = validator.convert(value_node, f"{section}.{name}", keys[name])
             except _Invalid as exc:
                 validator.error(exc.node, exc.key, exc.message)
-    if validator.errors:
-        return Config(), validator.errors
-    return config_from_plain(values), []
+    return values
 
 
 def config_from_plain(values: dict[str, dict[str, object]]) -> Config:

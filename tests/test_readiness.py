@@ -207,7 +207,7 @@ def test_wait_over_the_bus_never_ready() -> None:
 
 @pytest.mark.root
 def test_wait_for_a_service_that_is_not_running_yet(tmp_path: Path) -> None:
-    from kfdguard.devtools.privatebus import PrivateBus
+    from tools.privatebus import PrivateBus
 
     (tmp_path / "bus").mkdir()
     bus = PrivateBus(tmp_path / "bus").start()

@@ -135,8 +135,8 @@ def test_enforce_on_a_replay_changes_nothing(tmp_path: Path) -> None:
     system, _ = _machine("kfd-perms-0600", tmp_path)
     take(system, tmp_path / "bundle", source="x", names=True)
     before = {p: p.read_bytes() for p in (tmp_path / "bundle").rglob("*") if p.is_file() and not p.is_symlink()}
+    from kfdguard.app.pipeline import enforce
     from kfdguard.config import Config
-    from kfdguard.enforce import enforce
 
     bundle = Root(tmp_path / "bundle")
     report, _, after = enforce(ReplaySystem(bundle), Config())

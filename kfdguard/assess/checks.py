@@ -230,7 +230,7 @@ def check_runtime(ctx: Context) -> None:
 def check_log_misc(ctx: Context) -> None:
     log = ctx.facts.log
     seen_params = {f.message for f in ctx.findings if f.code == "module-param-unknown"}
-    for e in log.by_rule("module-unknown-param"):
+    for e in log.by_rule("parse-args-ignored"):
         param = e.value("param") or "?"
         if any(f"'{param}'" in m for m in seen_params):
             continue

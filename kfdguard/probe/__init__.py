@@ -66,7 +66,7 @@ def probe(
             reader.problems.append(Problem("the kernel log", why))
     return Facts(
         root=str(root.path),
-        simulated=system.simulated,
+        simulated=system.provenance == "simulated",  # recorded for the report, never decided on
         os=probe_os(reader),
         kernel=kernel,
         amdgpu=modules["amdgpu"],

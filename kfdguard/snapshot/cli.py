@@ -57,8 +57,8 @@ def run(args: argparse.Namespace, config_of: object) -> int:
     """``config_of(args, target)`` is the CLI's own config loader (the same for every command)."""
     from pathlib import Path
 
+    from kfdguard.app.targets import open_target
     from kfdguard.config import Config
-    from kfdguard.machine import open_target
     from kfdguard.snapshot import SnapshotError, take
 
     if args.boots is not None and args.boots < 0:

@@ -138,7 +138,7 @@ class RecordingSystem(System):
     def __init__(self, inner: System) -> None:
         self.inner = inner
         self.root = inner.root
-        self.simulated = inner.simulated
+        self.provenance = inner.provenance  # the report says what was recorded
         self.nodes: dict[str, NodeStat | None] = {}
         self.versions: dict[str, tuple[int, int] | tuple[str, int, str]] = {}
         self.kmsg: list[str] | str | None = None

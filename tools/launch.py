@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
-REPO = Path(__file__).resolve().parents[2]
+from kfdguard.publish.names import BUS_NAME, OBJECT_PATH
+
+NAME, PATH = BUS_NAME, OBJECT_PATH
+REPO = Path(__file__).resolve().parents[1]
 
 
 class Launched:

@@ -17,15 +17,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from kfdguard.devtools import polkitbus
-from kfdguard.devtools.launch import NAME, PATH, Launched, launch, wait_name
-from kfdguard.devtools.polkitbus import FixtureUser, PolkitBus
-from kfdguard.devtools.privatebus import PrivateBus
 from kfdguard.root import Root
 from kfdguard.simulate import bundled, state
 from kfdguard.simulate.render import RENDER_GID, render
 from kfdguard.simulate.spec import UserSpec
 from kfdguard.simulate.system import SimulatedSystem
+from tools import polkitbus
+from tools.launch import NAME, PATH, Launched, launch, wait_name
+from tools.polkitbus import FixtureUser, PolkitBus
+from tools.privatebus import PrivateBus
 
 MACHINE = "rx7900xtx-ubuntu2404"
 RENDER_USER = FixtureUser("kfdrender", 4242, ("render",))

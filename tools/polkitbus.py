@@ -20,8 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from kfdguard.devtools.privatebus import REPO, PrivateBus
 from kfdguard.record import dataclass
+from tools.privatebus import REPO, PrivateBus
 
 POLKITD_CANDIDATES = ("/usr/lib/polkit-1/polkitd", "/usr/libexec/polkitd", "/usr/libexec/polkit-1/polkitd")
 AUTHORITY = "org.freedesktop.PolicyKit1"

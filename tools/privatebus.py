@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 POLICY = REPO / "dbus" / "org.kfdguard.Guardian1.conf"
 POLKIT_POLICY = "/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf"
 

@@ -6,7 +6,7 @@ what the service said at the start. The service's resident memory (VmRSS) is
 read after a warm-up round and after the run: the answers come from a cache,
 so the memory must stay flat.
 
-    sudo python -m kfdguard.devtools.dbusload --clients 100 --calls 1000
+    sudo python -m tools.dbusload --clients 100 --calls 1000
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfdguard.devtools.dbusfuzz import NAME, PATH, PROPERTIES, Target, _alive, load_contract, vm_rss_kb
+from tools.dbusfuzz import NAME, PATH, PROPERTIES, Target, _alive, load_contract, vm_rss_kb
 
 # What a client asks, in turn: the whole status, then single properties.
 PROPERTY_GETS = ("State", "Ready", "Summary", "Devices", "Findings", "LastCheck")
@@ -133,7 +133,7 @@ async def run_load(address: str, clients: int, calls: int, pid: int | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kfdguard.devtools.dbusload", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m tools.dbusload", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--clients", type=int, default=100, help="concurrent client connections (default 100)")
     p.add_argument("--calls", type=int, default=1000, help="calls per client (default 1000)")

@@ -1,7 +1,7 @@
 """kfdguard's own D-Bus fuzzer: random and malformed calls against the service on a private bus.
 
 Debian 12 has no dfuzzer package, so this module generates the calls itself
-(see ``python -m kfdguard.devtools.dbusfuzz --help`` for what it sends and
+(see ``python -m tools.dbusfuzz --help`` for what it sends and
 checks). Three kinds of traffic run at once:
 
 - well-formed but wrong calls through dbus-fast's low-level Message API, on
@@ -42,16 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
-INTERFACE = NAME
+from kfdguard.publish import names
+from kfdguard.publish.names import BUS_NAME, OBJECT_PATH
+
+NAME, PATH, INTERFACE = BUS_NAME, OBJECT_PATH, names.INTERFACE
 PROPERTIES = "org.freedesktop.DBus.Properties"
 INTROSPECTABLE = "org.freedesktop.DBus.Introspectable"
 PEER = "org.freedesktop.DBus.Peer"
 BUS = "org.freedesktop.DBus"
 STANDARD = (PROPERTIES, INTROSPECTABLE, PEER)
 ERROR_NAMESPACES = ("org.freedesktop.DBus.Error.", f"{NAME}.Error.")
-XML = Path(__file__).resolve().parents[1] / "service" / "org.kfdguard.Guardian1.xml"
+XML = Path(__file__).resolve().parents[1] / "kfdguard" / "service" / "org.kfdguard.Guardian1.xml"
 CALL_TIMEOUT = 30.0  # longer than any answer the service gives (polkit's interactive bound is 20 s)
 DEFAULT_MACHINE = "rx7900xtx-ubuntu2404"
 
@@ -116,9 +117,9 @@ EXIT STATUS
   64 usage error
 
 EXAMPLES
-  sudo python -m kfdguard.devtools.dbusfuzz --duration 60
-  sudo python -m kfdguard.devtools.dbusfuzz --backend next --calls 20000 --seed 7 --json report.json
-  python -m kfdguard.devtools.dbusfuzz --address unix:path=/run/x/bus --pid 1234 --unprivileged none
+  sudo python -m tools.dbusfuzz --duration 60
+  sudo python -m tools.dbusfuzz --backend next --calls 20000 --seed 7 --json report.json
+  python -m tools.dbusfuzz --address unix:path=/run/x/bus --pid 1234 --unprivileged none
 
 SEE ALSO
   kfdguard(8), dbus-daemon(1); systemd's TEST-21-DFUZZER and dfuzzer (not packaged in Debian 12).
@@ -265,25 +266,26 @@ class Values:
         if head in _INT_RANGES:
             low, high = _INT_RANGES[head]
             return self.rng.choice([low, high, 0, 1, self.rng.randint(low, high)])
-        if head == "b":
-            return self.rng.random() < 0.5
-        if head == "d":
-            return self.rng.choice(
+        basic: dict[str, Callable[[], Any]] = {
+            "b": lambda: self.rng.random() < 0.5,
+            "d": lambda: self.rng.choice(
                 [0.0, -0.0, math.inf, -math.inf, math.nan, 1e308, 5e-324, self.rng.uniform(-1e9, 1e9)]
-            )
-        if head == "s":
-            return self.string()
-        if head == "o":
-            return self.path()
-        if head == "g":
-            return "".join(self.type(1) for _ in range(self.rng.randint(0, 3)))
+            ),
+            "s": self.string,
+            "o": self.path,
+            "g": lambda: "".join(self.type(1) for _ in range(self.rng.randint(0, 3))),
+        }
+        if head in basic:
+            return basic[head]()
         if head == "v":
             inner = self.type(0 if depth > 4 else 2)
             return self.Variant(inner, self.value(inner, depth + 1))
         if head == "(":
             return [self.value(m, depth + 1) for m in complete_types(t[1:-1])]
+        return self._array(t[1:], depth)
+
+    def _array(self, inner: str, depth: int) -> Any:
         # Arrays: usually short, sometimes huge.
-        inner = t[1:]
         huge = self.rng.random() < 0.01
         if inner == "y":
             return self.rng.randbytes(self.rng.randint(0, self.max_string) if huge else self.rng.randint(0, 16))
@@ -1273,13 +1275,13 @@ async def _unprivileged(address: str, opts: Options) -> dict[str, Any] | None:
         return None
     uid = opts.unprivileged
     argv = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-m",
-            "kfdguard.devtools.dbusfuzz", "--worker", "--address", address, "--seed", str(opts.seed + 1),
+            "tools.dbusfuzz", "--worker", "--address", address, "--seed", str(opts.seed + 1),
             "--connections", str(max(1, opts.connections - 1)), "--max-string", str(opts.max_string)]  # fmt: skip
     if opts.duration is not None:
         argv += ["--duration", str(opts.duration)]
     if opts.calls is not None:
         argv += ["--calls", str(max(1, opts.calls // 2))]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                                                 env=env, cwd="/")  # fmt: skip
     out, err = await proc.communicate()
@@ -1295,14 +1297,14 @@ async def _unprivileged(address: str, opts: Options) -> dict[str, Any] | None:
 
 
 def quiet_bus(directory: Path) -> Any:
-    """devtools.privatebus's bus with its stderr in a file.
+    """tools.privatebus's bus with its stderr in a file.
 
     PrivateBus keeps dbus-daemon's stderr in a pipe that nobody reads after the
     start. dbus-daemon logs every message its policy rejects there; the fuzzer's
     random interfaces filled the pipe (64 KiB) in about a thousand calls, and
     the whole bus then hung in write() -- every client, the service included.
     """
-    from kfdguard.devtools.privatebus import PrivateBus
+    from tools.privatebus import PrivateBus
 
     class QuietBus(PrivateBus):
         def start(self) -> QuietBus:
@@ -1347,7 +1349,7 @@ class Target:
                 "--backend", backend, "--no-enforce"]  # fmt: skip
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(argv, env=env, stderr=log, stdout=subprocess.DEVNULL,
-                                         cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+                                         cwd=Path(__file__).resolve().parents[1])  # fmt: skip
         # systemd reads the notify socket all the time; a full queue would block the service.
         self.reader = threading.Thread(target=self._read_notify, daemon=True)
         self.reader.start()
@@ -1417,7 +1419,7 @@ def fuzz_service(machine: str, backend: str, opts: Options) -> tuple[Report, str
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m kfdguard.devtools.dbusfuzz",
+        prog="python -m tools.dbusfuzz",
         description="Fuzz kfdguard's D-Bus service (org.kfdguard.Guardian1) with random and malformed calls\n"
         "while a well-behaved client checks that it stays correct and available.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
