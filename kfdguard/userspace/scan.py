@@ -123,7 +123,7 @@ def scan_file(path: str, display: str | None = None, *, explicit: bool = False) 
         os.close(fd)
 
 
-def scan_tree(top: str, display: str | None = None) -> PathScan:
+def scan_tree(top: str, display: str | None = None, *, max_depth: int = MAX_DEPTH) -> PathScan:
     """The HIP files under a directory, without following directory links."""
     shown = display or top
     files: list[FileScan] = []
@@ -145,10 +145,10 @@ def scan_tree(top: str, display: str | None = None) -> PathScan:
                 break
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if depth + 1 < MAX_DEPTH:
+                    if depth + 1 < max_depth:
                         stack.append((entry.path, depth + 1))
                     else:
-                        truncated = f"not deeper than {MAX_DEPTH} levels"
+                        truncated = f"not deeper than {max_depth} levels"
                     continue
                 st = entry.stat(follow_symlinks=True)
             except OSError:
