@@ -196,6 +196,9 @@ examples:
     machines.add_argument("name", nargs="?", help="machine to render")
     machines.add_argument("dest", nargs="?", help="empty directory to render it into")
     machines.add_argument("--json", action="store_true", help="list as JSON")
+    from kfdguard.userspace import cli as userspace_cli
+
+    userspace_cli.add_parser(sub)
     return parser
 
 
@@ -220,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_enforce(args)
         if args.command == "fallback":
             return cmd_fallback(args)
+        if args.command == "targets":
+            from kfdguard.userspace import cli as userspace_cli
+
+            return userspace_cli.run(args)
         if args.command in ("status", "reload", "access"):
             return cmd_client(args)
         if args.command == "daemon":
@@ -442,6 +449,9 @@ def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
         assert isinstance(config, Config)
         boots = args.boots if full and args.boots is not None else (config.log.previous_boots if full else 0)
         facts = probe(target.system, log="always", log_sources=config.log.sources, previous_boots=max(0, boots))
+        from kfdguard.userspace.cli import with_inventory
+
+        facts = with_inventory(facts, target)
         verdict = assess(facts, config, errors)  # type: ignore[arg-type]
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)

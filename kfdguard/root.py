@@ -121,7 +121,6 @@ class Root:
         return None
 
 
-
 # Where compute stacks install themselves, as written on any machine;
 # kfdguard/userspace/probe.py maps them through Root.join and reads only these
 # places (and what it is told), never a walk of the disk.
