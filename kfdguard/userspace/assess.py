@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kfdguard.record import dataclass
 from kfdguard.userspace.targets import (
+    GENERIC,
     family,
     feature_note,
     gfx_of_override,
@@ -87,9 +88,26 @@ def gpu_targets(facts: Facts) -> tuple[GpuTarget, ...]:
     return tuple(out)
 
 
+# gfx9's steppings are different chips (Vega 10, Vega 20, MI100, MI200...): only the APUs run
+# Vega 10's code, the override kfd-facts.md and the seed's OVERRIDES table give them (9.0.0).
+GFX9_NEIGHBOURS = {"gfx902": "gfx900", "gfx909": "gfx900", "gfx90c": "gfx900"}
+
+
+def neighbours(gfx: str, other: str) -> bool:
+    """Whether code for ``other`` is the usual stand-in for ``gfx`` (same major.minor; in gfx9 only the APUs)."""
+    if gfx.startswith("gfx9") and len(gfx) == 6:
+        return GFX9_NEIGHBOURS.get(gfx) == other
+    # From gfx10 on, a generic family (LLVM's table) is a set of chips close enough to share code;
+    # gfx1150 and gfx1152 users run gfx1100's with HSA_OVERRIDE_GFX_VERSION=11.0.0.
+    for members in GENERIC.values():
+        if gfx in members and other in members:
+            return True
+    return family(gfx) == family(other)
+
+
 def _nearest(gfx: str, processors: Sequence[str]) -> str | None:
     """The closest target of the same major.minor: stepping 0 (the base chip) first, then the nearest stepping."""
-    same = [p for p in processors if not p.endswith("generic") and family(p) == family(gfx) and p != gfx]
+    same = [p for p in processors if not p.endswith("generic") and p != gfx and neighbours(gfx, p)]
     if not same:
         return None
     step = int(gfx[-1], 16)
@@ -162,7 +180,17 @@ def _override(
             tuple(evidence),
             gpu.slot,
         )
-    if wanted == gfx or m.status in ("exact", "generic"):
+    if wanted == gfx and m.status not in ("exact", "generic"):
+        return Finding(
+            "userspace-override-unneeded",
+            W,
+            f"{where} names the GPU's own target, so it changes nothing, and {stack.name} has no code for {gfx} "
+            f"({gpu.name})",
+            _missing_remedy(stack, gfx, m),
+            tuple(evidence),
+            gpu.slot,
+        )
+    if m.status in ("exact", "generic"):
         own = "names the GPU's own target" if wanted == gfx else f"makes {stack.name} run code built for {wanted}"
         return Finding(
             "userspace-override-unneeded",
@@ -172,7 +200,7 @@ def _override(
             tuple(evidence),
             gpu.slot,
         )
-    if family(wanted) != family(gfx):
+    if not neighbours(gfx, wanted):
         return Finding(
             "userspace-override-wrong",
             E,
