@@ -11,6 +11,8 @@ keeps what was seen, with the package versions (KFDGUARD_WRITE_INDEX=1 rewrites 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import mmap
 import os
@@ -20,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from kfdguard.cli import main
 from kfdguard.root import Root
+from kfdguard.simulate import bundled
 from kfdguard.userspace.probe import probe_software
 from kfdguard.userspace.scan import scan_path
 from tests.conftest import tool
@@ -149,3 +153,32 @@ def test_targets_of_the_other_packages(machine: Path) -> None:
         scan = scan_path(str(machine / MULTIARCH / name))
         assert scan.kind == "file" and scan.targets == ()
         assert "no .hip_fatbin" in (scan.files[0].error or "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "gfx", "covered"), [("rx7900xtx-ubuntu2404", "gfx1100", True),
+                                                      ("780m-ubuntu2204-ga", "gfx1103", False)])  # fmt: skip
+def test_check_json_on_a_simulated_machine_with_debians_rocblas(
+    machine: Path, name: str, gfx: str, covered: bool
+) -> None:
+    # The machine is rendered beside the unpacked packages so that cp -l can hard-link 1.8 GB instead of copying.
+    work = CACHE / "machines" / f"{name}-{os.getpid()}"
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    work.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        root = bundled.render_bundled(name, work).path
+        subprocess.run(["cp", "-al", f"{machine}/usr/.", str(root / "usr")], check=True, timeout=120)
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            main(["check", "--root", str(root), "--json"])
+        doc = json.loads(buffer.getvalue())
+    finally:
+        subprocess.run(["rm", "-rf", str(work)], check=True)
+    (stack,) = doc["software"]["stacks"]
+    index = json.loads(INDEX.read_text())
+    assert {c["path"]: c["targets"] for c in stack["components"]} == index["components"]
+    (gpu,) = stack["gpus"]
+    assert gpu["gfx"] == gfx and (gpu["status"] == "runs") is covered
+    codes = [f["code"] for f in doc["findings"]]
+    assert ("userspace-target-unsupported" in codes) is not covered
+    assert ("userspace-targets-covered" in codes) is covered
