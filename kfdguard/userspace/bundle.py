@@ -24,6 +24,7 @@ a ``BundleError`` that says where and what.
 from __future__ import annotations
 
 import itertools
+import re
 import struct
 
 from kfdguard.record import dataclass
@@ -49,6 +50,7 @@ MAX_BUNDLES = 65536
 # Decompressed bytes a compressed bundle's entry table may take.
 HEADER_LIMIT = 1 << 20
 _CHUNK = 1 << 16
+_PRINTABLE = re.compile(rb"[\x21-\x7e]+")
 
 
 class BundleError(ValueError):
@@ -113,7 +115,7 @@ def parse_table(get: Callable[[int], bytes], total: int, where: str) -> tuple[tu
                 raise BundleError(f"{where}: entry {index}: id runs past the end of the data at 0x{pos:x}")
         raw = bytes(data[pos : pos + id_len])
         pos += id_len
-        if not all(0x21 <= c < 0x7F for c in raw):
+        if not _PRINTABLE.fullmatch(raw):
             raise BundleError(f"{where}: entry {index}: id is not printable ASCII: {raw[:40]!r}")
         ident = raw.decode("ascii")
         if ident in seen:
@@ -271,10 +273,12 @@ def _skip_padding(data: Buffer, pos: int, end: int) -> int:
     scan the whole rest of the section for the kind of magic that is absent,
     once per bundle: 9 s on rocBLAS's 437 MB .hip_fatbin.
     """
+    step = 4096  # a page first: real padding is shorter than the alignment
     while pos < end:
-        chunk = data[pos : min(end, pos + _CHUNK)]
+        chunk = data[pos : min(end, pos + step)]
         rest = chunk.lstrip(b"\0")
         if rest:
             return pos + len(chunk) - len(rest)
         pos += len(chunk)
+        step = _CHUNK
     return end

@@ -96,12 +96,12 @@ def scan_fd(fd: int, size: int, path: str, *, explicit: bool) -> FileScan | None
         return FileScan(path, "bundles", (), error=str(exc))
     finally:
         mapped.close()
+    # Each target's id repeats in every bundle (one per translation unit): parse each once.
     targets = set()
-    for bundle in bundles:
-        for entry in bundle.entries:
-            parsed = parse_entry_id(entry.id)
-            if parsed is not None and parsed.is_amdgpu and parsed.target is not None:
-                targets.add(str(parsed.target))
+    for ident in {e.id for b in bundles for e in b.entries}:
+        parsed = parse_entry_id(ident)
+        if parsed is not None and parsed.is_amdgpu and parsed.target is not None:
+            targets.add(str(parsed.target))
     return FileScan(path, "bundles", tuple(sorted(targets)), len(bundles), sum(b.compressed for b in bundles))
 
 

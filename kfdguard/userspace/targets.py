@@ -9,6 +9,7 @@ gives the double dash of ``hipv4-amdgcn-amd-amdhsa--gfx1100``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kfdguard.record import dataclass
@@ -82,6 +83,7 @@ class EntryId:
         return self.triple.startswith("amdgcn-")
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_entry_id(text: str) -> EntryId | None:
     """``hipv4-amdgcn-amd-amdhsa--gfx1100`` -> EntryId; None when it has fewer than five components."""
     parts = text.split("-", 5)
