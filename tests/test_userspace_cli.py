@@ -79,3 +79,16 @@ def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         main(["targets", "--help"])
     out = capsys.readouterr().out
     assert "exit status:" in out and "some AMD GPU here has no code in some PATH" in out
+
+
+def test_control_characters_in_file_names_do_not_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "tree"
+    lib = tree / "rocblas/library"
+    lib.mkdir(parents=True)
+    (lib / "TensileLibrary_lazy_gfx1100\x1b[2J.dat").write_bytes(b"")
+    (lib / "TensileLibrary_lazy_gfx1030.dat").write_bytes(b"")
+    code, out = run(capsys, "--machine", "rx7900xtx-ubuntu2404", str(tree))
+    assert "\x1b" not in out and "gfx1030" in out
+    assert code == 0

@@ -169,7 +169,10 @@ def run(args: argparse.Namespace) -> int:
         if scan.targets and not gpus:
             lines.append("  no AMD GPU on this machine to judge against")
         lines.append("")
-    sys.stdout.write("\n".join(lines))
+    from kfdguard.verdict import clean
+
+    # File names come from the disk (a directory walk, a wheel): no control character reaches the terminal.
+    sys.stdout.write("\n".join(clean(line) for line in lines))
     return code
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kfdguard.userspace.assess import assess_software, gpu_targets
+from kfdguard.verdict import clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,4 +78,5 @@ def software_lines(facts: Facts) -> list[str]:
         lines.append(f"    env      {e.name}={e.value} ({e.origin})")
     if software.tools:
         lines.append(f"    tools    {' '.join(software.tools)}")
-    return lines
+    # File names and unit files are the machine's: no control character of theirs reaches the terminal.
+    return [clean(line) for line in lines]
