@@ -151,7 +151,7 @@ class _Probe:
         for directory in SOFTWARE_LIB_DIRS:
             lib = self.root.join(directory)
             names = [n for n in self.reader.listdir(lib) if n.startswith(("librocblas.so.", "libhipblaslt.so."))]
-            if not names:
+            if not names and not (lib / "rocblas").is_dir() and not (lib / "hipblaslt").is_dir():
                 continue
             real = os.path.realpath(lib)
             if real in self.seen:
