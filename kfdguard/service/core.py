@@ -137,12 +137,33 @@ class Service:
         else:
             facts = probe(self.system, log="needed", log_sources=config.log.sources)
             verdict = assess(facts, config, errors)
+        if self.ready_sent:
+            # The software inventory: after READY only (docs/USERSPACE.md), a few ms per check.
+            from kfdguard.userspace.service import with_software
+
+            facts, verdict = with_software(self.system.root, facts, verdict)
         status = from_verdict(facts, verdict, config.fallback.policy, time.time_ns() // 1000)
         if extra:
             # Problems met while repairing are findings like the others.
             merged = tuple(sorted((*verdict.findings, *extra), key=lambda f: f.key()))
             status = replace(status, findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in merged))
         return PassResult(status, facts, verdict)
+
+    def take_inventory(self) -> None:
+        """After READY: the boot pass's status with the software inventory (docs/USERSPACE.md)."""
+        from kfdguard.service.status import software_status
+
+        with self.lock:
+            last = self.last
+            if last is None or last.facts.software is not None:
+                return
+            try:
+                result = software_status(self.system.root, last, self.status)
+            except Exception as exc:  # the inventory is extra: its failure must not touch the service
+                log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
+                return
+            self.last = result
+        self.transition(result.status, "software inventory")
 
     def diagnose(self) -> tuple[tuple[str, str, str, str], ...]:
         """A fresh look including the kernel log; classified findings only."""

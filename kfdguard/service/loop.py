@@ -117,6 +117,7 @@ class Loop:
         if service.last is not None:
             await loop.run_in_executor(None, service.record_and_fallback, service.last)
             service.republish("history")
+            await loop.run_in_executor(None, service.take_inventory)
 
     def request(self, reason: str, *, reload: bool = False) -> None:
         """Ask for a re-check; requests during a check are folded into one more."""
