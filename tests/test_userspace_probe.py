@@ -135,3 +135,21 @@ def test_check_json_software_section_and_780m_finding(tmp_path: Path, capsys: py
     assert "HSA_OVERRIDE_GFX_VERSION=11.0.0" in codes["userspace-target-unsupported"]["remedy"]
     wrong = codes["userspace-override-workaround"]
     assert "ollama.service (/etc/systemd/system/ollama.service)" in wrong["message"]
+
+
+def test_ld_so_conf_through_the_rocm_link_finds_two_releases(tmp_path: Path) -> None:
+    from kfdguard.userspace.assess import GpuTarget, assess_software
+
+    root = tmp_path / "root"
+    for version in ("5.7.1", "6.2.4"):
+        put(root, f"/opt/rocm-{version}/.info/version", f"{version}\n")
+        put(root, f"/opt/rocm-{version}/lib/libamdhip64.so.{version[0]}")
+        put(root, f"/opt/rocm-{version}/lib/rocblas/library/TensileLibrary_lazy_gfx1100.dat")
+    os.symlink("/opt/rocm-6.2.4", root / "opt/rocm")
+    put(root, "/etc/ld.so.conf.d/10-rocm.conf", "/opt/rocm/lib  # AMD's package\n")
+    put(root, "/etc/ld.so.conf.d/20-old.conf", "/opt/rocm-5.7.1/lib\n")
+    sw = probe_software(Root(root))
+    assert [d for d, _ in sw.ld_paths] == ["/opt/rocm-6.2.4/lib", "/opt/rocm-5.7.1/lib"]
+    (mixed,) = [f for f in assess_software(sw, [GpuTarget("0000:03:00.0", "x", "gfx1100")]).findings
+                if f.code == "userspace-rocm-mixed"]  # fmt: skip
+    assert "/opt/rocm-6.2.4/lib (6.2.4), /opt/rocm-5.7.1/lib (5.7.1)" in mixed.message

@@ -65,6 +65,33 @@ class _Probe:
             path = self.root.join(target) if target.startswith("/") else path.parent / target
         return path
 
+    def real(self, shown: str) -> str:
+        """A machine path with every symlink resolved inside the root, as shown on the machine."""
+        parts = [p for p in shown.split("/") if p]
+        done: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            if part == ".":
+                continue
+            candidate = self.root.join("/" + "/".join([*done, part]))
+            try:
+                target = os.readlink(candidate)
+            except OSError:
+                done.append(part)
+                continue
+            hops += 1
+            if hops > 16:
+                return shown  # a loop: leave it as written
+            if target.startswith("/"):
+                done = []
+            parts = [p for p in target.split("/") if p] + parts
+        return "/" + "/".join(done)
+
     def components(self, scan: PathScan) -> tuple[Component, ...]:
         """Tensile files grouped by directory; each HIP ELF file on its own."""
         groups: dict[str, list[FileScan]] = {}
@@ -299,7 +326,8 @@ class _Probe:
             for raw in (text or "").splitlines():
                 line = raw.split("#", 1)[0].strip()
                 if line.startswith("/") and " " not in line:
-                    out.append((os.path.normpath(line), self.show(path)))
+                    # /opt/rocm/lib is the stack found at /opt/rocm-6.2.4/lib.
+                    out.append((self.real(os.path.normpath(line)), self.show(path)))
         return out
 
     def tools(self) -> list[str]:
