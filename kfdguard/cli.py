@@ -451,7 +451,7 @@ def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
         facts = probe(target.system, log="always", log_sources=config.log.sources, previous_boots=max(0, boots))
         from kfdguard.userspace.cli import with_inventory
 
-        facts = with_inventory(facts, target)
+        facts = with_inventory(facts, target, config)
         verdict = assess(facts, config, errors)  # type: ignore[arg-type]
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)

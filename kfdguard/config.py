@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 
 from kfdguard.record import dataclass, field
 
@@ -69,6 +70,14 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SoftwareConfig:
+    # Consumer units whose Environment=/EnvironmentFile= the software scan reads (kfdguard/userspace).
+    units: tuple[str, ...] = ("ollama.service",)
+    # Extra places to look for stacks: virtualenvs (PyTorch-ROCm), llama.cpp build directories.
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     version: int = 1
     module: ModuleConfig = field(default_factory=ModuleConfig)
@@ -77,6 +86,7 @@ class Config:
     fallback: FallbackConfig = field(default_factory=FallbackConfig)
     timeouts: Timeouts = field(default_factory=Timeouts)
     log: LogConfig = field(default_factory=LogConfig)
+    software: SoftwareConfig = field(default_factory=SoftwareConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +123,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "fallback": {"policy": "policy"},
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
+    "software": {"units": "units", "paths": "paths"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -193,7 +204,7 @@ class _Validator:
                     continue
                 result.append((name, text))
             return tuple(result)
-        if kind in ("names", "sources"):
+        if kind in ("names", "sources", "units", "paths"):
             if not isinstance(node, yaml.SequenceNode):
                 raise _Invalid(node, key, "expected a list")
             items = []
@@ -202,6 +213,12 @@ class _Validator:
                 if kind == "sources":
                     if text not in LOG_SOURCES and not text.startswith("/"):
                         raise _Invalid(item, key, f"{text!r:.40} is not journal, kmsg or an absolute path")
+                elif kind == "units":
+                    if not _UNIT.fullmatch(text):
+                        raise _Invalid(item, key, f"{text!r:.40} is not a service unit name (NAME.service)")
+                elif kind == "paths":
+                    if not text.startswith("/") or "\0" in text or len(text) > 4096:
+                        raise _Invalid(item, key, f"{text!r:.40} is not an absolute path")
                 elif not _is_name(text):
                     raise _Invalid(item, key, f"{text!r:.40} is not a user name")
                 items.append(text)
@@ -255,6 +272,10 @@ class _AnyKeys(tuple[str, ...]):
 _ANY = _AnyKeys()
 
 
+# systemd's unit name characters (systemd.unit(5): ASCII letters, digits, ":", "-", "_", ".", "\\", "@").
+_UNIT = re.compile(r"[A-Za-z0-9:_.@\\-]{1,248}\.service")
+
+
 def _is_name(text: str) -> bool:
     # useradd/groupadd's portable names: letters, digits, _ . - and no leading dash.
     return 0 < len(text) <= 32 and text.isascii() and text[0] != "-" and all(c.isalnum() or c in "_.-" for c in text)
@@ -306,6 +327,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         fallback=FallbackConfig(**values.get("fallback", {})),  # type: ignore[arg-type]
         timeouts=Timeouts(**values.get("timeouts", {})),  # type: ignore[arg-type]
         log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
+        software=SoftwareConfig(**values.get("software", {})),  # type: ignore[arg-type]
     )
 
 

@@ -153,3 +153,23 @@ def test_ld_so_conf_through_the_rocm_link_finds_two_releases(tmp_path: Path) -> 
     (mixed,) = [f for f in assess_software(sw, [GpuTarget("0000:03:00.0", "x", "gfx1100")]).findings
                 if f.code == "userspace-rocm-mixed"]  # fmt: skip
     assert "/opt/rocm-6.2.4/lib (6.2.4), /opt/rocm-5.7.1/lib (5.7.1)" in mixed.message
+
+
+def test_configured_units_and_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kfdguard.config import parse_config
+
+    config, errs = parse_config("software:\n  units: [llama-server.service]\n  paths: [/srv/venv]\n", "c.yaml")
+    assert errs == []
+    assert config.software.units == ("llama-server.service",) and config.software.paths == ("/srv/venv",)
+    _, errs = parse_config("software:\n  units: [ollama]\n", "c.yaml")
+    assert [str(e) for e in errs] == ["c.yaml:2:11: software.units: 'ollama' is not a service unit name (NAME.service)"]
+    root = bundled.render_bundled("rx7900xtx-ubuntu2404", tmp_path / "m").path
+    three_stacks(root, tmp_path)
+    put(root, "/etc/systemd/system/llama-server.service", "[Service]\nEnvironment=ROCR_VISIBLE_DEVICES=3\n")
+    put(root, "/etc/kfdguard/config.yaml",
+        "software:\n  units: [ollama.service, llama-server.service]\n  paths: [/home/ada/venv]\n")  # fmt: skip
+    main(["check", "--root", str(root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert {s["kind"] for s in doc["software"]["stacks"]} == {"rocm", "ollama", "pytorch"}
+    hidden = [f for f in doc["findings"] if f["code"] == "userspace-gpus-hidden"]
+    assert len(hidden) == 1 and "llama-server.service" in hidden[0]["message"]

@@ -141,7 +141,7 @@ class Service:
             # The software inventory: after READY only (docs/USERSPACE.md), a few ms per check.
             from kfdguard.userspace.service import with_software
 
-            facts, verdict = with_software(self.system.root, facts, verdict)
+            facts, verdict = with_software(self.system.root, facts, verdict, config.software)
         status = from_verdict(facts, verdict, config.fallback.policy, time.time_ns() // 1000)
         if extra:
             # Problems met while repairing are findings like the others.
@@ -158,7 +158,7 @@ class Service:
             if last is None or last.facts.software is not None:
                 return
             try:
-                result = software_status(self.system.root, last, self.status)
+                result = software_status(self.system.root, last, self.status, self.loaded.config.software)
             except Exception as exc:  # the inventory is extra: its failure must not touch the service
                 log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
                 return

@@ -15,6 +15,7 @@ from kfdguard.verdict import Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kfdguard.config import SoftwareConfig
     from kfdguard.fallback.policy import Recommendation
     from kfdguard.root import Root
     from kfdguard.service.core import PassResult
@@ -157,13 +158,13 @@ def _fallback_dict(rec: Recommendation) -> dict[str, object]:
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-def software_status(root: Root, last: PassResult, current: Status) -> PassResult:
+def software_status(root: Root, last: PassResult, current: Status, config: SoftwareConfig) -> PassResult:
     """``current`` with the software inventory: its property, and its findings instead of the static list."""
     from kfdguard.record import replace
     from kfdguard.service.core import PassResult
     from kfdguard.userspace.service import with_software
 
-    facts, verdict = with_software(root, last.facts, last.verdict)
+    facts, verdict = with_software(root, last.facts, last.verdict, config)
     found = tuple(
         (f.code, str(f.severity), f.message, f.remedy) for f in verdict.findings if f.code.startswith("userspace-")
     )

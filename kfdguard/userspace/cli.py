@@ -9,6 +9,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from kfdguard.config import Config
     from kfdguard.facts import Facts
     from kfdguard.machine import Target
     from kfdguard.userspace.assess import GpuTarget
@@ -176,15 +177,19 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def with_inventory(facts: Facts, target: Target) -> Facts:
+def with_inventory(facts: Facts, target: Target, config: Config | None = None) -> Facts:
     """Facts with the software inventory, for `kfdguard check`: the caller's environment only on this host."""
     import os
 
+    from kfdguard.config import Config
     from kfdguard.record import replace
     from kfdguard.userspace.probe import probe_software
 
     environ = dict(os.environ) if target.root.is_host and not target.system.simulated else None
     names = {"debian": "Debian", "ubuntu": "Ubuntu", "fedora": "Fedora", "arch": "Arch"}
     os_name = names.get(facts.os.id, facts.os.id.capitalize() or "distribution")
-    software = probe_software(target.root, environ, os_name=os_name)
+    software_config = (config or Config()).software
+    software = probe_software(
+        target.root, environ, units=software_config.units, paths=software_config.paths, os_name=os_name
+    )
     return replace(facts, software=software)
