@@ -149,21 +149,23 @@ class Service:
             status = replace(status, findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in merged))
         return PassResult(status, facts, verdict)
 
-    def take_inventory(self) -> None:
-        """After READY: the boot pass's status with the software inventory (docs/USERSPACE.md)."""
+    def take_inventory(self) -> PassResult | None:
+        """After READY: the last check's result with the software inventory (docs/USERSPACE.md).
+
+        Blocking (the loop runs it in a thread); the loop publishes the result, and only if no
+        other check finished meanwhile (that check took the inventory itself).
+        """
         from kfdguard.service.status import software_status
 
         with self.lock:
             last = self.last
             if last is None or last.facts.software is not None:
-                return
+                return None
             try:
-                result = software_status(self.system.root, last, self.status, self.loaded.config.software)
+                return software_status(self.system.root, last, self.status, self.loaded.config.software)
             except Exception as exc:  # the inventory is extra: its failure must not touch the service
                 log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
-                return
-            self.last = result
-        self.transition(result.status, "software inventory")
+                return None
 
     def diagnose(self) -> tuple[tuple[str, str, str, str], ...]:
         """A fresh look including the kernel log; classified findings only."""
