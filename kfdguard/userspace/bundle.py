@@ -155,8 +155,10 @@ class _Prefix:
         if method == "zlib":
             self._zlib = zlib.decompressobj()
         else:
-            import zstandard
-
+            try:
+                import zstandard
+            except ImportError:
+                raise BundleError(f"{where}: zstd-compressed, and python3-zstandard is not installed") from None
             self._errors = (zstandard.ZstdError,)
             # A view, not a copy: the compressed data of a big bundle stays in the page cache.
             self._view = memoryview(data)[start:end]
