@@ -36,6 +36,7 @@ examples:
   kfdguard check --machine kfd-perms-0600
                                          a bundled simulated machine (see 'kfdguard machines')
   kfdguard check --root /mnt/sysimage    a machine directory (chroot, image, simulation)
+  kfdguard check --root ./kfd-report    replay a bundle written by 'kfdguard snapshot'
 """
 )
 
@@ -88,7 +89,8 @@ def build_parser() -> Parser:
         "kernel log of this boot and earlier ones. With FILE (or - for standard input): diagnose text pasted "
         "from a bug report — dmesg or journalctl output in any timestamp format, rocminfo, 'ls -l /dev/kfd', "
         "'id' or 'groups', 'uname -r', modinfo, 'lspci -nn', kernel config lines, modprobe.d lines, quoted "
-        "with '> ' or not — and say what it shows, what is wrong, and what it cannot tell.",
+        "with '> ' or not — and say what it shows, what is wrong, and what it cannot tell. With a directory (a "
+        "bundle written by 'kfdguard snapshot', or a machine root): diagnose that machine.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXIT_HELP.replace("(check, diagnose)", "(diagnose without FILE)")
         + """
@@ -186,6 +188,13 @@ examples:
     daemon.add_argument("--backend", choices=["fast", "next"], help="D-Bus library: dbus-fast (default) or dbus-next")
     daemon.add_argument("--no-enforce", action="store_true", help="observe only: change nothing on the machine")
 
+    from kfdguard.snapshot.cli import add_parser as add_snapshot
+
+    add_snapshot(sub)
+    from kfdguard.readiness.cli import add_parser as add_wait
+
+    add_wait(sub)
+
     machines = sub.add_parser(
         "machines",
         help="list or render the bundled simulated machines",
@@ -223,6 +232,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_enforce(args)
         if args.command == "fallback":
             return cmd_fallback(args)
+        if args.command == "wait":
+            from kfdguard.readiness.cli import run as wait
+
+            return wait(args)
+        if args.command == "snapshot":
+            from kfdguard.snapshot.cli import run as snapshot
+
+            return snapshot(args, _config)
         if args.command == "targets":
             from kfdguard.userspace import cli as userspace_cli
 
@@ -350,6 +367,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if args.local or args.root or args.machine:
             return cmd_check(args, full=True)
         return cmd_client(args)
+    import os
+
+    if os.path.isdir(args.file) and not (args.root or args.machine):
+        # A directory is a machine to diagnose: a snapshot bundle (or any machine root), replayed.
+        args.root = args.file
+        return cmd_check(args, full=True)
     from kfdguard.diagnose import diagnose_text
     from kfdguard.report import text_diagnosis_json, text_diagnosis_text
 

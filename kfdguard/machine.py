@@ -49,6 +49,12 @@ def open_target(root: str | None, machine: str | None) -> Target:
         from kfdguard.simulate import state
 
         r = Root(path.resolve())
+        from kfdguard.snapshot import is_bundle
+
+        if is_bundle(r.path):
+            from kfdguard.snapshot.replay import ReplaySystem
+
+            return Target(ReplaySystem(r), None)
         if state.is_simulated(r):
             from kfdguard.simulate.system import SimulatedSystem
 

@@ -25,6 +25,12 @@ MODULES_FILES = ("/etc/modules-load.d/", "/etc/modules")
 # What units/kfdguard.service lets the service write under /etc (ReadWritePaths=, ConfigurationDirectory=).
 SERVICE_WRITABLE_ETC = ("/etc/modprobe.d", "/etc/modules-load.d", "/etc/udev/rules.d", "/etc/kfdguard")
 BOOT_DIR = "/boot"
+# Files whose names a snapshot redacts (kfdguard.snapshot.redact), as shown on any machine.
+ACCOUNTS_FILE = "/etc/passwd"
+GROUP_FILE = "/etc/group"
+CONFIG_FILE = "/etc/kfdguard/config.yaml"
+# Present, world-readable, only while compute is ready (kfdguard.readiness.marker).
+READY_MARKER = "/run/kfdguard/ready"
 # Device names of RAID (md) and device-mapper (LVM, LUKS) volumes as findmnt
 # prints them: text to recognise, not paths to open.
 VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")

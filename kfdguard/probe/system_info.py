@@ -150,7 +150,7 @@ def _probe_module(
     relative = candidates[0] if candidates else None
     file = root.display(root.lib_modules / release / relative) if relative else None
     is_builtin = name in builtin
-    exists = sysdir.is_dir()
+    exists = reader.is_dir(sysdir)
     initstate = reader.value(sysdir / "initstate") if exists else None
     # Built-in modules have /sys/module/<name> (when they have parameters) but
     # no initstate; loadable ones are usable once initstate says "live".
@@ -221,7 +221,7 @@ def probe_dkms(reader: Reader) -> tuple[DkmsModule, ...]:
             continue
         for version in reader.listdir(base / module):
             vdir = base / module / version
-            if version.startswith("kernel-") or not vdir.is_dir() or vdir.is_symlink():
+            if version.startswith("kernel-") or not reader.is_dir(vdir) or reader.is_symlink(vdir):
                 continue
             built = []
             for entry in reader.listdir(vdir):
