@@ -197,9 +197,11 @@ def build_parser() -> Parser:
     # Commands that bring their own parser.
     from kfdguard.readiness.cli import add_parser as add_wait
     from kfdguard.snapshot.cli import add_parser as add_snapshot
+    from kfdguard.userspace import cli as userspace_cli
 
     add_snapshot(sub)
     add_wait(sub)
+    userspace_cli.add_parser(sub)
     return parser
 
 
@@ -214,6 +216,12 @@ def _wait(args: argparse.Namespace) -> int:
     from kfdguard.readiness.cli import run
 
     return run(args)
+
+
+def _targets(args: argparse.Namespace) -> int:
+    from kfdguard.userspace import cli as userspace_cli
+
+    return userspace_cli.run(args)
 
 
 def _snapshot(args: argparse.Namespace) -> int:
@@ -259,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "daemon": _daemon,
         "wait": _wait,
         "snapshot": _snapshot,
+        "targets": _targets,
     }
     try:
         return handlers[args.command](args)
@@ -460,6 +469,13 @@ def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
         else:
             # Read-only: the command narrows the CLI trigger to no repair.
             outcome = pipeline.check(target.system, config, Trigger.CLI, may_repair=False, log="always")
+        # The software inventory is not part of the pipeline (the service takes it after READY):
+        # add it, and assess again with it, which is pure and cheap.
+        from kfdguard.assess import assess
+        from kfdguard.userspace.cli import with_inventory
+
+        facts = with_inventory(outcome.facts, target, outcome.loaded.config)
+        verdict = assess(facts, outcome.loaded.config, outcome.loaded.errors)
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         if args.json:
@@ -467,7 +483,6 @@ def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
         return EXIT_CODES[State.ERROR]
     finally:
         target.close()
-    facts, verdict = outcome.facts, outcome.verdict
     if args.json:
         print(json.dumps(to_json(facts, verdict, target.name), indent=2))
     else:

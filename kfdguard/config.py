@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 
 from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     import yaml
@@ -78,6 +80,14 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SoftwareConfig:
+    # Consumer units whose Environment=/EnvironmentFile= the software scan reads (kfdguard/userspace).
+    units: tuple[str, ...] = ("ollama.service",)
+    # Extra places to look for stacks: virtualenvs (PyTorch-ROCm), llama.cpp build directories.
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     version: int = 1
     module: ModuleConfig = field(default_factory=ModuleConfig)
@@ -87,6 +97,7 @@ class Config:
     timeouts: Timeouts = field(default_factory=Timeouts)
     log: LogConfig = field(default_factory=LogConfig)
     compute: ComputeConfig = field(default_factory=ComputeConfig)
+    software: SoftwareConfig = field(default_factory=SoftwareConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
     "compute": {"require": "require", "wait_timeout": "seconds"},
+    "software": {"units": "units", "paths": "paths"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -185,7 +197,7 @@ class _Validator:
     def convert(self, node: yaml.Node, key: str, kind: str) -> object:
         if kind == "options":
             return self._options(node, key)
-        if kind in ("names", "sources"):
+        if kind in _LIST_ITEMS:
             return self._list(node, key, kind)
         text, tag = self.scalar(node, key)
         return _SCALARS.get(kind, _choice)(node, key, kind, text, tag)
@@ -215,14 +227,12 @@ class _Validator:
 
         if not isinstance(node, yaml.SequenceNode):
             raise _Invalid(node, key, "expected a list")
+        accepts, what = _LIST_ITEMS[kind]
         items = []
         for item in node.value:
             text, _ = self.scalar(item, key)
-            if kind == "sources":
-                if text not in LOG_SOURCES and not text.startswith("/"):
-                    raise _Invalid(item, key, f"{text!r:.40} is not journal, kmsg or an absolute path")
-            elif not _is_name(text):
-                raise _Invalid(item, key, f"{text!r:.40} is not a user name")
+            if not accepts(text):
+                raise _Invalid(item, key, f"{text!r:.40} is not {what}")
             items.append(text)
         return tuple(items)
 
@@ -293,9 +303,26 @@ class _AnyKeys(tuple[str, ...]):
 _ANY = _AnyKeys()
 
 
+# systemd's unit name characters (systemd.unit(5): ASCII letters, digits, ":", "-", "_", ".", "\\", "@").
+_UNIT = re.compile(r"[A-Za-z0-9:_.@\\-]{1,248}\.service")
+
+
+def _is_path(text: str) -> bool:
+    return text.startswith("/") and "\0" not in text and len(text) <= 4096
+
+
 def _is_name(text: str) -> bool:
     # useradd/groupadd's portable names: letters, digits, _ . - and no leading dash.
     return 0 < len(text) <= 32 and text.isascii() and text[0] != "-" and all(c.isalnum() or c in "_.-" for c in text)
+
+
+# One item check per kind of list: (accepts, what an item must be, for the error).
+_LIST_ITEMS: dict[str, tuple[Callable[[str], bool], str]] = {
+    "names": (_is_name, "a user name"),
+    "sources": (lambda text: text in LOG_SOURCES or text.startswith("/"), "journal, kmsg or an absolute path"),
+    "units": (lambda text: _UNIT.fullmatch(text) is not None, "a service unit name (NAME.service)"),
+    "paths": (_is_path, "an absolute path"),
+}
 
 
 def parse_config(text: str, file: str) -> tuple[Config, list[ConfigError]]:
@@ -351,6 +378,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         timeouts=Timeouts(**values.get("timeouts", {})),  # type: ignore[arg-type]
         log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
         compute=ComputeConfig(**values.get("compute", {})),  # type: ignore[arg-type]
+        software=SoftwareConfig(**values.get("software", {})),  # type: ignore[arg-type]
     )
 
 

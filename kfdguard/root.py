@@ -125,3 +125,19 @@ class Root:
             if os.access(candidate, os.X_OK) and candidate.is_file():
                 return candidate
         return None
+
+
+# Where compute stacks install themselves, as written on any machine;
+# kfdguard/userspace/probe.py maps them through Root.join and reads only these
+# places (and what it is told), never a walk of the disk.
+SOFTWARE_OPT = "/opt"  # /opt/rocm, /opt/rocm-X.Y.Z
+SOFTWARE_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")  # Debian/Ubuntu, Fedora, Arch
+SOFTWARE_FEDORA_ROCM = "/usr/lib64/rocm"
+SOFTWARE_OLLAMA = ("/usr/lib/ollama", "/usr/local/lib/ollama")
+SOFTWARE_PYTHON_DIRS = ("/usr/lib", "/usr/local/lib")  # pythonX.Y/{site,dist}-packages below
+SOFTWARE_DEBIAN_PYTHON = "/usr/lib/python3/dist-packages"
+SOFTWARE_LLAMA_DIRS = ("/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/opt/llama.cpp/lib")
+SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
+LD_SO_CONF = "/etc/ld.so.conf"
+LD_SO_CONF_D = "/etc/ld.so.conf.d"
+DPKG_STATUS = "/var/lib/dpkg/status"

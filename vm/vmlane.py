@@ -498,6 +498,7 @@ INCLUDE: tuple[str, ...] = (
     "python3-dbus",
     "python3-dbus-fast",
     "python3-dbus-next",
+    "python3-zstandard",  # kfdguard's Depends since the software scan (zstd offload bundles)
     "grub-common",
     "grub2-common",
     "acl",

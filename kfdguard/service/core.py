@@ -124,12 +124,36 @@ class Service:
         if policy(trigger).reload:
             for error in outcome.loaded.errors:
                 log.error(f"configuration: {error}")
-        status = from_verdict(outcome.facts, outcome.verdict, outcome.loaded.config.fallback.policy, _now())
+        facts, verdict = outcome.facts, outcome.verdict
+        if self.ready_sent:
+            # The software inventory: after READY only (docs/USERSPACE.md), a few ms per check.
+            from kfdguard.userspace.service import with_software
+
+            facts, verdict = with_software(self.system.root, facts, verdict, outcome.loaded.config.software)
+        status = from_verdict(facts, verdict, outcome.loaded.config.fallback.policy, _now())
         if outcome.report is not None and outcome.report.findings:
             # Problems met while repairing are findings like the others.
-            findings = tuple((f.code, str(f.severity), f.message, f.remedy) for f in outcome.findings)
-            status = replace(status, findings=findings)
-        return PassResult(status, outcome.facts, outcome.verdict)
+            merged = sorted((*verdict.findings, *outcome.report.findings), key=lambda f: f.key())
+            status = replace(status, findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in merged))
+        return PassResult(status, facts, verdict)
+
+    def take_inventory(self) -> PassResult | None:
+        """After READY: the last check's result with the software inventory (docs/USERSPACE.md).
+
+        Blocking (the loop runs it in a thread); the loop publishes the result, and only if no
+        other check finished meanwhile (that check took the inventory itself).
+        """
+        from kfdguard.service.status import software_status
+
+        with self.lock:
+            last = self.last
+            if last is None or last.facts.software is not None:
+                return None
+            try:
+                return software_status(self.system.root, last, self.status, self.loaded.config.software)
+            except Exception as exc:  # the inventory is extra: its failure must not touch the service
+                log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
+                return None
 
     def diagnose(self) -> tuple[tuple[str, str, str, str], ...]:
         """A fresh look including the kernel log; classified findings only."""

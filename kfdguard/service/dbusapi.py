@@ -128,6 +128,10 @@ class GuardianAPI:
         elif name == "Findings":
             assert isinstance(value, list)
             value = [[fit("s", text) for text in finding] for finding in value]
+        elif name == "Software":
+            assert isinstance(value, list)
+            value = [[fit("s", n), fit("s", k), fit("s", p), [fit("s", x) for x in t], [fit("s", x) for x in v]]
+                     for n, k, p, t, v in value]  # fmt: skip
         else:
             value = fit(sig, value)
         return V(sig, value)

@@ -115,6 +115,13 @@ class Loop:
         if service.last is not None:
             await loop.run_in_executor(None, service.record_and_fallback, service.last)
             service.republish("history")
+            base = service.last
+            inventory = await loop.run_in_executor(None, service.take_inventory)
+            # Published from the loop, like every transition, and only over the result it extends:
+            # a check that finished meanwhile (SIGHUP, an event) has taken the inventory itself.
+            if inventory is not None and service.last is base:
+                service.last = inventory
+                service.transition(inventory.status, "software inventory")
 
     def device_event(self, reason: str) -> None:
         self.checks.request(Trigger.DEVICE_EVENT, reason)
