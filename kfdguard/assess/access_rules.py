@@ -1,0 +1,133 @@
+"""Rules about /dev/kfd and the user: the node, its mode and group, and what rocminfo said about them."""
+
+from __future__ import annotations
+
+from kfdguard.assess.rules import Reasoning
+from kfdguard.verdict import Finding, Severity
+
+E = Severity.ERROR
+
+
+def _mode_allows_group(mode: str) -> bool:
+    return len(mode) >= 7 and mode[4] == "r" and mode[5] == "w"
+
+
+def _node_missing(r: Reasoning, error: str) -> None:
+    obs = r.obs
+    node = obs.nodes.get("/dev/kfd")
+    if not ("No such file" in error or (node is not None and node.mode is None)):
+        return
+    if obs.first("container") or obs.first("no-user-name"):
+        evidence = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
+        evidence.append("the prompt or tools show a container")
+        r.findings.append(
+            Finding(
+                "device-node-missing",
+                E,
+                "/dev/kfd does not exist inside the container: it was not passed in",
+                "start the container with --device=/dev/kfd --device=/dev/dri (docker/podman), or "
+                "--bind /dev/kfd,/dev/dri with apptainer --containall; add --group-add video --group-add render",
+                tuple(evidence),
+            )
+        )
+    elif not r.has("kfd-init-failed"):
+        r.findings.append(
+            Finding(
+                "device-node-missing",
+                E,
+                "/dev/kfd does not exist",
+                "see the kernel log for why KFD did not start (sudo dmesg | grep -Ei 'kfd|amdgpu'); "
+                "'kfdguard check' on the machine names the cause",
+                (f"Unable to open /dev/kfd read-write: {error}" if error else "ls: /dev/kfd missing",),
+            )
+        )
+
+
+def _no_gpu_node(r: Reasoning, error: str) -> None:
+    if "Cannot allocate memory" in error:
+        r.findings.append(
+            Finding(
+                "kfd-no-gpu-node",
+                E,
+                "rocminfo gets 'Cannot allocate memory' from /dev/kfd: what ROCm reports when KFD has no usable GPU",
+                "the kernel log shows why KFD has no GPU (see the other findings)",
+                (f"Unable to open /dev/kfd read-write: {error}",),
+            )
+        )
+
+
+def _denied(r: Reasoning, error: str) -> None:
+    obs = r.obs
+    node = obs.nodes.get("/dev/kfd")
+    group = node.group if node and node.group else "render"
+    seen = obs.user
+    if not ("Permission denied" in error or (obs.not_member_of and not error)):
+        return
+    not_member = [(u, g) for u, g, _ in obs.not_member_of] or (
+        [(seen.user or "the user", group)] if seen is not None and group not in seen.groups else []
+    )
+    if not_member:
+        user, grp = not_member[0]
+        r.findings.append(
+            Finding(
+                "user-not-in-group",
+                E,
+                f"{user} is not in group '{grp}', which /dev/kfd needs",
+                f"sudo usermod -aG {grp} {user}, then log out and back in",
+                (f'rocminfo: {user} is not member of "{grp}" group',)
+                if obs.not_member_of
+                else (f"groups: {' '.join(seen.groups if seen else ())}",),
+            )
+        )
+    elif "Permission denied" in error:
+        r.findings.append(
+            Finding(
+                "device-permissions",
+                E,
+                "opening /dev/kfd is denied (Permission denied)",
+                "check 'ls -l /dev/kfd' and 'id'; 'sudo kfdguard enforce' fixes the node's mode",
+                (f"Unable to open /dev/kfd read-write: {error}",),
+            )
+        )
+
+
+def _mode(r: Reasoning) -> None:
+    node = r.obs.nodes.get("/dev/kfd")
+    seen = r.obs.user
+    if node is None or node.mode is None:
+        return
+    if not _mode_allows_group(node.mode) and node.mode[7:9] != "rw":
+        r.findings.append(
+            Finding(
+                "device-permissions",
+                E,
+                f"/dev/kfd is {node.mode} {node.owner}:{node.group}: only its owner can open it",
+                'sudo kfdguard enforce, or a udev rule SUBSYSTEM=="kfd", GROUP="render", MODE="0660"',
+                (f"{node.source}: {node.mode} {node.owner}:{node.group}",),
+            )
+        )
+    elif seen is not None and node.group not in seen.groups and node.mode[7:9] != "rw" and seen.user != node.owner:
+        r.findings.append(
+            Finding(
+                "user-not-in-group",
+                E,
+                f"{seen.user or 'the user'} is not in group '{node.group}' that owns /dev/kfd",
+                f"sudo usermod -aG {node.group} {seen.user or '$USER'}, then log in again",
+                (f"/dev/kfd {node.mode} {node.owner}:{node.group}", f"groups: {' '.join(seen.groups)}"),
+            )
+        )
+
+
+def rule_access(r: Reasoning) -> None:
+    if r.machine is not None:
+        from kfdguard.assess.checks import check_permissions, check_users
+
+        # A machine shows numeric owners, ACLs and every account, not one user's "id".
+        check_permissions(r.machine)
+        check_users(r.machine)
+        return
+    error = r.obs.value("kfd-open-error") or ""
+    _node_missing(r, error)
+    _no_gpu_node(r, error)
+    _denied(r, error)
+    _mode(r)
