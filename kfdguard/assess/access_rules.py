@@ -17,6 +17,8 @@ def _node_missing(r: Reasoning, error: str) -> None:
     node = obs.nodes.get("/dev/kfd")
     if not ("No such file" in error or (node is not None and node.mode is None)):
         return
+    if r.has("no-amd-gpu"):
+        return  # nothing for KFD to do, so no /dev/kfd
     if obs.first("container") or obs.first("no-user-name"):
         evidence = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
         evidence.append("the prompt or tools show a container")
@@ -30,7 +32,8 @@ def _node_missing(r: Reasoning, error: str) -> None:
                 tuple(evidence),
             )
         )
-    elif not r.has("kfd-init-failed"):
+    elif not r.has("kfd-init-failed") and not (r.amd and all(t.stopped for t in r.amd)):
+        # When every GPU is already stopped on a lower floor, the missing node follows from that.
         r.findings.append(
             Finding(
                 "device-node-missing",

@@ -361,6 +361,49 @@ def rule_ready(r: Reasoning) -> None:
         r.findings.append(Finding("kfd-ready", I, f"KFD added {t.label}{gfx}", "", evidence, t.gpu.slot))
 
 
+def rule_gpu_nodes(r: Reasoning) -> None:
+    """KFD is up: is each GPU in its topology? A machine's sysfs says; a paste's rocminfo agent list."""
+    if r.machine is not None:
+        from kfdguard.assess.checks import check_gpu_nodes
+
+        check_gpu_nodes(r.machine)
+        return
+    listed = r.obs.first("rocminfo-agents")
+    if listed is None or r.obs.agents:
+        return
+    r.findings.append(
+        Finding(
+            "kfd-no-gpu-node",
+            E,
+            "rocminfo lists no GPU agent, only the CPU: KFD has no GPU node for any GPU "
+            "(or ROCm skipped it because /dev/dri/renderD* cannot be opened)",
+            "see the other findings for the cause; 'sudo dmesg | grep -i kfd' shows KFD's own reason, "
+            "'ls -l /dev/dri' the render nodes' permissions",
+            (f"{listed.source}: HSA Agents without a GPU agent",),
+        )
+    )
+
+
+def rule_gpus_present(r: Reasoning) -> None:
+    if r.machine is not None:
+        from kfdguard.assess.checks import check_gpus_present
+
+        check_gpus_present(r.machine)
+        return
+    others = [g for g in r.obs.gpus if g.vendor != 0x1002]
+    if "lspci" in r.obs.kinds and not r.amd:
+        evidence = [f"{g.source}: {g.vendor:04x}:{g.device:04x} {g.name or ''}".rstrip() for g in others]
+        r.findings.append(
+            Finding(
+                "no-amd-gpu",
+                I,
+                "lspci shows no AMD GPU" + (f" (other GPUs: {len(others)})" if others else ""),
+                "",
+                tuple(evidence) or ("lspci: no display-class device with vendor 1002",),
+            )
+        )
+
+
 def rule_runtime(r: Reasoning) -> None:
     labels: dict[str | None, str] = {t.gpu.slot: t.label for t in r.amd if t.gpu.slot}
     for cause in runtime_causes(list(r.obs.events), labels):
@@ -574,14 +617,14 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_established,
         checks.machine_only(checks.check_config),
         checks.machine_only(checks.check_problems),
-        checks.machine_only(checks.check_gpus_present),
+        rule_gpus_present,
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_log_causes,
         rule_kernel_support,
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
-        checks.machine_only(checks.check_gpu_nodes),
+        rule_gpu_nodes,
         rule_access,
         rule_modprobe,
         rule_log_misc,

@@ -24,6 +24,7 @@ _RELEASE = re.compile(r"^\d+\.\d+(?:\.\d+)?[-+][\w.+~-]+$")
 _UNAME_A = re.compile(r"^Linux \S+ (?P<release>\d+\.\d+\S*) #")
 _LINUX_VERSION = re.compile(r"Linux version (?P<release>\d+\.\d+\S*)")
 _MODULES_DIR = re.compile(r"/lib/modules/(?P<release>\d+\.\d+[^/\s]*)")
+_DMESG_TIME = re.compile(r"^\[\s*\d+\.\d{6}\] ")
 _OS_DRM = re.compile(r"OS DRM version: (?P<release>\d+\.\d+(?:\.\d+)?)")
 _LSPCI = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bdf>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) "
@@ -53,6 +54,7 @@ _MODINFO_VERSION = re.compile(r"^version:\s+(?P<version>\S+)")
 _CONTAINER = re.compile(
     r"root@[0-9a-f]{12}:|/\.dockerenv|\bdocker (?:run|exec)\b|\bpodman\b|\bapptainer\b|\bsingularity\b"
 )
+_NOT_SET = re.compile(r"^[+-]?# CONFIG_\w+ is not set$")
 _MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "remove ")
 # Which source of the kernel release wins when a paste shows several.
 _RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "drm": 0}
@@ -105,6 +107,9 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
     elif _RELEASE.match(bare) and ("uname" in state.previous or "-" in bare):
         _set_release(obs, bare, "uname", line.number)
         obs.kinds.add("uname")
+    if _DMESG_TIME.match(bare) or bare.startswith("Linux version "):
+        # A kernel log, even one without a line about amdgpu or KFD: what it lacks says something.
+        obs.kinds.add("kernel-log")
     for pattern, how in ((_LINUX_VERSION, "log"), (_MODULES_DIR, "modules"), (_OS_DRM, "drm")):
         m = pattern.search(bare)
         if m:
@@ -189,6 +194,9 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
 
 def _agent_block(obs: Observations, line: _Line, state: _State) -> None:
     """rocminfo's "Agent N" blocks: Name (the gfx target on GPUs), Chip ID (PCI device id), BDFID."""
+    if line.bare == "HSA Agents":
+        obs.add("rocminfo-agents", "listed", Source("rocminfo", line.number))
+        return
     if _AGENT_START.match(line.bare):
         _finish_agent(obs, state)
         state.agent, state.agent_line = {}, line.number
@@ -240,7 +248,8 @@ def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
 
 
 def _config_lines(obs: Observations, line: _Line, state: _State) -> None:
-    bare = line.bare
+    # "# CONFIG_X is not set" is a config line, not a root prompt followed by a command.
+    bare = line.raw.strip() if _NOT_SET.match(line.raw.strip()) else line.bare
     if _CONTAINER.search(line.raw):
         obs.add("container", bare[:160], Source("paste", line.number))
     config_line = bare.lstrip("+-").strip() if bare[:1] in "+-" and "CONFIG_" in bare else bare
