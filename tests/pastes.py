@@ -47,7 +47,8 @@ def _accounts(root: Path) -> tuple[dict[int, str], dict[int, str], dict[str, lis
 
 def _session_user(root: Path) -> str:
     spec = json.loads((Path(sim_dir(Root(root))) / "spec.json").read_text())
-    return str(next(u["name"] for u in spec["users"] if u.get("session")))
+    users = [u for u in spec["users"] if u.get("session")] or spec["users"]
+    return str(users[0]["name"])
 
 
 def dmesg(root: Path) -> str:

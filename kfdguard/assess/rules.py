@@ -12,7 +12,14 @@ from __future__ import annotations
 from kfdguard import knowledge
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import WRONG_ADVICE
-from kfdguard.assess.explain import ANONYMOUS_GPU_EVENTS, Cause, gpu_cause, runtime_causes
+from kfdguard.assess.explain import (
+    ANONYMOUS_GPU_EVENTS,
+    Cause,
+    firmware_files,
+    gpu_cause,
+    optional_firmware,
+    runtime_causes,
+)
 from kfdguard.assess.order import root_cause_first
 from kfdguard.evidence.model import Observations, SeenGpu
 from kfdguard.facts import LogEvent
@@ -276,6 +283,26 @@ def rule_log_causes(r: Reasoning) -> None:
     cause = gpu_cause(label(None, asic, None), asic, leftover, r.release, r.distro) if leftover else None
     if cause is not None:
         r.add(cause)
+
+
+def rule_optional_firmware(r: Reasoning) -> None:
+    """Optional PSP firmware that failed to load: worth knowing, not why compute fails."""
+    if r.has("firmware-missing"):
+        return
+    failed = [e for e in r.events if e.rule == "firmware-load-failed"]
+    files = [f for f in firmware_files(failed) if optional_firmware(f)]
+    if not files:
+        return
+    r.findings.append(
+        Finding(
+            "firmware-optional-missing",
+            I,
+            f"amdgpu could not load optional firmware {', '.join(files)} (PSP trusted applications: content "
+            "protection, display and RAS features); the GPU works without it and KFD does not need it",
+            "nothing to do for compute; installing current linux-firmware adds it",
+            tuple(e.text for e in failed if any(f in e.text for f in files))[:2],
+        )
+    )
 
 
 def rule_kernel_support(r: Reasoning) -> None:
@@ -621,6 +648,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_log_causes,
+        rule_optional_firmware,
         rule_kernel_support,
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,

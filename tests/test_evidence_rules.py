@@ -1,0 +1,108 @@
+"""The evidence layer and the one rule set: a cause taught once is found on a machine and in a paste."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kfdguard.assess import assess
+from kfdguard.assess.order import headline
+from kfdguard.diagnose import diagnose_text
+from kfdguard.evidence.text import read_text
+from kfdguard.probe import probe
+from kfdguard.simulate.builder import MachineBuilder
+from kfdguard.simulate.spec import MachineSpec
+from kfdguard.simulate.system import SimulatedSystem
+from kfdguard.verdict import Severity, State
+from tests.pastes import paste_of
+
+Make = Callable[[str | MachineSpec], SimulatedSystem]
+TA_LINE = "amdgpu 0000:03:00.0: Direct firmware load for amdgpu/psp_13_0_0_ta.bin failed with error -2"
+
+
+def test_optional_firmware_on_the_machine_and_in_its_paste(fresh_machine: Make) -> None:
+    spec = (
+        MachineBuilder("ta")
+        .ubuntu2404()
+        .with_gpu(0x744C)
+        .with_user("alice", groups=["render"], session=True)
+        .with_log(TA_LINE)
+    )
+    system = fresh_machine(spec.build())
+    verdict = assess(probe(system))
+    (live,) = verdict.by_code("firmware-optional-missing")
+    assert live.severity is Severity.INFO and "psp_13_0_0_ta.bin" in live.message
+    assert verdict.state is State.READY and "firmware-missing" not in verdict.codes()
+    paste = diagnose_text(paste_of(system.root.path))
+    codes = {f.code for f in paste.findings}
+    assert "firmware-optional-missing" in codes and "firmware-missing" not in codes
+    assert paste.exit_code == 0
+
+
+def test_optional_firmware_alone_is_not_why_the_gpu_is_missing() -> None:
+    text = (
+        "$ lspci -nn\n03:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] "
+        "Navi 10 [1002:731f] (rev c1)\n"
+        "[    3.1] amdgpu 0000:03:00.0: Direct firmware load for amdgpu/navi10_ta.bin failed with error -2\n"
+        '[    3.2] amdgpu 0000:03:00.0: amdgpu: psp v11.0: Failed to load firmware "amdgpu/navi10_ta.bin"\n'
+    )
+    result = diagnose_text(text)
+    codes = {f.code for f in result.findings}
+    assert "firmware-missing" not in codes and "firmware-optional-missing" in codes
+    (info,) = [f for f in result.findings if f.code == "firmware-optional-missing"]
+    assert "navi10_ta.bin" in info.message and info.evidence
+
+
+def test_optional_firmware_with_a_failed_init_is_still_missing_firmware() -> None:
+    text = (
+        "[    3.1] amdgpu 0000:03:00.0: Direct firmware load for amdgpu/psp_13_0_0_ta.bin failed with error -2\n"
+        "[    3.2] amdgpu 0000:03:00.0: amdgpu: Fatal error during GPU init\n"
+    )
+    codes = {f.code for f in diagnose_text(text).findings}
+    assert "firmware-missing" in codes and "firmware-optional-missing" not in codes
+
+
+def test_root_cause_first_marks_what_comes_after() -> None:
+    text = (
+        "$ uname -r\n5.4.0-54-generic\n"
+        "05:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Cezanne [Radeon Vega "
+        "Series / Radeon Vega Mobile Series] [1002:1638] (rev c5)\n"
+    )
+    findings = diagnose_text(text).findings
+    root = headline(findings)
+    assert root is not None and root.code == "kernel-too-old" and root.blocked_by is None
+    # gfx90c has no prebuilt ROCm code either, but that cannot matter before the kernel knows the GPU.
+    (userspace,) = [f for f in findings if f.code == "userspace-target-unsupported"]
+    assert userspace.blocked_by == "kernel-too-old"
+
+
+def test_observations_carry_their_line() -> None:
+    obs = read_text(
+        "hello\n$ ls -l /dev/kfd\ncrw-rw---- 1 root render 235, 0 Jan 30 10:12 /dev/kfd\n$ uname -r\n6.8.0-45-generic\n"
+    )
+    node = obs.nodes["/dev/kfd"]
+    assert (node.mode, node.owner, node.group) == ("crw-rw----", "root", "render")
+    assert str(node.source) == "ls -l (line 3)"
+    release = obs.first("kernel-release")
+    assert release is not None and release.value == "6.8.0-45-generic" and release.source.line == 5
+
+
+def test_rocminfo_agents_give_the_gpu_and_its_slot() -> None:
+    text = (
+        "*******\nAgent 2\n*******\n  Name:                    gfx1032\n  Uuid:                    GPU-XX\n"
+        "  Marketing Name:          AMD Radeon PRO W6600\n  Device Type:             GPU\n"
+        "  Chip ID:                 29667(0x73e3)\n  BDFID:                   768\n"
+        "  ISA Info:\n    ISA 1\n      Name:                    amdgcn-amd-amdhsa--gfx1032\n"
+    )
+    obs = read_text(text)
+    (agent,) = obs.agents
+    assert (agent.gfx, agent.device, agent.slot) == ("gfx1032", 0x73E3, "0000:03:00.0")
+    (gpu,) = obs.gpus
+    assert gpu.name == "AMD Radeon PRO W6600" and gpu.device == 0x73E3
+    codes = {f.code for f in diagnose_text(text).findings}
+    assert "kfd-ready" in codes  # rocminfo listing the GPU agent is KFD having added it
+
+
+def test_an_unknown_stays_unknown() -> None:
+    result = diagnose_text("$ uname -r\n6.8.0-45-generic\n")
+    assert any("which GPU" in u for u in result.unknown) and any("'id'" in u for u in result.unknown)
+    assert not result.findings
