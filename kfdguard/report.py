@@ -299,6 +299,22 @@ def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) ->
     }
 
 
+def _kernel_choices(rec: Recommendation) -> list[str]:
+    lines = []
+    for c in rec.choices:
+        mark = "*" if c.release == rec.kernel else " "
+        state = "can run compute" if c.capable else ("unknown" if c.capable is None else "cannot run compute")
+        extra = [] if c.bootable else ["not bootable"]
+        if c.last:
+            extra.append(f"last check: {c.last}")
+        if c.failed_after_fallback:
+            extra.append("failed after a fallback: not chosen again until the installed kernels change")
+        lines.append(f"   {mark} {c.release:<24} {state}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""))
+        if extra:
+            lines.append(f"     {'':<24} {'; '.join(extra)}")
+    return lines
+
+
 def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, machine: str | None) -> str:
     where = f"simulated machine {machine}" if machine else ("this machine" if facts.root == "/" else facts.root)
     loader = facts.bootloader
@@ -313,17 +329,7 @@ def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, ma
     )
     lines.append("")
     lines.append("  Installed kernels")
-    for c in rec.choices:
-        mark = "*" if c.release == rec.kernel else " "
-        state = "can run compute" if c.capable else ("unknown" if c.capable is None else "cannot run compute")
-        extra = [] if c.bootable else ["not bootable"]
-        if c.last:
-            extra.append(f"last check: {c.last}")
-        if c.failed_after_fallback:
-            extra.append("failed after a fallback: not chosen again until the installed kernels change")
-        lines.append(f"   {mark} {c.release:<24} {state}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""))
-        if extra:
-            lines.append(f"     {'':<24} {'; '.join(extra)}")
+    lines += _kernel_choices(rec)
     lines.append("")
     if rec.kernel:
         lines.append(_wrap(f"Recommended {rec.kernel}: {rec.reason}.", "  "))

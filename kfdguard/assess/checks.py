@@ -13,7 +13,7 @@ import errno
 from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
 from kfdguard.assess.explain import Cause, signature_rejected
-from kfdguard.facts import ModprobeDirective
+from kfdguard.facts import ModprobeDirective, ModuleFacts
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
 from kfdguard.verdict import Severity
@@ -153,13 +153,21 @@ def check_module_loaded(ctx: Context) -> None:
     pending = [g for g in ctx.gpus if not g.blocked]
     if not pending:
         return
-    release = ctx.facts.kernel.release
     rejected = ctx.facts.log.by_rule("module-signature-rejected")
     if rejected:
         _apply(ctx, signature_rejected(rejected))
         for gpu in pending:
             gpu.blocked = "module rejected (Secure Boot)"
         return
+    _not_loaded(ctx)
+    for gpu in pending:
+        gpu.blocked = "amdgpu not loaded"
+
+
+def _not_loaded(ctx: Context) -> None:
+    """Why amdgpu is not loaded: not installed, blacklisted, or kept off by the kernel command line."""
+    amdgpu = ctx.facts.amdgpu
+    release = ctx.facts.kernel.release
     if not amdgpu.present:
         ctx.add(
             "module-not-loaded",
@@ -168,24 +176,58 @@ def check_module_loaded(ctx: Context) -> None:
             remedies.load_module("amdgpu", ctx.distro, release),
             [f"no amdgpu module in /lib/modules/{release} (modules.dep, modules.builtin)"],
         )
-    else:
-        why = []
-        blacklist = list(ctx.facts.modprobe.for_module("amdgpu", "blacklist"))
-        why += [f"blacklisted at {_where(d)}" for d in blacklist]
-        if "amdgpu" in ctx.facts.modprobe.cmdline_blacklist:
-            why.append("modprobe.blacklist=amdgpu on the kernel command line")
-        for arg in ctx.facts.kernel.cmdline:
-            if arg in ("nomodeset", "amdgpu.modeset=0"):
-                why.append(f"{arg} on the kernel command line keeps amdgpu from initialising")
-        ctx.add(
-            "module-not-loaded",
-            E,
-            "amdgpu is not loaded" + (f" ({why[0]})" if why else ""),
-            remedies.load_module("amdgpu", ctx.distro, release) + ("; remove the blacklist first" if blacklist else ""),
-            [f"no /sys/module/amdgpu; module file {amdgpu.file or 'built in'}", *why],
+        return
+    blacklist = list(ctx.facts.modprobe.for_module("amdgpu", "blacklist"))
+    why = [f"blacklisted at {_where(d)}" for d in blacklist]
+    if "amdgpu" in ctx.facts.modprobe.cmdline_blacklist:
+        why.append("modprobe.blacklist=amdgpu on the kernel command line")
+    why += [
+        f"{arg} on the kernel command line keeps amdgpu from initialising"
+        for arg in ctx.facts.kernel.cmdline
+        if arg in ("nomodeset", "amdgpu.modeset=0")
+    ]
+    ctx.add(
+        "module-not-loaded",
+        E,
+        "amdgpu is not loaded" + (f" ({why[0]})" if why else ""),
+        remedies.load_module("amdgpu", ctx.distro, release) + ("; remove the blacklist first" if blacklist else ""),
+        [f"no /sys/module/amdgpu; module file {amdgpu.file or 'built in'}", *why],
+    )
+
+
+def _kfd_init_failed(ctx: Context, module: ModuleFacts) -> None:
+    """amdgpu (or amdkfd) is loaded and KFD is not there: it refused to start, usually over an option."""
+    facts = ctx.facts
+    evidence = [f"{module.name} is loaded", "no /sys/class/kfd/kfd and no /dev/kfd"]
+    evidence += [e.text for e in facts.log.by_rule("kfd-sched-policy-invalid", "kfd-queues-invalid")][:2]
+    cause = ""
+    still_configured = False
+    for name, param in KFD_PARAMS.items():
+        value = module.params.get(name)
+        if param.breaks_kfd and value is not None and param.check(value):
+            cause = f": {name}={value} is invalid ({param.check(value)})"
+            evidence.append(f"{module.param_path(name)} = {value}")
+            configured = [
+                v for d in facts.modprobe.for_module(module.name, "options") for p, v in option_pairs(d) if p == name
+            ]
+            configured += [v for p, v in facts.modprobe.cmdline_options.get(module.name, {}).items() if p == name]
+            still_configured = still_configured or any(param.check(v) for v in configured[-1:])
+    if cause and not still_configured:
+        remedy = (
+            "the configuration no longer sets the bad value: reboot to bring KFD up "
+            "(amdgpu is not reloaded while it drives the display)"
         )
-    for gpu in pending:
-        gpu.blocked = "amdgpu not loaded"
+    else:
+        remedy = "fix the module option (see module-param-invalid), then reboot or reload the module"
+    ctx.add(
+        "kfd-init-failed",
+        E,
+        f"KFD failed to initialise when {module.name} loaded{cause}; the display works, compute does not",
+        remedy,
+        evidence,
+    )
+    for gpu in ctx.gpus:
+        gpu.blocked = gpu.blocked or "KFD failed to initialise"
 
 
 def check_kfd_up(ctx: Context) -> None:
@@ -196,41 +238,8 @@ def check_kfd_up(ctx: Context) -> None:
         return
     module = facts.amdgpu if ctx.merged else facts.amdkfd
     if not kfd.sysfs and not kfd.node.stat:
-        if not module.loaded:
-            return
-        evidence = [f"{module.name} is loaded", "no /sys/class/kfd/kfd and no /dev/kfd"]
-        evidence += [e.text for e in facts.log.by_rule("kfd-sched-policy-invalid", "kfd-queues-invalid")][:2]
-        cause = ""
-        still_configured = False
-        for name, param in KFD_PARAMS.items():
-            value = module.params.get(name)
-            if param.breaks_kfd and value is not None and param.check(value):
-                cause = f": {name}={value} is invalid ({param.check(value)})"
-                evidence.append(f"{module.param_path(name)} = {value}")
-                configured = [
-                    v
-                    for d in facts.modprobe.for_module(module.name, "options")
-                    for p, v in option_pairs(d)
-                    if p == name
-                ]
-                configured += [v for p, v in facts.modprobe.cmdline_options.get(module.name, {}).items() if p == name]
-                still_configured = still_configured or any(param.check(v) for v in configured[-1:])
-        if cause and not still_configured:
-            remedy = (
-                "the configuration no longer sets the bad value: reboot to bring KFD up "
-                "(amdgpu is not reloaded while it drives the display)"
-            )
-        else:
-            remedy = "fix the module option (see module-param-invalid), then reboot or reload the module"
-        ctx.add(
-            "kfd-init-failed",
-            E,
-            f"KFD failed to initialise when {module.name} loaded{cause}; the display works, compute does not",
-            remedy,
-            evidence,
-        )
-        for gpu in ctx.gpus:
-            gpu.blocked = gpu.blocked or "KFD failed to initialise"
+        if module.loaded:
+            _kfd_init_failed(ctx, module)
         return
     if kfd.sysfs and kfd.node.stat is None:
         ctx.add(
@@ -245,6 +254,12 @@ def check_kfd_up(ctx: Context) -> None:
         for gpu in ctx.gpus:
             gpu.blocked = gpu.blocked or "/dev/kfd missing"
         return
+    _kfd_interface(ctx)
+
+
+def _kfd_interface(ctx: Context) -> None:
+    """/dev/kfd exists: does it answer AMDKFD_IOC_GET_VERSION with a major version kfdguard knows?"""
+    kfd = ctx.facts.kfd
     if kfd.node.stat is not None and kfd.version is None and kfd.version_errno == errno.EPERM and kfd.topology:
         # Root got EPERM on open: a device cgroup, not KFD. Under systemd that is
         # DeviceAllow=char-kfd resolved before amdgpu registered "kfd" in
@@ -430,64 +445,64 @@ def check_users(ctx: Context) -> None:
             )
 
 
+def _amdkfd_line_effect(ctx: Context, d: ModprobeDirective, install_kfd: ModprobeDirective | None) -> tuple[str, str]:
+    """What a modprobe.d line naming amdkfd does on a kernel without amdkfd, and how to fix it."""
+    if d.kind == "softdep" and install_kfd:
+        return (
+            f"with the 'install amdkfd' line at {install_kfd.file}:{install_kfd.line}, kmod runs that "
+            "command before every amdgpu load instead (checked with kmod's modprobe --show-depends)",
+            "delete the line",
+        )
+    if d.kind == "options":
+        real = [p for p, _ in option_pairs(d) if p in ctx.facts.amdgpu.params or p in KFD_PARAMS]
+        fix = "delete the line" + (f"; to set {', '.join(real)}, write 'options amdgpu …' instead" if real else "")
+        return "the options apply to nothing", fix
+    effects = {
+        "softdep": "kmod silently skips the missing soft dependency: the line does nothing",
+        "install": "any 'modprobe amdkfd' (and, through the softdep, every amdgpu load) runs this shell command, "
+        "whose 'modprobe amdkfd' fails with 'Module amdkfd not found'",
+    }
+    return effects.get(d.kind, "it has no effect"), "delete the line"
+
+
+def _amdkfd_lines(ctx: Context) -> None:
+    """On a kernel with KFD inside amdgpu, every line that names amdkfd does nothing, or worse."""
+    facts = ctx.facts
+    why = f"kernel {facts.kernel.release} has KFD built into amdgpu (Linux 4.20+): there is no amdkfd module"
+    install_kfd = next(iter(facts.modprobe.for_module("amdkfd", "install")), None)
+    for d in facts.modprobe.directives:
+        names_kfd = d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))
+        if not names_kfd:
+            continue
+        effect, fix = _amdkfd_line_effect(ctx, d, install_kfd)
+        ctx.add(
+            "softdep-missing-module",
+            W,
+            f"{_where(d)} names amdkfd, which does not exist: {effect}",
+            f"{fix} ({d.file}:{d.line}); 'sudo kfdguard enforce' reports it, and comments it out when "
+            "module.repair is true",
+            [_where(d), why],
+        )
+    logged = [e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd"]
+    for entry in facts.modprobe.modules_load:
+        if entry.module == "amdkfd":
+            ctx.add(
+                "softdep-missing-module",
+                W,
+                f"{entry.file}:{entry.line} asks systemd-modules-load to load amdkfd, which does not exist: "
+                "every boot logs \"Failed to find module 'amdkfd'\"",
+                f"delete line {entry.line} of {entry.file}; amdgpu (with KFD inside) loads by itself",
+                [f"{entry.file}:{entry.line}: amdkfd", why, *logged],
+            )
+
+
 def check_modprobe_conf(ctx: Context) -> None:
     """modprobe.d and modules-load.d lines that name modules or options that do not exist."""
     facts = ctx.facts
     if not ctx.gpus and not facts.amdgpu.present:
         return
     if ctx.merged:
-        why = f"kernel {facts.kernel.release} has KFD built into amdgpu (Linux 4.20+): there is no amdkfd module"
-        install_kfd = next(iter(facts.modprobe.for_module("amdkfd", "install")), None)
-        for d in facts.modprobe.directives:
-            names_kfd = d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))
-            if not names_kfd:
-                continue
-            if d.kind == "softdep" and install_kfd:
-                effect = (
-                    f"with the 'install amdkfd' line at {install_kfd.file}:{install_kfd.line}, kmod runs that "
-                    "command before every amdgpu load instead (checked with kmod's modprobe --show-depends)"
-                )
-                fix = "delete the line"
-            elif d.kind == "softdep":
-                effect = "kmod silently skips the missing soft dependency: the line does nothing"
-                fix = "delete the line"
-            elif d.kind == "install":
-                effect = (
-                    "any 'modprobe amdkfd' (and, through the softdep, every amdgpu load) runs this shell command, "
-                    "whose 'modprobe amdkfd' fails with 'Module amdkfd not found'"
-                )
-                fix = "delete the line"
-            elif d.kind == "options":
-                real = [p for p, _ in option_pairs(d) if p in facts.amdgpu.params or p in KFD_PARAMS]
-                effect = "the options apply to nothing"
-                fix = "delete the line" + (
-                    f"; to set {', '.join(real)}, write 'options amdgpu …' instead" if real else ""
-                )
-            else:
-                effect = "it has no effect"
-                fix = "delete the line"
-            ctx.add(
-                "softdep-missing-module",
-                W,
-                f"{_where(d)} names amdkfd, which does not exist: {effect}",
-                f"{fix} ({d.file}:{d.line}); 'sudo kfdguard enforce' reports it, and comments it out when "
-                "module.repair is true",
-                [_where(d), why],
-            )
-        for entry in facts.modprobe.modules_load:
-            if entry.module == "amdkfd":
-                ctx.add(
-                    "softdep-missing-module",
-                    W,
-                    f"{entry.file}:{entry.line} asks systemd-modules-load to load amdkfd, which does not exist: "
-                    "every boot logs \"Failed to find module 'amdkfd'\"",
-                    f"delete line {entry.line} of {entry.file}; amdgpu (with KFD inside) loads by itself",
-                    [
-                        f"{entry.file}:{entry.line}: amdkfd",
-                        why,
-                        *(e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd"),
-                    ],
-                )
+        _amdkfd_lines(ctx)
     for d in facts.modprobe.directives:
         if d.kind != "options" or d.module not in ("amdgpu", "amdkfd"):
             continue

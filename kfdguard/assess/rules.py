@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from kfdguard import knowledge
 from kfdguard.assess import remedies
-from kfdguard.assess.claims import WRONG_ADVICE
 from kfdguard.assess.explain import (
     ANONYMOUS_GPU_EVENTS,
     Cause,
@@ -168,6 +167,27 @@ def events_for(gpu: SeenGpu, events: list[LogEvent]) -> list[LogEvent]:
 # --- the rules --------------------------------------------------------------------------------------------
 
 
+def _shown(obs: Observations) -> list[str]:
+    """Facts a paste shows about nodes, groups, rocminfo and the kernel config, as sentences."""
+    shown_list: list[str] = []
+    for path, node in sorted(obs.nodes.items()):
+        shown = f"{node.mode} {node.owner}:{node.group}" if node.mode else "does not exist"
+        shown_list.append(f"{path}: {shown}")
+    if obs.user is not None:
+        shown_list.append(f"{obs.user.user or 'the user'} is in groups: {' '.join(obs.user.groups)}")
+    for user, group, _ in obs.member_of:
+        shown_list.append(f"rocminfo: {user} is a member of {group}")
+    module = obs.value("rock-module")
+    if module:
+        shown_list.append(f"rocminfo: the ROCk (KFD) module is {module}")
+    if obs.agents:
+        shown_list.append(f"GPU agents: {', '.join(a.gfx for a in obs.agents)}")
+    hsa = obs.kconfig.get("CONFIG_HSA_AMD")
+    if hsa and hsa[0]:
+        shown_list.append(f"CONFIG_HSA_AMD={hsa[0]}")
+    return shown_list
+
+
 def rule_established(r: Reasoning) -> None:
     obs = r.obs
     release = obs.first("kernel-release")
@@ -190,21 +210,7 @@ def rule_established(r: Reasoning) -> None:
         if asic and asic.gfx:
             what = f"{asic.family}, {asic.gfx}"
         r.established.append(f"GPU {label(gpu, asic, name)}: {what}")
-    for path, node in sorted(obs.nodes.items()):
-        shown = f"{node.mode} {node.owner}:{node.group}" if node.mode else "does not exist"
-        r.established.append(f"{path}: {shown}")
-    if obs.user is not None:
-        r.established.append(f"{obs.user.user or 'the user'} is in groups: {' '.join(obs.user.groups)}")
-    for user, group, _ in obs.member_of:
-        r.established.append(f"rocminfo: {user} is a member of {group}")
-    module = obs.value("rock-module")
-    if module:
-        r.established.append(f"rocminfo: the ROCk (KFD) module is {module}")
-    if obs.agents:
-        r.established.append(f"GPU agents: {', '.join(a.gfx for a in obs.agents)}")
-    hsa = obs.kconfig.get("CONFIG_HSA_AMD")
-    if hsa and hsa[0]:
-        r.established.append(f"CONFIG_HSA_AMD={hsa[0]}")
+    r.established += _shown(obs)
     success = [e for e in r.events if e.klass == "success"]
     neutral = [e for e in r.events if e.rule in ("kfd-cpu-node", "kfd-crat-missing")]
     if neutral and not success and not obs.agents:
@@ -543,8 +549,11 @@ def rule_modprobe(r: Reasoning) -> None:
 
 
 def rule_claims(r: Reasoning) -> None:
+    """Popular wrong advice the paste repeats (a machine has no prose: the boot pass skips compiling these)."""
     if not r.obs.lines:
         return
+    from kfdguard.assess.claims import WRONG_ADVICE
+
     text = "\n".join(r.obs.lines)
     for pattern, truth in WRONG_ADVICE:
         m = pattern.search(text)
