@@ -254,8 +254,9 @@ def rule_kfd_built(r: Reasoning) -> None:
 
 def _events_of(t: Identified, failing: list[LogEvent], alone: bool) -> list[LogEvent]:
     mine = events_for(t.gpu, failing)
+    taken = {id(e) for e in mine}  # identity: comparing records field by field is quadratic on a long log
     for e in failing:
-        if e in mine:
+        if id(e) in taken:
             continue
         named = (e.value("asic") or "").lower()
         anonymous = e.rule in ANONYMOUS_FAILURES and e.device in (None, "kfd")
@@ -552,11 +553,12 @@ def rule_claims(r: Reasoning) -> None:
     """Popular wrong advice the paste repeats (a machine has no prose: the boot pass skips compiling these)."""
     if not r.obs.lines:
         return
-    from kfdguard.assess.claims import WRONG_ADVICE
+    from kfdguard.assess.claims import CUES, WRONG_ADVICE
 
     text = "\n".join(r.obs.lines)
-    for pattern, truth in WRONG_ADVICE:
-        m = pattern.search(text)
+    lowered = text.lower()
+    for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
+        m = pattern.search(text) if cue in lowered else None
         if m:
             r.findings.append(
                 Finding(

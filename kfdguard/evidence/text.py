@@ -54,6 +54,7 @@ _MODINFO_VERSION = re.compile(r"^version:\s+(?P<version>\S+)")
 _CONTAINER = re.compile(
     r"root@[0-9a-f]{12}:|/\.dockerenv|\bdocker (?:run|exec)\b|\bpodman\b|\bapptainer\b|\bsingularity\b"
 )
+_CONTAINER_CUES = ("root@", "dockerenv", "docker ", "podman", "apptainer", "singularity")
 _NOT_SET = re.compile(r"^[+-]?# CONFIG_\w+ is not set$")
 _MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "remove ")
 # Which source of the kernel release wins when a paste shows several.
@@ -179,12 +180,13 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     if m:
         obs.kinds.add("rocminfo")
         obs.add("kfd-open-error", m["error"].strip(), source)
-    m = _MEMBER.search(bare)
-    if m:
-        obs.member_of.append((m["user"], m["group"], source))
-    m = _NOT_MEMBER.search(bare)
-    if m:
-        obs.not_member_of.append((m["user"], m["group"], source))
+    if " member of " in bare:  # both patterns start with \S+, slow to search on every line
+        m = _MEMBER.search(bare)
+        if m:
+            obs.member_of.append((m["user"], m["group"], source))
+        m = _NOT_MEMBER.search(bare)
+        if m:
+            obs.not_member_of.append((m["user"], m["group"], source))
     if _NO_USER.search(bare):
         obs.add("no-user-name", "yes", source)
     if _HSA_FAIL.search(bare):
@@ -250,7 +252,7 @@ def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
 def _config_lines(obs: Observations, line: _Line, state: _State) -> None:
     # "# CONFIG_X is not set" is a config line, not a root prompt followed by a command.
     bare = line.raw.strip() if _NOT_SET.match(line.raw.strip()) else line.bare
-    if _CONTAINER.search(line.raw):
+    if any(cue in line.raw for cue in _CONTAINER_CUES) and _CONTAINER.search(line.raw):
         obs.add("container", bare[:160], Source("paste", line.number))
     config_line = bare.lstrip("+-").strip() if bare[:1] in "+-" and "CONFIG_" in bare else bare
     # In a diff, "-" lines are the old state: only the new one counts.
