@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from kfdguard.assess.order import headline
 from kfdguard.facts import Facts
 from kfdguard.verdict import Finding, Severity, Verdict
 
@@ -91,6 +92,8 @@ def finding_json(f: Finding) -> dict[str, object]:
         "remedy": f.remedy,
         "evidence": list(f.evidence),
         "gpu": f.gpu,
+        # The lower-floor finding that stops this GPU first; null when this one is not blocked.
+        "blocked_by": f.blocked_by,
     }
 
 
@@ -101,7 +104,8 @@ def _wrap(text: str, indent: str, width: int = 100) -> str:
 def render_findings(findings: tuple[Finding, ...], *, verbose: bool = False) -> list[str]:
     lines: list[str] = []
     for f in findings:
-        lines.append(f"  {MARK[f.severity]} {f.severity:<7} {f.code}")
+        after = f"  (matters only after {f.blocked_by} is fixed)" if f.blocked_by else ""
+        lines.append(f"  {MARK[f.severity]} {f.severity:<7} {f.code}{after}")
         lines.append(_wrap(f.message, "      "))
         if f.remedy:
             lines.append(_wrap("fix: " + f.remedy, "      "))
@@ -187,6 +191,10 @@ def text_diagnosis_text(d: TextDiagnosis, source: str, *, verbose: bool = False)
         lines.append("  What the text shows")
         lines.extend(_wrap(item, "    - ") for item in d.established)
     lines.append("")
+    root = headline(d.findings)
+    if root is not None and root.severity is Severity.ERROR:
+        lines.append(_wrap(f"Root cause: {root.code}: {root.message}", "  "))
+        lines.append("")
     if d.findings:
         lines.append("  Findings")
         lines.extend(render_findings(d.findings, verbose=verbose))

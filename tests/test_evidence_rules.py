@@ -106,3 +106,18 @@ def test_an_unknown_stays_unknown() -> None:
     result = diagnose_text("$ uname -r\n6.8.0-45-generic\n")
     assert any("which GPU" in u for u in result.unknown) and any("'id'" in u for u in result.unknown)
     assert not result.findings
+
+
+def test_a_blocker_of_one_gpu_does_not_block_the_other() -> None:
+    # The Picasso APU is refused by KFD, the RX 560 next to it was added (no slots in these lines).
+    text = (
+        "[    2.510806] kfd kfd: DID 15d8 is missing in supported_devices\n"
+        "[    2.510810] kfd kfd: kgd2kfd_probe failed\n"
+        "[    2.640332] kfd kfd: Allocated 3969056 bytes on gart\n"
+        "[    2.640541] kfd kfd: added device 1002:67ef\n"
+    )
+    findings = diagnose_text(text).findings
+    (too_old,) = [f for f in findings if f.code == "kernel-too-old"]
+    assert "15d8" in too_old.message
+    polaris = [f for f in findings if f.code == "userspace-target-unsupported" and "67ef" in f.message]
+    assert polaris and polaris[0].blocked_by is None

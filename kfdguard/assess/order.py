@@ -42,6 +42,24 @@ FLOOR: dict[str, int] = {
 }
 
 
+# Codes that, without a PCI slot, stop every GPU: a GPU-specific code without a slot (a paste's log
+# line named only the PCI id) does not; the rules mark what it blocks on that GPU themselves.
+MACHINE_WIDE = frozenset(
+    {
+        "kfd-not-built",
+        "kfd-init-failed",
+        "module-not-loaded",
+        "module-signature-rejected",
+        "dkms-not-built",
+        "device-node-missing",
+        "kfd-ioctl-failed",
+        "kfd-no-gpu-node",
+        "device-permissions",
+        "user-not-in-group",
+    }
+)
+
+
 def floor(code: str) -> int:
     return FLOOR.get(code, OTHER)
 
@@ -60,7 +78,11 @@ def root_cause_first(findings: list[Finding]) -> tuple[Finding, ...]:
     The list stays in ``Finding.key`` order (errors first: clients and tests rely on it);
     ``headline`` picks the root cause out of it.
     """
-    blockers = [f for f in findings if f.severity is Severity.ERROR and floor(f.code) < OTHER]
+    blockers = [
+        f
+        for f in findings
+        if f.severity is Severity.ERROR and floor(f.code) < OTHER and (f.gpu is not None or f.code in MACHINE_WIDE)
+    ]
     marked = []
     for finding in findings:
         here = floor(finding.code)
@@ -69,7 +91,7 @@ def root_cause_first(findings: list[Finding]) -> tuple[Finding, ...]:
             for b in blockers
             if floor(b.code) < here < OTHER and (b.gpu is None or b.gpu == finding.gpu) and b is not finding
         ]
-        if below and finding.code != "kfd-ready":
+        if below and finding.code != "kfd-ready" and finding.blocked_by is None:
             first = min(below, key=lambda b: (floor(b.code), b.code))
             marked.append(replace(finding, blocked_by=first.code))
         else:

@@ -61,6 +61,7 @@ class Identified:
     machine: Gpu | None = None  # the machine's record, whose status the rules set
     has_node: bool = False  # KFD added it (topology node, rocminfo agent, "added device" line)
     blocked: str | None = None  # why it cannot compute, once a rule found it
+    blocked_code: str | None = None  # the code of the finding that said so
 
     @property
     def label(self) -> str:
@@ -71,8 +72,9 @@ class Identified:
         """Why it cannot compute, as a rule here or a machine-only rule found it."""
         return self.blocked or (self.machine.blocked if self.machine is not None else None)
 
-    def block(self, why: str) -> None:
-        self.blocked = self.blocked or why
+    def block(self, why: str, code: str) -> None:
+        if self.blocked is None:
+            self.blocked, self.blocked_code = why, code
         if self.machine is not None:
             self.machine.blocked = self.machine.blocked or why
 
@@ -112,7 +114,7 @@ class Reasoning:
     def apply(self, cause: Cause, target: Identified | None) -> None:
         self.add(cause, target.gpu.slot if target else None)
         if target is not None and cause.blocks:
-            target.block(cause.blocks)
+            target.block(cause.blocks, cause.code)
 
     @property
     def group(self) -> str:
@@ -249,7 +251,7 @@ def rule_kfd_built(r: Reasoning) -> None:
         )
     )
     for t in r.amd:
-        t.block("kernel built without KFD")
+        t.block("kernel built without KFD", "kfd-not-built")
 
 
 def _events_of(t: Identified, failing: list[LogEvent], alone: bool) -> list[LogEvent]:
@@ -333,7 +335,7 @@ def rule_kernel_support(r: Reasoning) -> None:
                     t.gpu.slot,
                 )
             )
-            t.block("never supported by KFD")
+            t.block("never supported by KFD", "asic-not-supported")
         elif version is not None and version < asic.kfd_since:
             need = f"{asic.kfd_since[0]}.{asic.kfd_since[1]}"
             hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
@@ -348,7 +350,7 @@ def rule_kernel_support(r: Reasoning) -> None:
                     t.gpu.slot,
                 )
             )
-            t.block(f"kernel older than {need}")
+            t.block(f"kernel older than {need}", "kernel-too-old")
 
 
 def rule_kfd_init_failed(r: Reasoning) -> None:
@@ -377,7 +379,7 @@ def rule_kfd_init_failed(r: Reasoning) -> None:
         )
     )
     for t in r.amd:
-        t.block("KFD failed to initialise")
+        t.block("KFD failed to initialise", "kfd-init-failed")
 
 
 def rule_ready(r: Reasoning) -> None:
@@ -611,6 +613,7 @@ def rule_userspace(r: Reasoning) -> None:
                 f"distribution packages that include it){workaround}",
                 (f"{t.gpu.source}: {asic.gfx}", f"sources: {asic.source}"),
                 t.gpu.slot,
+                blocked_by=t.blocked_code,
             )
         )
 
