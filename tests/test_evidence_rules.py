@@ -121,3 +121,37 @@ def test_a_blocker_of_one_gpu_does_not_block_the_other() -> None:
     assert "15d8" in too_old.message
     polaris = [f for f in findings if f.code == "userspace-target-unsupported" and "67ef" in f.message]
     assert polaris and polaris[0].blocked_by is None
+
+
+SYMBOL_LINE = "amdgpu: Unknown symbol drm_sched_job_init (err -2)"
+
+
+def test_a_module_for_another_kernel_on_the_machine_and_in_its_paste(fresh_machine: Make) -> None:
+    spec = (
+        MachineBuilder("sym")
+        .ubuntu2404()
+        .with_gpu(0x744C)
+        .with_user("alice", groups=["render"], session=True)
+        .amdgpu_not_loaded()
+        .with_log(SYMBOL_LINE)
+    )
+    system = fresh_machine(spec.build())
+    verdict = assess(probe(system))
+    (live,) = verdict.by_code("module-kernel-mismatch")
+    assert live.severity is Severity.ERROR and "drm_sched_job_init" in live.message
+    assert "module-not-loaded" not in verdict.codes()  # the same cause, said once
+    root = headline(verdict.findings)
+    assert root is not None and root.code == "module-kernel-mismatch"
+    paste = diagnose_text(paste_of(system.root.path))
+    pasted = headline(paste.findings)
+    assert pasted is not None and pasted.code == "module-kernel-mismatch"
+
+
+def test_a_mismatch_before_a_good_load_is_a_warning() -> None:
+    text = (
+        f"[    4.0] {SYMBOL_LINE}\n"
+        "[    6.0] kfd kfd: amdgpu: added device 1002:744c\n"
+        "0b:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [1002:744c] (rev c8)\n"
+    )
+    (finding,) = [f for f in diagnose_text(text).findings if f.code == "module-kernel-mismatch"]
+    assert finding.severity is Severity.WARNING

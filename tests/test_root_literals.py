@@ -16,8 +16,10 @@ PREFIXES = ("/sys", "/dev", "/proc", "/etc", "/boot", "/lib/modules", "/run", "/
 # in text pasted from other machines and opens nothing; devtools builds test
 # and demo infrastructure (a private bus, polkitd) on the host it runs on,
 # never the machine kfdguard checks.
+# evidence/text.py is where diagnose's reading of pasted text moved.
 EXEMPT = {"root.py"}
 EXEMPT_DIRS = {"simulate", "diagnose", "devtools"}
+EXEMPT_PATHS = {"evidence/text.py"}
 
 
 def _path_like_constants(tree: ast.AST) -> list[tuple[int, str]]:
@@ -39,7 +41,7 @@ def test_no_host_path_literals_outside_root() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
-        if rel.name in EXEMPT or rel.parts[0] in EXEMPT_DIRS:
+        if rel.name in EXEMPT or rel.parts[0] in EXEMPT_DIRS or rel.as_posix() in EXEMPT_PATHS:
             continue
         # Docstrings and JoinedStr parts inside them are prose; skip module/function docstrings.
         tree = ast.parse(path.read_text())

@@ -14,7 +14,7 @@ def _mode_allows_group(mode: str) -> bool:
 
 def _node_missing(r: Reasoning, error: str) -> None:
     obs = r.obs
-    node = obs.nodes.get("/dev/kfd")
+    node = obs.kfd
     if not ("No such file" in error or (node is not None and node.mode is None)):
         return
     if r.has("no-amd-gpu"):
@@ -61,7 +61,7 @@ def _no_gpu_node(r: Reasoning, error: str) -> None:
 
 def _denied(r: Reasoning, error: str) -> None:
     obs = r.obs
-    node = obs.nodes.get("/dev/kfd")
+    node = obs.kfd
     group = node.group if node and node.group else "render"
     seen = obs.user
     if not ("Permission denied" in error or (obs.not_member_of and not error)):
@@ -95,7 +95,7 @@ def _denied(r: Reasoning, error: str) -> None:
 
 
 def _mode(r: Reasoning) -> None:
-    node = r.obs.nodes.get("/dev/kfd")
+    node = r.obs.kfd
     seen = r.obs.user
     if node is None or node.mode is None:
         return

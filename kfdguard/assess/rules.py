@@ -254,6 +254,32 @@ def rule_kfd_built(r: Reasoning) -> None:
         t.block("kernel built without KFD", "kfd-not-built")
 
 
+def rule_module_mismatch(r: Reasoning) -> None:
+    """An amdgpu built for another kernel: the kernel refuses it for symbols it does not have."""
+    lines = [e for e in r.events if e.rule == "module-unknown-symbol" and e.driver in ("amdgpu", "amdkfd")]
+    if not lines:
+        return
+    symbols = sorted({e.value("symbol") or e.value("symbol2") or "?" for e in lines})
+    pending = [t for t in r.amd if not t.has_node]
+    loaded = r.machine.facts.amdgpu.loaded if r.machine is not None else bool(r.amd) and not pending
+    shown = ", ".join(symbols[:3]) + (f" and {len(symbols) - 3} more" if len(symbols) > 3 else "")
+    r.findings.append(
+        Finding(
+            "module-kernel-mismatch",
+            W if loaded else E,
+            f"the kernel refused an {lines[0].driver} module built for another kernel (unknown symbols: {shown})"
+            + ("; an amdgpu that matches was loaded after it" if loaded else ": amdgpu did not load"),
+            "an out-of-tree build (amdgpu-dkms) that does not match the running kernel: rebuild it for this "
+            "kernel (sudo dkms autoinstall -k $(uname -r)) or remove amdgpu-dkms to use the kernel's own "
+            "amdgpu; then regenerate the initramfs and reboot",
+            tuple(e.text for e in lines[:3]),
+        )
+    )
+    if not loaded:
+        for t in pending:
+            t.block("amdgpu built for another kernel", "module-kernel-mismatch")
+
+
 def _events_of(t: Identified, failing: list[LogEvent], alone: bool) -> list[LogEvent]:
     mine = events_for(t.gpu, failing)
     taken = {id(e) for e in mine}  # identity: comparing records field by field is quadratic on a long log
@@ -634,7 +660,7 @@ def rule_unknown(r: Reasoning) -> None:
             "whether KFD added the GPU: the log shows no 'added device' line (paste the whole boot's "
             "'sudo dmesg | grep -Ei \"kfd|amdgpu\"')"
         )
-    if "/dev/kfd" not in obs.nodes and not obs.value("kfd-open-error"):
+    if obs.kfd is None and not obs.value("kfd-open-error"):
         r.unknown.append("the permissions of /dev/kfd: paste 'ls -l /dev/kfd /dev/dri'")
     if obs.user is None and not obs.member_of and not obs.not_member_of:
         r.unknown.append("your groups: paste the output of 'id'")
@@ -661,6 +687,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_gpus_present,
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
+        rule_module_mismatch,
         rule_log_causes,
         rule_optional_firmware,
         rule_kernel_support,

@@ -28,22 +28,22 @@ def observe(facts: Facts, distribution: str | None = None) -> Observations:
         obs.kinds.add("uname")
         obs.add("kernel-release", kernel.release, Source("uname"))
     if distribution:
-        obs.add("distribution", distribution, Source("/etc/os-release"))
+        obs.add("distribution", distribution, Source("os-release"))
     for gpu in facts.amd_gpus:
         obs.kinds.add("lspci")
-        source = Source(f"/sys/bus/pci/devices/{gpu.slot}")
+        source = Source(f"PCI device {gpu.slot} (sysfs)")
         obs.gpus.append(SeenGpu(gpu.vendor, gpu.device, source, gpu.revision, gpu.slot))
     kfd = _node(facts, facts.kfd.node)
     if kfd is not None:
         obs.kinds.add("ls")
-        obs.nodes[kfd.path] = kfd
+        obs.nodes[kfd.path] = obs.kfd = kfd
     for render in facts.render_nodes.values():
         seen = _node(facts, render)
         if seen is not None:
             obs.nodes[seen.path] = seen
     for node in facts.kfd.gpu_nodes:
         obs.kinds.add("topology")
-        source = Source(f"/sys/class/kfd/kfd/topology/nodes/{node.index}/properties")
+        source = Source(f"KFD topology node {node.index} (sysfs)")
         obs.agents.append(SeenAgent(node.gfx or "gfx?", source, node.prop("device_id") or None, node.slot))
     config_source = Source(kernel.config_source or "kernel config")
     obs.kconfig = {symbol: (value, config_source) for symbol, value in kernel.config.items()}

@@ -79,7 +79,8 @@ class Observations:
     kinds: set[str] = field(default_factory=set)  # kernel-log, rocminfo, ls, id, uname, lspci, kconfig...
     facts: list[Observed] = field(default_factory=list)
     gpus: list[SeenGpu] = field(default_factory=list)
-    nodes: dict[str, SeenNode] = field(default_factory=dict)
+    nodes: dict[str, SeenNode] = field(default_factory=dict)  # by path, as the source names it
+    kfd: SeenNode | None = None  # the KFD node among them, where the source shows it
     user: SeenUser | None = None
     member_of: list[tuple[str, str, Source]] = field(default_factory=list)  # rocminfo's own verdicts
     not_member_of: list[tuple[str, str, Source]] = field(default_factory=list)

@@ -128,6 +128,12 @@ def _lspci(obs: Observations, line: _Line, state: _State) -> None:
     _add_gpu(obs, SeenGpu(int(m["vendor"], 16), int(m["device"], 16), source, revision, slot, m["name"].strip()))
 
 
+def _node(obs: Observations, node: SeenNode) -> None:
+    obs.nodes[node.path] = node
+    if node.path == "/dev/kfd":
+        obs.kfd = node
+
+
 def _ls(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
     m = _LS_DIR.match(bare)
@@ -143,12 +149,12 @@ def _ls(obs: Observations, line: _Line, state: _State) -> None:
                 return
             path = f"{state.directory or '/dev'}/{path.removeprefix('dri/')}"
         obs.kinds.add("ls")
-        obs.nodes[path] = SeenNode(path, m["mode"], m["owner"], m["group"], Source("ls -l", line.number))
+        _node(obs, SeenNode(path, m["mode"], m["owner"], m["group"], Source("ls -l", line.number)))
         return
     m = _LS_MISSING.search(bare)
     if m:
         obs.kinds.add("ls")
-        obs.nodes[m["path"]] = SeenNode(m["path"], None, None, None, Source("ls -l", line.number))
+        _node(obs, SeenNode(m["path"], None, None, None, Source("ls -l", line.number)))
 
 
 def _groups(obs: Observations, line: _Line, state: _State) -> None:
