@@ -137,14 +137,14 @@ def test_a_module_for_another_kernel_on_the_machine_and_in_its_paste(fresh_machi
     )
     system = fresh_machine(spec.build())
     verdict = assess(probe(system))
-    (live,) = verdict.by_code("module-kernel-mismatch")
+    (live,) = verdict.by_code("module-symbol-mismatch")
     assert live.severity is Severity.ERROR and "drm_sched_job_init" in live.message
     assert "module-not-loaded" not in verdict.codes()  # the same cause, said once
     root = headline(verdict.findings)
-    assert root is not None and root.code == "module-kernel-mismatch"
+    assert root is not None and root.code == "module-symbol-mismatch"
     paste = diagnose_text(paste_of(system.root.path))
     pasted = headline(paste.findings)
-    assert pasted is not None and pasted.code == "module-kernel-mismatch"
+    assert pasted is not None and pasted.code == "module-symbol-mismatch"
 
 
 def test_a_mismatch_before_a_good_load_is_a_warning() -> None:
@@ -153,5 +153,16 @@ def test_a_mismatch_before_a_good_load_is_a_warning() -> None:
         "[    6.0] kfd kfd: amdgpu: added device 1002:744c\n"
         "0b:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [1002:744c] (rev c8)\n"
     )
-    (finding,) = [f for f in diagnose_text(text).findings if f.code == "module-kernel-mismatch"]
+    (finding,) = [f for f in diagnose_text(text).findings if f.code == "module-symbol-mismatch"]
     assert finding.severity is Severity.WARNING
+
+
+def test_symbols_of_a_missing_dependency_are_not_a_mismatch() -> None:
+    text = (
+        "[    7.668049] amdgpu: Unknown symbol amd_iommu_bind_pasid (err -2)\n"
+        "[    7.668135] amdgpu: Unknown symbol amd_iommu_free_device (err -2)\n"
+    )
+    codes = {f.code for f in diagnose_text(text).findings}
+    assert codes == {"module-dependency-missing"}
+    (finding,) = diagnose_text(text).findings
+    assert "amd_iommu_v2" in finding.message and "linux-modules-extra" in finding.remedy

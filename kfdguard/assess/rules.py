@@ -254,18 +254,57 @@ def rule_kfd_built(r: Reasoning) -> None:
         t.block("kernel built without KFD", "kfd-not-built")
 
 
+# Symbols amdgpu takes from another module of the same kernel: unknown, they mean that module is not
+# installed, not that amdgpu was built for another kernel. amd_iommu_v2 (drivers/iommu/amd/iommu_v2.c,
+# CONFIG_AMD_IOMMU_V2=m until 6.6) exports amd_iommu_bind_pasid, amd_iommu_free_device, ...; Ubuntu
+# ships it in linux-modules-extra-<release>.
+PROVIDED_BY = (("amd_iommu_", "amd_iommu_v2"),)
+
+
+def _provider(symbols: list[str]) -> str | None:
+    found = {module for s in symbols for prefix, module in PROVIDED_BY if s.startswith(prefix)}
+    every = all(any(s.startswith(prefix) for prefix, _ in PROVIDED_BY) for s in symbols)
+    return found.pop() if every and len(found) == 1 else None
+
+
+def _dependency_missing(r: Reasoning, module: str, lines: list[LogEvent], loaded: bool) -> None:
+    r.findings.append(
+        Finding(
+            "module-dependency-missing",
+            W if loaded else E,
+            f"{lines[0].driver} needs symbols from {module}, which is not installed for this kernel"
+            + ("" if loaded else ": amdgpu did not load"),
+            f"install the package with {module}.ko for the running kernel (Ubuntu: sudo apt install "
+            "linux-modules-extra-$(uname -r)); then sudo modprobe amdgpu or reboot",
+            tuple(e.text for e in lines[:3]),
+        )
+    )
+
+
 def rule_module_mismatch(r: Reasoning) -> None:
-    """An amdgpu built for another kernel: the kernel refuses it for symbols it does not have."""
+    """The kernel refuses amdgpu for symbols it does not have: built for another kernel, or a dependency missing."""
     lines = [e for e in r.events if e.rule == "module-unknown-symbol" and e.driver in ("amdgpu", "amdkfd")]
     if not lines:
         return
     symbols = sorted({e.value("symbol") or e.value("symbol2") or "?" for e in lines})
     pending = [t for t in r.amd if not t.has_node]
     loaded = r.machine.facts.amdgpu.loaded if r.machine is not None else bool(r.amd) and not pending
+    provider = _provider(symbols)
     shown = ", ".join(symbols[:3]) + (f" and {len(symbols) - 3} more" if len(symbols) > 3 else "")
+    if provider is not None:
+        _dependency_missing(r, provider, lines, loaded)
+    else:
+        _built_for_another_kernel(r, shown, lines, loaded)
+    if not loaded:
+        code = "module-dependency-missing" if provider else "module-symbol-mismatch"
+        for t in pending:
+            t.block("amdgpu cannot load", code)
+
+
+def _built_for_another_kernel(r: Reasoning, shown: str, lines: list[LogEvent], loaded: bool) -> None:
     r.findings.append(
         Finding(
-            "module-kernel-mismatch",
+            "module-symbol-mismatch",
             W if loaded else E,
             f"the kernel refused an {lines[0].driver} module built for another kernel (unknown symbols: {shown})"
             + ("; an amdgpu that matches was loaded after it" if loaded else ": amdgpu did not load"),
@@ -275,9 +314,6 @@ def rule_module_mismatch(r: Reasoning) -> None:
             tuple(e.text for e in lines[:3]),
         )
     )
-    if not loaded:
-        for t in pending:
-            t.block("amdgpu built for another kernel", "module-kernel-mismatch")
 
 
 def _events_of(t: Identified, failing: list[LogEvent], alone: bool) -> list[LogEvent]:
