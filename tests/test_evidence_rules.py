@@ -166,3 +166,20 @@ def test_symbols_of_a_missing_dependency_are_not_a_mismatch() -> None:
     assert codes == {"module-dependency-missing"}
     (finding,) = diagnose_text(text).findings
     assert "amd_iommu_v2" in finding.message and "linux-modules-extra" in finding.remedy
+
+
+def test_a_render_node_the_user_cannot_open() -> None:
+    listing = (
+        "$ ls -l /dev/kfd /dev/dri\n"
+        "crw-rw-rw- 1 root render 240, 0 Dec  1 08:25 /dev/kfd\n\n/dev/dri:\ntotal 0\n"
+        "crw-rw----  1 root video  226,   0 Dec  1 08:25 card0\n"
+        "crw-rw----  1 root render 226, 128 Dec  1 08:25 renderD128\n"
+        "$ id\nuid=1000(bob) gid=1000(bob) groups=1000(bob),44(video)\n"
+    )
+    (finding,) = [f for f in diagnose_text(listing).findings if f.code == "render-node-permissions"]
+    assert finding.message.startswith("/dev/dri/renderD128 is crw-rw---- root:render: bob")
+    assert "usermod -aG render bob" in finding.remedy
+    assert any(e.startswith("ls -l (line 7)") for e in finding.evidence)
+    # With udev's uaccess ACL ("+") the seat user may open it: ls -l cannot say, so nothing is claimed.
+    with_acl = listing.replace("crw-rw----  1 root render", "crw-rw----+ 1 root render")
+    assert "render-node-permissions" not in {f.code for f in diagnose_text(with_acl).findings}

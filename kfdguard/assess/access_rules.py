@@ -121,6 +121,34 @@ def _mode(r: Reasoning) -> None:
         )
 
 
+def _render_nodes(r: Reasoning) -> None:
+    """libhsakmt skips a GPU whose render node the user cannot open, without a word (kfd-facts.md §3)."""
+    seen = r.obs.user
+    for path, node in sorted(r.obs.nodes.items()):
+        if not path.startswith("/dev/dri/renderD") or node.mode is None or node.acl or node.mode[7:9] == "rw":
+            continue  # an ACL ("+") may grant the user access: ls -l does not show to whom
+        if seen is None:
+            closed = not _mode_allows_group(node.mode)
+        else:
+            closed = seen.user != node.owner and (node.group not in seen.groups or not _mode_allows_group(node.mode))
+        if not closed:
+            continue
+        who = f"{seen.user or 'the user'} (groups: {' '.join(seen.groups)})" if seen else "members of its group"
+        r.findings.append(
+            Finding(
+                "render-node-permissions",
+                E,
+                f"{path} is {node.mode} {node.owner}:{node.group}: {who} cannot open it, so ROCm silently "
+                "skips that GPU",
+                f"sudo usermod -aG {node.group} {seen.user if seen and seen.user else '$USER'} and log in again"
+                if seen and _mode_allows_group(node.mode)
+                else 'a udev rule SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="render", MODE="0660"',
+                (f"{node.source}: {node.mode} {node.owner}:{node.group}",)
+                + ((f"{seen.source}: groups {' '.join(seen.groups)}",) if seen else ()),
+            )
+        )
+
+
 def rule_access(r: Reasoning) -> None:
     if r.machine is not None:
         from kfdguard.assess.checks import check_permissions, check_users
@@ -134,3 +162,4 @@ def rule_access(r: Reasoning) -> None:
     _no_gpu_node(r, error)
     _denied(r, error)
     _mode(r)
+    _render_nodes(r)

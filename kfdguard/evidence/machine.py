@@ -18,7 +18,7 @@ def _node(facts: Facts, node: DeviceNode) -> SeenNode | None:
     accounts = facts.accounts
     mode = node.stat.symbolic.rstrip("+")
     owner, group = accounts.user_name(node.stat.uid), accounts.group_name(node.stat.gid)
-    return SeenNode(node.path, mode, owner, group, Source(f"stat {node.path}"))
+    return SeenNode(node.path, mode, owner, group, Source(f"stat {node.path}"), bool(node.stat.acl))
 
 
 def observe(facts: Facts, distribution: str | None = None) -> Observations:

@@ -53,6 +53,7 @@ class SeenNode:
     owner: str | None
     group: str | None
     source: Source
+    acl: bool = False  # ls -l's "+": an ACL grants more than the mode shows (udev's uaccess for the seat user)
 
 
 @dataclass(frozen=True, slots=True)

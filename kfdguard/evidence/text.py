@@ -33,7 +33,7 @@ _LSPCI = re.compile(
 )
 # "ls -l" of a character device: mode, links, owner, group, "major, minor" (minor right-aligned), date, name.
 _LS = re.compile(
-    r"^(?P<mode>[cbdlps-][rwxsStT-]{9})[+.@]?\s+\d+\s+(?P<owner>\S+)\s+(?P<group>\S+)\s+"
+    r"^(?P<mode>[cbdlps-][rwxsStT-]{9})(?P<acl>[+.@]?)\s+\d+\s+(?P<owner>\S+)\s+(?P<group>\S+)\s+"
     r"(?P<major>\d+),\s*(?P<minor>\d+)\s+.*?(?P<path>(?:/dev/)?(?:kfd|dri/renderD\d+|renderD\d+))\s*$"
 )
 _LS_DIR = re.compile(r"^(?P<dir>/dev/dri):$")
@@ -149,7 +149,8 @@ def _ls(obs: Observations, line: _Line, state: _State) -> None:
                 return
             path = f"{state.directory or '/dev'}/{path.removeprefix('dri/')}"
         obs.kinds.add("ls")
-        _node(obs, SeenNode(path, m["mode"], m["owner"], m["group"], Source("ls -l", line.number)))
+        source = Source("ls -l", line.number)
+        _node(obs, SeenNode(path, m["mode"], m["owner"], m["group"], source, m["acl"] == "+"))
         return
     m = _LS_MISSING.search(bare)
     if m:
