@@ -183,3 +183,15 @@ def test_a_render_node_the_user_cannot_open() -> None:
     # With udev's uaccess ACL ("+") the seat user may open it: ls -l cannot say, so nothing is claimed.
     with_acl = listing.replace("crw-rw----  1 root render", "crw-rw----+ 1 root render")
     assert "render-node-permissions" not in {f.code for f in diagnose_text(with_acl).findings}
+
+
+def test_a_rootless_container_whose_kfd_group_is_not_mapped() -> None:
+    text = (
+        "$ rocminfo\nROCk module version 6.8.5 is loaded\nUnable to open /dev/kfd read-write: Permission denied\n"
+        'root is not member of "video" group, the default DRM access group.\n'
+        "$ id\nuid=0(root) gid=0(root) groups=0(root)\n"
+        "$ ls -la /dev/kfd\ncrw-rw---- 1 65534 65534 235, 0 Sep 10 19:47 /dev/kfd\n"
+    )
+    codes = {f.code for f in diagnose_text(text).findings}
+    assert "rootless-gid-unmapped" in codes
+    assert not codes & {"user-not-in-group", "device-permissions"}  # usermod inside would not help

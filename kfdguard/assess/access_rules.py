@@ -149,6 +149,32 @@ def _render_nodes(r: Reasoning) -> None:
         )
 
 
+# Inside a user namespace an id the namespace does not map shows as the overflow id
+# (/proc/sys/kernel/overflowuid and overflowgid, 65534 by default: "nobody"/"nogroup").
+OVERFLOW = frozenset({"65534", "nobody", "nogroup"})
+
+
+def _unmapped(r: Reasoning) -> bool:
+    """A rootless container: the host's group that owns /dev/kfd is not mapped, so no group inside can open it."""
+    node = r.obs.kfd
+    if node is None or node.mode is None or node.group not in OVERFLOW or node.mode[7:9] == "rw":
+        return False
+    r.findings.append(
+        Finding(
+            "rootless-gid-unmapped",
+            E,
+            f"/dev/kfd shows group {node.group}: inside this user namespace (a rootless container) the host's group "
+            "that owns it is not mapped, so no user in the container can open it; usermod inside does not help",
+            "on the host, start the container so that it keeps that group: podman run --group-add keep-groups "
+            "(crun), or run it as a user who is in the host's render/video group with those gids mapped "
+            "(/etc/subgid); a rootful container with --device=/dev/kfd --group-add video --group-add render "
+            "also works",
+            (f"{node.source}: {node.mode} {node.owner}:{node.group}",),
+        )
+    )
+    return True
+
+
 def rule_access(r: Reasoning) -> None:
     if r.machine is not None:
         from kfdguard.assess.checks import check_permissions, check_users
@@ -160,6 +186,8 @@ def rule_access(r: Reasoning) -> None:
     error = r.obs.value("kfd-open-error") or ""
     _node_missing(r, error)
     _no_gpu_node(r, error)
+    if _unmapped(r):
+        return  # what denied access is the mapping, not the user's groups or the node's mode
     _denied(r, error)
     _mode(r)
     _render_nodes(r)

@@ -40,6 +40,7 @@ FLOOR: dict[str, int] = {
     "device-permissions": ACCESS,
     "render-node-permissions": ACCESS,
     "user-not-in-group": ACCESS,
+    "rootless-gid-unmapped": ACCESS,
     "userspace-target-unsupported": USERSPACE,
 }
 
@@ -60,6 +61,7 @@ MACHINE_WIDE = frozenset(
         "kfd-no-gpu-node",
         "device-permissions",
         "user-not-in-group",
+        "rootless-gid-unmapped",
     }
 )
 
