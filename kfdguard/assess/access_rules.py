@@ -125,7 +125,7 @@ def _render_nodes(r: Reasoning) -> None:
     """libhsakmt skips a GPU whose render node the user cannot open, without a word (kfd-facts.md §3)."""
     seen = r.obs.user
     for path, node in sorted(r.obs.nodes.items()):
-        if not path.startswith("/dev/dri/renderD") or node.mode is None or node.acl or node.mode[7:9] == "rw":
+        if not path.rsplit("/", 1)[-1].startswith("renderD") or node.mode is None or node.acl or node.mode[7:9] == "rw":
             continue  # an ACL ("+") may grant the user access: ls -l does not show to whom
         if seen is None:
             closed = not _mode_allows_group(node.mode)
