@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from kfdguard.assess.order import headline
 from kfdguard.facts import Facts
 from kfdguard.verdict import Finding, Severity, Verdict
 
@@ -98,6 +99,8 @@ def finding_json(f: Finding) -> dict[str, object]:
         "remedy": f.remedy,
         "evidence": list(f.evidence),
         "gpu": f.gpu,
+        # The lower-floor finding that stops this GPU first; null when this one is not blocked.
+        "blocked_by": f.blocked_by,
     }
 
 
@@ -108,7 +111,8 @@ def _wrap(text: str, indent: str, width: int = 100) -> str:
 def render_findings(findings: tuple[Finding, ...], *, verbose: bool = False) -> list[str]:
     lines: list[str] = []
     for f in findings:
-        lines.append(f"  {MARK[f.severity]} {f.severity:<7} {f.code}")
+        after = f"  (matters only after {f.blocked_by} is fixed)" if f.blocked_by else ""
+        lines.append(f"  {MARK[f.severity]} {f.severity:<7} {f.code}{after}")
         lines.append(_wrap(f.message, "      "))
         if f.remedy:
             lines.append(_wrap("fix: " + f.remedy, "      "))
@@ -198,6 +202,10 @@ def text_diagnosis_text(d: TextDiagnosis, source: str, *, verbose: bool = False)
         lines.append("  What the text shows")
         lines.extend(_wrap(item, "    - ") for item in d.established)
     lines.append("")
+    root = headline(d.findings)
+    if root is not None and root.severity is Severity.ERROR:
+        lines.append(_wrap(f"Root cause: {root.code}: {root.message}", "  "))
+        lines.append("")
     if d.findings:
         lines.append("  Findings")
         lines.extend(render_findings(d.findings, verbose=verbose))
@@ -310,6 +318,22 @@ def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) ->
     }
 
 
+def _kernel_choices(rec: Recommendation) -> list[str]:
+    lines = []
+    for c in rec.choices:
+        mark = "*" if c.release == rec.kernel else " "
+        state = "can run compute" if c.capable else ("unknown" if c.capable is None else "cannot run compute")
+        extra = [] if c.bootable else ["not bootable"]
+        if c.last:
+            extra.append(f"last check: {c.last}")
+        if c.failed_after_fallback:
+            extra.append("failed after a fallback: not chosen again until the installed kernels change")
+        lines.append(f"   {mark} {c.release:<24} {state}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""))
+        if extra:
+            lines.append(f"     {'':<24} {'; '.join(extra)}")
+    return lines
+
+
 def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, machine: str | None) -> str:
     where = f"simulated machine {machine}" if machine else ("this machine" if facts.root == "/" else facts.root)
     loader = facts.bootloader
@@ -324,17 +348,7 @@ def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, ma
     )
     lines.append("")
     lines.append("  Installed kernels")
-    for c in rec.choices:
-        mark = "*" if c.release == rec.kernel else " "
-        state = "can run compute" if c.capable else ("unknown" if c.capable is None else "cannot run compute")
-        extra = [] if c.bootable else ["not bootable"]
-        if c.last:
-            extra.append(f"last check: {c.last}")
-        if c.failed_after_fallback:
-            extra.append("failed after a fallback: not chosen again until the installed kernels change")
-        lines.append(f"   {mark} {c.release:<24} {state}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""))
-        if extra:
-            lines.append(f"     {'':<24} {'; '.join(extra)}")
+    lines += _kernel_choices(rec)
     lines.append("")
     if rec.kernel:
         lines.append(_wrap(f"Recommended {rec.kernel}: {rec.reason}.", "  "))

@@ -59,6 +59,9 @@ class Finding:
     remedy: str  # what to do, with exact commands where possible; "" for info
     evidence: tuple[str, ...] = ()  # facts and log lines it rests on
     gpu: str | None = None  # PCI slot it concerns, if one
+    # The code of a finding on a lower floor of the stack (hardware, kernel, device node, permissions,
+    # userspace) that stops the same GPU first: this one cannot matter until that is fixed.
+    blocked_by: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", clean(self.message))

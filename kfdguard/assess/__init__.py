@@ -1,14 +1,19 @@
 """assess: pure and deterministic. Facts + Config + knowledge -> Verdict.
 
-No I/O, no clock, no environment: everything it needs is in the Facts.
+No I/O, no clock, no environment: everything it needs is in the Facts. A thin
+front end: the Facts become observations (``evidence.machine``) and go
+through the one rule set (``assess.rules``) that pasted text goes through.
 """
 
 from __future__ import annotations
 
-from kfdguard.assess.checks import CHECKS, summary_ready
+from kfdguard.assess.checks import summary_ready
 from kfdguard.assess.context import Context, Gpu
+from kfdguard.assess.order import headline, root_cause_first
 from kfdguard.assess.plan import plan
+from kfdguard.assess.rules import run
 from kfdguard.config import Config, ConfigError
+from kfdguard.evidence.machine import observe
 from kfdguard.facts import Facts
 from kfdguard.fallback.policy import Recommendation, recommend
 from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
@@ -16,8 +21,8 @@ from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
 
 def assess(facts: Facts, config: Config | None = None, config_errors: tuple[ConfigError, ...] = ()) -> Verdict:
     ctx = Context(facts, config or Config(), config_errors)
-    for check in CHECKS:
-        check(ctx)
+    # The same rules as for a pasted text, over the machine's observations (and its context).
+    run(observe(facts, ctx.distro), ctx)
     kfd = facts.kfd
     # A device cgroup's EPERM says nothing about KFD; sysfs topology already showed it up.
     interface_ok = (kfd.version is not None and kfd.version[0] == 1) or ctx.has("kfd-ioctl-denied")
@@ -26,7 +31,7 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
     if ready_gpus:
         summary_ready(ctx, ready_gpus)
     rec = _fallback(ctx)
-    findings = tuple(sorted(ctx.findings, key=lambda f: f.key()))
+    findings = root_cause_first(ctx.findings)
     errors = [f for f in findings if f.severity is Severity.ERROR]
     if not ctx.gpus:
         state = State.NO_DEVICE
@@ -98,7 +103,9 @@ def _status(gpu: Gpu, ready: bool) -> GpuStatus:
 
 
 def _summary(state: State, findings: tuple[Finding, ...], ready: list[Gpu]) -> str:
-    first_error = next((f for f in findings if f.severity is Severity.ERROR), None)
+    # Root cause first: the error on the lowest floor of the stack, not the first in the list.
+    root = headline(findings)
+    first_error = root if root is not None and root.severity is Severity.ERROR else None
     if state is State.NO_DEVICE:
         return "no AMD GPU: nothing for KFD to do"
     if state is State.READY:

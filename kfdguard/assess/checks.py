@@ -1,7 +1,9 @@
-"""The assessment's checks, in the order a person would reason.
+"""The rules that need what only a machine shows: its configuration, sysfs, DKMS trees, accounts.
 
-Each check reads the Context, adds findings, and may mark GPUs as blocked
-with the reason; later checks do not repeat what an earlier one explained.
+They are part of the one rule list in ``assess.rules`` (wrapped by
+``machine_only``, or called by the rule of the same cause when the source is a
+machine). Each reads the Context, adds findings, and may mark GPUs as blocked
+with the reason; later rules do not repeat what an earlier one explained.
 """
 
 from __future__ import annotations
@@ -10,12 +12,17 @@ import errno
 
 from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
-from kfdguard.assess.explain import ANONYMOUS_GPU_EVENTS, Cause, gpu_cause, runtime_causes, signature_rejected
-from kfdguard.facts import LogEvent, ModprobeDirective
+from kfdguard.assess.explain import Cause, signature_rejected
+from kfdguard.facts import ModprobeDirective, ModuleFacts
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
-from kfdguard.record import replace
 from kfdguard.verdict import Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kfdguard.assess.rules import Reasoning
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 
@@ -58,36 +65,15 @@ def check_gpus_present(ctx: Context) -> None:
     ctx.add("no-amd-gpu", I, message, "", others or ["no display-class PCI device with vendor 1002"])
 
 
-def check_kernel_config(ctx: Context) -> None:
-    """CONFIG_HSA_AMD: without it there is no KFD at all."""
-    if not ctx.gpus:
-        return
-    facts = ctx.facts
-    hsa = facts.kernel.symbol("CONFIG_HSA_AMD")
-    amdgpu = facts.amdgpu
-    evidence: list[str] = []
-    missing = False
-    if hsa == "n":
-        missing = True
-        evidence.append(f"{facts.kernel.config_source}: # CONFIG_HSA_AMD is not set")
-    elif hsa is None and amdgpu.loaded and ctx.merged and "sched_policy" not in amdgpu.params:
+def kfd_params_absent(ctx: Context) -> list[str]:
+    """Evidence that amdgpu has no KFD when the kernel config is not readable: its KFD parameters are absent."""
+    amdgpu = ctx.facts.amdgpu
+    if amdgpu.loaded and ctx.merged and "sched_policy" not in amdgpu.params:
         # The KFD parameters are declared inside #ifdef CONFIG_HSA_AMD.
-        missing = True
-        evidence.append("/sys/module/amdgpu/parameters has no sched_policy (KFD parameters absent)")
-    elif hsa is None and amdgpu.declared is not None and ctx.merged and "sched_policy" not in amdgpu.declared:
-        missing = True
-        evidence.append(f"{amdgpu.file} declares no KFD parameters (sched_policy absent)")
-    if not missing:
-        return
-    ctx.add(
-        "kfd-not-built",
-        E,
-        f"kernel {facts.kernel.release} was built without CONFIG_HSA_AMD: amdgpu has no KFD, there is no /dev/kfd",
-        remedies.kernel_with_kfd(ctx.distro),
-        evidence,
-    )
-    for gpu in ctx.gpus:
-        gpu.blocked = gpu.blocked or "kernel built without KFD"
+        return ["/sys/module/amdgpu/parameters has no sched_policy (KFD parameters absent)"]
+    if amdgpu.declared is not None and ctx.merged and "sched_policy" not in amdgpu.declared:
+        return [f"{amdgpu.file} declares no KFD parameters (sched_policy absent)"]
+    return []
 
 
 def _supporting_kernels(ctx: Context, needed: tuple[int, int]) -> list[str]:
@@ -101,7 +87,7 @@ def _supporting_kernels(ctx: Context, needed: tuple[int, int]) -> list[str]:
     return result
 
 
-def _newer_kernel_remedy(ctx: Context, needed: tuple[int, int] | None) -> str:
+def newer_kernel_remedy(ctx: Context, needed: tuple[int, int] | None) -> str:
     installed = _supporting_kernels(ctx, needed) if needed else []
     if installed:
         return (
@@ -111,46 +97,6 @@ def _newer_kernel_remedy(ctx: Context, needed: tuple[int, int] | None) -> str:
     if needed is None:
         return "install a newer kernel from your distribution"
     return remedies.newer_kernel(ctx.distro, ctx.facts.os.version_id, needed)
-
-
-def check_kernel_support(ctx: Context) -> None:
-    """Is the running kernel's KFD new enough for each ASIC (and does KFD support it at all)?"""
-    version = ctx.version
-    for gpu in ctx.gpus:
-        if gpu.blocked or gpu.node is not None:
-            continue
-        asic = gpu.asic
-        label = f"{gpu.name} ({gpu.facts.ids}, {asic.family if asic else 'unknown chip'})"
-        if asic is None:
-            continue
-        if asic.kfd_since is None:
-            ctx.add(
-                "asic-not-supported",
-                E,
-                f"{label} is not supported by KFD in any kernel: it cannot run ROCm compute",
-                "use another GPU for compute (OpenCL through Mesa's rusticl may still work for this card)",
-                [f"{gpu.facts.slot}: {asic.family} ({asic.generation}) has no KFD support", f"sources: {asic.source}"],
-                gpu.facts.slot,
-            )
-            gpu.blocked = "never supported by KFD"
-            continue
-        if version is not None and version < asic.kfd_since:
-            hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
-            remedy = _newer_kernel_remedy(ctx, asic.kfd_since)
-            ctx.add(
-                "kernel-too-old",
-                E,
-                f"kernel {ctx.facts.kernel.release} is too old for {label}: "
-                f"KFD supports {asic.gfx} from Linux {_kv(asic.kfd_since)}{hedge}",
-                remedy,
-                [
-                    f"running {ctx.facts.kernel.release}",
-                    f"{asic.family}: KFD since {_kv(asic.kfd_since)}",
-                    f"sources: {asic.source}",
-                ],
-                gpu.facts.slot,
-            )
-            gpu.blocked = f"kernel older than {_kv(asic.kfd_since)}"
 
 
 def check_dkms(ctx: Context) -> None:
@@ -181,86 +127,21 @@ def check_dkms(ctx: Context) -> None:
                 gpu.blocked = gpu.blocked or "amdgpu-dkms missing for this kernel"
 
 
-def events_for(ctx: Context, gpu: Gpu, candidates: int) -> list[LogEvent]:
-    slot = gpu.facts.slot
-    found = []
-    for e in ctx.facts.log.events:
-        if e.boot != 0 or e.klass not in ("failure",):
-            continue
-        ids = e.ids
-        if (
-            e.device == slot
-            or e.value("slot") == slot
-            or (ids is not None and ids[1] == gpu.facts.device)
-            or (e.rule in ANONYMOUS_GPU_EVENTS and e.device in (None, "kfd") and candidates == 1)
-            or (e.rule == "kfd-asic-unsupported" and gpu.asic and (e.value("asic") or "").lower() == gpu.asic.key)
-        ):
-            found.append(e)
-    return found
-
-
 def _apply(ctx: Context, cause: Cause, gpu: Gpu | None = None) -> None:
     ctx.add(cause.code, cause.severity, cause.message, cause.remedy, cause.evidence, gpu.facts.slot if gpu else None)
     if gpu is not None and cause.blocks:
         gpu.blocked = gpu.blocked or cause.blocks
 
 
-def check_log_causes(ctx: Context) -> None:
-    """What the kernel said about each GPU that has no KFD node."""
-    if not ctx.facts.log.events:
-        return
-    pending = [g for g in ctx.gpus if g.node is None and not g.blocked]
-    for gpu in pending:
-        label = f"{gpu.name} ({gpu.facts.slot}{', ' + gpu.asic.gfx if gpu.asic and gpu.asic.gfx else ''})"
-        cause = gpu_cause(label, gpu.asic, events_for(ctx, gpu, len(pending)), ctx.facts.kernel.release, ctx.distro)
-        if cause is not None and cause.code == "kernel-too-old":
-            needed = gpu.asic.kfd_since if gpu.asic else None
-            cause = replace(cause, remedy=_newer_kernel_remedy(ctx, needed))
-        if cause is not None:
-            _apply(ctx, cause, gpu)
+def machine_only(check: Callable[[Context], None]) -> Callable[[Reasoning], None]:
+    """A rule that needs what only a machine shows (its configuration, DKMS trees, sysfs, accounts)."""
 
+    def rule(r: Reasoning) -> None:
+        if r.machine is not None:
+            check(r.machine)
 
-def check_runtime(ctx: Context) -> None:
-    labels: dict[str | None, str] = {g.facts.slot: f"{g.name} ({g.facts.slot})" for g in ctx.gpus}
-    for cause in runtime_causes(list(ctx.facts.log.events), labels):
-        gpu = next((g for g in ctx.gpus if g.facts.slot in cause.message), None)
-        _apply(ctx, cause, gpu)
-
-
-def check_log_misc(ctx: Context) -> None:
-    log = ctx.facts.log
-    seen_params = {f.message for f in ctx.findings if f.code == "module-param-unknown"}
-    for e in log.by_rule("parse-args-ignored"):
-        param = e.value("param") or "?"
-        if any(f"'{param}'" in m for m in seen_params):
-            continue
-        ctx.add(
-            "module-param-unknown",
-            W,
-            f"{e.value('module')} was given option '{param}', which it does not declare: the kernel ignored it",
-            "find it in /etc/modprobe.d, the kernel command line (/proc/cmdline) or the initramfs, and delete it",
-            [e.text],
-        )
-    for e in log.by_rule("udev-group-unknown"):
-        group = e.value("group") or e.value("group2") or "?"
-        ctx.add(
-            "device-permissions",
-            E if group == ctx.group else W,
-            f"udev could not use group '{group}', so the nodes it should own stay root-only",
-            f"create the group (sudo groupadd --system {group}) or, with systemd 258+, make it a system "
-            "group; then: sudo udevadm trigger --action=add",
-            [e.text],
-        )
-    mismatch = log.by_rule("kfd-ip-mismatch")
-    if mismatch:
-        ctx.add(
-            "kfd-ip-mismatch",
-            W,
-            "KFD fell back to defaults for IP blocks it does not know: the kernel is "
-            "older than this GPU and compute may misbehave",
-            "use a newer kernel",
-            [e.text for e in mismatch[:2]],
-        )
+    rule.__name__ = check.__name__
+    return rule
 
 
 def check_module_loaded(ctx: Context) -> None:
@@ -272,13 +153,21 @@ def check_module_loaded(ctx: Context) -> None:
     pending = [g for g in ctx.gpus if not g.blocked]
     if not pending:
         return
-    release = ctx.facts.kernel.release
     rejected = ctx.facts.log.by_rule("module-signature-rejected")
     if rejected:
         _apply(ctx, signature_rejected(rejected))
         for gpu in pending:
             gpu.blocked = "module rejected (Secure Boot)"
         return
+    _not_loaded(ctx)
+    for gpu in pending:
+        gpu.blocked = "amdgpu not loaded"
+
+
+def _not_loaded(ctx: Context) -> None:
+    """Why amdgpu is not loaded: not installed, blacklisted, or kept off by the kernel command line."""
+    amdgpu = ctx.facts.amdgpu
+    release = ctx.facts.kernel.release
     if not amdgpu.present:
         ctx.add(
             "module-not-loaded",
@@ -287,24 +176,58 @@ def check_module_loaded(ctx: Context) -> None:
             remedies.load_module("amdgpu", ctx.distro, release),
             [f"no amdgpu module in /lib/modules/{release} (modules.dep, modules.builtin)"],
         )
-    else:
-        why = []
-        blacklist = list(ctx.facts.modprobe.for_module("amdgpu", "blacklist"))
-        why += [f"blacklisted at {_where(d)}" for d in blacklist]
-        if "amdgpu" in ctx.facts.modprobe.cmdline_blacklist:
-            why.append("modprobe.blacklist=amdgpu on the kernel command line")
-        for arg in ctx.facts.kernel.cmdline:
-            if arg in ("nomodeset", "amdgpu.modeset=0"):
-                why.append(f"{arg} on the kernel command line keeps amdgpu from initialising")
-        ctx.add(
-            "module-not-loaded",
-            E,
-            "amdgpu is not loaded" + (f" ({why[0]})" if why else ""),
-            remedies.load_module("amdgpu", ctx.distro, release) + ("; remove the blacklist first" if blacklist else ""),
-            [f"no /sys/module/amdgpu; module file {amdgpu.file or 'built in'}", *why],
+        return
+    blacklist = list(ctx.facts.modprobe.for_module("amdgpu", "blacklist"))
+    why = [f"blacklisted at {_where(d)}" for d in blacklist]
+    if "amdgpu" in ctx.facts.modprobe.cmdline_blacklist:
+        why.append("modprobe.blacklist=amdgpu on the kernel command line")
+    why += [
+        f"{arg} on the kernel command line keeps amdgpu from initialising"
+        for arg in ctx.facts.kernel.cmdline
+        if arg in ("nomodeset", "amdgpu.modeset=0")
+    ]
+    ctx.add(
+        "module-not-loaded",
+        E,
+        "amdgpu is not loaded" + (f" ({why[0]})" if why else ""),
+        remedies.load_module("amdgpu", ctx.distro, release) + ("; remove the blacklist first" if blacklist else ""),
+        [f"no /sys/module/amdgpu; module file {amdgpu.file or 'built in'}", *why],
+    )
+
+
+def _kfd_init_failed(ctx: Context, module: ModuleFacts) -> None:
+    """amdgpu (or amdkfd) is loaded and KFD is not there: it refused to start, usually over an option."""
+    facts = ctx.facts
+    evidence = [f"{module.name} is loaded", "no /sys/class/kfd/kfd and no /dev/kfd"]
+    evidence += [e.text for e in facts.log.by_rule("kfd-sched-policy-invalid", "kfd-queues-invalid")][:2]
+    cause = ""
+    still_configured = False
+    for name, param in KFD_PARAMS.items():
+        value = module.params.get(name)
+        if param.breaks_kfd and value is not None and param.check(value):
+            cause = f": {name}={value} is invalid ({param.check(value)})"
+            evidence.append(f"{module.param_path(name)} = {value}")
+            configured = [
+                v for d in facts.modprobe.for_module(module.name, "options") for p, v in option_pairs(d) if p == name
+            ]
+            configured += [v for p, v in facts.modprobe.cmdline_options.get(module.name, {}).items() if p == name]
+            still_configured = still_configured or any(param.check(v) for v in configured[-1:])
+    if cause and not still_configured:
+        remedy = (
+            "the configuration no longer sets the bad value: reboot to bring KFD up "
+            "(amdgpu is not reloaded while it drives the display)"
         )
-    for gpu in pending:
-        gpu.blocked = "amdgpu not loaded"
+    else:
+        remedy = "fix the module option (see module-param-invalid), then reboot or reload the module"
+    ctx.add(
+        "kfd-init-failed",
+        E,
+        f"KFD failed to initialise when {module.name} loaded{cause}; the display works, compute does not",
+        remedy,
+        evidence,
+    )
+    for gpu in ctx.gpus:
+        gpu.blocked = gpu.blocked or "KFD failed to initialise"
 
 
 def check_kfd_up(ctx: Context) -> None:
@@ -315,41 +238,8 @@ def check_kfd_up(ctx: Context) -> None:
         return
     module = facts.amdgpu if ctx.merged else facts.amdkfd
     if not kfd.sysfs and not kfd.node.stat:
-        if not module.loaded:
-            return
-        evidence = [f"{module.name} is loaded", "no /sys/class/kfd/kfd and no /dev/kfd"]
-        evidence += [e.text for e in facts.log.by_rule("kfd-sched-policy-invalid", "kfd-queues-invalid")][:2]
-        cause = ""
-        still_configured = False
-        for name, param in KFD_PARAMS.items():
-            value = module.params.get(name)
-            if param.breaks_kfd and value is not None and param.check(value):
-                cause = f": {name}={value} is invalid ({param.check(value)})"
-                evidence.append(f"{module.param_path(name)} = {value}")
-                configured = [
-                    v
-                    for d in facts.modprobe.for_module(module.name, "options")
-                    for p, v in option_pairs(d)
-                    if p == name
-                ]
-                configured += [v for p, v in facts.modprobe.cmdline_options.get(module.name, {}).items() if p == name]
-                still_configured = still_configured or any(param.check(v) for v in configured[-1:])
-        if cause and not still_configured:
-            remedy = (
-                "the configuration no longer sets the bad value: reboot to bring KFD up "
-                "(amdgpu is not reloaded while it drives the display)"
-            )
-        else:
-            remedy = "fix the module option (see module-param-invalid), then reboot or reload the module"
-        ctx.add(
-            "kfd-init-failed",
-            E,
-            f"KFD failed to initialise when {module.name} loaded{cause}; the display works, compute does not",
-            remedy,
-            evidence,
-        )
-        for gpu in ctx.gpus:
-            gpu.blocked = gpu.blocked or "KFD failed to initialise"
+        if module.loaded:
+            _kfd_init_failed(ctx, module)
         return
     if kfd.sysfs and kfd.node.stat is None:
         ctx.add(
@@ -364,6 +254,12 @@ def check_kfd_up(ctx: Context) -> None:
         for gpu in ctx.gpus:
             gpu.blocked = gpu.blocked or "/dev/kfd missing"
         return
+    _kfd_interface(ctx)
+
+
+def _kfd_interface(ctx: Context) -> None:
+    """/dev/kfd exists: does it answer AMDKFD_IOC_GET_VERSION with a major version kfdguard knows?"""
+    kfd = ctx.facts.kfd
     if kfd.node.stat is not None and kfd.version is None and kfd.version_errno == errno.EPERM and kfd.topology:
         # Root got EPERM on open: a device cgroup, not KFD. Under systemd that is
         # DeviceAllow=char-kfd resolved before amdgpu registered "kfd" in
@@ -549,64 +445,64 @@ def check_users(ctx: Context) -> None:
             )
 
 
+def _amdkfd_line_effect(ctx: Context, d: ModprobeDirective, install_kfd: ModprobeDirective | None) -> tuple[str, str]:
+    """What a modprobe.d line naming amdkfd does on a kernel without amdkfd, and how to fix it."""
+    if d.kind == "softdep" and install_kfd:
+        return (
+            f"with the 'install amdkfd' line at {install_kfd.file}:{install_kfd.line}, kmod runs that "
+            "command before every amdgpu load instead (checked with kmod's modprobe --show-depends)",
+            "delete the line",
+        )
+    if d.kind == "options":
+        real = [p for p, _ in option_pairs(d) if p in ctx.facts.amdgpu.params or p in KFD_PARAMS]
+        fix = "delete the line" + (f"; to set {', '.join(real)}, write 'options amdgpu …' instead" if real else "")
+        return "the options apply to nothing", fix
+    effects = {
+        "softdep": "kmod silently skips the missing soft dependency: the line does nothing",
+        "install": "any 'modprobe amdkfd' (and, through the softdep, every amdgpu load) runs this shell command, "
+        "whose 'modprobe amdkfd' fails with 'Module amdkfd not found'",
+    }
+    return effects.get(d.kind, "it has no effect"), "delete the line"
+
+
+def _amdkfd_lines(ctx: Context) -> None:
+    """On a kernel with KFD inside amdgpu, every line that names amdkfd does nothing, or worse."""
+    facts = ctx.facts
+    why = f"kernel {facts.kernel.release} has KFD built into amdgpu (Linux 4.20+): there is no amdkfd module"
+    install_kfd = next(iter(facts.modprobe.for_module("amdkfd", "install")), None)
+    for d in facts.modprobe.directives:
+        names_kfd = d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))
+        if not names_kfd:
+            continue
+        effect, fix = _amdkfd_line_effect(ctx, d, install_kfd)
+        ctx.add(
+            "softdep-missing-module",
+            W,
+            f"{_where(d)} names amdkfd, which does not exist: {effect}",
+            f"{fix} ({d.file}:{d.line}); 'sudo kfdguard enforce' reports it, and comments it out when "
+            "module.repair is true",
+            [_where(d), why],
+        )
+    logged = [e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd"]
+    for entry in facts.modprobe.modules_load:
+        if entry.module == "amdkfd":
+            ctx.add(
+                "softdep-missing-module",
+                W,
+                f"{entry.file}:{entry.line} asks systemd-modules-load to load amdkfd, which does not exist: "
+                "every boot logs \"Failed to find module 'amdkfd'\"",
+                f"delete line {entry.line} of {entry.file}; amdgpu (with KFD inside) loads by itself",
+                [f"{entry.file}:{entry.line}: amdkfd", why, *logged],
+            )
+
+
 def check_modprobe_conf(ctx: Context) -> None:
     """modprobe.d and modules-load.d lines that name modules or options that do not exist."""
     facts = ctx.facts
     if not ctx.gpus and not facts.amdgpu.present:
         return
     if ctx.merged:
-        why = f"kernel {facts.kernel.release} has KFD built into amdgpu (Linux 4.20+): there is no amdkfd module"
-        install_kfd = next(iter(facts.modprobe.for_module("amdkfd", "install")), None)
-        for d in facts.modprobe.directives:
-            names_kfd = d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))
-            if not names_kfd:
-                continue
-            if d.kind == "softdep" and install_kfd:
-                effect = (
-                    f"with the 'install amdkfd' line at {install_kfd.file}:{install_kfd.line}, kmod runs that "
-                    "command before every amdgpu load instead (checked with kmod's modprobe --show-depends)"
-                )
-                fix = "delete the line"
-            elif d.kind == "softdep":
-                effect = "kmod silently skips the missing soft dependency: the line does nothing"
-                fix = "delete the line"
-            elif d.kind == "install":
-                effect = (
-                    "any 'modprobe amdkfd' (and, through the softdep, every amdgpu load) runs this shell command, "
-                    "whose 'modprobe amdkfd' fails with 'Module amdkfd not found'"
-                )
-                fix = "delete the line"
-            elif d.kind == "options":
-                real = [p for p, _ in option_pairs(d) if p in facts.amdgpu.params or p in KFD_PARAMS]
-                effect = "the options apply to nothing"
-                fix = "delete the line" + (
-                    f"; to set {', '.join(real)}, write 'options amdgpu …' instead" if real else ""
-                )
-            else:
-                effect = "it has no effect"
-                fix = "delete the line"
-            ctx.add(
-                "softdep-missing-module",
-                W,
-                f"{_where(d)} names amdkfd, which does not exist: {effect}",
-                f"{fix} ({d.file}:{d.line}); 'sudo kfdguard enforce' reports it, and comments it out when "
-                "module.repair is true",
-                [_where(d), why],
-            )
-        for entry in facts.modprobe.modules_load:
-            if entry.module == "amdkfd":
-                ctx.add(
-                    "softdep-missing-module",
-                    W,
-                    f"{entry.file}:{entry.line} asks systemd-modules-load to load amdkfd, which does not exist: "
-                    "every boot logs \"Failed to find module 'amdkfd'\"",
-                    f"delete line {entry.line} of {entry.file}; amdgpu (with KFD inside) loads by itself",
-                    [
-                        f"{entry.file}:{entry.line}: amdkfd",
-                        why,
-                        *(e.text for e in facts.log.by_rule("modules-load-missing") if e.value("module") == "amdkfd"),
-                    ],
-                )
+        _amdkfd_lines(ctx)
     for d in facts.modprobe.directives:
         if d.kind != "options" or d.module not in ("amdgpu", "amdkfd"):
             continue
@@ -719,71 +615,6 @@ def _same(live: str, wanted: str) -> bool:
         return int(a, 0) == int(b, 0)
     except ValueError:
         return a == b
-
-
-OVERRIDES = {
-    "gfx1031": "10.3.0",
-    "gfx1032": "10.3.0",
-    "gfx1033": "10.3.0",
-    "gfx1034": "10.3.0",
-    "gfx1035": "10.3.0",
-    "gfx1036": "10.3.0",
-    "gfx90c": "9.0.0",
-    "gfx902": "9.0.0",
-    "gfx1150": "11.0.0",
-    "gfx1152": "11.0.0",
-}
-
-
-def check_userspace(ctx: Context) -> None:
-    if ctx.facts.software is not None:
-        # What is installed, read from its files (kfdguard/userspace/assess.py), replaces the static list below.
-        from kfdguard.userspace.assess import assess_software, gpu_targets
-
-        ctx.findings.extend(assess_software(ctx.facts.software, gpu_targets(ctx.facts)).findings)
-        return
-    for gpu in ctx.gpus:
-        asic = gpu.asic
-        if asic is None or asic.rocm_prebuilt or asic.gfx is None or asic.kfd_since is None:
-            continue
-        override = OVERRIDES.get(asic.gfx)
-        workaround = (
-            f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={override} in the program's environment "
-            "(runs code built for a neighbouring target; it may crash or compute wrongly)"
-            if override
-            else ""
-        )
-        ctx.add(
-            "userspace-target-unsupported",
-            W,
-            f"ROCm's prebuilt libraries have no code for {asic.gfx} ({gpu.name}): PyTorch-ROCm, rocBLAS and "
-            "similar fail with 'invalid device function' or 'no kernel image'",
-            f"use software built for {asic.gfx} (e.g. llama.cpp with -DAMDGPU_TARGETS={asic.gfx}, or "
-            f"distribution packages that include it){workaround}",
-            [f"{gpu.facts.slot}: {asic.gfx}", f"sources: {asic.source}"],
-            gpu.facts.slot,
-        )
-
-
-CHECKS = (
-    check_config,
-    check_problems,
-    check_gpus_present,
-    check_kernel_config,
-    check_dkms,
-    check_log_causes,
-    check_kernel_support,
-    check_module_loaded,
-    check_kfd_up,
-    check_gpu_nodes,
-    check_permissions,
-    check_users,
-    check_modprobe_conf,
-    check_configured_params,
-    check_log_misc,
-    check_runtime,
-    check_userspace,
-)
 
 
 def summary_ready(ctx: Context, ready: list[Gpu]) -> None:

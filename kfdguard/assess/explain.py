@@ -56,105 +56,166 @@ def _lines(events: list[LogEvent], limit: int = 4) -> tuple[str, ...]:
     return tuple(seen[:limit])
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What one GPU's cause functions look at: its label, its chip, its log lines and where it runs."""
+
+    label: str
+    asic: Asic | None
+    events: list[LogEvent]
+    kernel: str
+    distro: str
+
+    def having(self, *rules: str) -> list[LogEvent]:
+        return [e for e in self.events if e.rule in rules]
+
+
+def firmware_files(events: list[LogEvent]) -> list[str]:
+    named = {e.value("file") or e.value("file2") or "" for e in events if e.rule == "firmware-load-failed"}
+    return sorted(named - {""})
+
+
+def optional_firmware(name: str) -> bool:
+    """PSP trusted-application firmware (amdgpu/<chip>_ta.bin: HDCP, DTM, RAS, XGMI, secure display).
+
+    psp_v10_0/psp_v11_0/psp_v12_0 init_microcode log "Failed to load firmware" at info level and go
+    on without it; only some newer PSP versions fail the GPU's init on it, and then the log also shows
+    the init failure (drivers/gpu/drm/amd/amdgpu/psp_v1x_0.c, amdgpu_psp.c psp_init_ta_microcode).
+    """
+    return name.endswith("_ta.bin")
+
+
+def _atomics(s: _Seen) -> Cause | None:
+    ev = s.having("kfd-pcie-atomics")
+    if not ev:
+        return None
+    fw, need = ev[0].value("fw"), ev[0].value("need")
+    detail = f" (MEC firmware {fw}, needs {need} to work without them)" if fw and need and need != "0" else ""
+    return Cause(
+        "pcie-atomics",
+        E,
+        f"KFD skipped {s.label}: the PCIe path does not pass AtomicOps{detail}",
+        "put the card in a CPU-attached PCIe 3.0+ slot (chipset slots, risers, PCIe switches and old "
+        "platforms may not pass atomics); newer GPUs with current firmware (linux-firmware) can do without",
+        _lines(ev),
+        "PCIe atomics",
+    )
+
+
+def _iommu(s: _Seen) -> Cause | None:
+    if not s.having("kfd-iommu-disabled"):
+        return None
+    return Cause(
+        "iommu-required",
+        E,
+        f"KFD could not initialise {s.label}: this APU needs the IOMMU (IOMMUv2) on this kernel and it is off",
+        "enable the IOMMU in the firmware setup (often 'IOMMU' or 'AMD-Vi'), make sure amd_iommu=off is not "
+        "on the kernel command line, or use Linux 6.6 or newer, where KFD no longer needs IOMMUv2",
+        _lines(s.having("kfd-iommu-disabled", "kfd-device-not-added", "kfd-device-error")),
+        "IOMMU off",
+    )
+
+
+def _unknown_device(s: _Seen) -> Cause | None:
+    ev = s.having("kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic", "kfd-gc-ip-unsupported")
+    if not ev:
+        return None
+    asic = s.asic
+    if asic is not None and asic.kfd_since is None:
+        return _never(s.label, asic, ev)
+    since = ""
+    if asic and asic.kfd_since and asic.gfx:
+        since = f"; KFD supports {asic.gfx} from Linux {asic.kfd_since[0]}.{asic.kfd_since[1]}"
+    return Cause(
+        "kernel-too-old",
+        E,
+        f"kernel {s.kernel or '(unknown)'} does not know {s.label} (KFD refused it){since}",
+        "boot a newer kernel (see 'kfdguard fallback status'), or install one from your distribution",
+        _lines(ev),
+        "kernel too old",
+    )
+
+
+def _unsupported(s: _Seen) -> Cause | None:
+    ev = s.having("kfd-asic-unsupported", "kfd-hawaii-experimental")
+    if not ev:
+        return None
+    if not s.having("kfd-hawaii-experimental"):
+        return _never(s.label, s.asic, ev)
+    return Cause(
+        "asic-not-supported",
+        E,
+        f"KFD treats {s.label} (Hawaii) as experimental and skipped it",
+        "load amdgpu with exp_hw_support=1 (and cik_support=1): options amdgpu exp_hw_support=1 cik_support=1; "
+        "support is experimental",
+        _lines(ev),
+        "experimental ASIC",
+    )
+
+
+def _device_failed(s: _Seen) -> Cause | None:
+    ev = s.having("kfd-device-not-added", "kfd-device-error")
+    if not ev:
+        return None
+    return Cause(
+        "kfd-device-failed",
+        E,
+        f"KFD failed to initialise {s.label}",
+        "the lines before 'NOT added due to errors' in the kernel log name the step; report them with the "
+        "kernel version if they are not about memory or the IOMMU",
+        _lines(ev),
+        "KFD device init failed",
+    )
+
+
+def _firmware(s: _Seen) -> Cause | None:
+    files = firmware_files(s.events)
+    fatal = s.having("amdgpu-ip-init-failed", "amdgpu-fatal-init")
+    if not files or (all(optional_firmware(f) for f in files) and not fatal):
+        return None  # optional firmware alone does not stop the GPU (rule_optional_firmware says so)
+    package = FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")
+    return Cause(
+        "firmware-missing",
+        E,
+        f"amdgpu could not load firmware for {s.label}: {', '.join(files)} missing, so the GPU never reached KFD",
+        f"install current GPU firmware, {package}; then regenerate the initramfs and reboot "
+        "(firmware newer than your distribution's may be needed for a GPU newer than it)",
+        _lines(s.having("firmware-load-failed", "amdgpu-ip-init-failed", "amdgpu-fatal-init")),
+        "firmware missing",
+    )
+
+
+def _signature(s: _Seen) -> Cause | None:
+    ev = s.having("module-signature-rejected")
+    return signature_rejected(ev) if ev else None
+
+
+def _init_failed(s: _Seen) -> Cause | None:
+    ev = s.having("amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed")
+    if not ev:
+        return None
+    return Cause(
+        "gpu-init-failed",
+        E,
+        f"amdgpu failed to initialise {s.label}, so KFD never saw it",
+        "a GPU newer than the kernel's amdgpu fails like this: use a newer kernel (or the matching "
+        "amdgpu-dkms); otherwise report the kernel log",
+        _lines(ev),
+        "amdgpu init failed",
+    )
+
+
+# Most specific first: the first that applies is the cause.
+_GPU_CAUSES = (_atomics, _iommu, _unknown_device, _unsupported, _device_failed, _firmware, _signature, _init_failed)
+
+
 def gpu_cause(label: str, asic: Asic | None, events: list[LogEvent], kernel: str, distro: str) -> Cause | None:
     """Why KFD has no node for this GPU, according to the log (most specific first)."""
-    rules = {e.rule for e in events}
-    if "kfd-pcie-atomics" in rules:
-        ev = [e for e in events if e.rule == "kfd-pcie-atomics"]
-        fw, need = ev[0].value("fw"), ev[0].value("need")
-        detail = f" (MEC firmware {fw}, needs {need} to work without them)" if fw and need and need != "0" else ""
-        return Cause(
-            "pcie-atomics",
-            E,
-            f"KFD skipped {label}: the PCIe path does not pass AtomicOps{detail}",
-            "put the card in a CPU-attached PCIe 3.0+ slot (chipset slots, risers, PCIe switches and old "
-            "platforms may not pass atomics); newer GPUs with current firmware (linux-firmware) can do without",
-            _lines(ev),
-            "PCIe atomics",
-        )
-    if "kfd-iommu-disabled" in rules:
-        ev = [e for e in events if e.rule in ("kfd-iommu-disabled", "kfd-device-not-added", "kfd-device-error")]
-        return Cause(
-            "iommu-required",
-            E,
-            f"KFD could not initialise {label}: this APU needs the IOMMU (IOMMUv2) on this kernel and it is off",
-            "enable the IOMMU in the firmware setup (often 'IOMMU' or 'AMD-Vi'), make sure amd_iommu=off is not "
-            "on the kernel command line, or use Linux 6.6 or newer, where KFD no longer needs IOMMUv2",
-            _lines(ev),
-            "IOMMU off",
-        )
-    if rules & {"kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic", "kfd-gc-ip-unsupported"}:
-        ev = [
-            e
-            for e in events
-            if e.rule in ("kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic", "kfd-gc-ip-unsupported")
-        ]
-        if asic is not None and asic.kfd_since is None:
-            return _never(label, asic, ev)
-        since = (
-            f"; KFD supports {asic.gfx} from Linux {asic.kfd_since[0]}.{asic.kfd_since[1]}"
-            if (asic and asic.kfd_since and asic.gfx)
-            else ""
-        )
-        return Cause(
-            "kernel-too-old",
-            E,
-            f"kernel {kernel or '(unknown)'} does not know {label} (KFD refused it){since}",
-            "boot a newer kernel (see 'kfdguard fallback status'), or install one from your distribution",
-            _lines(ev),
-            "kernel too old",
-        )
-    if rules & {"kfd-asic-unsupported", "kfd-hawaii-experimental"}:
-        ev = [e for e in events if e.rule in ("kfd-asic-unsupported", "kfd-hawaii-experimental")]
-        if "kfd-hawaii-experimental" in rules:
-            return Cause(
-                "asic-not-supported",
-                E,
-                f"KFD treats {label} (Hawaii) as experimental and skipped it",
-                "load amdgpu with exp_hw_support=1 (and cik_support=1): options amdgpu exp_hw_support=1 cik_support=1; "
-                "support is experimental",
-                _lines(ev),
-                "experimental ASIC",
-            )
-        return _never(label, asic, ev)
-    if rules & {"kfd-device-not-added", "kfd-device-error"}:
-        ev = [e for e in events if e.rule in ("kfd-device-not-added", "kfd-device-error")]
-        return Cause(
-            "kfd-device-failed",
-            E,
-            f"KFD failed to initialise {label}",
-            "the lines before 'NOT added due to errors' in the kernel log name the step; report them with the "
-            "kernel version if they are not about memory or the IOMMU",
-            _lines(ev),
-            "KFD device init failed",
-        )
-    if "firmware-load-failed" in rules:
-        ev = [e for e in events if e.rule in ("firmware-load-failed", "amdgpu-ip-init-failed", "amdgpu-fatal-init")]
-        named = {e.value("file") or e.value("file2") or "" for e in ev if e.rule == "firmware-load-failed"}
-        files = sorted(named - {""})
-        package = FIRMWARE_PACKAGE.get(distro, "your distribution's linux-firmware package")
-        return Cause(
-            "firmware-missing",
-            E,
-            f"amdgpu could not load firmware for {label}: {', '.join(files)} missing, so the GPU never reached KFD",
-            f"install current GPU firmware, {package}; then regenerate the initramfs and reboot "
-            "(firmware newer than your distribution's may be needed for a GPU newer than it)",
-            _lines(ev),
-            "firmware missing",
-        )
-    if "module-signature-rejected" in rules:
-        return signature_rejected([e for e in events if e.rule == "module-signature-rejected"])
-    if rules & {"amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed"}:
-        ev = [e for e in events if e.rule in ("amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed")]
-        return Cause(
-            "gpu-init-failed",
-            E,
-            f"amdgpu failed to initialise {label}, so KFD never saw it",
-            "a GPU newer than the kernel's amdgpu fails like this: use a newer kernel (or the matching "
-            "amdgpu-dkms); otherwise report the kernel log",
-            _lines(ev),
-            "amdgpu init failed",
-        )
+    seen = _Seen(label, asic, events, kernel, distro)
+    for cause_of in _GPU_CAUSES:
+        cause = cause_of(seen)
+        if cause is not None:
+            return cause
     return None
 
 

@@ -1,9 +1,13 @@
-"""Diagnose text pasted from a bug report: what it shows, what is wrong, what it cannot tell."""
+"""Diagnose text pasted from a bug report: what it shows, what is wrong, what it cannot tell.
+
+A thin front end: ``evidence.text`` turns the paste into observations and the
+one rule set (``assess.rules``) reasons over them, as it does for a machine.
+"""
 
 from __future__ import annotations
 
-from kfdguard.diagnose.extract import TextFacts, extract
-from kfdguard.diagnose.reason import reason
+from kfdguard.assess.rules import reason
+from kfdguard.evidence.text import read_text
 from kfdguard.record import dataclass
 from kfdguard.verdict import Finding, Severity, clean
 
@@ -15,7 +19,7 @@ EXIT_CLEAN, EXIT_WARNINGS, EXIT_PROBLEMS, EXIT_NOTHING = 0, 1, 2, 4
 class TextDiagnosis:
     kinds: tuple[str, ...]  # what the text contained: kernel-log, rocminfo, ls, id, uname, lspci...
     established: tuple[str, ...]  # facts read from it
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding, ...]  # root cause first: errors, then by floor of the stack
     unknown: tuple[str, ...]  # what it does not show, with the command that would
 
     @property
@@ -30,12 +34,10 @@ class TextDiagnosis:
 
 
 def diagnose_text(text: str) -> TextDiagnosis:
-    facts: TextFacts = extract(text)
-    established, findings, unknown = reason(facts)
+    obs = read_text(text)
+    established, findings, unknown = reason(obs)
     # Both quote the paste (a user or group name, a path), and go to a terminal.
-    return TextDiagnosis(
-        tuple(sorted(facts.kinds)), tuple(map(clean, established)), tuple(findings), tuple(map(clean, unknown))
-    )
+    return TextDiagnosis(tuple(sorted(obs.kinds)), tuple(map(clean, established)), findings, tuple(map(clean, unknown)))
 
 
 __all__ = ["TextDiagnosis", "diagnose_text"]

@@ -137,6 +137,10 @@ RULES: tuple[LogRule, ...] = (
             r"Loading of unsigned module is rejected|Loading of module with unavailable key is rejected|unsigned module loading is restricted|PKCS#7 signature not signed with a trusted key|Key was rejected by service|Required key not available",
             "Secure Boot/lockdown refused an unsigned or untrusted module (often an unsigned DKMS amdgpu)",
             SRC_SIGN, "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"),
+    LogRule("module-unknown-symbol", FAILURE, "module-symbol-mismatch", ("Unknown symbol ", "disagrees about version of symbol "),
+            r"Unknown symbol (?P<symbol>\w+) \(err (?P<err>-?\d+)\)|disagrees about version of symbol (?P<symbol2>\w+)",
+            "the module was built for another kernel, or a module it depends on is not installed",
+            "kernel/module/main.c (resolve_symbol_wait, check_version)", "Unknown symbol drm_sched_job_init (err -2)"),
     # The id names the line (kernel/params.c parse_args() ignoring an undeclared option), the code the finding.
     LogRule("parse-args-ignored", FAILURE, "module-param-unknown", ("unknown parameter '",),
             r"^unknown parameter '(?P<param>[^']+)' ignored",

@@ -1,0 +1,764 @@
+"""The rule set over observations: what they establish, what is wrong, what stays unknown.
+
+Every source goes through these rules: a pasted text (``evidence.text``) and a
+live machine (``evidence.machine``, from the probe's Facts) yield the same
+observation records. A rule reads only observations; when the kind it needs
+is absent, it concludes nothing, and ``rule_unknown`` says which command would
+show it. The rules run in the order a person reasons, from the hardware up.
+"""
+
+from __future__ import annotations
+
+from kfdguard import knowledge
+from kfdguard.assess import remedies
+from kfdguard.assess.explain import (
+    ANONYMOUS_GPU_EVENTS,
+    Cause,
+    firmware_files,
+    gpu_cause,
+    optional_firmware,
+    runtime_causes,
+)
+from kfdguard.assess.order import root_cause_first
+from kfdguard.evidence.model import Observations, SeenGpu
+from kfdguard.facts import LogEvent
+from kfdguard.knowledge.model import Asic
+from kfdguard.knowledge.params import BOGUS
+from kfdguard.parsers.modprobe import option_pairs, softdep_modules
+from kfdguard.probe.system_info import parse_release
+from kfdguard.record import dataclass, field, replace
+from kfdguard.verdict import Finding, Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kfdguard.assess.context import Context, Gpu
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
+# A failure without a PCI id may also be one of these, which a paste often
+# shows without the line that named the device.
+ANONYMOUS_FAILURES = ANONYMOUS_GPU_EVENTS | {"amdgpu-fatal-init", "firmware-load-failed", "module-signature-rejected"}
+# Findings that already say why the (only) GPU has no KFD node.
+_GPU_EXPLAINED = frozenset(
+    {
+        "kernel-too-old",
+        "asic-not-supported",
+        "iommu-required",
+        "firmware-missing",
+        "gpu-init-failed",
+        "module-signature-rejected",
+        "kfd-device-failed",
+    }
+)
+
+
+@dataclass
+class Identified:
+    gpu: SeenGpu
+    asic: Asic | None
+    name: str | None
+    machine: Gpu | None = None  # the machine's record, whose status the rules set
+    has_node: bool = False  # KFD added it (topology node, rocminfo agent, "added device" line)
+    blocked: str | None = None  # why it cannot compute, once a rule found it
+    blocked_code: str | None = None  # the code of the finding that said so
+
+    @property
+    def label(self) -> str:
+        return label(self.gpu, self.asic, self.name)
+
+    @property
+    def stopped(self) -> str | None:
+        """Why it cannot compute, as a rule here or a machine-only rule found it."""
+        return self.blocked or (self.machine.blocked if self.machine is not None else None)
+
+    def block(self, why: str, code: str) -> None:
+        if self.blocked is None:
+            self.blocked, self.blocked_code = why, code
+        if self.machine is not None:
+            self.machine.blocked = self.machine.blocked or why
+
+
+@dataclass
+class Reasoning:
+    obs: Observations
+    # The machine's context when the source is a machine: rules that need what only a machine
+    # shows (accounts, sysfs parameters, DKMS trees, the configuration) read it; None for a paste.
+    machine: Context | None = None
+    established: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    amd: list[Identified] = field(default_factory=list)
+    added: set[int] = field(default_factory=set)  # PCI device ids KFD added
+    events: list[LogEvent] = field(default_factory=list)  # this boot's
+
+    @property
+    def release(self) -> str:
+        return self.obs.release or ""
+
+    @property
+    def version(self) -> tuple[int, int] | None:
+        v = parse_release(self.obs.release) if self.obs.release else None
+        return (v[0], v[1]) if v else None
+
+    @property
+    def distro(self) -> str:
+        return distro_of(self.obs)
+
+    def has(self, *codes: str) -> bool:
+        return any(f.code in codes for f in self.findings)
+
+    def add(self, cause: Cause, gpu: str | None = None) -> None:
+        self.findings.append(Finding(cause.code, cause.severity, cause.message, cause.remedy, cause.evidence, gpu))
+
+    def apply(self, cause: Cause, target: Identified | None) -> None:
+        self.add(cause, target.gpu.slot if target else None)
+        if target is not None and cause.blocks:
+            target.block(cause.blocks, cause.code)
+
+    @property
+    def group(self) -> str:
+        return self.machine.group if self.machine is not None else "render"
+
+    def newer_kernel(self, needed: tuple[int, int] | None) -> str:
+        if self.machine is not None:
+            from kfdguard.assess.checks import newer_kernel_remedy
+
+            return newer_kernel_remedy(self.machine, needed)
+        if needed is None:
+            return "boot a newer kernel, or install one from your distribution"
+        return f"boot or install a kernel {needed[0]}.{needed[1]} or newer"
+
+
+def label(gpu: SeenGpu | None, asic: Asic | None, name: str | None) -> str:
+    if gpu is None:
+        return "the GPU"
+    ids = f"{gpu.vendor:04x}:{gpu.device:04x}"
+    where = f", {gpu.slot}" if gpu.slot else ""
+    fallback = f"AMD {asic.family}" if asic else "AMD GPU"
+    return f"{name or gpu.name or fallback} ({ids}{where})"
+
+
+def distro_of(obs: Observations) -> str:
+    """The distribution, from os-release when the source shows it, else guessed from the kernel release."""
+    named = obs.value("distribution")
+    if named:
+        return named
+    release = obs.release or ""
+    if release.endswith("-generic") or "-lowlatency" in release:
+        return "ubuntu"
+    if release.endswith(("-amd64", "-arm64")):
+        return "debian"
+    if ".fc" in release or ".el" in release:
+        return "fedora"
+    if "arch" in release:
+        return "arch"
+    return "unknown"
+
+
+def events_for(gpu: SeenGpu, events: list[LogEvent]) -> list[LogEvent]:
+    return [
+        e
+        for e in events
+        if (e.ids and e.ids[1] == gpu.device)
+        or (gpu.slot and e.device == gpu.slot)
+        or (gpu.slot and e.value("slot") == gpu.slot)
+    ]
+
+
+# --- the rules --------------------------------------------------------------------------------------------
+
+
+def _shown(obs: Observations) -> list[str]:
+    """Facts a paste shows about nodes, groups, rocminfo and the kernel config, as sentences."""
+    shown_list: list[str] = []
+    for path, node in sorted(obs.nodes.items()):
+        shown = f"{node.mode} {node.owner}:{node.group}" if node.mode else "does not exist"
+        shown_list.append(f"{path}: {shown}")
+    if obs.user is not None:
+        shown_list.append(f"{obs.user.user or 'the user'} is in groups: {' '.join(obs.user.groups)}")
+    for user, group, _ in obs.member_of:
+        shown_list.append(f"rocminfo: {user} is a member of {group}")
+    module = obs.value("rock-module")
+    if module:
+        shown_list.append(f"rocminfo: the ROCk (KFD) module is {module}")
+    if obs.agents:
+        shown_list.append(f"GPU agents: {', '.join(a.gfx for a in obs.agents)}")
+    hsa = obs.kconfig.get("CONFIG_HSA_AMD")
+    if hsa and hsa[0]:
+        shown_list.append(f"CONFIG_HSA_AMD={hsa[0]}")
+    return shown_list
+
+
+def rule_established(r: Reasoning) -> None:
+    obs = r.obs
+    release = obs.first("kernel-release")
+    if release:
+        r.established.append(f"kernel {release.value} (from {release.source.what})")
+    r.events = [e for e in obs.events if e.boot == 0]
+    added = {e.ids[1] for e in r.events if e.rule == "kfd-added-device" and e.ids}
+    r.added = added | {a.device for a in obs.agents if a.device is not None}
+    by_slot = {g.facts.slot: g for g in r.machine.gpus} if r.machine is not None else {}
+    agent_slots = {a.slot for a in obs.agents if a.slot}
+    for gpu in obs.gpus:
+        if gpu.vendor != 0x1002:
+            continue
+        asic, name = knowledge.identify(gpu.device, gpu.revision)
+        mine = by_slot.get(gpu.slot or "")
+        # A machine's topology names each GPU's slot; a paste's log lines only its PCI id.
+        has_node = mine.node is not None if mine is not None else gpu.device in r.added or gpu.slot in agent_slots
+        r.amd.append(Identified(gpu, asic, name, mine, has_node))
+        what = asic.family if asic else "not in kfdguard's tables"
+        if asic and asic.gfx:
+            what = f"{asic.family}, {asic.gfx}"
+        r.established.append(f"GPU {label(gpu, asic, name)}: {what}")
+    r.established += _shown(obs)
+    success = [e for e in r.events if e.klass == "success"]
+    neutral = [e for e in r.events if e.rule in ("kfd-cpu-node", "kfd-crat-missing")]
+    if neutral and not success and not obs.agents:
+        r.established.append(
+            "KFD initialised at module load (CPU node lines); these lines come before any GPU is probed and "
+            "do not show whether a GPU was added"
+        )
+
+
+def rule_kfd_built(r: Reasoning) -> None:
+    """CONFIG_HSA_AMD: without it there is no KFD at all."""
+    if r.machine is not None and not r.machine.gpus:
+        return
+    config = r.obs.kconfig
+    hsa, source = config.get("CONFIG_HSA_AMD", ("", None))
+    evidence: list[str] = []
+    if hsa == "n":
+        evidence.append(f"{source.what if source else 'kernel config'}: # CONFIG_HSA_AMD is not set")
+    elif not hsa and "CONFIG_DRM_AMDGPU" in config and len(config) > 20:
+        # A whole config always shows a visible option, set or "is not set"; HSA_AMD depends on DRM_AMDGPU.
+        evidence.append(f"{source.what if source else 'kernel config'}: CONFIG_HSA_AMD absent")
+    elif not hsa and r.machine is not None:
+        from kfdguard.assess.checks import kfd_params_absent
+
+        evidence += kfd_params_absent(r.machine)
+    if not evidence:
+        return
+    release = r.release or "(unknown)"
+    r.findings.append(
+        Finding(
+            "kfd-not-built",
+            E,
+            f"kernel {release} was built without CONFIG_HSA_AMD: amdgpu has no KFD, there is no /dev/kfd",
+            remedies.kernel_with_kfd(r.distro),
+            tuple(evidence),
+        )
+    )
+    for t in r.amd:
+        t.block("kernel built without KFD", "kfd-not-built")
+
+
+# Symbols amdgpu takes from another module of the same kernel: unknown, they mean that module is not
+# installed, not that amdgpu was built for another kernel. amd_iommu_v2 (drivers/iommu/amd/iommu_v2.c,
+# CONFIG_AMD_IOMMU_V2=m until 6.6) exports amd_iommu_bind_pasid, amd_iommu_free_device, ...; Ubuntu
+# ships it in linux-modules-extra-<release>.
+PROVIDED_BY = (("amd_iommu_", "amd_iommu_v2"),)
+
+
+def _provider(symbols: list[str]) -> str | None:
+    found = {module for s in symbols for prefix, module in PROVIDED_BY if s.startswith(prefix)}
+    every = all(any(s.startswith(prefix) for prefix, _ in PROVIDED_BY) for s in symbols)
+    return found.pop() if every and len(found) == 1 else None
+
+
+def _dependency_missing(r: Reasoning, module: str, lines: list[LogEvent], loaded: bool) -> None:
+    r.findings.append(
+        Finding(
+            "module-dependency-missing",
+            W if loaded else E,
+            f"{lines[0].driver} needs symbols from {module}, which is not installed for this kernel"
+            + ("" if loaded else ": amdgpu did not load"),
+            f"install the package with {module}.ko for the running kernel (Ubuntu: sudo apt install "
+            "linux-modules-extra-$(uname -r)); then sudo modprobe amdgpu or reboot",
+            tuple(e.text for e in lines[:3]),
+        )
+    )
+
+
+def rule_module_mismatch(r: Reasoning) -> None:
+    """The kernel refuses amdgpu for symbols it does not have: built for another kernel, or a dependency missing."""
+    lines = [e for e in r.events if e.rule == "module-unknown-symbol" and e.driver in ("amdgpu", "amdkfd")]
+    if not lines:
+        return
+    symbols = sorted({e.value("symbol") or e.value("symbol2") or "?" for e in lines})
+    pending = [t for t in r.amd if not t.has_node]
+    loaded = r.machine.facts.amdgpu.loaded if r.machine is not None else bool(r.amd) and not pending
+    provider = _provider(symbols)
+    shown = ", ".join(symbols[:3]) + (f" and {len(symbols) - 3} more" if len(symbols) > 3 else "")
+    if provider is not None:
+        _dependency_missing(r, provider, lines, loaded)
+    else:
+        _built_for_another_kernel(r, shown, lines, loaded)
+    if not loaded:
+        code = "module-dependency-missing" if provider else "module-symbol-mismatch"
+        for t in pending:
+            t.block("amdgpu cannot load", code)
+
+
+def _built_for_another_kernel(r: Reasoning, shown: str, lines: list[LogEvent], loaded: bool) -> None:
+    r.findings.append(
+        Finding(
+            "module-symbol-mismatch",
+            W if loaded else E,
+            f"the kernel refused an {lines[0].driver} module built for another kernel (unknown symbols: {shown})"
+            + ("; an amdgpu that matches was loaded after it" if loaded else ": amdgpu did not load"),
+            "an out-of-tree build (amdgpu-dkms) that does not match the running kernel: rebuild it for this "
+            "kernel (sudo dkms autoinstall -k $(uname -r)) or remove amdgpu-dkms to use the kernel's own "
+            "amdgpu; then regenerate the initramfs and reboot",
+            tuple(e.text for e in lines[:3]),
+        )
+    )
+
+
+def _events_of(t: Identified, failing: list[LogEvent], alone: bool) -> list[LogEvent]:
+    mine = events_for(t.gpu, failing)
+    taken = {id(e) for e in mine}  # identity: comparing records field by field is quadratic on a long log
+    for e in failing:
+        if id(e) in taken:
+            continue
+        named = (e.value("asic") or "").lower()
+        anonymous = e.rule in ANONYMOUS_FAILURES and e.device in (None, "kfd")
+        if (alone and anonymous) or (e.rule == "kfd-asic-unsupported" and t.asic and named == t.asic.key):
+            # KFD's messages without a PCI id belong to the GPU it was probing.
+            mine.append(e)
+    return mine
+
+
+def rule_log_causes(r: Reasoning) -> None:
+    """Why KFD has no node for each GPU, from the log lines about it."""
+    failing = [e for e in r.events if e.klass == "failure"]
+    explained: set[int] = set()
+    pending = [t for t in r.amd if not t.has_node and not t.stopped]
+    for t in pending:
+        mine = _events_of(t, failing, len(pending) == 1)
+        cause = gpu_cause(t.label, t.asic, mine, r.release, r.distro)
+        if cause is not None and cause.code == "kernel-too-old":
+            cause = replace(cause, remedy=r.newer_kernel(t.asic.kfd_since if t.asic else None))
+        if cause is not None:
+            r.apply(cause, t)
+            explained.update(id(e) for e in mine)
+    if r.machine is not None or r.has(*_GPU_EXPLAINED):
+        return
+    # A paste often shows KFD's complaint without the line that named the GPU.
+    leftover = [e for e in failing if id(e) not in explained and e.rule in ANONYMOUS_FAILURES]
+    asic = None
+    for e in leftover:
+        named = (e.value("asic") or "").lower()
+        asic = asic or (knowledge.asic(named) if named else None)
+    cause = gpu_cause(label(None, asic, None), asic, leftover, r.release, r.distro) if leftover else None
+    if cause is not None:
+        r.add(cause)
+
+
+def rule_optional_firmware(r: Reasoning) -> None:
+    """Optional PSP firmware that failed to load: worth knowing, not why compute fails."""
+    if r.has("firmware-missing"):
+        return
+    failed = [e for e in r.events if e.rule == "firmware-load-failed"]
+    files = [f for f in firmware_files(failed) if optional_firmware(f)]
+    if not files:
+        return
+    r.findings.append(
+        Finding(
+            "firmware-optional-missing",
+            I,
+            f"amdgpu could not load optional firmware {', '.join(files)} (PSP trusted applications: content "
+            "protection, display and RAS features); the GPU works without it and KFD does not need it",
+            "nothing to do for compute; installing current linux-firmware adds it",
+            tuple(e.text for e in failed if any(f in e.text for f in files))[:2],
+        )
+    )
+
+
+def rule_kernel_support(r: Reasoning) -> None:
+    """The kernel release against each GPU's first KFD release (and GPUs KFD never supports)."""
+    version = r.version
+    if r.machine is None and r.has("kernel-too-old", "asic-not-supported"):
+        return  # a paste's anonymous log cause already said it
+    for t in r.amd:
+        asic = t.asic
+        if asic is None or t.has_node or t.stopped:
+            continue
+        family = f"{asic.family}, {asic.generation}"
+        if asic.kfd_since is None:
+            r.findings.append(
+                Finding(
+                    "asic-not-supported",
+                    E,
+                    f"{t.label} ({family}) is not supported by KFD in any kernel: it cannot run ROCm compute",
+                    "use another GPU for compute (OpenCL through Mesa's rusticl may still work for this card)",
+                    (f"{asic.family} ({asic.generation}) has no KFD support", f"sources: {asic.source}"),
+                    t.gpu.slot,
+                )
+            )
+            t.block("never supported by KFD", "asic-not-supported")
+        elif version is not None and version < asic.kfd_since:
+            need = f"{asic.kfd_since[0]}.{asic.kfd_since[1]}"
+            hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
+            r.findings.append(
+                Finding(
+                    "kernel-too-old",
+                    E,
+                    f"kernel {r.release} is too old for {t.label} ({asic.family}): "
+                    f"KFD supports {asic.gfx} from Linux {need}{hedge}",
+                    r.newer_kernel(asic.kfd_since),
+                    (f"kernel {r.release}", f"{asic.family}: KFD since {need}", f"sources: {asic.source}"),
+                    t.gpu.slot,
+                )
+            )
+            t.block(f"kernel older than {need}", "kernel-too-old")
+
+
+def rule_kfd_init_failed(r: Reasoning) -> None:
+    """KFD refused to start (an invalid option): on a machine its sysfs says so, in a paste the log."""
+    if r.machine is not None:
+        from kfdguard.assess.checks import check_kfd_up
+
+        check_kfd_up(r.machine)
+        return
+    rules = {e.rule for e in r.events}
+    if not rules & {"kfd-sched-policy-invalid", "kfd-queues-invalid"}:
+        return
+    lines = tuple(e.text for e in r.events if e.rule in ("kfd-sched-policy-invalid", "kfd-queues-invalid"))
+    option = "max_num_of_queues_per_device (1..4096)"
+    if "kfd-sched-policy-invalid" in rules:
+        option = "sched_policy (valid: 0, 1, 2)"
+    r.findings.append(
+        Finding(
+            "kfd-init-failed",
+            E,
+            f"KFD failed to initialise because of an invalid amdgpu option {option}: there is no /dev/kfd "
+            "and no topology, while the display still works",
+            "find the option (grep -r sched_policy /etc/modprobe.d; cat /proc/cmdline), fix or delete it, "
+            "regenerate the initramfs if amdgpu is in it, and reboot",
+            lines[:2],
+        )
+    )
+    for t in r.amd:
+        t.block("KFD failed to initialise", "kfd-init-failed")
+
+
+def rule_ready(r: Reasoning) -> None:
+    """What a paste shows KFD added; a machine's readiness is decided by assess from the node and ioctl."""
+    if r.machine is not None:
+        return
+    success = [e for e in r.events if e.klass == "success"]
+    for t in r.amd:
+        if not t.has_node:
+            continue
+        gfx = f", {t.asic.gfx}" if t.asic and t.asic.gfx else ""
+        evidence = tuple(e.text for e in success if e.ids and e.ids[1] == t.gpu.device)[:2]
+        agents = [a for a in r.obs.agents if a.device == t.gpu.device]
+        evidence += tuple(f"{a.source}: GPU agent {a.gfx}" for a in agents[:1])
+        r.findings.append(Finding("kfd-ready", I, f"KFD added {t.label}{gfx}", "", evidence, t.gpu.slot))
+
+
+def rule_gpu_nodes(r: Reasoning) -> None:
+    """KFD is up: is each GPU in its topology? A machine's sysfs says; a paste's rocminfo agent list."""
+    if r.machine is not None:
+        from kfdguard.assess.checks import check_gpu_nodes
+
+        check_gpu_nodes(r.machine)
+        return
+    listed = r.obs.first("rocminfo-agents")
+    if listed is None or r.obs.agents:
+        return
+    r.findings.append(
+        Finding(
+            "kfd-no-gpu-node",
+            E,
+            "rocminfo lists no GPU agent, only the CPU: KFD has no GPU node for any GPU "
+            "(or ROCm skipped it because /dev/dri/renderD* cannot be opened)",
+            "see the other findings for the cause; 'sudo dmesg | grep -i kfd' shows KFD's own reason, "
+            "'ls -l /dev/dri' the render nodes' permissions",
+            (f"{listed.source}: HSA Agents without a GPU agent",),
+        )
+    )
+
+
+def rule_gpus_present(r: Reasoning) -> None:
+    if r.machine is not None:
+        from kfdguard.assess.checks import check_gpus_present
+
+        check_gpus_present(r.machine)
+        return
+    others = [g for g in r.obs.gpus if g.vendor != 0x1002]
+    if "lspci" in r.obs.kinds and not r.amd:
+        evidence = [f"{g.source}: {g.vendor:04x}:{g.device:04x} {g.name or ''}".rstrip() for g in others]
+        r.findings.append(
+            Finding(
+                "no-amd-gpu",
+                I,
+                "lspci shows no AMD GPU" + (f" (other GPUs: {len(others)})" if others else ""),
+                "",
+                tuple(evidence) or ("lspci: no display-class device with vendor 1002",),
+            )
+        )
+
+
+def rule_runtime(r: Reasoning) -> None:
+    labels: dict[str | None, str] = {t.gpu.slot: t.label for t in r.amd if t.gpu.slot}
+    for cause in runtime_causes(list(r.obs.events), labels):
+        target = next((t for t in r.amd if t.gpu.slot and t.gpu.slot in cause.message), None)
+        r.apply(cause, target)
+
+
+def _param_from_log(r: Reasoning, e: LogEvent) -> None:
+    param = e.value("param") or "?"
+    if any(f"'{param}'" in f.message for f in r.findings if f.code == "module-param-unknown"):
+        return  # the configuration line that sets it was already named
+    truth = f": {BOGUS[param].truth}" if param in BOGUS else ""
+    r.findings.append(
+        Finding(
+            "module-param-unknown",
+            W,
+            f"{e.value('module')} was given option '{param}', which it does not declare: the kernel ignored it{truth}",
+            "find it in /etc/modprobe.d, the kernel command line (/proc/cmdline) or the initramfs, and delete it",
+            (e.text,),
+        )
+    )
+
+
+def rule_log_misc(r: Reasoning) -> None:
+    """Configuration mistakes the log shows: ignored options, a missing udev group, modules-load of amdkfd."""
+    for e in r.events:
+        if e.rule == "parse-args-ignored":
+            _param_from_log(r, e)
+        elif e.rule == "udev-group-unknown":
+            group = e.value("group") or e.value("group2") or "?"
+            r.findings.append(
+                Finding(
+                    "device-permissions",
+                    E if group == r.group else W,
+                    f"udev could not use group '{group}', so the nodes it should own stay root-only",
+                    f"create the group (sudo groupadd --system {group}) or, with systemd 258+, make it a system "
+                    "group; then: sudo udevadm trigger --action=add",
+                    (e.text,),
+                )
+            )
+        elif e.rule == "modules-load-missing" and e.value("module") == "amdkfd":
+            if any(e.text in f.evidence for f in r.findings):
+                continue  # the modules-load.d line was named with this log line as evidence
+            r.findings.append(
+                Finding(
+                    "softdep-missing-module",
+                    W,
+                    "systemd-modules-load is told to load amdkfd, which does not exist on Linux 4.20+ "
+                    "(KFD is in amdgpu)",
+                    "delete amdkfd from /etc/modules and /etc/modules-load.d/*.conf",
+                    (e.text,),
+                )
+            )
+    mismatch = [e for e in r.events if e.rule == "kfd-ip-mismatch"]
+    if mismatch:
+        r.findings.append(
+            Finding(
+                "kfd-ip-mismatch",
+                W,
+                "KFD fell back to defaults for IP blocks it does not know: the kernel is "
+                "older than this GPU and compute may misbehave",
+                "use a newer kernel",
+                tuple(e.text for e in mismatch[:2]),
+            )
+        )
+
+
+def _modprobe_paste(r: Reasoning) -> None:
+    version = r.version
+    merged = version is None or version >= (4, 20)
+    where = "on Linux 4.20 and later" if version is None else f"on kernel {r.release}"
+    for d in r.obs.modprobe:
+        names_kfd = d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))
+        if names_kfd and merged:
+            r.findings.append(
+                Finding(
+                    "softdep-missing-module",
+                    W,
+                    f"'{d.text}' names amdkfd, which does not exist {where} "
+                    "(KFD is built into amdgpu): the line does nothing useful",
+                    "delete the line",
+                    (d.text,),
+                )
+            )
+        if d.kind != "options" or d.module not in ("amdkfd", "amdgpu"):
+            continue
+        for name, _value in option_pairs(d):
+            if name in BOGUS:
+                r.findings.append(
+                    Finding(
+                        "module-param-unknown",
+                        W,
+                        f"'{name}' is not a parameter of amdkfd or amdgpu in any version: {BOGUS[name].truth}",
+                        "delete it",
+                        (d.text,),
+                    )
+                )
+
+
+def rule_modprobe(r: Reasoning) -> None:
+    """modprobe.d lines that name amdkfd or options that do not exist."""
+    if r.machine is None:
+        _modprobe_paste(r)
+        return
+    from kfdguard.assess.checks import check_configured_params, check_modprobe_conf
+
+    # On a machine the files, the kernel command line and the module's own declarations are known.
+    check_modprobe_conf(r.machine)
+    check_configured_params(r.machine)
+
+
+def rule_claims(r: Reasoning) -> None:
+    """Popular wrong advice the paste repeats (a machine has no prose: the boot pass skips compiling these)."""
+    if not r.obs.lines:
+        return
+    from kfdguard.assess.claims import CUES, WRONG_ADVICE
+
+    text = "\n".join(r.obs.lines)
+    lowered = text.lower()
+    for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
+        m = pattern.search(text) if cue in lowered else None
+        if m:
+            r.findings.append(
+                Finding(
+                    "wrong-advice",
+                    W,
+                    f"the text repeats a popular claim that is wrong: {truth}",
+                    "do not act on that advice",
+                    (m.group(0)[:160],),
+                )
+            )
+
+
+OVERRIDES = {
+    "gfx1031": "10.3.0",
+    "gfx1032": "10.3.0",
+    "gfx1033": "10.3.0",
+    "gfx1034": "10.3.0",
+    "gfx1035": "10.3.0",
+    "gfx1036": "10.3.0",
+    "gfx90c": "9.0.0",
+    "gfx902": "9.0.0",
+    "gfx1150": "11.0.0",
+    "gfx1152": "11.0.0",
+}
+
+
+def rule_userspace(r: Reasoning) -> None:
+    software = r.machine.facts.software if r.machine is not None else None
+    if r.machine is not None and software is not None:
+        # What is installed, read from its files (kfdguard/userspace/assess.py), replaces the static list below.
+        from kfdguard.userspace.assess import assess_software, gpu_targets
+
+        r.findings.extend(assess_software(software, gpu_targets(r.machine.facts)).findings)
+        return
+    seen = set()
+    for t in r.amd:
+        asic = t.asic
+        if asic is None or asic.rocm_prebuilt or asic.gfx is None or asic.kfd_since is None:
+            continue
+        if (asic.gfx, t.gpu.slot) in seen:
+            continue
+        seen.add((asic.gfx, t.gpu.slot))
+        override = OVERRIDES.get(asic.gfx)
+        workaround = (
+            f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={override} in the program's environment "
+            "(runs code built for a neighbouring target; it may crash or compute wrongly)"
+            if override
+            else ""
+        )
+        r.findings.append(
+            Finding(
+                "userspace-target-unsupported",
+                W,
+                f"ROCm's prebuilt libraries have no code for {asic.gfx} ({t.label}): PyTorch-ROCm, rocBLAS and "
+                "similar fail with 'invalid device function' or 'no kernel image'",
+                f"use software built for {asic.gfx} (e.g. llama.cpp with -DAMDGPU_TARGETS={asic.gfx}, or "
+                f"distribution packages that include it){workaround}",
+                (f"{t.gpu.source}: {asic.gfx}", f"sources: {asic.source}"),
+                t.gpu.slot,
+                blocked_by=t.blocked_code,
+            )
+        )
+
+
+def rule_unknown(r: Reasoning) -> None:
+    """What a paste does not show, with the command that would (a machine shows all of it)."""
+    obs = r.obs
+    if r.machine is not None:
+        return
+    if not obs.release:
+        r.unknown.append("the kernel version: paste the output of 'uname -r'")
+    if not r.amd:
+        r.unknown.append("which GPU this is: paste 'lspci -nn | grep -Ei \"vga|display|3d\"'")
+    if "kernel-log" not in obs.kinds:
+        r.unknown.append("what KFD said at boot: paste 'sudo dmesg | grep -Ei \"kfd|amdgpu\"'")
+    elif not r.added and not any(f.severity is E for f in r.findings):
+        r.unknown.append(
+            "whether KFD added the GPU: the log shows no 'added device' line (paste the whole boot's "
+            "'sudo dmesg | grep -Ei \"kfd|amdgpu\"')"
+        )
+    if obs.kfd is None and not obs.value("kfd-open-error"):
+        r.unknown.append("the permissions of /dev/kfd: paste 'ls -l /dev/kfd /dev/dri'")
+    if obs.user is None and not obs.member_of and not obs.not_member_of:
+        r.unknown.append("your groups: paste the output of 'id'")
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen = set()
+    result = []
+    for f in findings:
+        if (f.code, f.message) not in seen:
+            seen.add((f.code, f.message))
+            result.append(f)
+    return result
+
+
+def _rules() -> tuple[Callable[[Reasoning], None], ...]:
+    from kfdguard.assess import checks
+    from kfdguard.assess.access_rules import rule_access
+
+    return (
+        rule_established,
+        checks.machine_only(checks.check_config),
+        checks.machine_only(checks.check_problems),
+        rule_gpus_present,
+        rule_kfd_built,
+        checks.machine_only(checks.check_dkms),
+        rule_module_mismatch,
+        rule_log_causes,
+        rule_optional_firmware,
+        rule_kernel_support,
+        checks.machine_only(checks.check_module_loaded),
+        rule_kfd_init_failed,
+        rule_gpu_nodes,
+        rule_access,
+        rule_modprobe,
+        rule_log_misc,
+        rule_runtime,
+        rule_userspace,
+        rule_claims,
+        rule_ready,
+        rule_unknown,
+    )
+
+
+def run(obs: Observations, machine: Context | None = None) -> Reasoning:
+    """Every rule, in order; on a machine the findings land in its context too."""
+    r = Reasoning(obs, machine)
+    if machine is not None:
+        r.findings = machine.findings  # one list: machine-only checks add to it through the context
+    for rule in _rules():
+        rule(r)
+    return r
+
+
+def reason(obs: Observations) -> tuple[list[str], tuple[Finding, ...], list[str]]:
+    """Established facts, findings (root cause first) and what stays unknown."""
+    r = run(obs)
+    return r.established, root_cause_first(_dedupe(r.findings)), r.unknown

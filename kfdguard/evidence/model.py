@@ -1,0 +1,110 @@
+"""Observations: what a source showed, each with where it was seen.
+
+A live machine (through the probe's Facts) and a pasted text yield the same
+records; the rule set in ``kfdguard.assess.rules`` reads only these. What a
+source did not show is absent (``None`` or an empty tuple), never a default
+guess: the rules list it as unknown.
+"""
+
+from __future__ import annotations
+
+from kfdguard.facts import LogEvent, ModprobeDirective
+from kfdguard.record import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Provenance: the command, file or log an observation came from, and the line in it."""
+
+    what: str  # "uname -r", "ls -l", "rocminfo", "dmesg", "/sys/class/kfd/kfd/topology/nodes/1/properties"
+    line: int = 0  # 1-based line of the paste or file; 0 when the source is not line-based
+
+    def __str__(self) -> str:
+        return f"{self.what} (line {self.line})" if self.line else self.what
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """One scalar observation: a fact's name, its value as shown, and where."""
+
+    what: str  # "kernel-release", "kfd-open-error", "container", "no-user-name", "hsa-failure", ...
+    value: str
+    source: Source
+
+
+@dataclass(slots=True)
+class SeenGpu:
+    """A display-class PCI device (lspci, a log line naming its ids, rocminfo's Chip ID, sysfs)."""
+
+    vendor: int
+    device: int
+    source: Source
+    revision: int | None = None
+    slot: str | None = None  # "0000:03:00.0" when the source names it
+    name: str | None = None  # as lspci or rocminfo names it
+
+
+@dataclass(frozen=True, slots=True)
+class SeenNode:
+    """A device node as ``ls -l`` (or stat) shows it; ``mode`` None: it does not exist."""
+
+    path: str
+    mode: str | None  # "crw-rw----" (a trailing "+" for an ACL is dropped)
+    owner: str | None
+    group: str | None
+    source: Source
+    acl: bool = False  # ls -l's "+": an ACL grants more than the mode shows (udev's uaccess for the seat user)
+
+
+@dataclass(frozen=True, slots=True)
+class SeenAgent:
+    """A GPU agent of the KFD topology (rocminfo's agent block, or a sysfs topology node)."""
+
+    gfx: str
+    source: Source
+    device: int | None = None  # PCI device id (rocminfo "Chip ID", sysfs device_id)
+    slot: str | None = None  # from rocminfo "BDFID" or sysfs location_id
+
+
+@dataclass(frozen=True, slots=True)
+class SeenUser:
+    """The groups of the person whose commands the source shows (``id``, ``groups``)."""
+
+    user: str | None
+    groups: tuple[str, ...]
+    source: Source
+
+
+@dataclass
+class Observations:
+    kinds: set[str] = field(default_factory=set)  # kernel-log, rocminfo, ls, id, uname, lspci, kconfig...
+    facts: list[Observed] = field(default_factory=list)
+    gpus: list[SeenGpu] = field(default_factory=list)
+    nodes: dict[str, SeenNode] = field(default_factory=dict)  # by path, as the source names it
+    kfd: SeenNode | None = None  # the KFD node among them, where the source shows it
+    user: SeenUser | None = None
+    member_of: list[tuple[str, str, Source]] = field(default_factory=list)  # rocminfo's own verdicts
+    not_member_of: list[tuple[str, str, Source]] = field(default_factory=list)
+    agents: list[SeenAgent] = field(default_factory=list)
+    kconfig: dict[str, tuple[str, Source]] = field(default_factory=dict)
+    modprobe: list[ModprobeDirective] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)  # modinfo parm names
+    events: list[LogEvent] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # a paste without quote markers, for claims
+
+    def first(self, what: str) -> Observed | None:
+        return next((o for o in self.facts if o.what == what), None)
+
+    def value(self, what: str) -> str | None:
+        found = self.first(what)
+        return found.value if found else None
+
+    def add(self, what: str, value: str, source: Source) -> None:
+        self.facts.append(Observed(what, value, source))
+
+    @property
+    def release(self) -> str | None:
+        return self.value("kernel-release")
+
+
+__all__ = ["Observations", "Observed", "SeenAgent", "SeenGpu", "SeenNode", "SeenUser", "Source"]

@@ -1,0 +1,317 @@
+"""Observations read out of text people paste into bug reports.
+
+A paste mixes kinds: dmesg or journalctl output, rocminfo, ``ls -l
+/dev/kfd /dev/dri``, ``id``/``groups``, ``uname -r``/``-a``, ``modinfo``,
+``lspci -nn``, kernel config fragments and diffs, modprobe.d lines, often
+quoted with ``> ``. Each extractor looks for its own shapes on one line and
+ignores the rest; every observation carries the line it came from.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenNode, SeenUser, Source
+from kfdguard.kernellog import scan
+from kfdguard.parsers.kconfig import parse_kconfig
+from kfdguard.parsers.modprobe import parse_modprobe_conf
+from kfdguard.record import dataclass, field
+
+_QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
+_PROMPT = re.compile(r"^(?:\S+@\S+:[^$#]*[$#]|[$#])\s")
+_PROMPT_SUB = re.compile(r"^(?:\S+@\S+:[^$#]*[$#]|[$#])\s*")
+_RELEASE = re.compile(r"^\d+\.\d+(?:\.\d+)?[-+][\w.+~-]+$")
+_UNAME_A = re.compile(r"^Linux \S+ (?P<release>\d+\.\d+\S*) #")
+_LINUX_VERSION = re.compile(r"Linux version (?P<release>\d+\.\d+\S*)")
+_MODULES_DIR = re.compile(r"/lib/modules/(?P<release>\d+\.\d+[^/\s]*)")
+_DMESG_TIME = re.compile(r"^\[\s*\d+\.\d{6}\] ")
+_OS_DRM = re.compile(r"OS DRM version: (?P<release>\d+\.\d+(?:\.\d+)?)")
+_LSPCI = re.compile(
+    r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bdf>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) "
+    r"(?:VGA compatible controller|Display controller|3D controller)(?: \[03[0-9a-fA-F]{2}\])?: "
+    r"(?P<name>.*?)\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?: \(rev (?P<rev>[0-9a-fA-F]{2})\))?"
+)
+# "ls -l" of a character device: mode, links, owner, group, "major, minor" (minor right-aligned), date, name.
+_LS = re.compile(
+    r"^(?P<mode>[cbdlps-][rwxsStT-]{9})(?P<acl>[+.@]?)\s+\d+\s+(?P<owner>\S+)\s+(?P<group>\S+)\s+"
+    r"(?P<major>\d+),\s*(?P<minor>\d+)\s+.*?(?P<path>(?:/dev/)?(?:kfd|dri/renderD\d+|renderD\d+))\s*$"
+)
+_LS_DIR = re.compile(r"^(?P<dir>/dev/dri):$")
+_LS_MISSING = re.compile(r"cannot access '?(?P<path>/dev/(?:kfd|dri/renderD\d+))'?: No such file or directory")
+_ID = re.compile(r"uid=(?P<uid>\d+)\((?P<user>[^)]+)\) gid=\d+\([^)]*\)(?: groups=(?P<groups>\S+))?")
+_GROUPS_OF = re.compile(r"^(?P<user>[a-z_][\w.-]*) : (?P<groups>[\w.-]+(?: [\w.-]+)*)$")
+_ROCK = re.compile(r"ROCk module (?:version (?P<version>\S+) )?is (?P<state>loaded|NOT loaded|NOT live)")
+_OPEN_KFD = re.compile(r"Unable to open /dev/kfd read-write: (?P<error>.+)$")
+_MEMBER = re.compile(r"(?P<user>\S+) is member of (?P<group>\S+) group")
+_NOT_MEMBER = re.compile(r"(?P<user>\S+) is not member of \"(?P<group>[^\"]+)\" group")
+_NO_USER = re.compile(r"Failed to get user name to check for (?P<group>\S+) group membership")
+_AGENT_START = re.compile(r"^Agent \d+$")
+_AGENT_FIELD = re.compile(r"^\s+(?P<key>Name|Marketing Name|Device Type|Chip ID|BDFID):\s+(?P<value>.*?)\s*$")
+_HSA_FAIL = re.compile(r"HSA_STATUS_ERROR_\w+|hsa api call failure")
+_MODINFO_PARM = re.compile(r"^parm:\s+(?P<name>\w+):")
+_MODINFO_FILE = re.compile(r"^filename:\s+(?P<path>\S+/(?P<module>amdgpu|amdkfd)\.ko\S*)")
+_MODINFO_VERSION = re.compile(r"^version:\s+(?P<version>\S+)")
+_CONTAINER = re.compile(
+    r"root@[0-9a-f]{12}:|/\.dockerenv|\bdocker (?:run|exec)\b|\bpodman\b|\bapptainer\b|\bsingularity\b"
+)
+_CONTAINER_CUES = ("root@", "dockerenv", "docker ", "podman", "apptainer", "singularity")
+_NOT_SET = re.compile(r"^[+-]?# CONFIG_\w+ is not set$")
+_MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "remove ")
+# Which source of the kernel release wins when a paste shows several.
+_RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "drm": 0}
+
+
+@dataclass
+class _Line:
+    raw: str  # without quote markers
+    bare: str  # also without a shell prompt
+    number: int
+
+
+@dataclass
+class _State:
+    previous: str = ""
+    directory: str | None = None  # the directory ls is listing ("/dev/dri:" header)
+    agent: dict[str, str] | None = None  # fields of the rocminfo agent block being read
+    agent_line: int = 0
+    kconfig: list[str] = field(default_factory=list)
+    modprobe: list[str] = field(default_factory=list)
+
+
+def _add_gpu(obs: Observations, gpu: SeenGpu) -> None:
+    for known in obs.gpus:
+        if (
+            known.device == gpu.device
+            and known.vendor == gpu.vendor
+            and (known.slot is None or gpu.slot is None or known.slot == gpu.slot)
+        ):
+            known.slot = known.slot or gpu.slot
+            known.revision = known.revision if known.revision is not None else gpu.revision
+            known.name = known.name or gpu.name
+            return
+    obs.gpus.append(gpu)
+
+
+def _set_release(obs: Observations, release: str, how: str, number: int) -> None:
+    current = obs.first("kernel-release")
+    if current is None or _RELEASE_RANK[how] > _RELEASE_RANK.get(current.source.what, -1):
+        obs.facts = [o for o in obs.facts if o.what != "kernel-release"]
+        obs.add("kernel-release", release, Source(how, number))
+
+
+def _release(obs: Observations, line: _Line, state: _State) -> None:
+    bare = line.bare
+    m = _UNAME_A.match(bare)
+    if m:
+        _set_release(obs, m["release"], "uname", line.number)
+        obs.kinds.add("uname")
+    elif _RELEASE.match(bare) and ("uname" in state.previous or "-" in bare):
+        _set_release(obs, bare, "uname", line.number)
+        obs.kinds.add("uname")
+    if _DMESG_TIME.match(bare) or bare.startswith("Linux version "):
+        # A kernel log, even one without a line about amdgpu or KFD: what it lacks says something.
+        obs.kinds.add("kernel-log")
+    for pattern, how in ((_LINUX_VERSION, "log"), (_MODULES_DIR, "modules"), (_OS_DRM, "drm")):
+        m = pattern.search(bare)
+        if m:
+            _set_release(obs, m["release"], how, line.number)
+
+
+def _lspci(obs: Observations, line: _Line, state: _State) -> None:
+    m = _LSPCI.match(line.bare)
+    if not m:
+        return
+    obs.kinds.add("lspci")
+    slot = f"{m['domain'] or '0000'}:{m['bdf']}".lower()
+    revision = int(m["rev"], 16) if m["rev"] else None
+    source = Source("lspci", line.number)
+    _add_gpu(obs, SeenGpu(int(m["vendor"], 16), int(m["device"], 16), source, revision, slot, m["name"].strip()))
+
+
+def _node(obs: Observations, node: SeenNode) -> None:
+    obs.nodes[node.path] = node
+    if node.path == "/dev/kfd":
+        obs.kfd = node
+
+
+def _ls(obs: Observations, line: _Line, state: _State) -> None:
+    bare = line.bare
+    m = _LS_DIR.match(bare)
+    if m:
+        state.directory = m["dir"]
+        return
+    m = _LS.match(bare)
+    if m:
+        path = m["path"]
+        if not path.startswith("/dev/"):
+            # Inside "ls -l /dev/dri" the entries are bare names; the "/dev/dri:" header says where.
+            if state.directory is None and path.startswith("renderD"):
+                return
+            path = f"{state.directory or '/dev'}/{path.removeprefix('dri/')}"
+        obs.kinds.add("ls")
+        source = Source("ls -l", line.number)
+        _node(obs, SeenNode(path, m["mode"], m["owner"], m["group"], source, m["acl"] == "+"))
+        return
+    m = _LS_MISSING.search(bare)
+    if m:
+        obs.kinds.add("ls")
+        _node(obs, SeenNode(m["path"], None, None, None, Source("ls -l", line.number)))
+
+
+def _groups(obs: Observations, line: _Line, state: _State) -> None:
+    bare = line.bare
+    m = _ID.search(bare)
+    if m:
+        obs.kinds.add("id")
+        groups = tuple(re.findall(r"\d+\(([^)]+)\)", m["groups"] or ""))
+        obs.user = SeenUser(m["user"], groups, Source("id", line.number))
+        return
+    m = _GROUPS_OF.match(bare)
+    if m and not bare.startswith(("options", "softdep")):
+        obs.kinds.add("groups")
+        obs.user = SeenUser(m["user"], tuple(m["groups"].split()), Source("groups", line.number))
+    elif state.previous.rstrip().endswith("groups") and re.fullmatch(r"[\w.-]+(?: [\w.-]+)*", bare or "-"):
+        obs.kinds.add("groups")
+        user = obs.user.user if obs.user else None
+        obs.user = SeenUser(user, tuple(bare.split()), Source("groups", line.number))
+
+
+def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
+    bare = line.bare
+    source = Source("rocminfo", line.number)
+    m = _ROCK.search(bare)
+    if m:
+        obs.kinds.add("rocminfo")
+        obs.add("rock-module", m["state"], source)
+    m = _OPEN_KFD.search(bare)
+    if m:
+        obs.kinds.add("rocminfo")
+        obs.add("kfd-open-error", m["error"].strip(), source)
+    if " member of " in bare:  # both patterns start with \S+, slow to search on every line
+        m = _MEMBER.search(bare)
+        if m:
+            obs.member_of.append((m["user"], m["group"], source))
+        m = _NOT_MEMBER.search(bare)
+        if m:
+            obs.not_member_of.append((m["user"], m["group"], source))
+    if _NO_USER.search(bare):
+        obs.add("no-user-name", "yes", source)
+    if _HSA_FAIL.search(bare):
+        obs.add("hsa-failure", bare[:160], source)
+    _agent_block(obs, line, state)
+
+
+def _agent_block(obs: Observations, line: _Line, state: _State) -> None:
+    """rocminfo's "Agent N" blocks: Name (the gfx target on GPUs), Chip ID (PCI device id), BDFID."""
+    if line.bare == "HSA Agents":
+        obs.add("rocminfo-agents", "listed", Source("rocminfo", line.number))
+        return
+    if _AGENT_START.match(line.bare):
+        _finish_agent(obs, state)
+        state.agent, state.agent_line = {}, line.number
+        return
+    m = _AGENT_FIELD.match(line.raw)
+    if m:
+        if state.agent is None:
+            state.agent, state.agent_line = {}, line.number
+        # The ISA block repeats "Name:" deeper down (amdgcn-amd-amdhsa--gfx1030): keep the agent's own.
+        state.agent.setdefault(m["key"], m["value"])
+
+
+def _finish_agent(obs: Observations, state: _State) -> None:
+    agent, state.agent = state.agent, None
+    if not agent:
+        return
+    gfx = agent.get("Name", "")
+    if not re.fullmatch(r"gfx[0-9a-f]{3,4}", gfx) or agent.get("Device Type", "GPU") != "GPU":
+        return
+    obs.kinds.add("rocminfo")
+    chip = re.match(r"\d+", agent.get("Chip ID", ""))
+    device = int(chip[0]) if chip and 0 < int(chip[0]) <= 0xFFFF else None
+    bdf = re.fullmatch(r"\d+", agent.get("BDFID", ""))
+    slot = None
+    if bdf and 0 < int(bdf[0]) <= 0xFFFF:
+        # BDFID is bus << 8 | device << 3 | function (rocminfo; HSA_AMD_AGENT_INFO_BDFID).
+        value = int(bdf[0])
+        slot = f"0000:{value >> 8:02x}:{(value >> 3) & 0x1F:02x}.{value & 0x7}"
+    source = Source("rocminfo", state.agent_line)
+    obs.agents.append(SeenAgent(gfx, source, device, slot))
+    if device is not None:
+        _add_gpu(obs, SeenGpu(0x1002, device, source, slot=slot, name=agent.get("Marketing Name") or None))
+
+
+def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
+    bare = line.bare
+    source = Source("modinfo", line.number)
+    m = _MODINFO_FILE.match(bare)
+    if m:
+        obs.kinds.add("modinfo")
+        obs.add("module-file", m["path"], source)
+    m = _MODINFO_PARM.match(bare)
+    if m:
+        obs.kinds.add("modinfo")
+        obs.declared.append(m["name"])
+    m = _MODINFO_VERSION.match(bare)
+    if m and "modinfo" in obs.kinds:
+        obs.add("module-version", m["version"], source)
+
+
+def _config_lines(obs: Observations, line: _Line, state: _State) -> None:
+    # "# CONFIG_X is not set" is a config line, not a root prompt followed by a command.
+    bare = line.raw.strip() if _NOT_SET.match(line.raw.strip()) else line.bare
+    if any(cue in line.raw for cue in _CONTAINER_CUES) and _CONTAINER.search(line.raw):
+        obs.add("container", bare[:160], Source("paste", line.number))
+    config_line = bare.lstrip("+-").strip() if bare[:1] in "+-" and "CONFIG_" in bare else bare
+    # In a diff, "-" lines are the old state: only the new one counts.
+    if config_line.startswith(("CONFIG_", "# CONFIG_")) and not bare.startswith("-"):
+        state.kconfig.append(config_line)
+        symbol = config_line.removeprefix("# ").split("=")[0].split(" ")[0]
+        obs.kconfig.setdefault(symbol, ("", Source("kernel config", line.number)))
+    if bare.startswith(_MODPROBE_KINDS):
+        state.modprobe.append(bare)
+
+
+EXTRACTORS = (_release, _lspci, _ls, _groups, _rocminfo, _modinfo, _config_lines)
+
+
+def _finish(obs: Observations, state: _State) -> None:
+    _finish_agent(obs, state)
+    if state.kconfig:
+        obs.kinds.add("kconfig")
+        values, _ = parse_kconfig("\n".join(state.kconfig))
+        where = {k: source for k, (_, source) in obs.kconfig.items()}
+        obs.kconfig = {k: (v, where.get(k, Source("kernel config"))) for k, v in values.items()}
+    if state.modprobe:
+        directives, _ = parse_modprobe_conf("\n".join(state.modprobe), "(pasted)")
+        if directives:
+            obs.kinds.add("modprobe")
+            obs.modprobe = list(directives)
+    _, events = scan(obs.lines, source="paste")
+    obs.events = events
+    if events:
+        obs.kinds.add("kernel-log")
+    for e in events:
+        ids = e.ids
+        if ids and ids[0] == 0x1002:
+            slot = e.device if e.device and e.device != "kfd" else None
+            _add_gpu(obs, SeenGpu(ids[0], ids[1], Source("kernel log", e.line), slot=slot))
+
+
+def read_text(text: str) -> Observations:
+    """Everything a paste shows; what it does not show stays absent."""
+    obs = Observations()
+    raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    obs.lines = [_QUOTE.sub("", line).rstrip() for line in raw_lines]
+    state = _State()
+    for number, raw in enumerate(obs.lines, 1):
+        stripped = raw.strip()
+        bare = _PROMPT_SUB.sub("", stripped) if _PROMPT.match(stripped) else stripped
+        line = _Line(raw, bare, number)
+        for extract in EXTRACTORS:
+            extract(obs, line, state)
+        state.previous = bare
+    _finish(obs, state)
+    return obs
+
+
+__all__ = ["read_text"]
