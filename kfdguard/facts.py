@@ -319,6 +319,17 @@ class BootEntry:
     title: str
     release: str | None  # the kernel it boots
     recovery: bool = False
+    # systemd-boot (Boot Loader Specification) only; GRUB entries keep the defaults.
+    kind: str = ""  # "type1" (loader/entries/*.conf) or "type2" (a unified kernel image in EFI/Linux)
+    path: str = ""  # the entry's file, as shown: its name carries the counters, the id does not
+    tries_left: int | None = None  # boot counting ("+LEFT-DONE" in the name); None when not counted
+    tries_done: int | None = None
+    version: str | None = None  # the entry's own version field (Type #2: from its .osrel)
+
+    @property
+    def bad(self) -> bool:
+        """Boot counting ran out: systemd-boot sorts it last and does not pick it by itself."""
+        return self.tries_left == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +341,11 @@ class BootloaderFacts:
     saved_entry: str | None = None
     next_entry: str | None = None  # grubenv next_entry, or systemd-boot's LoaderEntryOneShot
     env: str | None = None  # grubenv, as shown
+    # systemd-boot: the LoaderEntryDefault EFI variable (bootctl set-default), loader.conf's
+    # timeout, and where $BOOT is when it is an XBOOTLDR partition apart from the ESP.
+    efi_default: str | None = None
+    timeout: str | None = None
+    xbootldr: str | None = None
 
     def entry_for(self, release: str) -> BootEntry | None:
         """The entry that boots ``release``: the one named after it (stable across kernel
@@ -349,9 +365,23 @@ class BootloaderFacts:
             match = next((e for e in self.entries if wanted in (e.id, e.title)), None)
             return match.release if match else None
         if self.kind == "systemd-boot":
-            match = next((e for e in self.entries if e.id == self.default), None)
-            return match.release if match else (self.entries[0].release if self.entries else None)
+            chosen = self.default_entry
+            return chosen.release if chosen else None
         return None
+
+    @property
+    def default_entry(self) -> BootEntry | None:
+        """systemd-boot's default: the first entry (in menu order, which ``entries`` keeps)
+        matching LoaderEntryDefault, else loader.conf's ``default`` glob, else the first one."""
+        from kfdguard.probe.bootspec import select
+
+        ids = [e.id for e in self.entries]
+        olds = {e.id: e.id[: -len(".conf")] for e in self.entries if e.id.lower().endswith(".conf")}
+        for pattern in (self.efi_default, self.default):
+            chosen = select(ids, pattern, olds)
+            if chosen is not None:
+                return next(e for e in self.entries if e.id == chosen)
+        return self.entries[0] if self.entries else None
 
 
 @dataclass(frozen=True, slots=True)
