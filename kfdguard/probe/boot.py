@@ -8,7 +8,8 @@ from functools import cmp_to_key
 from kfdguard.facts import Attempt, BootEntry, BootloaderFacts, History, InstalledKernel, KernelRecord
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
-from kfdguard.probe import bootspec
+from kfdguard.parsers.osrelease import parse_os_release
+from kfdguard.probe import bootspec, pe
 from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
@@ -169,6 +170,74 @@ def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
     return entries
 
 
+class _Unreadable(Exception):
+    """The Reader could not read the file (and has said why)."""
+
+
+UKI_SECTIONS = (".osrel", ".uname", ".cmdline")
+
+
+def _uki(reader: Reader, path: Path) -> dict[str, str]:
+    """The UKI sections of a PE file; raises PeError (a bad file) or _Unreadable."""
+    first = reader.read_at(path, 0, 0)
+    if first is None:
+        raise _Unreadable
+    size = first[1]
+
+    def read(offset: int, count: int) -> bytes:
+        got = reader.read_at(path, offset, count)
+        if got is None:
+            raise _Unreadable
+        return got[0]
+
+    return pe.sections(read, size, UKI_SECTIONS)
+
+
+def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
+    """Unified kernel images: the id is the file name (counters dropped), the title, version and
+    sort key come from the .osrel section as bootctl picks them, the kernel from .uname."""
+    entries = []
+    for name in reader.listdir(directory):
+        path = directory / name
+        if name.startswith(".") or not name.lower().endswith(".efi") or not reader.is_file(path):
+            continue
+        try:
+            counted = bootspec.split_tries(name)
+            texts = _uki(reader, path)
+        except bootspec.BadEntryName as exc:
+            reader.complain(path, f"not a boot loader entry: {exc}")
+            continue
+        except pe.PeError as exc:
+            reader.complain(path, f"not a usable unified kernel image: {exc}")
+            continue
+        except _Unreadable:
+            continue
+        if ".osrel" not in texts:
+            reader.complain(path, "not a unified kernel image: it has no .osrel section")
+            continue
+        osrel = parse_os_release(texts[".osrel"])
+        # bootspec_pick_name_version_sort_key (src/fundamental/bootspec-fundamental.c).
+        title = osrel.get("PRETTY_NAME") or osrel.get("IMAGE_ID") or osrel.get("NAME") or osrel.get("ID")
+        if not title:
+            reader.complain(path, "unified kernel image refused by systemd: its .osrel names no OS")
+            continue
+        version = osrel.get("IMAGE_VERSION") or osrel.get("VERSION") or osrel.get("VERSION_ID") or osrel.get("BUILD_ID")
+        sort_key = osrel.get("IMAGE_ID") or osrel.get("ID") or None
+        entry = BootEntry(
+            counted.id,
+            title,
+            texts.get(".uname", "").strip() or None,
+            False,
+            kind="type2",
+            path=reader.root.display(path),
+            tries_left=counted.tries_left,
+            tries_done=counted.tries_done,
+            version=version or None,
+        )
+        entries.append((entry, SortFields(counted.id, counted.tries_left, sort_key, None, version or None)))
+    return entries
+
+
 def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
     """(ESP, XBOOTLDR) as bootctl finds them: the ESP at /efi, /boot or /boot/efi, and /boot
     as $BOOT apart from it when it holds entries of its own. Only directories that hold boot
@@ -200,13 +269,13 @@ def probe_bootloader(reader: Reader) -> BootloaderFacts:
         for part in (esp, xbootldr):
             if part is None:
                 continue
-            for sub in ("loader/entries",):
+            for sub, kind in (("loader/entries", _type1_entries), ("EFI/Linux", _type2_entries)):
                 directory = part / sub
                 real = reader.realpath(directory)
                 if real in seen:
                     continue
                 seen.add(real)
-                found.extend(_type1_entries(reader, directory))
+                found.extend(kind(reader, directory))
         if found:
             found.sort(key=cmp_to_key(_menu_order))
             conf = _entry_fields(reader.text(esp / "loader/loader.conf", limit=ENTRY_LIMIT) or "")
