@@ -346,6 +346,7 @@ class BootloaderFacts:
     efi_default: str | None = None
     timeout: str | None = None
     xbootldr: str | None = None
+    last_booted: str | None = None  # LoaderEntryLastBooted, what loader.conf's "default @saved" picks
 
     def entry_for(self, release: str) -> BootEntry | None:
         """The entry that boots ``release``: the one named after it (stable across kernel
@@ -373,15 +374,27 @@ class BootloaderFacts:
     def default_entry(self) -> BootEntry | None:
         """systemd-boot's default: the first entry (in menu order, which ``entries`` keeps)
         matching LoaderEntryDefault, else loader.conf's ``default`` glob, else the first one."""
+
+        configured = self.last_booted if self.default == "@saved" else self.default
+        for pattern in (self.efi_default, configured):
+            chosen = self._match(pattern)
+            if chosen is not None:
+                return chosen
+        return self.entries[0] if self.entries else None
+
+    @property
+    def oneshot_entry(self) -> BootEntry | None:
+        """The entry systemd-boot starts once for LoaderEntryOneShot, None if it names none."""
+        return self._match(self.next_entry) if self.kind == "systemd-boot" else None
+
+    def _match(self, pattern: str | None) -> BootEntry | None:
+        # systemd-boot matches the variables and loader.conf alike: fnmatch, case-folded, in menu order.
         from kfdguard.probe.bootspec import select
 
         ids = [e.id for e in self.entries]
         olds = {e.id: e.id[: -len(".conf")] for e in self.entries if e.id.lower().endswith(".conf")}
-        for pattern in (self.efi_default, self.default):
-            chosen = select(ids, pattern, olds)
-            if chosen is not None:
-                return next(e for e in self.entries if e.id == chosen)
-        return self.entries[0] if self.entries else None
+        chosen = select(ids, pattern, olds)
+        return next((e for e in self.entries if e.id == chosen), None) if chosen else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,3 +208,24 @@ def test_fnmatch_is_c_fnmatch() -> None:
     assert match("a\\*", "a*") and not match("a\\*", "ab")
     assert match("[a", "[a")  # an unclosed bracket is literal
     assert match("[]]x", "]x")
+
+
+def efivar(system: SimulatedSystem, name: str, value: str) -> None:
+    var = system.root.sys / f"firmware/efi/efivars/{name}-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+    var.write_bytes(b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"))
+
+
+def test_saved_default_and_the_oneshot_resolve_like_systemd_boot(fresh_machine: Make) -> None:
+    system = systemd_boot(fresh_machine)
+    count_boots(system, 3)
+    (system.root.efi / "loader/loader.conf").write_text("default @saved\n")
+    efivar(system, "LoaderEntryLastBooted", "ubuntu-6.8.0-50-generic.conf")
+    loader = probe(system).bootloader
+    assert loader.default_release == "6.8.0-50-generic"
+    assert loader.oneshot_entry is None
+    efivar(system, "LoaderEntryOneShot", "UBUNTU-6.8.0-51-*")
+    oneshot = probe(system).bootloader.oneshot_entry
+    assert oneshot is not None and oneshot.release == "6.8.0-51-generic"
+    # A one-shot naming a counted file name (what kfdguard wrote before) names no entry at all.
+    efivar(system, "LoaderEntryOneShot", "ubuntu-6.8.0-51-generic+3.conf")
+    assert probe(system).bootloader.oneshot_entry is None
