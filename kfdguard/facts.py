@@ -391,9 +391,7 @@ class BootloaderFacts:
         # systemd-boot matches the variables and loader.conf alike: fnmatch, case-folded, in menu order.
         from kfdguard.probe.bootspec import select
 
-        ids = [e.id for e in self.entries]
-        olds = {e.id: e.id[: -len(".conf")] for e in self.entries if e.id.lower().endswith(".conf")}
-        chosen = select(ids, pattern, olds)
+        chosen = select([e.id for e in self.entries], pattern)
         return next((e for e in self.entries if e.id == chosen), None) if chosen else None
 
 

@@ -181,10 +181,10 @@ def test_default_globs_match_case_insensitively_in_menu_order(fresh_machine: Mak
     var.write_bytes(b"\x07\x00\x00\x00" + "ubuntu-6.8.0-51-generic.conf\0".encode("utf-16-le"))
     loader = probe(system).bootloader
     assert (loader.efi_default, loader.default_release) == ("ubuntu-6.8.0-51-generic.conf", "6.8.0-51-generic")
-    # A pattern that names nothing falls back to the first entry; the old id without .conf still names one.
+    # A pattern that names nothing falls back to the first entry; so does the id without .conf (bootctl 252).
     var.unlink()
     conf.write_text("default ubuntu-6.8.0-50-generic\n")
-    assert probe(system).bootloader.default_release == "6.8.0-50-generic"
+    assert probe(system).bootloader.default_release == "6.8.0-51-generic"
     conf.write_text("default nothing-*\n")
     assert probe(system).bootloader.default_release == "6.8.0-51-generic"
 

@@ -144,11 +144,15 @@ def verscmp(a: str, b: str) -> int:
                 i, j = i + 1, j + 1
         ca, cb = at(a, i), at(b, j)
         if (ca and ca in _DIGITS) or (cb and cb in _DIGITS):
+            ea, eb = _digits(a, i), _digits(b, j)
+            # A numeric segment is newer than an alphabetic one (systemd 252 does this first:
+            # its bootctl lists 0.conf before z.conf).
+            if (ea > i) != (eb > j):
+                return 1 if ea > i else -1
             while at(a, i) == "0":
                 i += 1
             while at(b, j) == "0":
                 j += 1
-            ea, eb = _digits(a, i), _digits(b, j)
             if ea - i != eb - j:
                 return 1 if ea - i > eb - j else -1
             sa, sb = a[i:ea], b[j:eb]
@@ -249,16 +253,11 @@ def fnmatch_casefold(pattern: str, name: str) -> bool:
         return False
 
 
-def select(ids: list[str], pattern: str | None, old_ids: dict[str, str] | None = None) -> str | None:
+def select(ids: list[str], pattern: str | None) -> str | None:
     """The first id (in boot menu order) that ``pattern`` names, or None.
 
-    bootctl also accepts an entry's old-style id (the name without ``.conf``) for it.
+    The id without ``.conf`` names nothing: systemd 252's bootctl falls back to the first entry then.
     """
     if not pattern:
         return None
-    for entry_id in ids:
-        if fnmatch_casefold(pattern, entry_id):
-            return entry_id
-        if old_ids and old_ids.get(entry_id) == pattern:
-            return entry_id
-    return None
+    return next((entry_id for entry_id in ids if fnmatch_casefold(pattern, entry_id)), None)
