@@ -352,7 +352,9 @@ class BootloaderFacts:
         """The entry that boots ``release``: the one named after it (stable across kernel
         updates, unlike the distribution's "newest kernel" entry), else any."""
         entries = [e for e in self.entries if e.release == release and not e.recovery]
-        return next((e for e in entries if release in e.id), entries[0] if entries else None)
+        # An entry out of boot tries is the last choice (systemd-boot skips it by itself).
+        entries.sort(key=lambda e: e.bad)
+        return next((e for e in entries if release in e.id and not e.bad), entries[0] if entries else None)
 
     @property
     def default_release(self) -> str | None:
