@@ -13,6 +13,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import tool
 
 STUB = Path("/usr/lib/systemd/boot/efi/linuxx64.efi.stub")  # Debian's systemd-boot-efi
@@ -20,6 +22,8 @@ OSREL_DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/L
 
 
 def objcopy_uki(dest: Path, *, osrel: str = OSREL_DEBIAN, uname: str | None = None, cmdline: str = "ro quiet") -> Path:
+    if not STUB.is_file():
+        pytest.fail(f"{STUB} (Debian package systemd-boot-efi) is required for this test; 'make test' installs it")
     work = dest.parent / f".{dest.name}.parts"
     work.mkdir(parents=True, exist_ok=True)
     args = [tool("objcopy")]
