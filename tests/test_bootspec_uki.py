@@ -152,3 +152,34 @@ def test_a_large_uki_is_read_in_a_few_small_pieces(tmp_path: Path) -> None:
     texts = pe.sections(read, len(data), (".osrel", ".uname", ".cmdline"))
     assert texts[".uname"] == "6.1.0-27-amd64" and texts[".cmdline"] == "ro quiet"
     assert len(reads) == 6 and sum(reads) < 4096
+
+
+@pytest.mark.parametrize(
+    ("mounts", "part_type", "expected"),
+    [
+        (None, None, "/boot"),  # nothing to tell by: entries in /boot count (bootctl would need the type)
+        ("", None, None),  # /boot is no mount of its own: a plain directory systemd-boot cannot read
+        ("/boot", "bc13c2ff-59e6-4262-a352-b275fd6f7172", "/boot"),
+        ("/boot", "BC13C2FF-59E6-4262-A352-B275FD6F7172", "/boot"),
+        ("/boot", "0fc63daf-8483-4772-8e79-3d69d8477de4", None),  # a Linux filesystem partition
+        ("/boot", None, "/boot"),  # a mount, but udev has no word on it
+    ],
+)
+def test_xbootldr_is_told_by_partition_type_when_it_can_be(
+    fresh_machine: Make, mounts: str | None, part_type: str | None, expected: str | None
+) -> None:
+    system = fresh_machine(bundled.load("dkms-missing-for-new-kernel").with_changes(bootloader="systemd-boot"))
+    (system.root.boot / "EFI/Linux").mkdir(parents=True)
+    (system.root.boot / "EFI/Linux/extra.efi").write_bytes(uki_image(uname="6.8.0-49-generic"))
+    if mounts is not None:
+        lines = ["22 1 0:21 / /proc rw - proc proc rw", "27 1 8:1 / / rw - ext4 /dev/sda1 rw"]
+        if mounts:
+            lines.append("31 27 8:2 / /boot rw,relatime - ext4 /dev/sda2 rw")
+        (system.root.proc / "self").mkdir(parents=True, exist_ok=True)
+        (system.root.proc / "self/mountinfo").write_text("\n".join(lines) + "\n")
+    if part_type is not None:
+        (system.root.run / "udev/data").mkdir(parents=True, exist_ok=True)
+        (system.root.run / "udev/data/b8:2").write_text(f"S:disk/by-partuuid/x\nE:ID_PART_ENTRY_TYPE={part_type}\n")
+    loader = probe(system).bootloader
+    assert loader.xbootldr == expected
+    assert ("extra.efi" in {e.id for e in loader.entries}) == (expected is not None)

@@ -13,6 +13,7 @@ from kfdguard.probe import bootspec, pe
 from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
+from kfdguard.root import BOOT_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -238,9 +239,47 @@ def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
     return entries
 
 
+# The GPT partition type of an Extended Boot Loader partition (UAPI Discoverable Partitions).
+XBOOTLDR_TYPE = "bc13c2ff-59e6-4262-a352-b275fd6f7172"
+
+
+def _boot_partition_type(reader: Reader) -> str | None:
+    """What /boot's partition type says: "xbootldr", "other" (not a mount of its own, or another
+    partition type), or None when it cannot be told (no mountinfo, no udev data: a simulated
+    machine, a container). Read from /proc/self/mountinfo and udev's database, not the block
+    device, which the service's DevicePolicy=closed would refuse."""
+    root = reader.root
+    mountinfo = reader.text(root.proc / "self/mountinfo")
+    if not mountinfo:
+        return None
+    device = None
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        # "36 35 98:0 / /boot rw - ext4 /dev/sda2 rw": mount point 5th, major:minor 3rd; the last mount wins.
+        if len(fields) >= 5 and fields[4].replace("\\040", " ") == BOOT_DIR:
+            device = fields[2]
+    if device is None:
+        return "other"
+    udev = reader.text(root.run / f"udev/data/b{device}", limit=1 << 16)
+    if udev is None:
+        return None
+    kind = next(
+        (
+            line[len("E:ID_PART_ENTRY_TYPE=") :]
+            for line in udev.splitlines()
+            if line.startswith("E:ID_PART_ENTRY_TYPE=")
+        ),
+        None,
+    )
+    if kind is None:
+        return None
+    return "xbootldr" if kind.strip().lower() == XBOOTLDR_TYPE else "other"
+
+
 def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
     """(ESP, XBOOTLDR) as bootctl finds them: the ESP at /efi, /boot or /boot/efi, and /boot
-    as $BOOT apart from it when it holds entries of its own. Only directories that hold boot
+    as $BOOT apart from it when it is an XBOOTLDR partition (by its partition type when that
+    can be read, else when it holds entries of its own). Only directories that hold boot
     loader spec content count: an ESP with GRUB alone is not systemd-boot's."""
     root = reader.root
 
@@ -253,7 +292,10 @@ def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
 
     esp = next((d for d in (root.efi, root.boot, root.boot / "efi") if has_entries(d)), None)
     apart = esp is not None and esp != root.boot and reader.realpath(esp) != reader.realpath(root.boot)
-    return esp, (root.boot if apart and has_entries(root.boot) else None)
+    if not apart or not has_entries(root.boot):
+        return esp, None
+    # systemd-boot reads $BOOT only from an XBOOTLDR partition: entries left in a plain /boot boot nothing.
+    return esp, (None if _boot_partition_type(reader) == "other" else root.boot)
 
 
 def _menu_order(a: tuple[BootEntry, SortFields], b: tuple[BootEntry, SortFields]) -> int:
