@@ -100,3 +100,52 @@ def test_random_bytes_fail_cleanly(data: bytes) -> None:
     found, reads = run(data)
     assert sum(reads) <= BOUND
     assert found is None or set(found) <= set(WANTED)
+
+
+# Whole ESPs of hostile files: the probe lists what systemd would and complains about the rest.
+file_names = st.text(st.characters(codec="utf-8", exclude_characters="/\0"), min_size=1, max_size=24).filter(
+    lambda n: n not in (".", "..")
+)
+contents = st.one_of(
+    st.binary(max_size=512),
+    st.text(max_size=300).map(str.encode),
+    st.builds(lambda o, u: pe_image([(b".osrel", o.encode()), (b".uname", u.encode())]), texts, texts),
+)
+
+
+@settings(max_examples=examples(100, campaign=2000), deadline=None)
+@given(
+    type1=st.lists(st.tuples(file_names.map(lambda n: n + ".conf"), contents), max_size=5),
+    type2=st.lists(st.tuples(file_names.map(lambda n: n + ".efi"), contents), max_size=5),
+    conf=st.one_of(st.none(), st.binary(max_size=200)),
+)
+def test_hostile_esps_never_raise(
+    type1: list[tuple[str, bytes]], type2: list[tuple[str, bytes]], conf: bytes | None
+) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from kfdguard.probe import bootspec
+    from kfdguard.probe.boot import probe_bootloader
+    from kfdguard.probe.reader import Reader
+    from kfdguard.root import Root
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for sub, files in (("efi/loader/entries", type1), ("efi/EFI/Linux", type2)):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+            for name, data in files:
+                try:
+                    (root / sub / name).write_bytes(data)
+                except OSError:  # a name too long for the filesystem
+                    continue
+        if conf is not None:
+            (root / "efi/loader/loader.conf").write_bytes(conf)
+        reader = Reader(Root(root))
+        loader = probe_bootloader(reader)
+        ids = [e.id for e in loader.entries]
+        assert all(bootspec.name_valid(i) for i in ids)
+        assert loader.kind in ("systemd-boot", "none")
+        _ = loader.default_entry, loader.oneshot_entry, loader.default_release
+        for problem in reader.problems:
+            assert problem.reason
