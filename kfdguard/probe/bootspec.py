@@ -26,6 +26,7 @@ INT_MAX = (1 << 31) - 1
 NAME_MAX = 255
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-_.")
 _DIGITS = "0123456789"
+_DIGITS_SET = frozenset(_DIGITS)
 
 
 class BadEntryName(ValueError):
@@ -111,66 +112,72 @@ def _version_char(c: str) -> bool:
     return c in _DIGITS or ("a" <= c <= "z") or ("A" <= c <= "Z") or c in "~-^."
 
 
+def _at(s: str, k: int) -> str:
+    return s[k] if k < len(s) else ""
+
+
+def _prefix(a: str, i: int, b: str, j: int, prefix: str) -> tuple[int, int, int]:
+    """One of '~-^.' before a segment: the side without it is newer; both with it skip it."""
+    ca, cb = _at(a, i), _at(b, j)
+    if prefix not in (ca, cb):
+        return 0, i, j
+    if (ca != prefix) != (cb != prefix):
+        return (1 if ca != prefix else -1), i, j
+    return 0, i + 1, j + 1
+
+
+def _numeric(a: str, i: int, b: str, j: int) -> tuple[int, int, int]:
+    ea, eb = _digits(a, i), _digits(b, j)
+    # A numeric segment is newer than an alphabetic one (systemd 252 checks this before it skips
+    # leading zeros: its bootctl lists 0.conf before z.conf).
+    if (ea > i) != (eb > j):
+        return (1 if ea > i else -1), ea, eb
+    while _at(a, i) == "0":
+        i += 1
+    while _at(b, j) == "0":
+        j += 1
+    if ea - i != eb - j:
+        return (1 if ea - i > eb - j else -1), ea, eb
+    sa, sb = a[i:ea], b[j:eb]
+    return ((1 if sa > sb else -1) if sa != sb else 0), ea, eb
+
+
+def _alpha(a: str, i: int, b: str, j: int) -> tuple[int, int, int]:
+    ea, eb = i, j
+    while ea < len(a) and a[ea].isascii() and a[ea].isalpha():
+        ea += 1
+    while eb < len(b) and b[eb].isascii() and b[eb].isalpha():
+        eb += 1
+    n = min(ea - i, eb - j)
+    sa, sb = a[i : i + n], b[j : j + n]
+    if sa != sb:
+        return (1 if sa > sb else -1), ea, eb
+    return ((1 if ea - i > eb - j else -1) if ea - i != eb - j else 0), ea, eb
+
+
 def verscmp(a: str, b: str) -> int:
     """systemd's ``strverscmp_improved``: -1, 0 or 1 (rpmvercmp with '-', '^', '.' and '~' prefixes)."""
     if not a or not b:
         return (a > b) - (a < b)
     i = j = 0
-    na, nb = len(a), len(b)
-
-    def at(s: str, k: int) -> str:
-        return s[k] if k < len(s) else ""
-
     # Each round consumes at least one character of each side, or ends: bounded by the lengths.
-    for _ in range(na + nb + 2):
-        while i < na and not _version_char(a[i]):
+    for _ in range(len(a) + len(b) + 2):
+        while i < len(a) and not _version_char(a[i]):
             i += 1
-        while j < nb and not _version_char(b[j]):
+        while j < len(b) and not _version_char(b[j]):
             j += 1
-        for prefix in "~":
-            ca, cb = at(a, i), at(b, j)
-            if prefix in (ca, cb):
-                if (ca != prefix) != (cb != prefix):
-                    return 1 if ca != prefix else -1
-                i, j = i + 1, j + 1
-        ca, cb = at(a, i), at(b, j)
-        if not ca or not cb:
+        r, i, j = _prefix(a, i, b, j, "~")
+        ca, cb = _at(a, i), _at(b, j)
+        if not r and (not ca or not cb):
             return (ca > cb) - (ca < cb)
         for prefix in "-^.":
-            ca, cb = at(a, i), at(b, j)
-            if prefix in (ca, cb):
-                if (ca != prefix) != (cb != prefix):
-                    return 1 if ca != prefix else -1
-                i, j = i + 1, j + 1
-        ca, cb = at(a, i), at(b, j)
-        if (ca and ca in _DIGITS) or (cb and cb in _DIGITS):
-            ea, eb = _digits(a, i), _digits(b, j)
-            # A numeric segment is newer than an alphabetic one (systemd 252 does this first:
-            # its bootctl lists 0.conf before z.conf).
-            if (ea > i) != (eb > j):
-                return 1 if ea > i else -1
-            while at(a, i) == "0":
-                i += 1
-            while at(b, j) == "0":
-                j += 1
-            if ea - i != eb - j:
-                return 1 if ea - i > eb - j else -1
-            sa, sb = a[i:ea], b[j:eb]
-            if sa != sb:
-                return 1 if sa > sb else -1
-        else:
-            ea, eb = i, j
-            while ea < na and a[ea].isascii() and a[ea].isalpha():
-                ea += 1
-            while eb < nb and b[eb].isascii() and b[eb].isalpha():
-                eb += 1
-            n = min(ea - i, eb - j)
-            sa, sb = a[i : i + n], b[j : j + n]
-            if sa != sb:
-                return 1 if sa > sb else -1
-            if ea - i != eb - j:
-                return 1 if ea - i > eb - j else -1
-        i, j = ea, eb
+            if not r:
+                r, i, j = _prefix(a, i, b, j, prefix)
+        if not r:
+            digit = _at(a, i) in _DIGITS_SET or _at(b, j) in _DIGITS_SET
+            r, i, j = (_numeric if digit else _alpha)(a, i, b, j)
+        if r:
+            return r
     return 0
 
 
@@ -212,6 +219,26 @@ def compare(a: SortFields, b: SortFields) -> int:
     return -verscmp(a.id, b.id)
 
 
+def _bracket(pattern: str, i: int) -> tuple[str, int]:
+    """The regular expression of the bracket expression at ``pattern[i]``, and where it ends."""
+    import re
+
+    end = i + 1
+    if end < len(pattern) and pattern[end] in "!^":
+        end += 1
+    if end < len(pattern) and pattern[end] == "]":
+        end += 1
+    while end < len(pattern) and pattern[end] != "]":
+        end += 1
+    if end >= len(pattern):
+        return re.escape("["), i  # an unclosed '[' is a literal, as in glibc
+    body = pattern[i + 1 : end]
+    negate = body[:1] in ("!", "^")
+    body = body[1:] if negate else body
+    escaped = "".join("\\" + ch if ch in "\\^[]" else ch for ch in body)
+    return f"[{'^' if negate else ''}{escaped}]", end
+
+
 def fnmatch_casefold(pattern: str, name: str) -> bool:
     """fnmatch(3) with FNM_CASEFOLD and no other flag: ``*``, ``?``, ``[...]`` (``!``/``^``), ``\\`` escapes."""
     import re
@@ -228,22 +255,8 @@ def fnmatch_casefold(pattern: str, name: str) -> bool:
             i += 1
             out.append(re.escape(pattern[i]))
         elif c == "[":
-            end = i + 1
-            if end < len(pattern) and pattern[end] in "!^":
-                end += 1
-            if end < len(pattern) and pattern[end] == "]":
-                end += 1
-            while end < len(pattern) and pattern[end] != "]":
-                end += 1
-            if end >= len(pattern):
-                out.append(re.escape(c))  # an unclosed '[' is a literal, as in glibc
-            else:
-                body = pattern[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                escaped = "".join("\\" + ch if ch in "\\^[]" else ch for ch in body)
-                out.append(f"[{'^' if negate else ''}{escaped}]")
-                i = end
+            regex, i = _bracket(pattern, i)
+            out.append(regex)
         else:
             out.append(re.escape(c))
         i += 1
