@@ -321,6 +321,17 @@ class BootEntry:
     title: str
     release: str | None  # the kernel it boots
     recovery: bool = False
+    # systemd-boot (Boot Loader Specification) only; GRUB entries keep the defaults.
+    kind: str = ""  # "type1" (loader/entries/*.conf) or "type2" (a unified kernel image in EFI/Linux)
+    path: str = ""  # the entry's file, as shown: its name carries the counters, the id does not
+    tries_left: int | None = None  # boot counting ("+LEFT-DONE" in the name); None when not counted
+    tries_done: int | None = None
+    version: str | None = None  # the entry's own version field (Type #2: from its .osrel)
+
+    @property
+    def bad(self) -> bool:
+        """Boot counting ran out: systemd-boot sorts it last and does not pick it by itself."""
+        return self.tries_left == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,12 +343,20 @@ class BootloaderFacts:
     saved_entry: str | None = None
     next_entry: str | None = None  # grubenv next_entry, or systemd-boot's LoaderEntryOneShot
     env: str | None = None  # grubenv, as shown
+    # systemd-boot: the LoaderEntryDefault EFI variable (bootctl set-default), loader.conf's
+    # timeout, and where $BOOT is when it is an XBOOTLDR partition apart from the ESP.
+    efi_default: str | None = None
+    timeout: str | None = None
+    xbootldr: str | None = None
+    last_booted: str | None = None  # LoaderEntryLastBooted, what loader.conf's "default @saved" picks
 
     def entry_for(self, release: str) -> BootEntry | None:
         """The entry that boots ``release``: the one named after it (stable across kernel
         updates, unlike the distribution's "newest kernel" entry), else any."""
         entries = [e for e in self.entries if e.release == release and not e.recovery]
-        return next((e for e in entries if release in e.id), entries[0] if entries else None)
+        # An entry out of boot tries is the last choice (systemd-boot skips it by itself).
+        entries.sort(key=lambda e: e.bad)
+        return next((e for e in entries if release in e.id and not e.bad), entries[0] if entries else None)
 
     @property
     def default_release(self) -> str | None:
@@ -351,9 +370,33 @@ class BootloaderFacts:
             match = next((e for e in self.entries if wanted in (e.id, e.title)), None)
             return match.release if match else None
         if self.kind == "systemd-boot":
-            match = next((e for e in self.entries if e.id == self.default), None)
-            return match.release if match else (self.entries[0].release if self.entries else None)
+            chosen = self.default_entry
+            return chosen.release if chosen else None
         return None
+
+    @property
+    def default_entry(self) -> BootEntry | None:
+        """systemd-boot's default: the first entry (in menu order, which ``entries`` keeps)
+        matching LoaderEntryDefault, else loader.conf's ``default`` glob, else the first one."""
+
+        configured = self.last_booted if self.default == "@saved" else self.default
+        for pattern in (self.efi_default, configured):
+            chosen = self._match(pattern)
+            if chosen is not None:
+                return chosen
+        return self.entries[0] if self.entries else None
+
+    @property
+    def oneshot_entry(self) -> BootEntry | None:
+        """The entry systemd-boot starts once for LoaderEntryOneShot, None if it names none."""
+        return self._match(self.next_entry) if self.kind == "systemd-boot" else None
+
+    def _match(self, pattern: str | None) -> BootEntry | None:
+        # systemd-boot matches the variables and loader.conf alike: fnmatch, case-folded, in menu order.
+        from kfdguard.probe.bootspec import select
+
+        chosen = select([e.id for e in self.entries], pattern)
+        return next((e for e in self.entries if e.id == chosen), None) if chosen else None
 
 
 @dataclass(frozen=True, slots=True)

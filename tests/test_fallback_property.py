@@ -51,7 +51,9 @@ def worlds(draw: st.DrawFn) -> World:
             draw(st.sampled_from(["y", "y", "y", "n", None])), draw(mostly), draw(st.booleans()),
         ))  # fmt: skip
         if draw(mostly):
-            entries.append(BootEntry(f"id-{release}", f"Linux {release}", release))
+            # Boot counting: mostly off, sometimes in progress, sometimes run out (a bad entry).
+            tries = draw(st.sampled_from([None, None, None, 2, 0]))
+            entries.append(BootEntry(f"id-{release}", f"Linux {release}", release, tries_left=tries))
         works[release] = draw(st.booleans())  # whether compute really comes up on it
     loader = BootloaderFacts("grub", "/boot/grub/grub.cfg", tuple(entries), "0")
     return kernels, loader, works
@@ -94,6 +96,7 @@ def test_recommendation_is_installed_bootable_and_not_a_known_failure(world: Wor
         assert chosen.hsa_amd != "n" and chosen.amdgpu
         found = loader.entry_for(rec.kernel)
         assert found is not None and rec.entry == found.id
+        assert not found.bad  # boot counting said it does not boot fully: never a fallback target
     mode, _ = auto_action(rec, history, "boot0")
     if policy in ("off", "notify"):
         assert mode is None  # the boot loader is never touched without oneshot or pin

@@ -29,6 +29,9 @@ class KernelChoice:
     reasons: tuple[str, ...]  # why not bootable or capable
     last: str  # what the history says: "ok", "failed" or ""
     failed_after_fallback: bool
+    ok: int = 0  # boots on which compute came up (the history's count)
+    failed: int = 0  # boots on which it did not
+    out_of_tries: bool = False  # systemd-boot's boot counting marked its entry bad (it did not boot fully)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ def choices(facts: Facts) -> list[KernelChoice]:
         entry = facts.bootloader.entry_for(kernel.release)
         if entry is None:
             reasons.append(f"no {facts.bootloader.kind} entry boots it")
+        elif entry.bad:
+            reasons.append("its boot entry ran out of boot tries: it did not reach boot-complete.target")
         if kernel.initrd is None:
             reasons.append("no initramfs")
         if not kernel.modules:
@@ -119,6 +124,9 @@ def choices(facts: Facts) -> list[KernelChoice]:
                 reasons=tuple(reasons),
                 last=record.last,
                 failed_after_fallback=_failed_after_fallback(facts.history, kernel.release, installed),
+                ok=record.ok,
+                failed=record.failed,
+                out_of_tries=entry is not None and entry.bad,
             )
         )
     return result
@@ -141,25 +149,55 @@ def recommend(facts: Facts, codes: set[str], policy: str) -> Recommendation:
         if c.release != running
         and c.bootable
         and not c.failed_after_fallback
+        and not c.out_of_tries
         and (c.capable is True or (c.capable is None and c.last == "ok"))
     ]
+    passed_over = [c.release for c in kinds if c.release != running and c.out_of_tries]
     if not eligible:
-        why = "no other installed, bootable kernel can run compute on this GPU"
+        why = "no other installed, bootable kernel can run compute on this GPU" + _passed_over(passed_over)
         return Recommendation(policy, running, True, None, None, why, False, tuple(kinds), bootloader)
 
-    def rank(c: KernelChoice) -> tuple[int, int, tuple[int, int, int], str]:
-        kernel = next(k for k in facts.kernels if k.release == c.release)
-        # The last known good first, then kernels never seen failing, then the newest.
-        return (c.last == "ok", c.last != "failed", kernel.version or (0, 0, 0), c.release)
-
-    best = max(eligible, key=rank)
-    reason = (
-        "it ran compute before (last known good)" if best.last == "ok" else "the newest kernel that can run compute"
-    )
+    best = max(eligible, key=lambda c: rank(c, facts))
+    reason = _why(best) + _passed_over(passed_over)
     default = facts.bootloader.default_release
     return Recommendation(
         policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader
     )
+
+
+def rank(c: KernelChoice, facts: Facts) -> tuple[bool, int, bool, tuple[int, int, int], str]:
+    """Order of preference among eligible kernels, best last (pure).
+
+    The last known good first; among those, the one whose boots ran compute
+    most often net of those that did not; then one whose last boot did not
+    fail; then the newest. Kernels whose boot entry ran out of tries never
+    get here (they did not boot far enough to be trusted, whatever kfdguard saw).
+    """
+    kernel = next(k for k in facts.kernels if k.release == c.release)
+    return (c.last == "ok", c.ok - c.failed if c.last == "ok" else 0, c.last != "failed",
+            kernel.version or (0, 0, 0), c.release)  # fmt: skip
+
+
+def _why(c: KernelChoice) -> str:
+    if c.last == "ok":
+        boots = c.ok + c.failed
+        return (
+            f"it ran compute on {c.ok} of its {boots} boots kfdguard saw, the last one included (last known good)"
+            if boots > 1
+            else "it ran compute before (last known good)"
+        )
+    if c.last == "failed":
+        return (
+            "the newest kernel that can run compute on this GPU, though compute did not come up "
+            f"on its last boot ({c.failed} of {c.ok + c.failed} boots failed)"
+        )
+    return "the newest kernel that can run compute on this GPU (kfdguard has not seen it boot yet)"
+
+
+def _passed_over(releases: list[str]) -> str:
+    if not releases:
+        return ""
+    return f"; passed over {', '.join(releases)}: boot counting marked its entry bad"
 
 
 def auto_action(rec: Recommendation, history: History, boot_id: str) -> tuple[str | None, str]:

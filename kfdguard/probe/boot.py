@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import re
+from functools import cmp_to_key
 
 from kfdguard.facts import Attempt, BootEntry, BootloaderFacts, History, InstalledKernel, KernelRecord
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
+from kfdguard.parsers.osrelease import parse_os_release
+from kfdguard.probe import bootspec, pe
+from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
+from kfdguard.root import BOOT_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kfdguard.facts import DkmsModule
 
 _MENU = re.compile(r"^\s*(?P<kind>menuentry|submenu)\s+(?P<quote>['\"])(?P<title>.*?)(?P=quote)(?P<rest>.*)\{\s*$")
@@ -21,6 +28,8 @@ _SET_DEFAULT = re.compile(r'^\s*set default="?(?P<value>[^"]*)"?\s*$')
 # systemd-boot's one-shot entry: an EFI variable of the Boot Loader Interface vendor.
 LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 HISTORY_LIMIT = 1 << 20
+ENTRY_LIMIT = 1 << 20  # a loader entry or loader.conf is a few lines
+EFIVAR_LIMIT = 4096
 
 
 def probe_kernels(reader: Reader, dkms: tuple[DkmsModule, ...]) -> tuple[InstalledKernel, ...]:
@@ -108,37 +117,223 @@ def parse_grubenv(text: str) -> dict[str, str]:
     return values
 
 
-def _bls_entries(reader: Reader, directory: object) -> list[BootEntry]:
-    from pathlib import Path
+def _entry_fields(text: str) -> dict[str, str]:
+    """A Type #1 entry's fields as bootctl reads them: first word the key, the rest the value;
+    a key given twice keeps its last value (free_and_strdup), blank values are ignored."""
+    fields: dict[str, str] = {}
+    for line in text.split("\n"):
+        line = line.strip()  # noqa: PLW2901 - the stripped line is the one parsed
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            fields[parts[0]] = parts[1].strip()
+    return fields
 
-    assert isinstance(directory, Path)
+
+def _release_of(version: str | None, linux: str) -> str | None:
+    if version:
+        return version
+    if "vmlinuz-" in linux:
+        return linux.rsplit("vmlinuz-", 1)[1] or None
+    return None
+
+
+def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
     entries = []
     for name in reader.listdir(directory):
-        if not name.endswith(".conf"):
+        # bootctl: every *.conf (any case) that is not hidden; the id drops the counters.
+        if name.startswith(".") or not name.lower().endswith(".conf") or not reader.is_file(directory / name):
             continue
-        fields: dict[str, str] = {}
-        for line in (reader.text(directory / name) or "").split("\n"):
-            key, _, value = line.strip().partition(" ")
-            if key and not key.startswith("#"):
-                fields.setdefault(key, value.strip())
-        release = fields.get("version") or None
-        linux = fields.get("linux", "")
-        if release is None and "vmlinuz-" in linux:
-            release = linux.rsplit("vmlinuz-", 1)[1]
-        entries.append(BootEntry(name, fields.get("title", name), release, False))
+        try:
+            counted = bootspec.split_tries(name)
+        except bootspec.BadEntryName as exc:
+            reader.complain(directory / name, f"not a boot loader entry: {exc}")
+            continue
+        text = reader.text(directory / name, limit=ENTRY_LIMIT)
+        if text is None:
+            continue
+        fields = _entry_fields(text)
+        version = fields.get("version") or None
+        entry = BootEntry(
+            counted.id,
+            fields.get("title", counted.id),
+            _release_of(version, fields.get("linux", "")),
+            False,
+            kind="type1",
+            path=reader.root.display(directory / name),
+            tries_left=counted.tries_left,
+            tries_done=counted.tries_done,
+            version=version,
+        )
+        sort = SortFields(counted.id, counted.tries_left, fields.get("sort-key"), fields.get("machine-id"), version)
+        entries.append((entry, sort))
     return entries
+
+
+class _Unreadable(Exception):
+    """The Reader could not read the file (and has said why)."""
+
+
+UKI_SECTIONS = (".osrel", ".uname", ".cmdline")
+
+
+def _uki(reader: Reader, path: Path) -> dict[str, str]:
+    """The UKI sections of a PE file; raises PeError (a bad file) or _Unreadable."""
+    first = reader.read_at(path, 0, 0)
+    if first is None:
+        raise _Unreadable
+    size = first[1]
+
+    def read(offset: int, count: int) -> bytes:
+        got = reader.read_at(path, offset, count)
+        if got is None:
+            raise _Unreadable
+        return got[0]
+
+    return pe.sections(read, size, UKI_SECTIONS)
+
+
+def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
+    """Unified kernel images: the id is the file name (counters dropped), the title, version and
+    sort key come from the .osrel section as bootctl picks them, the kernel from .uname."""
+    entries = []
+    for name in reader.listdir(directory):
+        path = directory / name
+        if name.startswith(".") or not name.lower().endswith(".efi") or not reader.is_file(path):
+            continue
+        try:
+            counted = bootspec.split_tries(name)
+            texts = _uki(reader, path)
+        except bootspec.BadEntryName as exc:
+            reader.complain(path, f"not a boot loader entry: {exc}")
+            continue
+        except pe.PeError as exc:
+            reader.complain(path, f"not a usable unified kernel image: {exc}")
+            continue
+        except _Unreadable:
+            continue
+        if ".osrel" not in texts:
+            reader.complain(path, "not a unified kernel image: it has no .osrel section")
+            continue
+        osrel = parse_os_release(texts[".osrel"])
+        # bootspec_pick_name_version_sort_key (src/fundamental/bootspec-fundamental.c).
+        title = osrel.get("PRETTY_NAME") or osrel.get("IMAGE_ID") or osrel.get("NAME") or osrel.get("ID")
+        if not title:
+            reader.complain(path, "unified kernel image refused by systemd: its .osrel names no OS")
+            continue
+        version = osrel.get("IMAGE_VERSION") or osrel.get("VERSION") or osrel.get("VERSION_ID") or osrel.get("BUILD_ID")
+        sort_key = osrel.get("IMAGE_ID") or osrel.get("ID") or None
+        entry = BootEntry(
+            counted.id,
+            title,
+            texts.get(".uname", "").strip() or None,
+            False,
+            kind="type2",
+            path=reader.root.display(path),
+            tries_left=counted.tries_left,
+            tries_done=counted.tries_done,
+            version=version or None,
+        )
+        entries.append((entry, SortFields(counted.id, counted.tries_left, sort_key, None, version or None)))
+    return entries
+
+
+# The GPT partition type of an Extended Boot Loader partition (UAPI Discoverable Partitions).
+XBOOTLDR_TYPE = "bc13c2ff-59e6-4262-a352-b275fd6f7172"
+
+
+def _boot_partition_type(reader: Reader) -> str | None:
+    """What /boot's partition type says: "xbootldr", "other" (not a mount of its own, or another
+    partition type), or None when it cannot be told (no mountinfo, no udev data: a simulated
+    machine, a container). Read from /proc/self/mountinfo and udev's database, not the block
+    device, which the service's DevicePolicy=closed would refuse."""
+    root = reader.root
+    mountinfo = reader.text(root.proc / "self/mountinfo")
+    if not mountinfo:
+        return None
+    device = None
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        # "36 35 98:0 / /boot rw - ext4 /dev/sda2 rw": mount point 5th, major:minor 3rd; the last mount wins.
+        if len(fields) >= 5 and fields[4].replace("\\040", " ") == BOOT_DIR:
+            device = fields[2]
+    if device is None:
+        return "other"
+    udev = reader.text(root.run / f"udev/data/b{device}", limit=1 << 16)
+    if udev is None:
+        return None
+    kind = next(
+        (
+            line[len("E:ID_PART_ENTRY_TYPE=") :]
+            for line in udev.splitlines()
+            if line.startswith("E:ID_PART_ENTRY_TYPE=")
+        ),
+        None,
+    )
+    if kind is None:
+        return None
+    return "xbootldr" if kind.strip().lower() == XBOOTLDR_TYPE else "other"
+
+
+def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
+    """(ESP, XBOOTLDR) as bootctl finds them: the ESP at /efi, /boot or /boot/efi, and /boot
+    as $BOOT apart from it when it is an XBOOTLDR partition (by its partition type when that
+    can be read, else when it holds entries of its own). Only directories that hold boot
+    loader spec content count: an ESP with GRUB alone is not systemd-boot's."""
+    root = reader.root
+
+    def has_entries(d: Path) -> bool:
+        return (
+            reader.is_dir(d / "loader/entries")
+            or reader.is_file(d / "loader/loader.conf")
+            or any(n.lower().endswith(".efi") for n in reader.listdir(d / "EFI/Linux"))
+        )
+
+    esp = next((d for d in (root.efi, root.boot, root.boot / "efi") if has_entries(d)), None)
+    apart = esp is not None and esp != root.boot and reader.realpath(esp) != reader.realpath(root.boot)
+    if not apart or not has_entries(root.boot):
+        return esp, None
+    # systemd-boot reads $BOOT only from an XBOOTLDR partition: entries left in a plain /boot boot nothing.
+    return esp, (None if _boot_partition_type(reader) == "other" else root.boot)
+
+
+def _menu_order(a: tuple[BootEntry, SortFields], b: tuple[BootEntry, SortFields]) -> int:
+    return bootspec.compare(a[1], b[1])
 
 
 def probe_bootloader(reader: Reader) -> BootloaderFacts:
     root = reader.root
-    for esp in (root.efi, root.boot, root.boot / "efi"):
-        loader = esp / "loader/entries"
-        entries = _bls_entries(reader, loader) if reader.is_dir(loader) else []
-        if entries:
-            conf = reader.text(esp / "loader/loader.conf") or ""
-            default = next((line.split(None, 1)[1] for line in conf.split("\n") if line.startswith("default ")), None)
-            oneshot = _efivar(reader, f"LoaderEntryOneShot-{LOADER_GUID}")
-            return BootloaderFacts("systemd-boot", root.display(loader), tuple(entries), default, None, oneshot, None)
+    esp, xbootldr = _partition_dirs(reader)
+    if esp is not None:
+        found: list[tuple[BootEntry, SortFields]] = []
+        seen: set[str] = set()
+        for part in (esp, xbootldr):
+            if part is None:
+                continue
+            for sub, kind in (("loader/entries", _type1_entries), ("EFI/Linux", _type2_entries)):
+                directory = part / sub
+                real = reader.realpath(directory)
+                if real in seen:
+                    continue
+                seen.add(real)
+                found.extend(kind(reader, directory))
+        if found:
+            found.sort(key=cmp_to_key(_menu_order))
+            conf = _entry_fields(reader.text(esp / "loader/loader.conf", limit=ENTRY_LIMIT) or "")
+            return BootloaderFacts(
+                "systemd-boot",
+                root.display(esp / "loader/entries"),
+                tuple(e for e, _ in found),
+                conf.get("default"),
+                None,
+                _efivar(reader, f"LoaderEntryOneShot-{LOADER_GUID}"),
+                None,
+                efi_default=_efivar(reader, f"LoaderEntryDefault-{LOADER_GUID}"),
+                timeout=conf.get("timeout"),
+                xbootldr=root.display(xbootldr) if xbootldr is not None else None,
+                last_booted=_efivar(reader, f"LoaderEntryLastBooted-{LOADER_GUID}"),
+            )
     for grub in (root.boot / "grub", root.boot / "grub2"):
         cfg = reader.text(grub / "grub.cfg")
         if cfg is None:
@@ -159,7 +354,7 @@ def probe_bootloader(reader: Reader) -> BootloaderFacts:
 
 
 def _efivar(reader: Reader, name: str) -> str | None:
-    data = reader.data(reader.root.sys / "firmware/efi/efivars" / name)
+    data = reader.data(reader.root.sys / "firmware/efi/efivars" / name, limit=EFIVAR_LIMIT)
     if data is None or len(data) < 4:
         return None
     # 4 bytes of attributes, then a NUL-terminated UTF-16LE string.
@@ -198,7 +393,8 @@ def history_from_json(data: object) -> History:
         Attempt(
             source=str(a["from"]),
             target=str(a["to"]),
-            entry=str(a.get("entry", "")),
+            # Histories written before ids dropped boot counters ("foo+3-1.conf") name the stable id.
+            entry=bootspec.strip_tries(str(a.get("entry", ""))),
             mode=str(a.get("mode", "oneshot")),
             boot_id=str(a.get("boot_id", "")),
             at=str(a.get("at", "")),
@@ -208,4 +404,4 @@ def history_from_json(data: object) -> History:
         for a in list(data.get("attempts", []))
     )
     pinned = data.get("pinned_from")
-    return History(kernels, attempts, str(pinned) if pinned else None)
+    return History(kernels, attempts, bootspec.strip_tries(str(pinned)) if pinned else None)

@@ -61,6 +61,26 @@ class Reader:
             return None
         return data
 
+    def read_at(self, path: Path, offset: int, size: int) -> tuple[bytes, int] | None:
+        """``size`` bytes at ``offset`` of a regular file (fewer at its end), and the file's size:
+        for the few headers and sections kfdguard reads of files too large to read whole (a UKI)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, ValueError) as exc:
+            self.complain(path, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                self.complain(path, "unreadable: not a regular file")
+                return None
+            return (os.pread(fd, size, offset) if size > 0 else b""), st.st_size
+        except OSError as exc:
+            self.complain(path, f"unreadable: {exc.strerror or exc}")
+            return None
+        finally:
+            os.close(fd)
+
     def text(self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> str | None:
         data = self.data(path, limit=limit, report_missing=report_missing)
         return None if data is None else data.decode("utf-8", errors="replace")
