@@ -13,6 +13,7 @@ import marshal
 import os
 
 from kfdguard.record import dataclass, field
+from kfdguard.root import FLEET_NFD, FLEET_TEXTFILE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,6 +70,14 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetConfig:
+    # Files for fleet tools (kfdguard.fleet.publish), written only where their directory
+    # exists; None (false in the file) turns one off.
+    textfile: str | None = FLEET_TEXTFILE  # node_exporter textfile collector (*.prom)
+    nfd: str | None = FLEET_NFD  # Node Feature Discovery feature file
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     version: int = 1
     module: ModuleConfig = field(default_factory=ModuleConfig)
@@ -77,6 +86,7 @@ class Config:
     fallback: FallbackConfig = field(default_factory=FallbackConfig)
     timeouts: Timeouts = field(default_factory=Timeouts)
     log: LogConfig = field(default_factory=LogConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +123,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "fallback": {"policy": "policy"},
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
+    "fleet": {"textfile": "textfile", "nfd": "nfdfile"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -207,6 +218,8 @@ class _Validator:
                 items.append(text)
             return tuple(items)
         text, tag = self.scalar(node, key)
+        if kind in ("textfile", "nfdfile"):
+            return _fleet_file(node, key, kind, text, tag)
         if kind == "bool":
             if tag != "bool":
                 raise _Invalid(node, key, f"{text!r:.40} is not true or false")
@@ -253,6 +266,23 @@ class _AnyKeys(tuple[str, ...]):
 
 
 _ANY = _AnyKeys()
+
+
+def _fleet_file(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> str | None:
+    """An absolute file path for a fleet output, or None for false/null (turned off)."""
+    if tag == "null" or (tag == "bool" and text.lower() in ("false", "no", "off", "n")):
+        return None
+    name = text.rsplit("/", 1)[-1]
+    if tag != "str" or not text.startswith("/") or len(text) > 4096 or "\0" in text or not name:
+        raise _Invalid(node, key, f"{text!r:.60} is not an absolute file path (or false to turn it off)")
+    if any(part in (".", "..") for part in text.split("/")):
+        raise _Invalid(node, key, f"{text!r:.60}: no . or .. components")
+    # node_exporter's textfile collector reads only *.prom; nfd-worker skips dot files.
+    if kind == "textfile" and not name.endswith(".prom"):
+        raise _Invalid(node, key, f"{name!r:.60}: node_exporter reads only files ending in .prom")
+    if name.startswith("."):
+        raise _Invalid(node, key, f"{name!r:.60}: a file name starting with a dot is skipped by its reader")
+    return text
 
 
 def _is_name(text: str) -> bool:
@@ -306,6 +336,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         fallback=FallbackConfig(**values.get("fallback", {})),  # type: ignore[arg-type]
         timeouts=Timeouts(**values.get("timeouts", {})),  # type: ignore[arg-type]
         log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
+        fleet=FleetConfig(**values.get("fleet", {})),  # type: ignore[arg-type]
     )
 
 
