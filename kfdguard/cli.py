@@ -191,6 +191,9 @@ examples:
     from kfdguard.snapshot.cli import add_parser as add_snapshot
 
     add_snapshot(sub)
+    from kfdguard.fleet.cli import add_parser as add_fleet
+
+    add_fleet(sub)
 
     machines = sub.add_parser(
         "machines",
@@ -230,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             from kfdguard.snapshot.cli import run as snapshot
 
             return snapshot(args, _config)
+        if args.command == "metrics":
+            from kfdguard.fleet.cli import run as fleet
+
+            return fleet(args, _config)
         if args.command in ("status", "reload", "access"):
             return cmd_client(args)
         if args.command == "daemon":
