@@ -65,7 +65,9 @@ def labels(verdict: Verdict) -> list[tuple[str, str]]:
             joined = candidate
         out.append(("kfdguard.gfx-targets", joined))
         out.extend((f"kfdguard.gfx.{t}", "true") for t in targets)
-    blocking = [c for f in verdict.findings if f.severity is Severity.ERROR and (c := bounded(f.code, CODE))]
+    blocking = [
+        c for f in verdict.findings if f.severity is Severity.ERROR and (c := bounded(f.code, CODE)) and valid_value(c)
+    ]
     if blocking:
         # Findings are sorted most severe first and the checks run floor by floor: the first
         # error is the lowest floor that blocks.
