@@ -14,6 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from kfdguard.fleet.cdi import CdiSpec
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -409,6 +411,7 @@ class Facts:
     kernels: tuple[InstalledKernel, ...] = ()
     bootloader: BootloaderFacts = BootloaderFacts("none")
     history: History = History()
+    cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.fleet.cdi)
     problems: tuple[Problem, ...] = field(default=())
 
     @property

@@ -39,6 +39,7 @@ VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")
 FLEET_TEXTFILE = "/var/lib/prometheus/node-exporter/kfdguard.prom"
 FLEET_NFD = "/etc/kubernetes/node-feature-discovery/features.d/kfdguard"
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+DRI_DIR = "/dev/dri"  # render and card nodes, as CDI specs name them
 
 # The running process's own descriptors: always the host's /proc, whatever
 # machine a Root points at.
