@@ -17,9 +17,12 @@ from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import asyncio
+
     from kfdguard.config import FleetConfig
     from kfdguard.facts import Facts
     from kfdguard.root import Root
+    from kfdguard.service.core import Service
     from kfdguard.verdict import Verdict
 
 # The service rewrites the files on every state change and at least every REFRESH
@@ -65,3 +68,78 @@ def _write_one(root: Root, output: str, shown: str, text: str) -> Written:
     except OSError as exc:
         return Written(output, shown, "failed", exc.strerror or str(exc))
     return Written(output, shown, "written")
+
+
+def _current(service: Service) -> tuple[Verdict, Facts] | None:
+    """The verdict to publish: the last check's, or the service's error state without one."""
+    from kfdguard.verdict import State, Verdict
+
+    last = service.last
+    status = service.status
+    if last is not None and str(last.verdict.state) == status.state:
+        return last.verdict, last.facts
+    if last is None or status.state == "starting":
+        return None  # nothing checked yet: keep what the previous run wrote until it expires
+    try:
+        state = State(status.state)
+    except ValueError:
+        state = State.ERROR
+    return Verdict(state, status.ready, status.summary, (), ()), last.facts
+
+
+def publish(service: Service, now: float) -> list[Written]:
+    """Write the fleet files for the service's current state (blocking: run it off the event loop)."""
+    current = _current(service)
+    if current is None:
+        return []
+    verdict, facts = current
+    return write(service.system.root, service.loaded.config.fleet, verdict, facts, now)
+
+
+async def serve(service: Service, interval: float = REFRESH) -> None:
+    """The service's hook: the fleet files after every state change and every ``interval`` seconds.
+
+    The timer keeps the NFD expiry moving while the service lives; a dead or hung
+    loop stops it, and the labels lapse NFD_TTL later.
+    """
+    import asyncio
+    import contextlib
+
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+
+    # Transitions happen on the loop and, during the boot pass, before it: either way a flag.
+    def wake(_old: object, _new: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody to wake
+            loop.call_soon_threadsafe(changed.set)
+
+    service.listeners.append(wake)
+    try:
+        await _publish_forever(service, changed, interval)
+    finally:
+        service.listeners.remove(wake)
+
+
+async def _publish_forever(service: Service, changed: asyncio.Event, interval: float) -> None:
+    import asyncio
+    import contextlib
+    import time
+
+    from kfdguard import log
+
+    loop = asyncio.get_running_loop()
+    reported: dict[str, str] = {}
+    while True:
+        changed.clear()
+        try:
+            results = await loop.run_in_executor(None, publish, service, time.time())
+        except Exception as exc:  # a fleet file must never take the service down
+            results = [Written("fleet", "", "failed", f"{type(exc).__name__}: {exc}")]
+        for r in results:
+            # One log line per change of outcome, not one every interval.
+            outcome = f"{r.status}: {r.detail}"
+            if reported.get(r.output) != outcome and r.status == "failed":
+                log.warning(f"fleet: cannot write {r.path or r.output}: {r.detail}")
+            reported[r.output] = outcome
+        with contextlib.suppress(TimeoutError):  # the timer: rewrite even when nothing changed
+            await asyncio.wait_for(changed.wait(), interval)

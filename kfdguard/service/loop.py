@@ -7,6 +7,7 @@ import signal
 from functools import partial
 
 from kfdguard import log
+from kfdguard.fleet.publish import serve as fleet_publish
 from kfdguard.service.core import PassResult, Service, error_status
 from kfdguard.service.dbusapi import NAME, GuardianAPI
 from kfdguard.service.events import SETTLE, Debouncer, watch_simulation, watch_udev
@@ -68,6 +69,8 @@ class Loop:
         else:
             self.watcher = watch_udev(loop, debouncer.poke)
         tasks = [loop.create_task(self._after_boot())]
+        # Fleet hook (kfdguard.fleet.publish): node_exporter textfile and NFD file, on each transition and a timer.
+        tasks.append(loop.create_task(fleet_publish(self.service)))
         interval = watchdog_interval()
         if interval:
             tasks.append(loop.create_task(self._watchdog(interval)))
