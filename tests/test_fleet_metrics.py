@@ -224,6 +224,8 @@ def test_node_exporter_serves_the_textfile(machine_facts: dict[str, Facts], tmp_
     lines = body.splitlines()
     # node_exporter parsed the file without complaint, and serves our series with our values.
     assert "node_textfile_scrape_error 0" in lines
+    # Its own mtime series is the liveness signal the example KfdguardSilent alert reads.
+    assert any(ln.startswith(f'node_textfile_mtime_seconds{{file="{textfiles}/kfdguard.prom"}}') for ln in lines)
     assert "kfdguard_compute_ready 1" in lines
     assert 'kfdguard_state{state="degraded"} 1' in lines
     assert 'kfdguard_state{state="ready"} 0' in lines
@@ -238,3 +240,58 @@ def test_node_exporter_serves_the_textfile(machine_facts: dict[str, Facts], tmp_
     assert 'kfdguard_findings{code="pcie-atomics",severity="error"} 1' in lines
     stamp = next(ln for ln in lines if ln.startswith("kfdguard_last_check_timestamp_seconds "))
     assert float(stamp.split()[1]) == NOW
+
+
+RULES = Path(__file__).resolve().parent.parent / "docs" / "examples" / "prometheus-kfdguard-rules.yml"
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian's prometheus package) is not installed")
+def test_the_example_alerts_fire_on_the_machines_that_need_them(
+    machine_facts: dict[str, Facts], tmp_path: Path
+) -> None:
+    """promtool test rules: the example rules over the series of real renderings, one node per machine."""
+    assert PROMTOOL is not None
+    nodes = {"broken": "kfd-perms-0600", "good": "rx7900xtx-ubuntu2404", "mixed": "dgpu-plus-igpu-atomics",
+             "nogpu": "nvidia-only", "dead": "rx7900xtx-ubuntu2404"}  # fmt: skip
+    series: list[dict[str, str]] = []
+    for instance, name in nodes.items():
+        facts = machine_facts[name]
+        for metric, values in samples(render(assess(facts), facts, NOW)).items():
+            for labels, value in values:
+                inner = ",".join(f'{k}="{escape_label(v)}"' for k, v in {**labels, "instance": instance}.items())
+                series.append({"series": f"{metric}{{{inner}}}", "values": f"{value:g}x40"})
+        # node_exporter's mtime of the file: rewritten every minute, except on the dead node (never since 0).
+        mtime = "0x40" if instance == "dead" else "0+60x40"
+        series.append({"series": f'node_textfile_mtime_seconds{{file="/x/kfdguard.prom",instance="{instance}"}}',
+                       "values": mtime})  # fmt: skip
+    tests = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "11m", "alertname": "GpuComputeNotReady", "exp_alerts": [
+                        {"exp_labels": {"instance": "broken", "severity": "critical"},
+                         "exp_annotations": {"summary": "broken: no AMD GPU can compute (kfdguard check says why)"}}]},
+                    {"eval_time": "9m", "alertname": "GpuComputeNotReady", "exp_alerts": []},  # for: 10m
+                    {"eval_time": "31m", "alertname": "GpuComputeDegraded", "exp_alerts": [
+                        {"exp_labels": {"instance": "mixed", "severity": "warning", "state": "degraded"}}]},
+                    {"eval_time": "16m", "alertname": "KfdguardSilent", "exp_alerts": [
+                        {"exp_labels": {"instance": "dead", "severity": "warning", "file": "/x/kfdguard.prom"}}]},
+                ],
+            }
+        ],
+    }  # fmt: skip
+    import json
+
+    test_file = tmp_path / "kfdguard-rules-test.yml"
+    test_file.write_text(json.dumps(tests))  # JSON is YAML
+    check = subprocess.run([PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60,
+                           check=False)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    result = subprocess.run([PROMTOOL, "test", "rules", str(test_file)], capture_output=True, text=True, timeout=120,
+                            check=False)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout

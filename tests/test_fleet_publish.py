@@ -128,3 +128,15 @@ def test_fleet_keys(text: str, expected: FleetConfig) -> None:
 def test_bad_fleet_keys_are_refused_with_their_place(text: str, message: str) -> None:
     _, errors = parse_config(text, "config.yaml")
     assert [str(e) for e in errors] == [message]
+
+
+def test_the_last_check_time_and_the_expiry_count_from_different_moments(
+    machine_facts: dict[str, Facts], tmp_path: Path
+) -> None:
+    # The timer rewrites an hour after the check: the labels live on from now, the check stays old.
+    _dirs(tmp_path)
+    facts = machine_facts["rx7900xtx-ubuntu2404"]
+    write(Root(tmp_path), FleetConfig(), assess(facts), facts, NOW + 3600, checked=NOW)
+    assert f"kfdguard_last_check_timestamp_seconds {int(NOW)}\n" in Root(tmp_path).join(FLEET_TEXTFILE).read_text()
+    # NOW + 3600 + 900 s, as date -u -d @1796004500 prints it.
+    assert "# +expiry-time=2026-11-30T02:08:20Z\n" in Root(tmp_path).join(FLEET_NFD).read_text()

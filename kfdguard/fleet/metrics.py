@@ -121,7 +121,9 @@ def render(verdict: Verdict, facts: Facts, now: float, version: str = __version_
     out.family(
         "kfdguard_last_check_timestamp_seconds",
         "gauge",
-        "When kfdguard last checked, in seconds since the epoch: alert when it grows old.",
+        "When kfdguard last checked the machine, in seconds since the epoch. Checks follow boots, device "
+        "events and reloads, so a quiet machine keeps an old one; node_textfile_mtime_seconds tells whether "
+        "kfdguard still writes the file.",
         [((), now)],
     )
     kfd = facts.kfd.version

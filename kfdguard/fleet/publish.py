@@ -42,13 +42,20 @@ class Written:
     detail: str = ""
 
 
-def write(root: Root, paths: FleetConfig, verdict: Verdict, facts: Facts, now: float) -> list[Written]:
-    """Write every enabled fleet output for the check at ``now``; one result per enabled output."""
+def write(
+    root: Root, paths: FleetConfig, verdict: Verdict, facts: Facts, now: float, checked: float | None = None
+) -> list[Written]:
+    """Write every enabled fleet output at ``now`` for the check made at ``checked`` (default: now).
+
+    One result per enabled output. The NFD expiry counts from ``now`` (the service is alive
+    now); the textfile's last-check time is ``checked`` (node_exporter's own
+    node_textfile_mtime_seconds says when the file was last written).
+    """
     from kfdguard.fleet import metrics, nfd
 
     wanted: list[tuple[str, str, str]] = []
     if paths.textfile:
-        wanted.append(("textfile", paths.textfile, metrics.render(verdict, facts, now)))
+        wanted.append(("textfile", paths.textfile, metrics.render(verdict, facts, now if checked is None else checked)))
     if paths.nfd:
         wanted.append(("nfd", paths.nfd, nfd.render(verdict, now, NFD_TTL)))
     return [_write_one(root, output, shown, text) for output, shown, text in wanted]
@@ -70,21 +77,24 @@ def _write_one(root: Root, output: str, shown: str, text: str) -> Written:
     return Written(output, shown, "written")
 
 
-def _current(service: Service) -> tuple[Verdict, Facts] | None:
-    """The verdict to publish: the last check's, or the service's error state without one."""
+def _current(service: Service) -> tuple[Verdict, Facts, float | None] | None:
+    """The verdict to publish, its facts and when it was checked: the last check's, or the
+    service's error state without one."""
     from kfdguard.verdict import State, Verdict
 
     last = service.last
     status = service.status
+    # Status.last_check is in microseconds since the epoch; 0 when no check made it.
+    checked = status.last_check / 1e6 if status.last_check else None
     if last is not None and str(last.verdict.state) == status.state:
-        return last.verdict, last.facts
+        return last.verdict, last.facts, checked
     if last is None or status.state == "starting":
         return None  # nothing checked yet: keep what the previous run wrote until it expires
     try:
         state = State(status.state)
     except ValueError:
         state = State.ERROR
-    return Verdict(state, status.ready, status.summary, (), ()), last.facts
+    return Verdict(state, status.ready, status.summary, (), ()), last.facts, checked
 
 
 def publish(service: Service, now: float) -> list[Written]:
@@ -92,8 +102,8 @@ def publish(service: Service, now: float) -> list[Written]:
     current = _current(service)
     if current is None:
         return []
-    verdict, facts = current
-    return write(service.system.root, service.loaded.config.fleet, verdict, facts, now)
+    verdict, facts, checked = current
+    return write(service.system.root, service.loaded.config.fleet, verdict, facts, now, checked)
 
 
 async def serve(service: Service, interval: float = REFRESH) -> None:
