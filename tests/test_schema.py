@@ -143,7 +143,7 @@ def test_the_bookworm_validator_accepts_the_same(capsys: pytest.CaptureFixture[s
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="the service owns a name on a system-like bus (CI runs as root)")
 @pytest.mark.parametrize("name", ["dgpu-plus-igpu-atomics", "no-hsa-amd"])
-def test_getstatus_as_busctl_and_status_json_print_it(name: str) -> None:
+def test_getstatus_status_json_and_diagnose_json_from_the_service(name: str) -> None:
     from tests.servicekit import NAME, PATH, busctl, guardian
 
     with guardian(name) as g:
@@ -165,3 +165,10 @@ def test_getstatus_as_busctl_and_status_json_print_it(name: str) -> None:
         # The two are the same dictionary, with and without busctl's variant wrapping.
         assert plain["State"] == wire["data"][0]["State"]["data"]
         assert len(plain["Devices"]) == len(wire["data"][0]["Devices"]["data"])
+        diagnosis = subprocess.run(
+            [sys.executable, "-m", "kfdguard", "diagnose", "--json", "--bus", g.address],
+            capture_output=True, text=True, timeout=60, env=g.env(), check=False,
+        )  # fmt: skip
+        answered = json.loads(diagnosis.stdout)
+        assert errors("serviceDiagnosis", answered) == []
+        assert answered["findings"], "the service's diagnosis of a machine with a problem names it"
