@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,48 @@ from kfdguard.simulate.system import SimulatedSystem
 
 Make = Callable[[str], SimulatedSystem]
 MACHINE = "dgpu-plus-igpu-atomics"
+
+# The CDI project's own JSON schema, as Debian ships it in its Go source package (bookworm: 0.5.2).
+CDI_PACKAGE = "golang-github-container-orchestrated-devices-container-device-interface-dev"
+CDI_SCHEMA_DIR = "usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or "/var/cache/kfdguard-testdata") / "cdi-schema"
+
+
+def _cdi_schema_dir() -> Path | None:
+    """The installed package's schema, else a copy unpacked from Debian's archive into the cache (outside the tree)."""
+    installed = Path("/") / CDI_SCHEMA_DIR
+    if (installed / "schema.json").is_file():
+        return installed
+    cached = CACHE / CDI_SCHEMA_DIR
+    if (cached / "schema.json").is_file():
+        return cached
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        return None
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # apt-get download takes the mirror from the system's apt sources; nothing is installed.
+    got = subprocess.run(["apt-get", "download", CDI_PACKAGE], cwd=CACHE, capture_output=True, timeout=120,
+                         check=False)  # fmt: skip
+    debs = sorted(CACHE.glob(f"{CDI_PACKAGE}_*.deb"))
+    if got.returncode != 0 or not debs:
+        return None
+    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(CACHE)], timeout=60, check=True)
+    return cached if (cached / "schema.json").is_file() else None
+
+
+def cdi_validator() -> Any:
+    from jsonschema import Draft7Validator
+
+    directory = _cdi_schema_dir()
+    if directory is None:
+        pytest.skip(f"the CDI schema ({CDI_PACKAGE}) is neither installed nor downloadable from Debian's archive")
+    schema = json.loads((directory / "schema.json").read_text())
+    defs = json.loads((directory / "defs.json").read_text())
+    # schema.json refers to defs.json#/definitions/...: one document, so that any jsonschema version resolves it.
+    text = json.dumps(schema).replace('"defs.json#/definitions/', '"#/definitions/')
+    merged = json.loads(text) | {"definitions": defs["definitions"]}
+    assert merged["$schema"] == "http://json-schema.org/draft-07/schema#"
+    Draft7Validator.check_schema(merged)
+    return Draft7Validator(merged)
 
 
 def _node(path: str, major: int, minor: int, mode: int, gid: int) -> dict[str, Any]:
@@ -62,6 +106,15 @@ def install(system: SimulatedSystem, spec: object, where: str = "etc/cdi/amd.jso
 def findings(system: SimulatedSystem, code: str = "cdi-spec-stale") -> list[tuple[str, ...]]:
     verdict = assess(probe(system))
     return [f.evidence for f in verdict.findings if f.code == code]
+
+
+def test_the_specs_here_are_valid_cdi_specs(fresh_machine: Make) -> None:
+    """The fixtures have the real format: the CDI project's schema accepts them and refuses a broken one."""
+    validator = cdi_validator()
+    spec = amd_ctk_spec(probe(fresh_machine(MACHINE)))
+    assert [e.message for e in validator.iter_errors(spec)] == []
+    assert not validator.is_valid({"kind": "amd.com/gpu", "devices": []})  # no cdiVersion
+    assert not validator.is_valid(spec | {"devices": [{"name": "0", "containerEdits": {"deviceNodes": [{}]}}]})
 
 
 def test_a_spec_that_matches_gives_no_finding(fresh_machine: Make) -> None:
