@@ -16,6 +16,8 @@ import re
 from datetime import datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfdguard.assess import assess
 from kfdguard.facts import Facts
@@ -151,3 +153,12 @@ def test_a_fractional_now_still_gives_an_rfc3339_second(machine_facts: dict[str,
     verdict = assess(machine_facts["rx7900xtx-ubuntu2404"])
     text = render(verdict, NOW + 0.75, TTL)
     assert "# +expiry-time=2026-11-30T01:08:20Z" in text
+
+
+@given(st.lists(st.text(max_size=70), max_size=6), st.lists(st.text(max_size=70), max_size=6))
+def test_any_machine_text_gives_only_valid_labels(gfx: list[str], codes: list[str]) -> None:
+    labels = nfd_labels(render(_verdict(gfx, [c or "x" for c in codes]), NOW, TTL), NOW)
+    assert "feature.node.kubernetes.io/kfdguard.ready" in labels
+    for key, value in labels.items():
+        assert valid_key(key), key
+        assert valid_value(value), (key, value)
