@@ -191,6 +191,9 @@ examples:
     from kfdguard.snapshot.cli import add_parser as add_snapshot
 
     add_snapshot(sub)
+    from kfdguard.readiness.cli import add_parser as add_wait
+
+    add_wait(sub)
     from kfdguard.fleet.cli import add_parser as add_fleet
 
     add_fleet(sub)
@@ -229,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_enforce(args)
         if args.command == "fallback":
             return cmd_fallback(args)
+        if args.command == "wait":
+            from kfdguard.readiness.cli import run as wait
+
+            return wait(args)
         if args.command == "snapshot":
             from kfdguard.snapshot.cli import run as snapshot
 

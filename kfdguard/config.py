@@ -25,6 +25,8 @@ CONFIG_LIMIT = 256 * 1024
 POLICIES = ("off", "notify", "oneshot", "pin")
 LOG_SOURCES = ("journal", "kmsg")
 INITRAMFS = ("report", "regenerate")
+# What "compute is ready" means for kfdguard-compute.target, the runtime marker and kfdguard wait.
+REQUIRE = ("all", "any")
 CACHE_VERSION = 1
 
 
@@ -64,6 +66,13 @@ class Timeouts:
 
 
 @dataclass(frozen=True, slots=True)
+class ComputeConfig:
+    # all: every AMD GPU computes (state ready); any: at least one does (ready, or degraded with one ready)
+    require: str = "all"
+    wait_timeout: float = 90.0  # kfdguard wait's default, and so kfdguard-wait.service's
+
+
+@dataclass(frozen=True, slots=True)
 class LogConfig:
     sources: tuple[str, ...] = ("journal", "kmsg")  # or absolute file paths
     previous_boots: int = 1
@@ -86,6 +95,7 @@ class Config:
     fallback: FallbackConfig = field(default_factory=FallbackConfig)
     timeouts: Timeouts = field(default_factory=Timeouts)
     log: LogConfig = field(default_factory=LogConfig)
+    compute: ComputeConfig = field(default_factory=ComputeConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
 
 
@@ -123,6 +133,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "fallback": {"policy": "policy"},
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
+    "compute": {"require": "require", "wait_timeout": "seconds"},
     "fleet": {"textfile": "textfile", "nfd": "nfdfile"},
 }
 _TOP = ("version", *_SECTIONS)
@@ -254,7 +265,7 @@ class _Validator:
             if tag not in ("int", "float") or not 0.1 <= value_f <= 600:
                 raise _Invalid(node, key, f"{text} is out of range (0.1..600 seconds)")
             return value_f
-        choices = {"policy": POLICIES, "initramfs": INITRAMFS}[kind]
+        choices = {"policy": POLICIES, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
         if text not in choices:
             raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
         return text
@@ -336,6 +347,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         fallback=FallbackConfig(**values.get("fallback", {})),  # type: ignore[arg-type]
         timeouts=Timeouts(**values.get("timeouts", {})),  # type: ignore[arg-type]
         log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
+        compute=ComputeConfig(**values.get("compute", {})),  # type: ignore[arg-type]
         fleet=FleetConfig(**values.get("fleet", {})),  # type: ignore[arg-type]
     )
 

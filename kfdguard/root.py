@@ -29,6 +29,8 @@ BOOT_DIR = "/boot"
 ACCOUNTS_FILE = "/etc/passwd"
 GROUP_FILE = "/etc/group"
 CONFIG_FILE = "/etc/kfdguard/config.yaml"
+# Present, world-readable, only while compute is ready (kfdguard.readiness.marker).
+READY_MARKER = "/run/kfdguard/ready"
 # Device names of RAID (md) and device-mapper (LVM, LUKS) volumes as findmnt
 # prints them: text to recognise, not paths to open.
 VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")

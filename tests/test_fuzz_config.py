@@ -32,6 +32,8 @@ from kfdguard.config import (
     _SECTIONS,
     INITRAMFS,
     POLICIES,
+    REQUIRE,
+    ComputeConfig,
     Config,
     ConfigError,
     DeviceConfig,
@@ -88,6 +90,7 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "group": names.map(lambda v: (v, v)),
     "mode": _mode(),
     "policy": st.sampled_from(POLICIES).map(lambda v: (v, v)),
+    "require": st.sampled_from(REQUIRE).map(lambda v: (v, v)),
     "seconds": _seconds(),
     "uid": st.integers(0, 2**32 - 2).map(lambda n: (str(n), n)),
     "boots": st.integers(0, 10).map(lambda n: (str(n), n)),
@@ -105,7 +108,7 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
                          st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
-_QUOTABLE = {"group", "policy", "initramfs", "mode"}
+_QUOTABLE = {"group", "policy", "initramfs", "mode", "require"}
 
 
 @st.composite
@@ -127,6 +130,7 @@ def valid_configs(draw: st.DrawFn) -> tuple[dict[str, dict[str, tuple[str, Any]]
         fallback=FallbackConfig(**expected.get("fallback", {})),
         timeouts=Timeouts(**expected.get("timeouts", {})),
         log=LogConfig(**expected.get("log", {})),
+        compute=ComputeConfig(**expected.get("compute", {})),
         fleet=FleetConfig(**expected.get("fleet", {})),
     )
     return chosen, config
@@ -212,6 +216,7 @@ _INVALID: dict[str, list[str]] = {
     "group": ["'ren der'", "-render", "x" * 33, "ä"],
     "mode": ["0x1", "9", "0066", "1000", "0o", "[0660]"],
     "policy": ["oneshott", "PIN", "''", "{}"],
+    "require": ["some", "ALL", "[any]"],
     "seconds": ["9000", "0", "abc", ".nan", "-1", "'5'"],
     "uid": ["-1", "abc", "4294967295", "1.5"],
     "boots": ["11", "-2", "x"],

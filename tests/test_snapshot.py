@@ -178,6 +178,9 @@ def _with(bundle: Path, change: object) -> None:
         (lambda d: d["journal"]["entries"][0].update(lines=[["1", "x"]]), "expected \\[line number, text\\]"),
         (lambda d: d.update(runs=[{"argv": ["modinfo", 3]}]), "expected a list of strings"),
         (lambda d: d["kfd_version"].update({"/dev/kfd": {"version": [1]}}), "expected \\[major, minor\\]"),
+        # Found by the fuzz campaign: JSON false is a Python int and reached int("False").
+        (lambda d: d["kfd_version"].update({"/dev/kfd": {"version": [False, False]}}), "expected \\[major, minor\\]"),
+        (lambda d: d["journal"]["entries"][0].update(lines=[[True, "x"]]), "expected \\[line number, text\\]"),
     ],
 )
 def test_a_malformed_manifest_is_a_specific_error(tmp_path: Path, change: object, message: str) -> None:

@@ -76,7 +76,12 @@ class Service:
         self.loaded: LoadedConfig = load_config(config_path, config_shown, cache)
         self.status: Status = starting()
         self.last: PassResult | None = None
-        self.listeners: list[Callable[[Status, Status], None]] = []
+        from kfdguard.readiness.marker import MarkerPublisher
+
+        # /run/kfdguard/ready follows every transition (kfdguard wait, kfdguard-compute.target).
+        self.listeners: list[Callable[[Status, Status], None]] = [
+            MarkerPublisher(system, lambda: self.loaded.config.compute.require, time.time)
+        ]
         # threading.Lock is this; importing threading would cost the boot path ~2 ms for nothing.
         self.lock = _thread.allocate_lock()  # one check or mutation at a time
         # A boot pass that outlived its deadline: the loop publishes its result when done.

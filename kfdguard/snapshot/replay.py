@@ -21,6 +21,11 @@ ACL_TAGS = ("user", "group", "group_obj", "mask", "user_obj", "other")
 READ_ONLY = "a snapshot replay is read-only"
 
 
+def _is_int(value: object) -> bool:
+    # JSON's true/false arrive as bool, which Python counts as int: never a number here.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _node(value: object, where: str) -> NodeStat | None:
     if value is None:
         return None
@@ -33,9 +38,9 @@ def _node(value: object, where: str) -> NodeStat | None:
         if not (isinstance(item, list) and len(item) == 3 and item[0] in ACL_TAGS):
             raise SnapshotError(f"{where}.acl[{index}]: expected [tag, qualifier, perms]")
         tag, qualifier, perms = item
-        if not (qualifier is None or (isinstance(qualifier, int) and 0 <= qualifier < 2**32)):
+        if not (qualifier is None or (_is_int(qualifier) and 0 <= qualifier < 2**32)):
             raise SnapshotError(f"{where}.acl[{index}]: qualifier must be a uid/gid or null")
-        if not (isinstance(perms, int) and 0 <= perms <= 7):
+        if not (_is_int(perms) and 0 <= perms <= 7):
             raise SnapshotError(f"{where}.acl[{index}]: perms must be 0..7")
         acl.append(AclEntry(tag, qualifier, perms))
     ids = {k: f.number(k, low=0, high=2**32 - 1) for k in ("major", "minor", "uid", "gid")}
@@ -47,7 +52,7 @@ def _lines(value: Fields) -> list[str]:
     total = value.number("total", low=0, high=10_000_000) or 0
     lines = [""] * total
     for index, item in enumerate(value.items("lines")):
-        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and isinstance(item[1], str)):
+        if not (isinstance(item, list) and len(item) == 2 and _is_int(item[0]) and isinstance(item[1], str)):
             raise SnapshotError(f"{value.where}.lines[{index}]: expected [line number, text]")
         number, text = item
         if not 1 <= number <= total:
@@ -71,9 +76,12 @@ class ReplaySystem(System):
             f = Fields(value, f"kfd_version[{path!r}]")
             if "version" in f.value:
                 pair = f.items("version")
-                if not (len(pair) == 2 and all(isinstance(p, int) and 0 <= p < 2**32 for p in pair)):
+                major, minor = pair if len(pair) == 2 else (None, None)
+                if not (isinstance(major, int) and isinstance(minor, int) and _is_int(major) and _is_int(minor)):
                     raise SnapshotError(f"{f.where}.version: expected [major, minor]")
-                self.versions[path] = (int(str(pair[0])), int(str(pair[1])))
+                if not (0 <= major < 2**32 and 0 <= minor < 2**32):
+                    raise SnapshotError(f"{f.where}.version: [major, minor] out of range")
+                self.versions[path] = (major, minor)
             else:
                 step, message = f.text("step") or "open", f.text("message") or ""
                 self.versions[path] = KfdIoctlError(step, f.number("errno", low=0, high=4095) or errno.EIO, message)
