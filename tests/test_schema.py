@@ -1,8 +1,8 @@
 """The JSON contract: every JSON output validates against schema/kfdguard.schema.json.
 
 A real validator (jsonschema's Draft202012Validator) on real outputs: every bundled
-machine through ``check --json`` and ``diagnose --json``, every text of the kernel-log
-corpus through ``diagnose --json FILE``, and the running service's GetStatus as busctl
+machine through ``check --json`` and ``diagnose --json``, every real report of
+tests/data/real-reports through ``diagnose --json FILE``, and the running service's GetStatus as busctl
 prints it and as ``kfdguard status --json`` prints it.
 """
 
@@ -25,7 +25,8 @@ from tests.conftest import MACHINES
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = REPO / "schema" / "kfdguard.schema.json"
-CORPUS = sorted((REPO / "tests" / "data" / "dmesg-corpus").glob("*.log"))
+# The real reports of issue 16 (the former dmesg-corpus is its first ten files): every text users pasted.
+CORPUS = sorted((REPO / "tests" / "data" / "real-reports").glob("*.txt"))
 
 
 def _schema() -> dict[str, Any]:
@@ -92,7 +93,7 @@ def test_diagnose_json_of_every_corpus_text(capsys: pytest.CaptureFixture[str], 
 
 
 def test_the_corpus_is_there() -> None:
-    assert len(CORPUS) >= 10, "tests/data/dmesg-corpus holds the real kernel logs"
+    assert len(CORPUS) >= 68, "tests/data/real-reports holds the real reports"
 
 
 def test_the_schema_refuses_what_breaks_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
