@@ -202,6 +202,9 @@ def build_parser() -> Parser:
     add_snapshot(sub)
     add_wait(sub)
     userspace_cli.add_parser(sub)
+    from kfdguard.fleet.cli import add_parser as add_fleet
+
+    add_fleet(sub)
     return parser
 
 
@@ -216,6 +219,12 @@ def _wait(args: argparse.Namespace) -> int:
     from kfdguard.readiness.cli import run
 
     return run(args)
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from kfdguard.fleet.cli import run
+
+    return run(args, _config)
 
 
 def _targets(args: argparse.Namespace) -> int:
@@ -268,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "wait": _wait,
         "snapshot": _snapshot,
         "targets": _targets,
+        "metrics": _metrics,
     }
     try:
         return handlers[args.command](args)

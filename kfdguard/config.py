@@ -14,6 +14,7 @@ import os
 import re
 
 from kfdguard.record import dataclass, field
+from kfdguard.root import FLEET_NFD, FLEET_TEXTFILE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,6 +89,14 @@ class SoftwareConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetConfig:
+    # Files for fleet tools (kfdguard.fleet.publish), written only where their directory
+    # exists; None (false in the file) turns one off.
+    textfile: str | None = FLEET_TEXTFILE  # node_exporter textfile collector (*.prom)
+    nfd: str | None = FLEET_NFD  # Node Feature Discovery feature file
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     version: int = 1
     module: ModuleConfig = field(default_factory=ModuleConfig)
@@ -98,6 +107,7 @@ class Config:
     log: LogConfig = field(default_factory=LogConfig)
     compute: ComputeConfig = field(default_factory=ComputeConfig)
     software: SoftwareConfig = field(default_factory=SoftwareConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +146,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "log": {"sources": "sources", "previous_boots": "boots"},
     "compute": {"require": "require", "wait_timeout": "seconds"},
     "software": {"units": "units", "paths": "paths"},
+    "fleet": {"textfile": "textfile", "nfd": "nfdfile"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -291,8 +302,25 @@ def _choice(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object
     return text
 
 
+def _fleet_file(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> str | None:
+    """An absolute file path for a fleet output, or None for false/null (turned off)."""
+    if tag == "null" or (tag == "bool" and text.lower() in ("false", "no", "off", "n")):
+        return None
+    name = text.rsplit("/", 1)[-1]
+    if tag != "str" or not text.startswith("/") or len(text) > 4096 or "\0" in text or not name:
+        raise _Invalid(node, key, f"{text!r:.60} is not an absolute file path (or false to turn it off)")
+    if any(part in (".", "..") for part in text.split("/")):
+        raise _Invalid(node, key, f"{text!r:.60}: no . or .. components")
+    # node_exporter's textfile collector reads only *.prom; nfd-worker skips dot files.
+    if kind == "textfile" and not name.endswith(".prom"):
+        raise _Invalid(node, key, f"{name!r:.60}: node_exporter reads only files ending in .prom")
+    if name.startswith("."):
+        raise _Invalid(node, key, f"{name!r:.60}: a file name starting with a dot is skipped by its reader")
+    return text
+
+
 _SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer,
-            "version": _integer, "seconds": _seconds}  # fmt: skip
+            "version": _integer, "seconds": _seconds, "textfile": _fleet_file, "nfdfile": _fleet_file}  # fmt: skip
 
 
 class _AnyKeys(tuple[str, ...]):
@@ -379,6 +407,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
         compute=ComputeConfig(**values.get("compute", {})),  # type: ignore[arg-type]
         software=SoftwareConfig(**values.get("software", {})),  # type: ignore[arg-type]
+        fleet=FleetConfig(**values.get("fleet", {})),  # type: ignore[arg-type]
     )
 
 

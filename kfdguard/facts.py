@@ -14,6 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from kfdguard.fleet.cdi import CdiSpec
     from kfdguard.userspace.model import SoftwareFacts
 
 
@@ -454,6 +455,7 @@ class Facts:
     kernels: tuple[InstalledKernel, ...] = ()
     bootloader: BootloaderFacts = BootloaderFacts("none")
     history: History = History()
+    cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.fleet.cdi)
     problems: tuple[Problem, ...] = field(default=())
     # The software inventory (kfdguard.userspace.probe): taken by `kfdguard check`, None on the boot pass.
     software: SoftwareFacts | None = None

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
+# The version of the JSON contract in schema/kfdguard.schema.json (docs/JSON.md):
+# MAJOR.MINOR; a minor step only adds, a major step may remove or change.
+SCHEMA_VERSION = "1.0"
+
 
 def layout(facts: Facts) -> str:
     if not facts.amdgpu.present:
@@ -32,6 +36,7 @@ def to_json(facts: Facts, verdict: Verdict, machine: str | None = None) -> dict[
     kfd = facts.kfd
     node = kfd.node.stat
     return {
+        "schema_version": SCHEMA_VERSION,
         "state": str(verdict.state),
         "ready": verdict.ready,
         "summary": verdict.summary,
@@ -185,6 +190,7 @@ def to_text(
 
 def text_diagnosis_json(d: TextDiagnosis) -> dict[str, object]:
     return {
+        "schema_version": SCHEMA_VERSION,
         "kinds": list(d.kinds),
         "established": list(d.established),
         "findings": [finding_json(f) for f in d.findings],

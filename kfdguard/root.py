@@ -35,6 +35,14 @@ READY_MARKER = "/run/kfdguard/ready"
 # prints them: text to recognise, not paths to open.
 VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")
 
+# Where fleet tools read kfdguard (kfdguard.fleet; config fleet.textfile, fleet.nfd): the
+# directory Debian's prometheus-node-exporter gives its textfile collector, nfd-worker's
+# local feature files, and where CDI specs live (the CDI spec's static and dynamic dirs).
+FLEET_TEXTFILE = "/var/lib/prometheus/node-exporter/kfdguard.prom"
+FLEET_NFD = "/etc/kubernetes/node-feature-discovery/features.d/kfdguard"
+CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+DRI_DIR = "/dev/dri"  # render and card nodes, as CDI specs name them
+
 # The running process's own descriptors: always the host's /proc, whatever
 # machine a Root points at.
 PROC_SELF_FD = "/proc/self/fd"

@@ -38,6 +38,7 @@ from kfdguard.config import (
     ConfigError,
     DeviceConfig,
     FallbackConfig,
+    FleetConfig,
     LogConfig,
     ModuleConfig,
     SoftwareConfig,
@@ -105,6 +106,11 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "options": st.dictionaries(token(LOWER + "_", LOWER + DIGITS + "_", 20), _option_value,
                                max_size=4).map(lambda d: ({k: v[0] for k, v in d.items()},
                                                           tuple((k, v[1]) for k, v in d.items()))),
+    # fleet.textfile / fleet.nfd: an absolute file path (.prom for node_exporter), or false-like: off.
+    "textfile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/{t[1]}.prom",) * 2),
+                          st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
+    "nfdfile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/{t[1]}",) * 2),
+                         st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
 _QUOTABLE = {"group", "policy", "initramfs", "mode", "require"}
@@ -131,6 +137,7 @@ def valid_configs(draw: st.DrawFn) -> tuple[dict[str, dict[str, tuple[str, Any]]
         log=LogConfig(**expected.get("log", {})),
         compute=ComputeConfig(**expected.get("compute", {})),
         software=SoftwareConfig(**expected.get("software", {})),
+        fleet=FleetConfig(**expected.get("fleet", {})),
     )
     return chosen, config
 
@@ -224,6 +231,8 @@ _INVALID: dict[str, list[str]] = {
     "options": ["[1, 2]", "x"],
     "units": ["ollama.service", "[ollama]", "[a b.service]", "[[x.service]]"],
     "paths": ["/srv", "[relative]", "[[/srv]]"],
+    "textfile": ["relative.prom", "/srv/gpu.txt", "true", "[/a.prom]"],
+    "nfdfile": ["relative", "/srv/.hidden", "/srv/../x", "yes", "{a: b}"],
 }
 
 

@@ -16,6 +16,7 @@ from kfdguard.config import Config, ConfigError
 from kfdguard.evidence.machine import observe
 from kfdguard.facts import Facts
 from kfdguard.fallback.policy import Recommendation, recommend
+from kfdguard.fleet.cdi import check as check_cdi
 from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
 
 
@@ -23,6 +24,7 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
     ctx = Context(facts, config or Config(), config_errors)
     # The same rules as for a pasted text, over the machine's observations (and its context).
     run(observe(facts, ctx.distro), ctx)
+    ctx.findings.extend(check_cdi(facts, facts.cdi))  # container specs that no longer match the nodes
     kfd = facts.kfd
     # A device cgroup's EPERM says nothing about KFD; sysfs topology already showed it up.
     interface_ok = (kfd.version is not None and kfd.version[0] == 1) or ctx.has("kfd-ioctl-denied")

@@ -8,6 +8,7 @@ import signal
 from kfdguard import log
 from kfdguard.app.targets import UDEV, EventSource
 from kfdguard.app.triggers import Trigger
+from kfdguard.fleet.publish import serve as fleet_publish
 from kfdguard.publish.names import BUS_NAME
 from kfdguard.service.checks import Checks
 from kfdguard.service.core import Service, error_status
@@ -66,6 +67,8 @@ class Loop:
         # The watcher stays referenced for the loop's lifetime (a collected monitor closes its socket).
         self.watcher = watch(self.events, loop, debouncer.poke)
         tasks = [loop.create_task(self._after_boot())]
+        # Fleet hook (kfdguard.fleet.publish): node_exporter textfile and NFD file, on each transition and a timer.
+        tasks.append(loop.create_task(fleet_publish(self.service)))
         interval = watchdog_interval()
         if interval:
             tasks.append(loop.create_task(self._watchdog(interval)))

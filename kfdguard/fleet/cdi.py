@@ -1,0 +1,204 @@
+"""Container Device Interface specs for AMD GPUs: read them, and tell when they went stale.
+
+AMD's container toolkit (``amd-ctk cdi generate``, ROCm/container-toolkit
+internal/cdi/cdi.go) writes a JSON spec of kind ``amd.com/gpu`` to
+/etc/cdi/amd.json (its ``--output``) or /var/run/cdi/amd.json (its default
+directory): one device per GPU with that GPU's /dev/dri/card* and renderD*
+nodes plus /dev/kfd, and a device ``all``. Each device node records the
+major and minor numbers, the mode and the gid that ``stat`` gave when the
+spec was written. Container engines create the nodes *from the spec*, so a
+spec written before a kernel update (KFD's character major is allocated
+dynamically), a GPU change (render minors move) or a group change (the
+render gid) hands containers nodes that do not match the host's.
+
+``probe_specs`` reads (bounded, never raising); ``check`` is pure: it
+compares each spec with the Facts and returns ``cdi-spec-stale`` findings.
+"""
+
+from __future__ import annotations
+
+from kfdguard.record import dataclass
+from kfdguard.root import CDI_DIRS, DRI_DIR
+from kfdguard.verdict import Finding, Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.facts import Facts
+    from kfdguard.probe.reader import Reader
+
+SPEC_LIMIT = 1 << 20  # real specs are a few KiB; more is not a spec the toolkit wrote
+DRI = DRI_DIR + "/"
+MAX_NODES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class CdiNode:
+    device: str  # the CDI device name ("0", "all"); "" for the spec's top-level containerEdits
+    path: str  # in the container
+    host_path: str  # on the host (hostPath, else path)
+    major: int | None
+    minor: int | None
+    mode: int | None  # permission bits of fileMode
+    gid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CdiSpec:
+    path: str  # as shown on the machine
+    kind: str
+    version: str
+    nodes: tuple[CdiNode, ...]
+    problem: str | None = None  # why it could not be used
+
+
+def probe_specs(reader: Reader) -> tuple[CdiSpec, ...]:
+    """Every ``amd*.json`` in the CDI spec directories."""
+    specs: list[CdiSpec] = []
+    for shown_dir in CDI_DIRS:
+        directory = reader.root.join(shown_dir)
+        for name in reader.listdir(directory):
+            if not (name.startswith("amd") and name.endswith(".json")):
+                continue
+            path = directory / name
+            shown = reader.root.display(path)
+            data = reader.data(path, limit=SPEC_LIMIT)
+            if data is None:
+                if reader.is_file(path):
+                    specs.append(CdiSpec(shown, "", "", (), "unreadable or larger than 1 MiB"))
+                continue
+            specs.append(parse_spec(shown, data))
+    return tuple(specs)
+
+
+def _int(value: object, low: int, high: int) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
+
+
+def parse_spec(shown: str, data: bytes) -> CdiSpec:
+    """A CDI spec's device nodes; a spec that is not one comes back with ``problem`` set."""
+    import json
+
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+        return CdiSpec(shown, "", "", (), f"not JSON: {reason[:120]}")
+    if not isinstance(doc, dict):
+        return CdiSpec(shown, "", "", (), "not a CDI spec: the top level is not an object")
+    kind, version = doc.get("kind"), doc.get("cdiVersion")
+    if not isinstance(kind, str) or not isinstance(version, str):
+        return CdiSpec(shown, "", "", (), "not a CDI spec: no 'kind' and 'cdiVersion' strings")
+    edits: list[tuple[str, object]] = [("", doc.get("containerEdits"))]
+    devices = doc.get("devices")
+    if not isinstance(devices, list):
+        return CdiSpec(shown, kind[:100], version[:20], (), "not a CDI spec: 'devices' is not a list")
+    for device in devices:
+        if isinstance(device, dict) and isinstance(device.get("name"), str):
+            edits.append((device["name"][:100], device.get("containerEdits")))
+    nodes: list[CdiNode] = []
+    for name, edit in edits:
+        entries = edit.get("deviceNodes") if isinstance(edit, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or len(nodes) >= MAX_NODES:
+                continue
+            host = entry.get("hostPath")
+            mode = _int(entry.get("fileMode"), 0, 2**32 - 1)
+            nodes.append(
+                CdiNode(
+                    device=name,
+                    path=entry["path"][:4096],
+                    host_path=(host if isinstance(host, str) and host else entry["path"])[:4096],
+                    major=_int(entry.get("major"), 0, 2**32 - 1),
+                    minor=_int(entry.get("minor"), 0, 2**32 - 1),
+                    mode=None if mode is None else mode & 0o7777,
+                    gid=_int(entry.get("gid"), 0, 2**32 - 1),
+                )
+            )
+    return CdiSpec(shown, kind[:100], version[:20], tuple(nodes))
+
+
+def check(facts: Facts, specs: tuple[CdiSpec, ...]) -> list[Finding]:
+    """``cdi-spec-stale`` for every AMD spec whose device nodes no longer match the host's."""
+    findings: list[Finding] = []
+    for spec in specs:
+        remedy = f"regenerate it: sudo amd-ctk cdi generate --output={spec.path}"
+        if spec.problem is not None:
+            findings.append(
+                Finding(
+                    "cdi-spec-unusable",
+                    Severity.WARNING,
+                    f"the CDI spec {spec.path} cannot be used: {spec.problem}",
+                    remedy,
+                    (f"{spec.path}: {spec.problem}",),
+                )
+            )
+            continue
+        if not spec.kind.startswith("amd.com/"):
+            continue
+        stale = _differences(facts, spec)
+        if stale:
+            findings.append(
+                Finding(
+                    "cdi-spec-stale",
+                    Severity.WARNING,
+                    f"the CDI spec {spec.path} ({spec.kind}) no longer matches this machine's GPU device nodes: "
+                    "containers started with it get nodes that do not work",
+                    remedy,
+                    tuple(stale),
+                )
+            )
+    return findings
+
+
+Current = dict[str, tuple[int, int, int, int] | None]  # host path -> (major, minor, mode, gid), None: absent
+
+
+def _current(facts: Facts) -> Current:
+    kfd = facts.kfd.node.stat
+    current: Current = {facts.kfd.node.path: None if kfd is None else (kfd.major, kfd.minor, kfd.mode, kfd.gid)}
+    for name, device in facts.render_nodes.items():
+        stat = device.stat
+        current[DRI + name] = None if stat is None else (stat.major, stat.minor, stat.mode, stat.gid)
+    return current
+
+
+def _node_differences(facts: Facts, node: CdiNode, where: str, now: tuple[int, int, int, int]) -> list[str]:
+    major, minor, mode, gid = now
+    out = []
+    if node.major is not None and node.minor is not None and (node.major, node.minor) != (major, minor):
+        out.append(f"{where}: spec says {node.major}:{node.minor}, the node is {major}:{minor}")
+    if node.gid is not None and node.gid != gid:
+        out.append(f"{where}: spec gives gid {node.gid}, the node's group is {facts.accounts.group_name(gid)} ({gid})")
+    if node.mode is not None and node.mode & 0o777 != mode & 0o777:
+        out.append(f"{where}: spec gives mode {node.mode & 0o777:04o}, the node has {mode & 0o777:04o}")
+    return out
+
+
+def _spec_node(facts: Facts, node: CdiNode, where: str, current: Current, cards: set[str]) -> list[str]:
+    """What is wrong with one node the spec names (nothing: an empty list)."""
+    host = node.host_path
+    if host.startswith(DRI + "card"):
+        return [] if host in cards else [f"{where}: no AMD GPU has this card node now"]
+    if host not in current:
+        return [f"{where}: no AMD GPU has this render node now"] if host.startswith(DRI + "renderD") else []
+    now = current[host]
+    if now is None:
+        return [f"{where}: does not exist now"]
+    return _node_differences(facts, node, where, now)
+
+
+def _differences(facts: Facts, spec: CdiSpec) -> list[str]:
+    current = _current(facts)
+    cards = {DRI + g.card for g in facts.amd_gpus if g.card}
+    out: list[str] = []
+    seen: set[str] = set()
+    for node in spec.nodes:
+        if node.host_path in seen:
+            continue  # the same node under device "0" and under "all"
+        seen.add(node.host_path)
+        out.extend(_spec_node(facts, node, f"{spec.path}: {node.host_path}", current, cards))
+    ready = {g.render_node for g in facts.amd_gpus if g.render_node and g.driver == "amdgpu"}
+    for render in sorted(ready):
+        if DRI + render not in seen and current.get(DRI + render) is not None:
+            out.append(f"{spec.path}: has no {DRI + render}: containers cannot use that GPU through it")
+    return out

@@ -1,0 +1,84 @@
+"""``kfdguard metrics``: the fleet outputs of one check, printed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from kfdguard.verdict import EXIT_CODES, EXIT_USAGE, State
+
+DESCRIPTION = """\
+Probe this machine (or --root/--machine) once, read-only, and print what the
+service writes for fleets: the node_exporter textfile (default), or with
+--format nfd the Node Feature Discovery feature file. The service writes the
+same files by itself when fleet.textfile / fleet.nfd are set in config.yaml.
+"""
+
+EPILOG = """\
+exit status: as for 'check' (0 ready, 1 degraded, 2 unavailable, 3 no-device,
+4 error), so a cron job can both save the output and test readiness; 64 usage error.
+
+examples:
+  kfdguard metrics | promtool check metrics
+  kfdguard metrics > /var/lib/prometheus/node-exporter/kfdguard.prom.$$ &&
+      mv /var/lib/prometheus/node-exporter/kfdguard.prom.$$ /var/lib/prometheus/node-exporter/kfdguard.prom
+  kfdguard metrics --format nfd --machine kfd-perms-0600
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = sub.add_parser(
+        "metrics",
+        help="print the Prometheus textfile (or NFD feature file) of one check",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--root", metavar="DIR", help="inspect the machine whose root directory is DIR")
+    group.add_argument("--machine", metavar="NAME", help="inspect a bundled simulated machine")
+    parser.add_argument("--config", metavar="FILE", help="configuration file (default: ROOT/etc/kfdguard/config.yaml)")
+    parser.add_argument(
+        "--format",
+        choices=["prometheus", "nfd"],
+        default="prometheus",
+        help="prometheus: node_exporter textfile (default); nfd: Node Feature Discovery feature file",
+    )
+
+
+def run(args: argparse.Namespace, config_of: object) -> int:
+    """``config_of(args, target)`` is the CLI's own config loader (the same for every command)."""
+    from kfdguard.app import pipeline
+    from kfdguard.app.targets import TargetError, open_target
+    from kfdguard.app.triggers import Trigger
+    from kfdguard.config import Config, ConfigError
+    from kfdguard.fleet import metrics, nfd
+    from kfdguard.fleet.publish import NFD_TTL
+
+    try:
+        target = open_target(args.root, args.machine)
+    except TargetError as exc:
+        print(f"kfdguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        assert callable(config_of)
+        config, errors = config_of(args, target)
+        assert isinstance(config, Config) and all(isinstance(e, ConfigError) for e in errors)
+        # A one-off look through the one pipeline, read-only like kfdguard check.
+        outcome = pipeline.check(
+            target.system, pipeline.ConfigSource.fixed(config, errors), Trigger.CLI, may_repair=False
+        )
+        facts, verdict = outcome.facts, outcome.verdict
+    except Exception as exc:
+        print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_CODES[State.ERROR]
+    finally:
+        target.close()
+    now = time.time()
+    if args.format == "nfd":
+        sys.stdout.write(nfd.render(verdict, now, NFD_TTL))
+    else:
+        sys.stdout.write(metrics.render(verdict, facts, now))
+    return verdict.exit_code

@@ -1,0 +1,145 @@
+"""The verdict as a node_exporter textfile (Prometheus text exposition format 0.0.4).
+
+Pure: a Verdict, the Facts it came from and the time of the check in, text out.
+node_exporter's textfile collector reads ``*.prom`` files from its directory
+(Debian: /var/lib/prometheus/node-exporter) and serves them with its own
+metrics, so kfdguard needs no port. Names follow Prometheus' conventions
+(``kfdguard_`` prefix, base units, ``_seconds``, one HELP and TYPE per family);
+label values are bounded (``labels.py``) and escaped as the format requires.
+The collector refuses client-side timestamps, so samples carry none.
+"""
+
+from __future__ import annotations
+
+from kfdguard import __version__
+from kfdguard.fleet.labels import CODE, GFX_TARGET, KFD_VERSION, PCI_SLOT, RELEASE, bounded, known_name
+from kfdguard.verdict import Severity, State
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from kfdguard.facts import Facts
+    from kfdguard.verdict import Verdict
+
+CONTENT_TYPE = "text/plain; version=0.0.4"
+
+
+def escape_label(value: str) -> str:
+    """A label value as the text format quotes it: backslash, double quote and line feed escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_help(text: str) -> str:
+    """HELP text: only backslash and line feed are escaped (quotes are literal there)."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _labels(pairs: Iterable[tuple[str, str]]) -> str:
+    inner = ",".join(f'{name}="{escape_label(value)}"' for name, value in pairs)
+    return "{" + inner + "}" if inner else ""
+
+
+def _number(value: float) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if float(value).is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
+
+class _Families:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(
+        self, name: str, kind: str, text: str, samples: Iterable[tuple[Iterable[tuple[str, str]], float]]
+    ) -> None:
+        self.lines.append(f"# HELP {name} {escape_help(text)}")
+        self.lines.append(f"# TYPE {name} {kind}")
+        seen: set[str] = set()
+        for pairs, value in samples:
+            labels = _labels(pairs)
+            if labels in seen:
+                continue  # two GPUs whose labels were all dropped: one series, not a duplicate error
+            seen.add(labels)
+            self.lines.append(f"{name}{labels} {_number(value)}")
+
+
+def render(verdict: Verdict, facts: Facts, now: float, version: str = __version__) -> str:
+    """The textfile for one check at ``now`` (seconds since the epoch)."""
+    out = _Families()
+    out.family(
+        "kfdguard_compute_ready",
+        "gauge",
+        "1 when at least one AMD GPU can compute for the configured group (state ready or degraded), else 0.",
+        [((), verdict.ready)],
+    )
+    out.family(
+        "kfdguard_gpu_compute_ready",
+        "gauge",
+        "1 when this AMD GPU can compute: a KFD topology node, the version ioctl answers, the group can open "
+        "/dev/kfd and its render node.",
+        [
+            (
+                (
+                    ("slot", bounded(g.slot, PCI_SLOT)),
+                    ("device_id", f"{g.device:04x}" if 0 <= g.device <= 0xFFFF else ""),
+                    ("gfx_target", bounded(g.gfx, GFX_TARGET)),
+                    ("name", known_name(g)),
+                ),
+                g.compute_ready,
+            )
+            for g in verdict.gpus
+        ],
+    )
+    out.family(
+        "kfdguard_state",
+        "gauge",
+        "kfdguard's state, one-hot: 1 for the current state, 0 for the others.",
+        [((("state", str(s)),), s is verdict.state) for s in State],
+    )
+    counts: dict[tuple[str, str], int] = {}
+    for f in verdict.findings:
+        key = (bounded(f.code, CODE) or "unknown", str(f.severity))
+        counts[key] = counts.get(key, 0) + 1
+    out.family(
+        "kfdguard_findings",
+        "gauge",
+        "Findings of the last check, by code and severity (codes: kfdguard(8)).",
+        [((("code", code), ("severity", severity)), n) for (code, severity), n in sorted(counts.items())],
+    )
+    severities = {str(s): 0 for s in Severity}
+    for (_, severity), n in counts.items():
+        severities[severity] += n
+    out.family(
+        "kfdguard_findings_by_severity",
+        "gauge",
+        "Findings of the last check by severity, zero included, for alerts that need a series to exist.",
+        [((("severity", s),), n) for s, n in severities.items()],
+    )
+    out.family(
+        "kfdguard_last_check_timestamp_seconds",
+        "gauge",
+        "When kfdguard last checked the machine, in seconds since the epoch. Checks follow boots, device "
+        "events and reloads, so a quiet machine keeps an old one; node_textfile_mtime_seconds tells whether "
+        "kfdguard still writes the file.",
+        [((), now)],
+    )
+    kfd = facts.kfd.version
+    out.family(
+        "kfdguard_info",
+        "gauge",
+        "kfdguard's version, the running kernel and the KFD interface version; always 1.",
+        [
+            (
+                (
+                    ("version", bounded(version, RELEASE)),
+                    ("kernel", bounded(facts.kernel.release, RELEASE)),
+                    ("kfd_version", bounded(f"{kfd[0]}.{kfd[1]}" if kfd else "", KFD_VERSION)),
+                ),
+                1,
+            )
+        ],
+    )
+    return "\n".join(out.lines) + "\n"
