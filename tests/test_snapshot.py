@@ -214,3 +214,22 @@ def test_a_manifest_that_is_a_link_or_a_fifo_is_refused(tmp_path: Path, capsys: 
         ReplaySystem(Root(bundle))
     assert main(["check", "--root", str(bundle)]) == 64
     assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_uki_read_in_pieces_replays_from_a_sparse_copy(tmp_path: Path) -> None:
+    from tests.pe_files import uki_image
+
+    system, root = _machine("rx7900xtx-ubuntu2404", tmp_path)
+    uki = root.efi / "EFI/Linux/debian-6.12.22-amd64.efi"
+    uki.parent.mkdir(parents=True)
+    uki.write_bytes(uki_image(uname="6.12.22-amd64"))
+    with open(uki, "r+b") as handle:
+        handle.truncate(50 << 20)  # a real UKI is tens of MB; the probe reads only its headers and sections
+    live = probe(system, log="never").bootloader
+    assert any(e.release == "6.12.22-amd64" for e in live.entries), live
+    take(system, tmp_path / "bundle", source="x", names=True)
+    copy = tmp_path / "bundle/efi/EFI/Linux/debian-6.12.22-amd64.efi"
+    assert copy.stat().st_size == 50 << 20
+    assert copy.stat().st_blocks * 512 < 1 << 20, "only the pieces read are stored"
+    replay = probe(ReplaySystem(Root(tmp_path / "bundle")), log="never").bootloader
+    assert replay == live

@@ -149,12 +149,22 @@ class _Writer:
             if not path.exists():
                 os.mkfifo(path, 0o600)
             return
+        self.write_file(path, shown, kind, redact)
+
+    def write_file(self, path: Path, shown: str, kind: str, redact: object) -> None:
         data = self.reader.data_of.get(shown)
         if data is not None:
             data = _file_content(shown, data, redact)
+        pieces = self.reader.pieces.get(shown)
         with open(path, "wb") as handle:
             if data is not None:
                 handle.write(data)
+            elif pieces is not None:
+                # Read in pieces (a UKI): as large as it was, with those bytes where they were, holes between.
+                handle.truncate(self.reader.sizes.get(shown, 0))
+                for offset, piece in sorted(pieces.items()):
+                    handle.seek(offset)
+                    handle.write(piece)
             elif kind == FILE and "larger than" in self.reader.unreadable.get(shown, ""):
                 # Too large to be read then: as large now, without the content (a sparse file).
                 handle.truncate(self.reader.sizes.get(shown, 0))

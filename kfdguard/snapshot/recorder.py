@@ -65,6 +65,8 @@ class RecordingReader(Reader):
         self.sizes: dict[str, int] = {}
         self.links: dict[str, str] = {}
         self.unreadable: dict[str, str] = {}
+        # Files read in pieces (a UKI's PE headers and sections): offset -> bytes, and the file's size.
+        self.pieces: dict[str, dict[int, bytes]] = {}
 
     def _note(self, path: Path) -> str:
         shown = self.root.display(path)
@@ -101,6 +103,16 @@ class RecordingReader(Reader):
             self.data_of[shown] = result
         elif len(self.problems) > before and self.entries.get(shown) != ABSENT:
             self.unreadable[shown] = self.problems[-1].reason
+        return result
+
+    def read_at(self, path: Path, offset: int, size: int) -> tuple[bytes, int] | None:
+        result = super().read_at(path, offset, size)
+        shown = self._note(path)
+        if result is not None:
+            data, total = result
+            self.sizes[shown] = total
+            if data:
+                self.pieces.setdefault(shown, {})[offset] = data
         return result
 
     def listdir(self, path: Path) -> list[str]:
