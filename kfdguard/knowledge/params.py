@@ -23,7 +23,9 @@ class Param:
     choices: tuple[int, ...] | None  # the only values the kernel accepts or uses
     minimum: int | None
     maximum: int | None
-    unsafe: bool  # declared with module_param_unsafe: setting it taints the kernel
+    # declared with module_param_unsafe (setting it taints the kernel): none of these is, in
+    # the amdgpu_drv.c of 5.10, 6.1 and 6.12 (tests/test_knowledge_sources.py reads the sources).
+    unsafe: bool
     runtime: bool  # 0644: can be changed through sysfs while loaded
     breaks_kfd: bool  # an invalid value makes kfd_init() fail: no /dev/kfd at all
     meaning: str
@@ -59,25 +61,26 @@ def _p(name: str, kind: str, meaning: str, *, choices: tuple[int, ...] | None = 
 # Parameters of amdgpu (merged kernels, 4.20+) that concern compute.
 KFD_PARAMS: dict[str, Param] = {p.name: p for p in (
     _p("sched_policy", "int", "0 = HWS, 1 = HWS without over-subscription, 2 = no HWS (debug)",
-       choices=(0, 1, 2), unsafe=True, breaks_kfd=True, source=SRC_KFD),
+       choices=(0, 1, 2), breaks_kfd=True, source=SRC_KFD),
     _p("hws_max_conc_proc", "int", "processes the HWS runs at once; -1 = number of VMIDs for KFD",
        lo=-1),
     _p("cwsr_enable", "int", "compute wave save/restore (mid-wave preemption)", choices=(0, 1)),
-    _p("max_num_of_queues_per_device", "int", "queues per device", lo=1, hi=4096, breaks_kfd=True,
+    # kfd_module.c: 1..KFD_MAX_NUM_OF_QUEUES_PER_DEVICE = 512 processes x 1024 queues (4096 is the default).
+    _p("max_num_of_queues_per_device", "int", "queues per device", lo=1, hi=524288, breaks_kfd=True,
        source=SRC_KFD),
     _p("send_sigterm", "int", "SIGTERM the HSA process on an unhandled exception", choices=(0, 1)),
     _p("halt_if_hws_hang", "int", "halt if an HWS hang is detected (debug)", choices=(0, 1),
-       unsafe=True, runtime=True),
-    _p("hws_gws_support", "bool", "assume MEC2 firmware supports GWS barriers", unsafe=True),
+       runtime=True),
+    _p("hws_gws_support", "bool", "assume MEC2 firmware supports GWS barriers"),
     _p("queue_preemption_timeout_ms", "int", "queue preemption timeout", lo=1, runtime=True),
     _p("debug_evictions", "bool", "warn with a backtrace on evictions", runtime=True),
     _p("no_system_mem_limit", "bool", "disable the system memory limit", runtime=True),
     _p("no_queue_eviction_on_vm_fault", "int", "1 = do not evict queues on a VM fault",
-       choices=(0, 1), unsafe=True),
+       choices=(0, 1)),
     _p("noretry", "int", "retry faults: 0 on, 1 off, -1 auto", choices=(-1, 0, 1), runtime=True),
-    _p("mtype_local", "int", "MTYPE for local memory (GFX 9.4.3+)", choices=(0, 1, 2), unsafe=True),
+    _p("mtype_local", "int", "MTYPE for local memory (GFX 9.4.3+)", choices=(0, 1, 2)),
     _p("pcie_p2p", "bool", "PCIe peer-to-peer (needs large BAR)"),
-    _p("debug_mask", "uint", "debug bits; 0x2 simulates large BAR", unsafe=True),
+    _p("debug_mask", "uint", "debug bits; 0x2 simulates large BAR"),
     _p("debug_largebar", "int", "simulate large BAR (replaced by debug_mask)", choices=(0, 1)),
     _p("ignore_crat", "int", "1 = ignore the ACPI CRAT table", choices=(0, 1)),
 )}  # fmt: skip
@@ -107,3 +110,18 @@ BOGUS: dict[str, BogusParam] = {b.name: b for b in (
 
 def lookup(name: str) -> Param | None:
     return KFD_PARAMS.get(name)
+
+
+def declared(name: str) -> dict[str, str]:
+    """The kernel series (of those the generator read) whose amdgpu.ko declares ``name``: {series: type}.
+
+    From modinfo -F parmtype of Debian's real modules (knowledge/generated.py), so
+    "absent in 6.1" or "gone in 6.12" is read, not remembered.
+    """
+    from kfdguard.knowledge.generated import KERNELS
+
+    return {series: k["params"][name] for series, k in KERNELS.items() if name in k["params"]}
+
+
+def kernels_with(name: str) -> tuple[str, ...]:
+    return tuple(declared(name))

@@ -32,6 +32,7 @@ def rule_for(message: list[Any]) -> list[str]:
 
 def coverage(data: dict[str, Any], notes: list[str]) -> str:
     from kfdguard import knowledge
+    from kfdguard.knowledge.asics import PCI_ROWS
     from kfdguard.knowledge.formats import covered_class
 
     out = ["# Knowledge coverage", "",
@@ -66,8 +67,11 @@ def coverage(data: dict[str, Any], notes: list[str]) -> str:
             )
         ids = kfd_pci_ids(k)
         unknown = [d for d in ids if knowledge.identify(d)[0] is None]
+        named = {row[0] for row in PCI_ROWS}
+        by_table = [d for d in ids if d not in named and d not in unknown]
         out.append(f"- PCI ids in amdgpu's explicit table: {len(k['pci'])}{' plus the IP-discovery catch-all' if k['pci_catch_all'] else ''}; "
-                   f"KFD-capable: {len(ids)}, known to kfdguard: {len(ids) - len(unknown)} ({100 * (len(ids) - len(unknown)) // max(1, len(ids))}%)")  # fmt: skip
+                   f"KFD-capable: {len(ids)}, known to kfdguard: {len(ids) - len(unknown)} ({100 * (len(ids) - len(unknown)) // max(1, len(ids))}%; "
+                   f"{len(by_table)} of them only through amdgpu's generated table, no libdrm row)")  # fmt: skip
         if unknown:
             out.append(f"  - unknown: {', '.join(f'{d:04x}' for d in unknown)}")
         covered = [(m, covered_class(m)) for m in k["messages"]]
