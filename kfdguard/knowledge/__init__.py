@@ -12,7 +12,7 @@ from __future__ import annotations
 from kfdguard.knowledge.asics import ASICS, PCI_ROWS, SOURCES
 from kfdguard.knowledge.chips import CHIP_TO_ASIC
 from kfdguard.knowledge.generated import KERNELS, PCI_CHIPS, PCI_NAMES
-from kfdguard.knowledge.model import Asic, PciId, KernelVersion
+from kfdguard.knowledge.model import Asic, KernelVersion, PciId
 from kfdguard.record import replace
 
 KNOWLEDGE_VERSION = "2026.12.1"
