@@ -125,3 +125,20 @@ def declared(name: str) -> dict[str, str]:
 
 def kernels_with(name: str) -> tuple[str, ...]:
     return tuple(declared(name))
+
+
+def taints(name: str, version: tuple[int, int] | None) -> bool:
+    """Is ``name`` declared module_param_unsafe (setting it taints the kernel) on that kernel?
+
+    Read per series from the sources: plain module_param in 5.10, 6.1 and 6.12; sched_policy,
+    halt_if_hws_hang, hws_gws_support, no_queue_eviction_on_vm_fault, mtype_local and
+    debug_mask became _unsafe later (7.2 has them so). A kernel between two series read is
+    judged by the older one (UNCERTAIN for the releases in between); None: unknown kernel, no.
+    """
+    from kfdguard.knowledge.generated import KERNELS
+
+    if version is None:
+        return False
+    read = sorted((tuple(int(p) for p in s.split(".")), s) for s in KERNELS)
+    older = [s for v, s in read if v <= version]
+    return bool(older) and name in KERNELS[older[-1]]["unsafe"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,7 +24,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(TREE))
 
 from archive import ArchiveError, cache_dir, deb_members, download, extract, extract_kernel_tree, mirrors  # noqa: E402
-from csource import header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
+from csource import KnowledgeError, header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
 from sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS, choose_kernel, newest  # noqa: E402
 
 DATA = TREE / "kfdguard/knowledge/data"
@@ -78,7 +79,22 @@ def kernel_facts(series: str, suite: str, base: str, offline: bool) -> dict[str,
     for rel_s in CORE_FILES:
         if (root / rel_s).exists():
             msgs += [m for m in messages(root / rel_s, rel_s, {}) if "probe" in str(m[3]) or "firmware" in str(m[3])]
+    # module_param_unsafe taints the kernel when set: read which parameters use it, and the
+    # queue limit kfd_init() enforces (kfd_priv.h), rather than remembering either.
+    decl = "\n".join((root / f).read_text(errors="replace") for d in MESSAGE_DIRS for f in os.listdir(root / d)
+                     if f.endswith(".c") and "module_param" in (root / d / f).read_text(errors="replace")
+                     for f in [f"{d}/{f}"])  # fmt: skip
+    unsafe = sorted(set(re.findall(r"module_param(?:_named)?_unsafe\(\s*(\w+)", decl)))
+    priv = (root / "drivers/gpu/drm/amd/amdkfd/kfd_priv.h").read_text(errors="replace")
+    procs = re.search(r"#define\s+KFD_MAX_NUM_OF_PROCESSES\s+(\d+)", priv)
+    per_proc = re.search(r"#define\s+KFD_MAX_NUM_OF_QUEUES_PER_PROCESS\s+(\d+)", priv)
+    flat = re.sub(r"[\s\\()]+", " ", priv)
+    if not (procs and per_proc and "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE KFD_MAX_NUM_OF_PROCESSES * KFD_MAX_NUM_OF_QUEUES_PER_PROCESS" in flat):
+        raise KnowledgeError("kfd_priv.h: KFD_MAX_NUM_OF_QUEUES_PER_DEVICE is no longer processes x queues")
+    limits = {"KFD_MAX_NUM_OF_PROCESSES": int(procs.group(1)), "KFD_MAX_NUM_OF_QUEUES_PER_PROCESS": int(per_proc.group(1)),
+              "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE": int(procs.group(1)) * int(per_proc.group(1))}  # fmt: skip
     return {
+        "unsafe_params": unsafe, "limits": limits,
         "series": k.series, "upstream": upstream, "suite": k.suite,
         "provenance": {"source": {**k.source.provenance(), "files": [kfd_c, drv_c, *MESSAGE_DIRS, *CORE_FILES]},
                        "module": {**k.image.provenance(), "file": str(kos[0].relative_to(image))}},

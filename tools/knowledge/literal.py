@@ -28,6 +28,8 @@ def render_module(data: dict[str, object]) -> str:
             "params": {name: kind for name, (kind, _desc) in sorted(k["params"].items())},
             "pci": {row[0]: (row[1], tuple(row[2])) for row in k["pci"]},
             "pci_catch_all": k["pci_catch_all"],
+            "unsafe": tuple(k["unsafe_params"]),
+            "limits": dict(sorted(k["limits"].items())),
         }
     # Every id of amdgpu's explicit tables (any series read) -> CHIP type, and its pci.ids name
     # (newest pci.ids read): kfdguard identifies ids libdrm does not name through these.
@@ -56,7 +58,9 @@ def render_module(data: dict[str, object]) -> str:
         "        kfd: dict[str, tuple[tuple[int, ...], bool]]\n"
         "        params: dict[str, str]\n"
         "        pci: dict[int, tuple[str, tuple[str, ...]]]\n"
-        "        pci_catch_all: bool\n\n\n"
+        "        pci_catch_all: bool\n"
+        "        unsafe: tuple[str, ...]\n"
+        "        limits: dict[str, int]\n\n\n"
         "# fmt: off\n"
         f"KERNELS: dict[str, Kernel] = {pprint.pformat(table, width=120, sort_dicts=True)}\n\n"
         f"LIBDRM: dict[str, str] = {pprint.pformat(libdrm, width=120)}\n\n"
