@@ -102,14 +102,15 @@ def sample_line(message: list[Any]) -> str:
 # MES/ring hangs, VRAM loss, probe failure) and checked against the formats the generator found.
 COVERED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("kfd-module", r"kfd_module\.c", r"invalid value|must be between", ("failure",)),
-    ("kfd-probe", r"kfd_device\.c", r"not supported in kfd|is missing in supported_devices|kgd2kfd_probe failed", ("failure",)),
+    ("kfd-probe", r"kfd_device\.c", r"not supported in kfd|is missing in supported_devices|kgd2kfd_probe failed|KFD support on Hawaii is experimental|^asic_type %d out of range", ("failure",)),
     ("kfd-device-init", r"kfd_device\.c", r"^(Could not allocate|Error initializing|Error adding device|device %x:%x NOT added|KFD num nodes|Error starting queue manager|Failed to resume IOMMU|skipped device)", ("failure",)),
     ("kfd-ip-mismatch", r"kfd_device\.c", r"is set due to mismatch", ("failure",)),
     ("kfd-iommu", r"kfd_iommu\.c", r"iommu info|required iommu flags", ("failure",)),
     ("kfd-iommu-init", r"kfd_device\.c", r"Error initializing iommuv2", ("failure",)),
     ("kfd-vcrat", r"kfd_topology\.c|kfd_crat\.c", r"VCRAT", ("failure",)),
     ("kfd-hws-hang", r"kfd_device_queue_manager\.c", r"^(qcm fence wait loop timeout expired|The cp might be in an unrecoverable state)", ("runtime",)),
-    ("amdgpu-discovery", r"amdgpu_discovery\.c", r"^Failed to add .*ip block|^discovery failed|can't load firmware", ("failure",)),
+    ("amdgpu-discovery", r"amdgpu_discovery\.c", r"^Failed to add .*ip block|^discovery failed|^amdgpu_discovery_init failed|can't load firmware", ("failure",)),
+    ("gpu-reset", r"amdgpu/(?:amdgpu_device|aldebaran|sienna_cichlid|smu_v13_0_10)\.c", r"^GPU reset|^GPU recovery disabled", ("runtime",)),
     ("amdgpu-ip-init", r"amdgpu_device\.c", r"(early_init|sw_init|hw_init|late_init|resume) of IP block <%s> failed", ("failure",)),
     ("amdgpu-fatal", r"amdgpu_device\.c", r"Fatal error during GPU init|^no vBIOS found", ("failure",)),
     ("amdgpu-vram-lost", r"amdgpu_device\.c", r"VRAM is lost due to GPU reset", ("runtime",)),
