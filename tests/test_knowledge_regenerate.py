@@ -23,9 +23,12 @@ CACHE = Path(os.environ.get("KFDGUARD_KNOWLEDGE_CACHE", "/var/cache/kfdguard-tes
 
 def _warm() -> bool:
     trees = CACHE / "trees"
-    return trees.is_dir() and any(p.name.startswith("source-") for p in trees.iterdir()) and (CACHE / "indices").is_dir()
+    return (
+        trees.is_dir() and any(p.name.startswith("source-") for p in trees.iterdir()) and (CACHE / "indices").is_dir()
+    )
 
 
+@pytest.mark.slow
 def test_committed_data_matches_a_fresh_run() -> None:
     network = bool(os.environ.get("KFDGUARD_NETWORK_TESTS"))
     if not network and not _warm():
