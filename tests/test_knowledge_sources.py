@@ -275,3 +275,32 @@ def test_sample_rendering_covers_the_conversions_used() -> None:
         m[3] for s in SERIES for m in formats.kernel(s)["messages"] if "%" in formats.render(m[3].replace("%%", ""))
     ]
     assert left == []
+
+
+def test_compute_parameters_are_described_from_the_modules() -> None:
+    for name in params.COMPUTE_PARAMS:
+        described = params.describe(name, (6, 12))
+        assert described is not None, name
+        kind, text, series = described
+        assert kind in ("int", "uint", "bool", "string") and text and series in SERIES
+    assert params.describe("gpu_recovery", (6, 1)) == (
+        "int",
+        formats.kernel("6.1")["params"]["gpu_recovery"][1],
+        "6.1",
+    )
+    assert params.describe("enforce_isolation", (6, 12))[0] == "bool"  # type: ignore[index]
+    assert params.describe("enable_iommu", (6, 1)) is None
+
+
+def test_debian_12_firmware_remedy_names_backports_for_phoenix2() -> None:
+    from kfdguard.assess.explain import gpu_cause
+
+    asic = knowledge.asic("phoenix2")
+    (fmt,) = [m for m in _formats("6.1", "Direct firmware load for %s failed with error %d")]
+    line = "amdgpu 0000:c4:00.0: " + fmt[3].replace("%s", "amdgpu/gc_11_0_4_mes_2.bin").replace("%d", "-2")
+    events = kernellog.match(line)
+    cause = gpu_cause("Radeon 740M", asic, events, "6.1.0-27-amd64", "debian")
+    assert cause is not None and cause.code == "firmware-missing"
+    assert "apt install -t bookworm-backports firmware-amd-graphics" in cause.remedy
+    other = gpu_cause("RX 6800", knowledge.asic("navi21"), events, "6.1.0-27-amd64", "debian")
+    assert other is not None and "bookworm-backports" not in other.remedy

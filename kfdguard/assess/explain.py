@@ -130,9 +130,19 @@ def gpu_cause(label: str, asic: Asic | None, events: list[LogEvent], kernel: str
         )
     if "firmware-load-failed" in rules:
         ev = [e for e in events if e.rule in ("firmware-load-failed", "amdgpu-ip-init-failed", "amdgpu-fatal-init")]
-        named = {e.value("file") or e.value("file2") or "" for e in ev if e.rule == "firmware-load-failed"}
+        named = {
+            e.value("file") or e.value("file2") or e.value("file3") or ""
+            for e in ev
+            if e.rule == "firmware-load-failed"
+        }
         files = sorted(named - {""})
         package = FIRMWARE_PACKAGE.get(distro, "your distribution's linux-firmware package")
+        if distro == "debian" and asic is not None and kernel.startswith("6.1."):
+            # Debian 12's firmware-amd-graphics lacks files its 6.1 module declares for some GPUs
+            # (Navi32, Phoenix2): plain apt install does not help there, backports' package does.
+            from kfdguard.knowledge.firmware import advice
+
+            package = advice("6.1", asic) or package
         return Cause(
             "firmware-missing",
             E,

@@ -142,3 +142,42 @@ def taints(name: str, version: tuple[int, int] | None) -> bool:
     read = sorted((tuple(int(p) for p in s.split(".")), s) for s in KERNELS)
     older = [s for v, s in read if v <= version]
     return bool(older) and name in KERNELS[older[-1]]["unsafe"]
+
+
+# amdgpu parameters outside KFD's #ifdef that decide whether compute works. Only why each
+# matters is written here; types, descriptions and the kernels that declare them are read
+# from modinfo of Debian's modules (describe()), because they change between releases
+# (gpu_recovery=2 exists only in 6.1; enforce_isolation is bool in 6.12 and int in 7.2;
+# mes and mes_kiq are gone in 7.2, uni_mes arrived after 6.1).
+COMPUTE_PARAMS: dict[str, str] = {
+    "exp_hw_support": "KFD skips Hawaii and amdgpu refuses AMD_EXP_HW_SUPPORT ids unless it is 1",
+    "cik_support": "CIK chips (Kaveri, Hawaii) bind to amdgpu, hence get KFD, only with 1 (and CONFIG_DRM_AMDGPU_CIK)",
+    "si_support": "SI chips bind to amdgpu only with 1; KFD never supports them anyway",
+    "mes": "MES scheduling on gfx10.x/11 (RDNA3 always uses MES for KFD queues)",
+    "uni_mes": "unified MES on gfx12 (RDNA4)",
+    "mes_kiq": "MES KIQ on gfx11",
+    "gpu_recovery": "0 disables GPU reset: a hung compute job keeps the GPU hung",
+    "lockup_timeout": "ring timeouts; compute jobs get their own value (60000 ms in 6.1)",
+    "gttsize": "size of system memory the GPU can map (KFD's system memory limit follows it)",
+    "vm_fault_stop": "stop the GPU on a VM fault (debugging): compute hangs on the first fault",
+    "enforce_isolation": "process isolation between graphics and compute jobs",
+    "compute_multipipe": "spread compute queues across pipes",
+}
+
+
+def describe(name: str, version: tuple[int, int]) -> tuple[str, str, str] | None:
+    """(type, description, series) of a parameter as the nearest kernel series read declares it.
+
+    Loads the generated JSON (off the boot path). None when no series read declares it.
+    """
+    from kfdguard.knowledge.formats import kernel, series
+
+    def distance(name_: str) -> int:
+        major, minor = (int(p) for p in name_.split(".")[:2])
+        return abs(major * 100 + minor - version[0] * 100 - version[1])
+
+    for candidate in sorted(series(), key=distance):
+        entry = kernel(candidate)["params"].get(name)
+        if entry:
+            return str(entry[0]), str(entry[1]), candidate
+    return None
