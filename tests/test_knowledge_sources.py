@@ -296,7 +296,7 @@ def test_debian_12_firmware_remedy_names_backports_for_phoenix2() -> None:
     from kfdguard.assess.explain import gpu_cause
 
     asic = knowledge.asic("phoenix2")
-    (fmt,) = [m for m in _formats("6.1", "Direct firmware load for %s failed with error %d")]
+    (fmt,) = _formats("6.1", "Direct firmware load for %s failed with error %d")
     line = "amdgpu 0000:c4:00.0: " + fmt[3].replace("%s", "amdgpu/gc_11_0_4_mes_2.bin").replace("%d", "-2")
     events = kernellog.match(line)
     cause = gpu_cause("Radeon 740M", asic, events, "6.1.0-27-amd64", "debian")

@@ -2,7 +2,11 @@
 
 ``asics`` (PCI ids -> chip -> gfx target -> first KFD kernel), ``params``
 (KFD module parameters, valid ranges, bogus ones) and ``logrules`` (kernel
-messages and what they mean). Assess reads only this package's data; the
+messages and what they mean). ``generated`` (a literal module) and
+``data/*.json.gz`` are produced by tools/knowledge from Debian's kernel
+sources and modules: where they say something (which GC IPs a kernel's KFD
+drives, amdgpu's PCI table, parameters per kernel), they win over the
+hand-written tables (see docs/KNOWLEDGE.md). Assess reads only this package's data; the
 simulator keeps its own hardware sheet so that tests cannot agree with the
 assessment by sharing a row.
 """

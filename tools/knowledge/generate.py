@@ -89,7 +89,11 @@ def kernel_facts(series: str, suite: str, base: str, offline: bool) -> dict[str,
     procs = re.search(r"#define\s+KFD_MAX_NUM_OF_PROCESSES\s+(\d+)", priv)
     per_proc = re.search(r"#define\s+KFD_MAX_NUM_OF_QUEUES_PER_PROCESS\s+(\d+)", priv)
     flat = re.sub(r"[\s\\()]+", " ", priv)
-    if not (procs and per_proc and "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE KFD_MAX_NUM_OF_PROCESSES * KFD_MAX_NUM_OF_QUEUES_PER_PROCESS" in flat):
+    if not (
+        procs
+        and per_proc
+        and "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE KFD_MAX_NUM_OF_PROCESSES * KFD_MAX_NUM_OF_QUEUES_PER_PROCESS" in flat
+    ):
         raise KnowledgeError("kfd_priv.h: KFD_MAX_NUM_OF_QUEUES_PER_DEVICE is no longer processes x queues")
     limits = {"KFD_MAX_NUM_OF_PROCESSES": int(procs.group(1)), "KFD_MAX_NUM_OF_QUEUES_PER_PROCESS": int(per_proc.group(1)),
               "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE": int(procs.group(1)) * int(per_proc.group(1))}  # fmt: skip
@@ -173,7 +177,7 @@ def write_json(path: Path, value: object) -> bytes:
 def outputs(data: dict[str, object]) -> dict[Path, bytes]:
     """The committed files: gzip'd JSON per kernel series and one for ids/firmware, and the
     literal module the boot path reads (no json import before READY)."""
-    from literal import render_module  # noqa: PLC0415
+    from literal import render_module
 
     files: dict[Path, bytes] = {}
     kernels = data["kernels"]
@@ -204,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         for path, blob in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(blob)
-    from report import coverage  # noqa: PLC0415
+    from report import coverage
 
     text = coverage(data, notes)
     if args.check:

@@ -36,7 +36,9 @@ def render_module(data: dict[str, object]) -> str:
     chips: dict[int, str] = {}
     for k in kernels.values():
         chips.update({row[0]: row[1] for row in k["pci"]})
-    newest_pciids = max((v for key, v in ids.items() if key.startswith("pci.ids")), key=lambda v: v["provenance"]["version"])
+    newest_pciids = max(
+        (v for key, v in ids.items() if key.startswith("pci.ids")), key=lambda v: v["provenance"]["version"]
+    )
     names = {row[0]: row[2] for row in newest_pciids["rows"] if row[0] in chips}
     pciids = f"{newest_pciids['provenance']['package']} {newest_pciids['provenance']['version']}"
     libdrm = {key.split()[1]: v["provenance"]["version"] for key, v in ids.items() if key.startswith("libdrm")}

@@ -54,7 +54,7 @@ IDS_PACKAGES: tuple[tuple[str, str], ...] = (
 
 
 def _upstream(version: str) -> str:
-    return re.split(r"-[^-]*$", version.split(":")[-1])[0]
+    return re.split(r"-[^-]*$", version.rsplit(":", maxsplit=1)[-1])[0]
 
 
 def _vkey(version: str) -> list[tuple[int, str]]:
