@@ -7,6 +7,7 @@ against a value typed into the test.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -304,3 +305,19 @@ def test_debian_12_firmware_remedy_names_backports_for_phoenix2() -> None:
     assert "apt install -t bookworm-backports firmware-amd-graphics" in cause.remedy
     other = gpu_cause("RX 6800", knowledge.asic("navi21"), events, "6.1.0-27-amd64", "debian")
     assert other is not None and "bookworm-backports" not in other.remedy
+
+
+def test_damaged_data_gives_a_specific_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "kernel-6.1.json.gz").write_bytes(b"not gzip")
+    monkeypatch.setattr(formats, "DATA", tmp_path)
+    monkeypatch.setattr(formats, "_cache", {})
+    with pytest.raises(formats.KnowledgeDataError, match=r"kernel-6\.1\.json\.gz"):
+        formats.kernel("6.1")
+    with pytest.raises(formats.KnowledgeDataError, match=r"ids-firmware\.json\.gz"):
+        formats.ids_firmware()
+    # The assessment keeps its generic firmware advice instead of failing.
+    from kfdguard.assess.explain import gpu_cause
+
+    line = "amdgpu 0000:c4:00.0: Direct firmware load for amdgpu/gc_11_0_4_mes_2.bin failed with error -2"
+    cause = gpu_cause("Radeon 740M", knowledge.asic("phoenix2"), kernellog.match(line), "6.1.0-27-amd64", "debian")
+    assert cause is not None and "apt install firmware-amd-graphics" in cause.remedy

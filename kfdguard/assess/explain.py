@@ -141,8 +141,13 @@ def gpu_cause(label: str, asic: Asic | None, events: list[LogEvent], kernel: str
             # Debian 12's firmware-amd-graphics lacks files its 6.1 module declares for some GPUs
             # (Navi32, Phoenix2): plain apt install does not help there, backports' package does.
             from kfdguard.knowledge.firmware import advice
+            from kfdguard.knowledge.formats import KnowledgeDataError
 
-            package = advice("6.1", asic) or package
+            try:
+                better = advice("6.1", asic)
+            except KnowledgeDataError:  # a damaged install: keep the generic advice
+                better = None
+            package = better or package
         return Cause(
             "firmware-missing",
             E,

@@ -27,6 +27,9 @@ from pathlib import Path
 DEFAULT_CACHE = Path("/var/cache/kfdguard-testdata/knowledge")
 SOURCES_DIR = Path("/etc/apt/sources.list.d")
 TIMEOUT = 120
+# Indices are cached like packages; --refresh fetches them again once per run (to follow the archive).
+REFRESH = False
+_refreshed: set[Path] = set()
 
 
 class ArchiveError(Exception):
@@ -93,6 +96,9 @@ def _get(url: str, dest: Path) -> None:
 def index(suite: str, component: str, arch: str, *, base: str, offline: bool) -> list[Package]:
     """The packages of one suite/component/arch, from the cache or the mirror."""
     dest = cache_dir() / "indices" / f"{suite}_{component}_{arch}.xz"
+    if REFRESH and not offline and dest not in _refreshed:
+        dest.unlink(missing_ok=True)  # --refresh: read the archive as it is today
+        _refreshed.add(dest)
     if not dest.exists():
         if offline:
             raise ArchiveError(f"cold cache: {dest} missing")

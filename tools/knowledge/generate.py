@@ -196,8 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use the cache only")
     parser.add_argument("--check", action="store_true", help="compare with the committed files, write nothing")
+    parser.add_argument("--refresh", action="store_true", help="fetch the Packages indices again (follow the archive)")
     parser.add_argument("--report", type=Path, help="write the coverage report (Markdown) here")
     args = parser.parse_args(argv)
+    import archive
+
+    archive.REFRESH = args.refresh
     try:
         data, notes = build(args.offline)
     except ArchiveError as exc:
