@@ -136,7 +136,7 @@ def test_a_kernel_read_at_or_after_kfd_since_drives_the_asic() -> None:
             continue
         for series in SERIES:
             version = tuple(int(p) for p in series.split("."))
-            if version >= asic.kfd_since and asic.key not in ("hawaii",):
+            if version >= asic.kfd_since:
                 assert knowledge.kfd_in_kernel(asic, series), (asic.key, series)
 
 
