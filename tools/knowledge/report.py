@@ -59,7 +59,7 @@ def coverage(data: dict[str, Any], notes: list[str]) -> str:
         )
         chips = sorted(label for label in k["kfd"] if label.startswith("CHIP_"))
         out.append(
-            f"- KFD module parameters: {len(k['params'])} in amdgpu.ko ({k['aliases']} aliases, {len(k['firmware'])} firmware files declared), KMS {k['kms']}"
+            f"- amdgpu.ko: {len(k['params'])} parameters ({len(k['unsafe_params'])} module_param_unsafe), {k['aliases']} aliases, {len(k['firmware'])} firmware files declared; KMS {k['kms']}"
         )
         out.append(f"- KFD by CHIP type: {', '.join(c.removeprefix('CHIP_').lower() for c in chips) or 'none'}")
         if gcs:
