@@ -94,3 +94,34 @@ def test_simulated_firmware_names_are_declared_by_the_module(prefix: str, expect
 
     assert _firmware_name((6, 1), prefix) == expected
     assert expected in formats.kernel("6.1")["firmware"]
+
+
+# The outcomes the bundled machines do not show, on a kernel series read exactly.
+OUTCOME_CASES = [
+    (release, device, outcome)
+    for release in ("6.1.0-27-amd64", "6.12.57+deb13-amd64")
+    for device, outcome in (
+        (0x744C, "added"),
+        (0x67DF, "atomics"),
+        (0x7550, "not-supported"),
+        (0x6810, "not-supported"),
+        (0x744C, "firmware"),
+        (0x15BF, "firmware"),
+        (0x73BF, "init-failed"),
+    )
+] + [("6.1.0-27-amd64", 0x15BF, "iommu")]
+
+
+@pytest.mark.parametrize(("release", "device", "outcome"), OUTCOME_CASES)
+def test_simulated_outcomes_print_real_formats(release: str, device: int, outcome: str, tmp_path: Path) -> None:
+    from kfdguard.simulate.builder import MachineBuilder
+
+    series = ".".join(release.split("-", maxsplit=1)[0].split("+", maxsplit=1)[0].split(".")[:2])
+    root = MachineBuilder("outcome").debian12(release).with_gpu(device, outcome=outcome).render(tmp_path / "m").path
+    lines = _kernel_lines(root)
+    assert lines, "the simulated boot printed no amdgpu line"
+    patterns = _patterns(series)
+    invented = [
+        line for line in lines if not any(p.match(line) for p in patterns) and not any(o.match(line) for o in OUTSIDE)
+    ]
+    assert invented == [], f"{release} {device:04x} {outcome}: lines no {series} kernel prints"

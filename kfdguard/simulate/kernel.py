@@ -305,7 +305,9 @@ class SimKernel:
         hsa = self.config.get("CONFIG_HSA_AMD", "n")
         declared = amdgpu_params(self.version, hsa == "y", self.merged)
         params = self._params(declared, "amdgpu", extra)
-        self.printk("[drm] amdgpu kernel modesetting enabled.")
+        if self.version < (6, 12):
+            # amdgpu_init()'s DRM_INFO of 5.10 and 6.1; 6.12's amdgpu_drv.c no longer prints it.
+            self.printk("[drm] amdgpu kernel modesetting enabled.")
         if self.kernel.amdgpu == "dkms" and self.spec.dkms:
             self.printk(f"[drm] amdgpu version: {self.spec.dkms.version.split('-')[0]}")
         bound = [g for g in self.spec.gpus if g.vendor == 0x1002 and g.outcome != "unbound"]
