@@ -49,7 +49,7 @@ demo: deps
 	@echo "════════ $$ kfdguard enforce --machine kfd-perms-0600   (repairs a simulated copy)"
 	@$(PY) -m kfdguard enforce --machine kfd-perms-0600; echo "(exit status $$?)"
 	@echo; echo "════════ the service on a private system bus, seen by busctl, gdbus and two users"
-	@$(ROOTCMD) $(PY) -m kfdguard.devtools.demo
+	@$(ROOTCMD) $(PY) -m tools.demo
 
 # The whole suite, as CI runs it (.ci/run): the fast part first, then the VM lane.
 test: deps
@@ -76,7 +76,7 @@ fuzz: deps
 lint: deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --strict kfdguard tests
+	$(PY) -m mypy --strict kfdguard tests tools
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

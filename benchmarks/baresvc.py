@@ -15,11 +15,11 @@ import asyncio
 import os
 from typing import Any
 
+from kfdguard.publish.names import BUS_NAME, OBJECT_PATH
 from kfdguard.service.backend import load
 
 # Literal, not imported: the baseline loads nothing of kfdguard but the library switch.
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
+NAME, PATH = BUS_NAME, OBJECT_PATH
 BENCH_NAME = "org.kfdguard.Bench"
 
 

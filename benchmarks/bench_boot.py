@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Result, bus, machine, median, scratch
-from kfdguard.devtools.launch import launch
+from tools.launch import launch
 
 RUNS = 15
 GOAL = 5.0

@@ -15,7 +15,7 @@ import time
 from benchmarks.baresvc import BENCH_NAME
 from benchmarks.common import Result, bus, machine, percentile, scratch, service
 from benchmarks.load import latencies, spawn
-from kfdguard.devtools.launch import NAME
+from tools.launch import NAME
 
 CALLS = 5000
 CLIENTS = 50

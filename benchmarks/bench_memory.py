@@ -15,7 +15,7 @@ import time
 from benchmarks.bench_dbus import _wait_bare
 from benchmarks.common import Result, bus, machine, rss_kib, scratch, service
 from benchmarks.load import spawn
-from kfdguard.devtools.launch import NAME
+from tools.launch import NAME
 
 IDLE_GOAL_MB = 30.0
 GROWTH_GOAL_MB = 1.0

@@ -25,10 +25,10 @@ from typing import Any
 from benchmarks.baresvc import BENCH_NAME
 from benchmarks.bench_dbus import _wait_bare
 from benchmarks.common import Result, bus, machine, median, percentile, scratch, service
-from kfdguard.devtools.launch import NAME
 from kfdguard.root import Root
 from kfdguard.service.backend import load
 from kfdguard.simulate import state
+from tools.launch import NAME
 
 ROUNDS = 30
 GOAL_MS = 50.0

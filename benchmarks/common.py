@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.baresvc import BENCH_NAME
-from kfdguard.devtools.launch import Launched, launch, wait_name
-from kfdguard.devtools.privatebus import PrivateBus
 from kfdguard.simulate import bundled
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import MachineSpec
+from tools.launch import Launched, launch, wait_name
+from tools.privatebus import PrivateBus
 
 # The bare baseline service owns its own name; the project's policy knows only kfdguard's.
 BENCH_POLICY = (

@@ -20,8 +20,8 @@ import sys
 import time
 from typing import Any
 
-from kfdguard.devtools.launch import NAME, PATH
 from kfdguard.service.backend import load
+from tools.launch import NAME, PATH
 
 CLIENT_BACKEND = "fast"  # the same client for every service measured: only the service differs
 

@@ -99,22 +99,27 @@ def check_rw(node: NodeStat, uid: int, gids: frozenset[int]) -> Access:
         if entry.tag == "user" and entry.qualifier == uid:
             ok = entry.perms & mask & READ_WRITE == READ_WRITE
             return Access(ok, "acl-user", "ACL entry for this user " + ("allows" if ok else "denies") + " rw")
+    return _group_class(node, gids, mask) or _other(node)
+
+
+def _group_class(node: NodeStat, gids: frozenset[int], mask: int) -> Access | None:
+    """The group step: the owning group and named ACL groups; None when no group of the process matches."""
     # With a mask the mode's group bits are the mask; the owning group's own
     # permissions are then the group_obj entry, limited by the mask.
     group_obj = next((e.perms for e in node.acl if e.tag == "group_obj"), None)
     group_perms = (node.mode >> 3) & 0o7 if group_obj is None else group_obj & mask
-    matched = False
-    if node.gid in gids:
-        matched = True
-        if group_perms & READ_WRITE == READ_WRITE:
-            return Access(True, "group", "member of the owning group, which has rw")
+    matched = node.gid in gids
+    if matched and group_perms & READ_WRITE == READ_WRITE:
+        return Access(True, "group", "member of the owning group, which has rw")
     for entry in node.acl:
         if entry.tag == "group" and entry.qualifier in gids:
             matched = True
             if entry.perms & mask & READ_WRITE == READ_WRITE:
                 return Access(True, "acl-group", "ACL entry for one of the user's groups allows rw")
-    if matched:
-        return Access(False, "group", "the user's matching group has no rw")
+    return Access(False, "group", "the user's matching group has no rw") if matched else None
+
+
+def _other(node: NodeStat) -> Access:
     ok = node.mode & READ_WRITE == READ_WRITE
     return Access(ok, "other", "permissions for others " + ("allow" if ok else "deny") + " rw")
 

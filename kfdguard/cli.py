@@ -9,6 +9,13 @@ import sys
 from kfdguard import __version__
 from kfdguard.verdict import EXIT_USAGE
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.app.targets import Target
+
 DESCRIPTION = """\
 kfdguard makes AMD GPUs ready for compute (ROCm, llama.cpp, PyTorch-ROCm,
 OpenCL) and keeps them ready. It checks the chain every ROCm program depends
@@ -36,6 +43,7 @@ examples:
   kfdguard check --machine kfd-perms-0600
                                          a bundled simulated machine (see 'kfdguard machines')
   kfdguard check --root /mnt/sysimage    a machine directory (chroot, image, simulation)
+  kfdguard check --root ./kfd-report    replay a bundle written by 'kfdguard snapshot'
 """
 )
 
@@ -55,43 +63,17 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="configuration file (default: ROOT/etc/kfdguard/config.yaml)")
 
 
-def build_parser() -> Parser:
-    parser = Parser(
-        prog="kfdguard",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Run 'kfdguard COMMAND --help' for a command's options. Documentation: kfdguard(8).",
-    )
-    parser.add_argument("--version", action="version", version=f"kfdguard {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-
-    check = sub.add_parser(
-        "check",
-        help="check compute readiness once and explain it",
-        description="Probe the machine once, assess it and print the state, the GPUs and the findings "
-        "with their remedies. Read-only: nothing is changed.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=CHECK_EPILOG,
-    )
-    _target_options(check)
-    check.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object (keys: state, ready, summary, kernel, gpus, kfd, findings)",
-    )
-    check.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
-
-    diagnose = sub.add_parser(
-        "diagnose",
-        help="explain why compute does not work, here or in pasted text",
-        description="Without FILE: a full diagnosis of this machine (or --root/--machine), including the "
-        "kernel log of this boot and earlier ones. With FILE (or - for standard input): diagnose text pasted "
-        "from a bug report — dmesg or journalctl output in any timestamp format, rocminfo, 'ls -l /dev/kfd', "
-        "'id' or 'groups', 'uname -r', modinfo, 'lspci -nn', kernel config lines, modprobe.d lines, quoted "
-        "with '> ' or not — and say what it shows, what is wrong, and what it cannot tell.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EXIT_HELP.replace("(check, diagnose)", "(diagnose without FILE)")
-        + """
+DIAGNOSE_DESCRIPTION = (
+    "Without FILE: a full diagnosis of this machine (or --root/--machine), including the "
+    "kernel log of this boot and earlier ones. With FILE (or - for standard input): diagnose text pasted "
+    "from a bug report — dmesg or journalctl output in any timestamp format, rocminfo, 'ls -l /dev/kfd', "
+    "'id' or 'groups', 'uname -r', modinfo, 'lspci -nn', kernel config lines, modprobe.d lines, quoted "
+    "with '> ' or not — and say what it shows, what is wrong, and what it cannot tell. With a directory (a "
+    "bundle written by 'kfdguard snapshot', or a machine root): diagnose that machine."
+)
+DIAGNOSE_EPILOG = (
+    EXIT_HELP.replace("(check, diagnose)", "(diagnose without FILE)")
+    + """
 exit status (diagnose FILE):
   0   the text shows no problem
   1   only warnings
@@ -102,101 +84,165 @@ examples:
   sudo kfdguard diagnose
   sudo dmesg | kfdguard diagnose -
   kfdguard diagnose --json pasted-issue.txt
-""",
-    )
-    diagnose.add_argument("file", nargs="?", metavar="FILE", help="text to diagnose, - for standard input")
-    _target_options(diagnose)
-    diagnose.add_argument("--json", action="store_true", help="print one JSON object")
-    diagnose.add_argument("-v", "--verbose", action="store_true", help="show all evidence for each finding")
-    diagnose.add_argument("--boots", type=int, metavar="N", help="also read the kernel log of N earlier boots")
-    diagnose.add_argument("--local", action="store_true", help="diagnose in this process instead of asking the service")
-    diagnose.add_argument("--bus", metavar="ADDRESS", help="bus address of the service (default: the system bus)")
-
-    enforce = sub.add_parser(
-        "enforce",
-        help="bring the machine to the configured state (modprobe.d, module, permissions)",
-        description="Probe, assess and carry out the plan: write /etc/modprobe.d/kfdguard.conf for the "
-        "kernel's layout, disable contradicting lines in other files (only with module.repair: true, after a "
-        "backup), install the udev rule, load amdgpu, give /dev/kfd and the render nodes the configured group "
-        "and mode, add configured users to the group. Every change is atomic and reported; a second run changes "
-        "nothing. Needs root (except with --dry-run or on a simulated machine).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="""exit status: the state after enforcing, as for 'check' (0 ready, 1 degraded, 2 unavailable,
+"""
+)
+ENFORCE_DESCRIPTION = (
+    "Probe, assess and carry out the plan: write /etc/modprobe.d/kfdguard.conf for the "
+    "kernel's layout, disable contradicting lines in other files (only with module.repair: true, after a "
+    "backup), install the udev rule, load amdgpu, give /dev/kfd and the render nodes the configured group "
+    "and mode, add configured users to the group. Every change is atomic and reported; a second run changes "
+    "nothing. Needs root (except with --dry-run or on a simulated machine)."
+)
+ENFORCE_EPILOG = """exit status: the state after enforcing, as for 'check' (0 ready, 1 degraded, 2 unavailable,
 3 no-device, 4 error); 1 instead of 0 when an action failed; 64 usage error.
 
 examples:
   sudo kfdguard enforce --dry-run        show the plan and the diffs, change nothing
   sudo kfdguard enforce
   kfdguard enforce --machine kfd-perms-0600   try it on a simulated machine
-""",
-    )
-    _target_options(enforce)
-    enforce.add_argument("-n", "--dry-run", action="store_true", help="show what would change, with diffs")
-    enforce.add_argument("--json", action="store_true", help="print one JSON object")
-    enforce.add_argument("-v", "--verbose", action="store_true", help="show diffs and all evidence")
-
-    fallback = sub.add_parser(
-        "fallback",
-        help="the kernel-fallback policy: which kernel can run compute, and booting it",
-        description="When the running kernel cannot run compute on the GPU (too old for it, built without "
-        "KFD, an amdgpu-dkms not built for it or refused by Secure Boot) but another installed kernel can, "
-        "kfdguard recommends that kernel: the last known good, else the newest. 'status' shows every "
-        "installed kernel with the reason it can or cannot be used; 'apply' makes the boot loader start the "
-        "recommended kernel at the next boot only (--pin: from now on) through grub-reboot/grub-set-default or "
-        "bootctl; 'clear' undoes it. kfdguard never reboots by itself.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="""exit status: 0 done (or nothing to do), 1 refused or failed, 64 usage error.
+"""
+FALLBACK_DESCRIPTION = (
+    "When the running kernel cannot run compute on the GPU (too old for it, built without "
+    "KFD, an amdgpu-dkms not built for it or refused by Secure Boot) but another installed kernel can, "
+    "kfdguard recommends that kernel: the last known good, else the newest. 'status' shows every "
+    "installed kernel with the reason it can or cannot be used; 'apply' makes the boot loader start the "
+    "recommended kernel at the next boot only (--pin: from now on) through grub-reboot/grub-set-default or "
+    "bootctl; 'clear' undoes it. kfdguard never reboots by itself."
+)
+FALLBACK_EPILOG = """exit status: 0 done (or nothing to do), 1 refused or failed, 64 usage error.
 
 examples:
   kfdguard fallback                  same as 'fallback status'
   sudo kfdguard fallback apply && sudo reboot
   sudo kfdguard fallback clear
-""",
-    )
-    fallback.add_argument("action", nargs="?", choices=["status", "apply", "clear"], default="status")
-    _target_options(fallback)
-    fallback.add_argument("--pin", action="store_true", help="apply: make it the default instead of next boot only")
-    fallback.add_argument("--json", action="store_true", help="print one JSON object")
+"""
 
-    for name, summary, description in (
-        ("status", "show what the running service reports",
-         "Ask the kfdguard service (org.kfdguard.Guardian1 on the system bus) for its current status: state, "
-         "GPUs, findings and the fallback recommendation. Needs no privileges."),
-        ("reload", "make the service re-read its configuration and check again",
-         "Ask the service to re-read /etc/kfdguard/config.yaml and run a full check with its repairs. Allowed "
-         "for the active local session and members of the compute group (polkit action org.kfdguard.reload); "
-         "polkit may ask for a password."),
-        ("access", "can I (this user) run GPU compute?",
-         "Ask the service whether the calling user can open /dev/kfd and the render nodes of the GPUs that "
-         "compute, and if not, why. Exit status 0 when yes, 1 when no."),
-    ):  # fmt: skip
-        client = sub.add_parser(name, help=summary, description=description)
-        client.add_argument("--json", action="store_true", help="print one JSON object")
-        client.add_argument("--bus", metavar="ADDRESS", help="bus address (default: the system bus)")
+# Options, one row each: (flags, argparse keywords). Commands below name the rows they take.
+Option = tuple[tuple[str, ...], dict[str, object]]
+JSON: Option = (("--json",), {"action": "store_true", "help": "print one JSON object"})
+VERBOSE: Option = (("-v", "--verbose"), {"action": "store_true", "help": "show all evidence for each finding"})
+BUS: Option = (("--bus",), {"metavar": "ADDRESS", "help": "bus address (default: the system bus)"})
 
-    daemon = sub.add_parser(
-        "daemon",
-        help="run the service (systemd starts it as python3 -m kfdguard.service)",
-        description="Run the kfdguard service in the foreground: the boot pass, READY=1 to systemd, then the "
-        "org.kfdguard.Guardian1 API. For a simulated machine on a private bus: "
-        "kfdguard daemon --root DIR --bus unix:path=/tmp/bus.",
-    )
-    daemon.add_argument("--root", metavar="DIR", help="serve the machine whose root directory is DIR")
-    daemon.add_argument("--bus", metavar="ADDRESS", help="bus address (default: the system bus)")
-    daemon.add_argument("--backend", choices=["fast", "next"], help="D-Bus library: dbus-fast (default) or dbus-next")
-    daemon.add_argument("--no-enforce", action="store_true", help="observe only: change nothing on the machine")
+# One row per command: name, help, description, epilog, takes --root/--machine/--config, options.
+COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...] = (
+    ("check", "check compute readiness once and explain it",
+     "Probe the machine once, assess it and print the state, the GPUs and the findings "
+     "with their remedies. Read-only: nothing is changed.", CHECK_EPILOG, True,
+     ((("--json",), {"action": "store_true",
+                      "help": "print one JSON object (keys: state, ready, summary, kernel, gpus, kfd, findings)"}),
+      VERBOSE)),
+    ("diagnose", "explain why compute does not work, here or in pasted text", DIAGNOSE_DESCRIPTION, DIAGNOSE_EPILOG,
+     True,
+     ((("file",), {"nargs": "?", "metavar": "FILE", "help": "text to diagnose, - for standard input"}),
+      JSON, VERBOSE,
+      (("--boots",), {"type": int, "metavar": "N", "help": "also read the kernel log of N earlier boots"}),
+      (("--local",), {"action": "store_true", "help": "diagnose in this process instead of asking the service"}),
+      (("--bus",), {"metavar": "ADDRESS", "help": "bus address of the service (default: the system bus)"}))),
+    ("enforce", "bring the machine to the configured state (modprobe.d, module, permissions)",
+     ENFORCE_DESCRIPTION, ENFORCE_EPILOG, True,
+     ((("-n", "--dry-run"), {"action": "store_true", "help": "show what would change, with diffs"}),
+      JSON, (("-v", "--verbose"), {"action": "store_true", "help": "show diffs and all evidence"}))),
+    ("fallback", "the kernel-fallback policy: which kernel can run compute, and booting it",
+     FALLBACK_DESCRIPTION, FALLBACK_EPILOG, True,
+     ((("action",), {"nargs": "?", "choices": ["status", "apply", "clear"], "default": "status"}),
+      (("--pin",), {"action": "store_true", "help": "apply: make it the default instead of next boot only"}),
+      JSON)),
+    ("status", "show what the running service reports",
+     "Ask the kfdguard service (org.kfdguard.Guardian1 on the system bus) for its current status: state, "
+     "GPUs, findings and the fallback recommendation. Needs no privileges.", None, False, (JSON, BUS)),
+    ("reload", "make the service re-read its configuration and check again",
+     "Ask the service to re-read /etc/kfdguard/config.yaml and run a full check with its repairs. Allowed "
+     "for the active local session and members of the compute group (polkit action org.kfdguard.reload); "
+     "polkit may ask for a password.", None, False, (JSON, BUS)),
+    ("access", "can I (this user) run GPU compute?",
+     "Ask the service whether the calling user can open /dev/kfd and the render nodes of the GPUs that "
+     "compute, and if not, why. Exit status 0 when yes, 1 when no.", None, False, (JSON, BUS)),
+    ("daemon", "run the service (systemd starts it as python3 -m kfdguard.service)",
+     "Run the kfdguard service in the foreground: the boot pass, READY=1 to systemd, then the "
+     "org.kfdguard.Guardian1 API. For a simulated machine on a private bus: "
+     "kfdguard daemon --root DIR --bus unix:path=/tmp/bus.", None, False,
+     ((("--root",), {"metavar": "DIR", "help": "serve the machine whose root directory is DIR"}), BUS,
+      (("--backend",), {"choices": ["fast", "next"], "help": "D-Bus library: dbus-fast (default) or dbus-next"}),
+      (("--no-enforce",), {"action": "store_true", "help": "observe only: change nothing on the machine"}))),
+    ("machines", "list or render the bundled simulated machines",
+     "The simulated machines bundled with kfdguard, for trying it out and for tests. "
+     "'render NAME DIR' writes one out as a directory tree usable with --root.", None, False,
+     ((("action",), {"nargs": "?", "choices": ["list", "render"], "default": "list"}),
+      (("name",), {"nargs": "?", "help": "machine to render"}),
+      (("dest",), {"nargs": "?", "help": "empty directory to render it into"}),
+      (("--json",), {"action": "store_true", "help": "list as JSON"}))),
+)  # fmt: skip
 
-    machines = sub.add_parser(
-        "machines",
-        help="list or render the bundled simulated machines",
-        description="The simulated machines bundled with kfdguard, for trying it out and for tests. "
-        "'render NAME DIR' writes one out as a directory tree usable with --root.",
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="kfdguard",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'kfdguard COMMAND --help' for a command's options. Documentation: kfdguard(8).",
     )
-    machines.add_argument("action", nargs="?", choices=["list", "render"], default="list")
-    machines.add_argument("name", nargs="?", help="machine to render")
-    machines.add_argument("dest", nargs="?", help="empty directory to render it into")
-    machines.add_argument("--json", action="store_true", help="list as JSON")
+    parser.add_argument("--version", action="version", version=f"kfdguard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name, summary, description, epilog, target, options in COMMANDS:
+        command = sub.add_parser(name, help=summary, description=description, epilog=epilog,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        positional = [o for o in options if not o[0][0].startswith("-")]
+        for flags, keywords in positional:
+            command.add_argument(*flags, **keywords)  # type: ignore[arg-type]
+        if target:
+            _target_options(command)
+        for flags, keywords in options:
+            if flags[0].startswith("-"):
+                command.add_argument(*flags, **keywords)  # type: ignore[arg-type]
+    # Commands that bring their own parser.
+    from kfdguard.readiness.cli import add_parser as add_wait
+    from kfdguard.snapshot.cli import add_parser as add_snapshot
+    from kfdguard.userspace import cli as userspace_cli
+
+    add_snapshot(sub)
+    add_wait(sub)
+    userspace_cli.add_parser(sub)
     return parser
+
+
+def _daemon(args: argparse.Namespace) -> int:
+    from kfdguard.service.main import main as service_main
+
+    argv = [f"--{k}={v}" for k, v in (("root", args.root), ("bus", args.bus), ("backend", args.backend)) if v]
+    return service_main(argv + (["--no-enforce"] if args.no_enforce else []))
+
+
+def _wait(args: argparse.Namespace) -> int:
+    from kfdguard.readiness.cli import run
+
+    return run(args)
+
+
+def _targets(args: argparse.Namespace) -> int:
+    from kfdguard.userspace import cli as userspace_cli
+
+    return userspace_cli.run(args)
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from kfdguard.snapshot.cli import run
+
+    return run(args, _config)
+
+
+def _config(args: argparse.Namespace, target: Target) -> tuple[object, tuple[object, ...]]:
+    """The configuration of a command's target, as (config, errors): what snapshot records."""
+    source = _config_source(args, target)
+    return source.loaded.config, source.loaded.errors
+
+
+def _config_source(args: argparse.Namespace, target: Target) -> ConfigSource:
+    from pathlib import Path
+
+    from kfdguard.app.pipeline import ConfigSource
+
+    path = Path(args.config) if args.config else target.root.etc / "kfdguard/config.yaml"
+    return ConfigSource(path, str(path) if args.config else target.root.display(path))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,82 +255,72 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "check": cmd_check,
+        "machines": lambda a: cmd_machines(a, parser),
+        "diagnose": cmd_diagnose,
+        "enforce": cmd_enforce,
+        "fallback": cmd_fallback,
+        "status": cmd_client,
+        "reload": cmd_client,
+        "access": cmd_client,
+        "daemon": _daemon,
+        "wait": _wait,
+        "snapshot": _snapshot,
+        "targets": _targets,
+    }
     try:
-        if args.command == "check":
-            return cmd_check(args)
-        if args.command == "machines":
-            return cmd_machines(args, parser)
-        if args.command == "diagnose":
-            return cmd_diagnose(args)
-        if args.command == "enforce":
-            return cmd_enforce(args)
-        if args.command == "fallback":
-            return cmd_fallback(args)
-        if args.command in ("status", "reload", "access"):
-            return cmd_client(args)
-        if args.command == "daemon":
-            from kfdguard.service.main import main as service_main
-
-            argv2 = [f"--{k}={v}" for k, v in (("root", args.root), ("bus", args.bus), ("backend", args.backend)) if v]
-            return service_main(argv2 + (["--no-enforce"] if args.no_enforce else []))
+        return handlers[args.command](args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
-    parser.error(f"unknown command {args.command}")
-    return EXIT_USAGE
 
 
-def _config(args: argparse.Namespace, target: object) -> tuple[object, tuple[object, ...]]:
-    from pathlib import Path
+def _open(args: argparse.Namespace) -> tuple[Target, ConfigSource] | None:
+    """The machine and the configuration a command works on; None (after saying why) when unusable."""
+    from kfdguard.app.targets import TargetError, open_target
 
-    from kfdguard.config import load_config
-    from kfdguard.machine import Target
+    try:
+        target = open_target(args.root, args.machine)
+    except TargetError as exc:
+        print(f"kfdguard: {exc}", file=sys.stderr)
+        return None
+    return target, _config_source(args, target)
 
-    assert isinstance(target, Target)
-    if args.config:
-        path = Path(args.config)
-        loaded = load_config(path, str(path))
-    else:
-        path = target.root.etc / "kfdguard/config.yaml"
-        loaded = load_config(path, target.root.display(path))
-    return loaded.config, loaded.errors
+
+def _needs_root(target: Target, what: str) -> bool:
+    import os
+
+    if target.needs_root and os.geteuid() != 0:
+        print(f"kfdguard: {what}: run it as root", file=sys.stderr)
+        return True
+    return False
 
 
 TEXT_LIMIT = 16 << 20
 
 
 def cmd_fallback(args: argparse.Namespace) -> int:
-    import os
-
-    from kfdguard.assess import assess
-    from kfdguard.config import Config
-    from kfdguard.fallback import apply
-    from kfdguard.machine import open_target
+    from kfdguard.app import pipeline, usecases
+    from kfdguard.app.triggers import Trigger
     from kfdguard.probe import probe
     from kfdguard.report import fallback_json, fallback_text
-    from kfdguard.simulate.spec import SpecError
 
-    try:
-        target = open_target(args.root, args.machine)
-    except (ValueError, SpecError) as exc:
-        print(f"kfdguard: {exc}", file=sys.stderr)
+    opened = _open(args)
+    if opened is None:
         return EXIT_USAGE
+    target, config = opened
     try:
-        if args.action != "status" and not target.system.simulated and os.geteuid() != 0:
-            print(f"kfdguard: fallback {args.action} changes the boot loader: run it as root", file=sys.stderr)
+        if args.action != "status" and _needs_root(target, f"fallback {args.action} changes the boot loader"):
             return EXIT_USAGE
-        config, errors = _config(args, target)
-        assert isinstance(config, Config)
-        facts = probe(target.system, log="needed", log_sources=config.log.sources)
-        verdict = assess(facts, config, errors)  # type: ignore[arg-type]
-        rec = verdict.fallback
+        look = pipeline.check(target.system, config, Trigger.CLI, may_repair=False)
+        rec, facts, outcome = look.verdict.fallback, look.facts, None
         assert rec is not None
-        outcome = None
         if args.action == "apply":
-            outcome, _ = apply.arrange(target.system, facts, rec, "pin" if args.pin else "oneshot")
+            facts, outcome, _ = usecases.fallback_apply(target.system, config, pin=args.pin, look=look)
         elif args.action == "clear":
-            outcome, _ = apply.clear(target.system, facts)
+            outcome = usecases.fallback_clear(target.system)
         if outcome is not None:
             facts = probe(target.system, log="never")
         if args.json:
@@ -297,43 +333,31 @@ def cmd_fallback(args: argparse.Namespace) -> int:
 
 
 def cmd_enforce(args: argparse.Namespace) -> int:
-    import os
-
-    from kfdguard.config import Config
-    from kfdguard.enforce import enforce
-    from kfdguard.machine import open_target
+    from kfdguard.app import pipeline
+    from kfdguard.app.triggers import Trigger
+    from kfdguard.enforce import EnforceReport
     from kfdguard.report import enforce_json, enforce_text
-    from kfdguard.simulate.spec import SpecError
     from kfdguard.verdict import EXIT_CODES, State
 
-    try:
-        target = open_target(args.root, args.machine)
-    except (ValueError, SpecError) as exc:
-        print(f"kfdguard: {exc}", file=sys.stderr)
+    opened = _open(args)
+    if opened is None:
         return EXIT_USAGE
+    target, config = opened
     try:
-        if not args.dry_run and not target.system.simulated and os.geteuid() != 0:
-            print(
-                "kfdguard: enforce changes system files and devices: run it as root (or use --dry-run)", file=sys.stderr
-            )
+        if not args.dry_run and _needs_root(target, "enforce changes system files and devices (or use --dry-run)"):
             return EXIT_USAGE
-        config, errors = _config(args, target)
-        assert isinstance(config, Config)
-        report, before, after = enforce(target.system, config, dry_run=args.dry_run, config_errors=errors)
+        outcome = pipeline.check(target.system, config, Trigger.CLI, dry_run=args.dry_run)
     except Exception as exc:
         print(f"kfdguard: enforce failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_CODES[State.ERROR]
     finally:
         target.close()
-    where = (
-        f"simulated machine {target.name}"
-        if target.name
-        else ("this machine" if target.root.is_host else str(target.root.path))
-    )
+    report = outcome.report if outcome.report is not None else EnforceReport((), (), args.dry_run)
+    before, after = outcome.before, outcome.verdict
     if args.json:
         print(json.dumps(enforce_json(report, before, after), indent=2))
     else:
-        sys.stdout.write(enforce_text(report, before, after, where, verbose=args.verbose))
+        sys.stdout.write(enforce_text(report, before, after, target.where, verbose=args.verbose))
     code = after.exit_code
     return 1 if code == 0 and report.failed else code
 
@@ -343,6 +367,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if args.local or args.root or args.machine:
             return cmd_check(args, full=True)
         return cmd_client(args)
+    import os
+
+    if os.path.isdir(args.file) and not (args.root or args.machine):
+        # A directory is a machine to diagnose: a snapshot bundle (or any machine root), replayed.
+        args.root = args.file
+        return cmd_check(args, full=True)
     from kfdguard.diagnose import diagnose_text
     from kfdguard.report import text_diagnosis_json, text_diagnosis_text
 
@@ -424,25 +454,28 @@ def cmd_client(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
-    from kfdguard.assess import assess
-    from kfdguard.config import Config
-    from kfdguard.machine import open_target
-    from kfdguard.probe import probe
+    from kfdguard.app import pipeline, usecases
+    from kfdguard.app.triggers import Trigger
     from kfdguard.report import to_json, to_text
-    from kfdguard.simulate.spec import SpecError
     from kfdguard.verdict import EXIT_CODES, State
 
-    try:
-        target = open_target(args.root, args.machine)
-    except (ValueError, SpecError) as exc:
-        print(f"kfdguard: {exc}", file=sys.stderr)
+    opened = _open(args)
+    if opened is None:
         return EXIT_USAGE
+    target, config = opened
     try:
-        config, errors = _config(args, target)
-        assert isinstance(config, Config)
-        boots = args.boots if full and args.boots is not None else (config.log.previous_boots if full else 0)
-        facts = probe(target.system, log="always", log_sources=config.log.sources, previous_boots=max(0, boots))
-        verdict = assess(facts, config, errors)  # type: ignore[arg-type]
+        if full:
+            outcome = usecases.diagnose(target.system, config, args.boots)
+        else:
+            # Read-only: the command narrows the CLI trigger to no repair.
+            outcome = pipeline.check(target.system, config, Trigger.CLI, may_repair=False, log="always")
+        # The software inventory is not part of the pipeline (the service takes it after READY):
+        # add it, and assess again with it, which is pure and cheap.
+        from kfdguard.assess import assess
+        from kfdguard.userspace.cli import with_inventory
+
+        facts = with_inventory(outcome.facts, target, outcome.loaded.config)
+        verdict = assess(facts, outcome.loaded.config, outcome.loaded.errors)
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         if args.json:
@@ -459,28 +492,25 @@ def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
 
 
 def cmd_machines(args: argparse.Namespace, parser: Parser) -> int:
-    from pathlib import Path
-
-    from kfdguard.simulate import bundled
-    from kfdguard.simulate.spec import SpecError
+    from kfdguard.app.targets import TargetError, machine_names, render_machine
 
     if args.action == "render":
         if not args.name or not args.dest:
             parser.error("machines render needs NAME and DIR")
         try:
-            root = bundled.render_bundled(args.name, Path(args.dest))
-        except (SpecError, FileExistsError) as exc:
+            root = render_machine(args.name, args.dest)
+        except TargetError as exc:
             print(f"kfdguard: {exc}", file=sys.stderr)
             return EXIT_USAGE
         print(f"rendered {args.name} into {root.path}; inspect it with: kfdguard check --root {root.path}")
         return 0
-    specs = [bundled.load(name) for name in bundled.names()]
+    machines = machine_names()
     if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description} for s in specs], indent=2))
+        print(json.dumps([{"name": name, "description": text} for name, text in machines], indent=2))
         return 0
     import textwrap
 
-    for spec in specs:
-        print(spec.name)
-        print(textwrap.fill(spec.description, width=96, initial_indent="    ", subsequent_indent="    "))
+    for name, text in machines:
+        print(name)
+        print(textwrap.fill(text, width=96, initial_indent="    ", subsequent_indent="    "))
     return 0

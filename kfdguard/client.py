@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
+from kfdguard.publish.names import BUS_NAME, INTERFACE, OBJECT_PATH
+
 TIMEOUT = 10.0
 INTERACTIVE_TIMEOUT = 120.0  # a polkit password prompt may wait for a person
 
@@ -51,7 +51,7 @@ async def _call(member: str, bus_address: str | None, interactive: bool) -> list
         raise ServiceError("kfdguard.NoBus", f"cannot connect to the system bus: {exc}") from None
     try:
         flags = b.MessageFlag.ALLOW_INTERACTIVE_AUTHORIZATION if interactive else b.MessageFlag.NONE
-        msg = b.Message(destination=NAME, path=PATH, interface=NAME, member=member, flags=flags)
+        msg = b.Message(destination=BUS_NAME, path=OBJECT_PATH, interface=INTERFACE, member=member, flags=flags)
         timeout = INTERACTIVE_TIMEOUT if interactive else TIMEOUT
         reply = await asyncio.wait_for(bus.call(msg), timeout)
     except TimeoutError:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 
 from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     import yaml
@@ -24,6 +26,8 @@ CONFIG_LIMIT = 256 * 1024
 POLICIES = ("off", "notify", "oneshot", "pin")
 LOG_SOURCES = ("journal", "kmsg")
 INITRAMFS = ("report", "regenerate")
+# What "compute is ready" means for kfdguard-compute.target, the runtime marker and kfdguard wait.
+REQUIRE = ("all", "any")
 CACHE_VERSION = 1
 
 
@@ -63,9 +67,24 @@ class Timeouts:
 
 
 @dataclass(frozen=True, slots=True)
+class ComputeConfig:
+    # all: every AMD GPU computes (state ready); any: at least one does (ready, or degraded with one ready)
+    require: str = "all"
+    wait_timeout: float = 90.0  # kfdguard wait's default, and so kfdguard-wait.service's
+
+
+@dataclass(frozen=True, slots=True)
 class LogConfig:
     sources: tuple[str, ...] = ("journal", "kmsg")  # or absolute file paths
     previous_boots: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SoftwareConfig:
+    # Consumer units whose Environment=/EnvironmentFile= the software scan reads (kfdguard/userspace).
+    units: tuple[str, ...] = ("ollama.service",)
+    # Extra places to look for stacks: virtualenvs (PyTorch-ROCm), llama.cpp build directories.
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +96,8 @@ class Config:
     fallback: FallbackConfig = field(default_factory=FallbackConfig)
     timeouts: Timeouts = field(default_factory=Timeouts)
     log: LogConfig = field(default_factory=LogConfig)
+    compute: ComputeConfig = field(default_factory=ComputeConfig)
+    software: SoftwareConfig = field(default_factory=SoftwareConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +134,8 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "fallback": {"policy": "policy"},
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
+    "compute": {"require": "require", "wait_timeout": "seconds"},
+    "software": {"units": "units", "paths": "paths"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -172,79 +195,104 @@ class _Validator:
         return node.value, node.tag.rsplit(":", 1)[-1]
 
     def convert(self, node: yaml.Node, key: str, kind: str) -> object:
+        if kind == "options":
+            return self._options(node, key)
+        if kind in _LIST_ITEMS:
+            return self._list(node, key, kind)
+        text, tag = self.scalar(node, key)
+        return _SCALARS.get(kind, _choice)(node, key, kind, text, tag)
+
+    def _options(self, node: yaml.Node, key: str) -> tuple[tuple[str, str], ...]:
+        result: list[tuple[str, str]] = []
+        for name, value in self.mapping(node, key, _ANY).items():
+            path = f"{key}.{name}"
+            if not name.isidentifier() or not name.isascii() or len(name) > 64:
+                self.error(value, path, "not a module parameter name")
+                continue
+            try:
+                text, tag = self.scalar(value, path)
+            except _Invalid as exc:
+                self.error(exc.node, exc.key, exc.message)
+                continue
+            if tag == "bool":
+                text = "1" if text.lower() in ("true", "yes", "on", "y") else "0"
+            if tag == "null" or not text or any(c in text for c in " \t\n\"'\\$`;&|") or len(text) > 256:
+                self.error(value, path, f"{text!r:.40} is not a usable parameter value")
+                continue
+            result.append((name, text))
+        return tuple(result)
+
+    def _list(self, node: yaml.Node, key: str, kind: str) -> tuple[str, ...]:
         import yaml
 
-        if kind == "options":
-            result: list[tuple[str, str]] = []
-            for name, value in self.mapping(node, key, _ANY).items():
-                path = f"{key}.{name}"
-                if not name.isidentifier() or not name.isascii() or len(name) > 64:
-                    self.error(value, path, "not a module parameter name")
-                    continue
-                try:
-                    text, tag = self.scalar(value, path)
-                except _Invalid as exc:
-                    self.error(exc.node, exc.key, exc.message)
-                    continue
-                if tag == "bool":
-                    text = "1" if text.lower() in ("true", "yes", "on", "y") else "0"
-                if tag == "null" or not text or any(c in text for c in " \t\n\"'\\$`;&|") or len(text) > 256:
-                    self.error(value, path, f"{text!r:.40} is not a usable parameter value")
-                    continue
-                result.append((name, text))
-            return tuple(result)
-        if kind in ("names", "sources"):
-            if not isinstance(node, yaml.SequenceNode):
-                raise _Invalid(node, key, "expected a list")
-            items = []
-            for item in node.value:
-                text, _ = self.scalar(item, key)
-                if kind == "sources":
-                    if text not in LOG_SOURCES and not text.startswith("/"):
-                        raise _Invalid(item, key, f"{text!r:.40} is not journal, kmsg or an absolute path")
-                elif not _is_name(text):
-                    raise _Invalid(item, key, f"{text!r:.40} is not a user name")
-                items.append(text)
-            return tuple(items)
-        text, tag = self.scalar(node, key)
-        if kind == "bool":
-            if tag != "bool":
-                raise _Invalid(node, key, f"{text!r:.40} is not true or false")
-            return text.lower() in ("true", "yes", "on", "y")
-        if kind == "mode":
-            digits = text[2:] if text.lower().startswith("0o") else text
-            if not digits or any(c not in "01234567" for c in digits) or int(digits, 8) > 0o777:
-                raise _Invalid(node, key, f"{text!r:.40} is not an octal mode (0..0777)")
-            mode = int(digits, 8)
-            if mode & 0o600 != 0o600:
-                raise _Invalid(node, key, f"{text} would deny the owner (root) read-write access")
-            return mode
-        if kind == "group":
-            if not _is_name(text):
-                raise _Invalid(node, key, f"{text!r:.40} is not a group name")
-            return text
-        if kind in ("uid", "boots", "version"):
-            # isdigit() alone admits "²" and other digits int() refuses (YAML's !!int tag forces them here).
-            if tag != "int" or not text.isascii() or not text.isdigit():
-                raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
-            limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
-            # Length first: int() refuses more than 4,300 digits, and nothing valid is that long.
-            number = int(text) if len(text.lstrip("0")) <= len(str(limit)) else limit + 1
-            if number > limit or (kind == "version" and number != 1):
-                raise _Invalid(node, key, f"{text:.40} is out of range (max {limit})")
-            return number
-        if kind == "seconds":
-            try:
-                value_f = float(text)
-            except ValueError:
-                raise _Invalid(node, key, f"{text!r:.40} is not a number of seconds") from None
-            if tag not in ("int", "float") or not 0.1 <= value_f <= 600:
-                raise _Invalid(node, key, f"{text} is out of range (0.1..600 seconds)")
-            return value_f
-        choices = {"policy": POLICIES, "initramfs": INITRAMFS}[kind]
-        if text not in choices:
-            raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
-        return text
+        if not isinstance(node, yaml.SequenceNode):
+            raise _Invalid(node, key, "expected a list")
+        accepts, what = _LIST_ITEMS[kind]
+        items = []
+        for item in node.value:
+            text, _ = self.scalar(item, key)
+            if not accepts(text):
+                raise _Invalid(item, key, f"{text!r:.40} is not {what}")
+            items.append(text)
+        return tuple(items)
+
+
+# One converter per kind of scalar value: (node, key, kind, text, tag) -> value, or _Invalid.
+
+
+def _bool(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    if tag != "bool":
+        raise _Invalid(node, key, f"{text!r:.40} is not true or false")
+    return text.lower() in ("true", "yes", "on", "y")
+
+
+def _mode(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    digits = text[2:] if text.lower().startswith("0o") else text
+    if not digits or any(c not in "01234567" for c in digits) or int(digits, 8) > 0o777:
+        raise _Invalid(node, key, f"{text!r:.40} is not an octal mode (0..0777)")
+    mode = int(digits, 8)
+    if mode & 0o600 != 0o600:
+        raise _Invalid(node, key, f"{text} would deny the owner (root) read-write access")
+    return mode
+
+
+def _group(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    if not _is_name(text):
+        raise _Invalid(node, key, f"{text!r:.40} is not a group name")
+    return text
+
+
+def _integer(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    # isdigit() alone admits "²" and other digits int() refuses (YAML's !!int tag forces them here).
+    if tag != "int" or not text.isascii() or not text.isdigit():
+        raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
+    limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
+    # Length first: int() refuses more than 4,300 digits, and nothing valid is that long.
+    number = int(text) if len(text.lstrip("0")) <= len(str(limit)) else limit + 1
+    if number > limit or (kind == "version" and number != 1):
+        raise _Invalid(node, key, f"{text:.40} is out of range (max {limit})")
+    return number
+
+
+def _seconds(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Invalid(node, key, f"{text!r:.40} is not a number of seconds") from None
+    if tag not in ("int", "float") or not 0.1 <= value <= 600:
+        raise _Invalid(node, key, f"{text} is out of range (0.1..600 seconds)")
+    return value
+
+
+def _choice(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
+    choices = {"policy": POLICIES, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
+    if text not in choices:
+        raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
+    return text
+
+
+_SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer,
+            "version": _integer, "seconds": _seconds}  # fmt: skip
 
 
 class _AnyKeys(tuple[str, ...]):
@@ -255,9 +303,26 @@ class _AnyKeys(tuple[str, ...]):
 _ANY = _AnyKeys()
 
 
+# systemd's unit name characters (systemd.unit(5): ASCII letters, digits, ":", "-", "_", ".", "\\", "@").
+_UNIT = re.compile(r"[A-Za-z0-9:_.@\\-]{1,248}\.service")
+
+
+def _is_path(text: str) -> bool:
+    return text.startswith("/") and "\0" not in text and len(text) <= 4096
+
+
 def _is_name(text: str) -> bool:
     # useradd/groupadd's portable names: letters, digits, _ . - and no leading dash.
     return 0 < len(text) <= 32 and text.isascii() and text[0] != "-" and all(c.isalnum() or c in "_.-" for c in text)
+
+
+# One item check per kind of list: (accepts, what an item must be, for the error).
+_LIST_ITEMS: dict[str, tuple[Callable[[str], bool], str]] = {
+    "names": (_is_name, "a user name"),
+    "sources": (lambda text: text in LOG_SOURCES or text.startswith("/"), "journal, kmsg or an absolute path"),
+    "units": (lambda text: _UNIT.fullmatch(text) is not None, "a service unit name (NAME.service)"),
+    "paths": (_is_path, "an absolute path"),
+}
 
 
 def parse_config(text: str, file: str) -> tuple[Config, list[ConfigError]]:
@@ -275,27 +340,33 @@ def parse_config(text: str, file: str) -> tuple[Config, list[ConfigError]]:
         return Config(), [ConfigError(file, line, column, "", f"not valid YAML: {problem}")]
     if root is None:
         return Config(), []
-    values: dict[str, dict[str, object]] = {}
     top = validator.mapping(root, "", _TOP)
     if "version" in top:
         try:
             validator.convert(top["version"], "version", "version")
         except _Invalid as exc:
             validator.error(exc.node, exc.key, exc.message)
+    values = _sections(validator, top)
+    if validator.errors:
+        return Config(), validator.errors
+    return config_from_plain(values), []
+
+
+def _sections(validator: _Validator, top: dict[str, yaml.Node]) -> dict[str, dict[str, object]]:
+    """Each section's keys converted; a key that does not convert is an error and left out."""
+    import yaml
+
+    values: dict[str, dict[str, object]] = {}
     for section, keys in _SECTIONS.items():
-        if section not in top:
-            continue
-        node = top[section]
-        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        node = top.get(section)
+        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
             continue
         for name, value_node in validator.mapping(node, section, tuple(keys)).items():
             try:
                 values.setdefault(section, {})[name] = validator.convert(value_node, f"{section}.{name}", keys[name])
             except _Invalid as exc:
                 validator.error(exc.node, exc.key, exc.message)
-    if validator.errors:
-        return Config(), validator.errors
-    return config_from_plain(values), []
+    return values
 
 
 def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
@@ -306,6 +377,8 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         fallback=FallbackConfig(**values.get("fallback", {})),  # type: ignore[arg-type]
         timeouts=Timeouts(**values.get("timeouts", {})),  # type: ignore[arg-type]
         log=LogConfig(**values.get("log", {})),  # type: ignore[arg-type]
+        compute=ComputeConfig(**values.get("compute", {})),  # type: ignore[arg-type]
+        software=SoftwareConfig(**values.get("software", {})),  # type: ignore[arg-type]
     )
 
 

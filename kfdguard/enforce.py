@@ -1,6 +1,7 @@
 """enforce: the only place that changes the machine, and only through System.
 
-It takes the plan of an assessment (desired states), compares each action
+It acts; ``kfdguard.app.pipeline`` decides when (probe, assess, act, look
+again). It takes the plan of an assessment (desired states), compares each action
 with the machine and acts on differences, so a second run changes nothing.
 Every outcome is recorded; a failure becomes a finding and never an
 exception, and a refused or failed write leaves the old file as it was.
@@ -13,11 +14,11 @@ import os
 import time
 
 from kfdguard import files, log
-from kfdguard.assess.remedies import regenerate_initramfs
 from kfdguard.config import Config
+from kfdguard.knowledge.distros import Distribution, detect, initramfs_step
 from kfdguard.record import dataclass
 from kfdguard.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, SERVICE_WRITABLE_ETC, UDEV_DIR, Root
-from kfdguard.verdict import Action, Finding, Severity, Verdict
+from kfdguard.verdict import Action, Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from kfdguard.system import System
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
-LOCK_TIMEOUT = 30.0
 INITRAMFS_TIMEOUT = 300.0
 SIGNATURE_ERRORS = ("Key was rejected by service", "Required key not available", "unsigned module")
 
@@ -35,7 +35,7 @@ SIGNATURE_ERRORS = ("Key was rejected by service", "Required key not available",
 @dataclass(frozen=True)
 class Change:
     action: Action
-    status: str  # unchanged, changed, would-change, failed, skipped
+    status: str  # unchanged, changed, would-change, failed, skipped, manual (for a person: never run)
     detail: str = ""
     diff: str = ""
 
@@ -347,11 +347,15 @@ class Enforcer:
         if not any(p.startswith((MODPROBE_D, *MODULES_FILES)) for p in self.changed_paths):
             self.record(action, "unchanged")
             return
-        if self.dry_run:
-            self.record(action, "would-change", regenerate_initramfs(_distro(facts), release))
+        step = initramfs_step(_distro(facts), release)
+        if step.argv is None:
+            # No row for this distribution: a step for a person, never a sentence run as a program.
+            self.record(action, "manual", step.text)
             return
-        argv = regenerate_initramfs(_distro(facts), release).removeprefix("sudo ").split()
-        result = self.system.run(argv, timeout=INITRAMFS_TIMEOUT)
+        if self.dry_run:
+            self.record(action, "would-change", step.text)
+            return
+        result = self.system.run(step.argv, timeout=INITRAMFS_TIMEOUT)
         self.record(action, "changed" if result.ok else "failed", result.describe())
 
     def run(self, actions: tuple[Action, ...], facts: Facts) -> None:
@@ -375,6 +379,39 @@ class Enforcer:
             else:
                 self.record(action, "skipped", f"unknown action kind {action.kind}")
 
+    @property
+    def loaded_a_module(self) -> bool:
+        return any(c.status == "changed" and c.action.kind in ("load-module", "reload-module") for c in self.changes)
+
+    @property
+    def touched(self) -> bool:
+        """Something was changed or tried: the machine needs a second look."""
+        return any(c.status in ("changed", "failed") for c in self.changes)
+
+    def note_initramfs(self, facts: Facts) -> None:
+        """With module.initramfs: report, a changed modprobe.d that the initramfs still holds old is a finding."""
+        config = self.config
+        if config.module.initramfs != "report":
+            return
+        if not any(p.startswith((MODPROBE_D, *MODULES_FILES)) for p in self.changed_paths):
+            return
+        release = facts.kernel.release
+        contents = self.system.initramfs_files(release, config.timeouts.command)
+        if contents and any("amdgpu.ko" in line for line in contents):
+            step = initramfs_step(_distro(facts), release)
+            self.findings.append(
+                Finding(
+                    "initramfs-stale",
+                    W,
+                    "amdgpu is loaded from the initramfs, which still holds the old modprobe.d: the change takes "
+                    "effect only after the initramfs is rebuilt",
+                    f"{step.text} (or set module.initramfs: regenerate)"
+                    if not step.manual
+                    else f"{step.text}, then reboot",
+                    (f"{BOOT_DIR}/initrd.img-{release} contains amdgpu.ko",),
+                )
+            )
+
     def wait_for_kfd(self) -> None:
         """After loading amdgpu, /dev/kfd appears once udev has run; wait a bounded time."""
         deadline = time.monotonic() + self.config.timeouts.device_wait
@@ -387,94 +424,8 @@ class Enforcer:
             time.sleep(0.05)
 
 
-def _distro(facts: Facts) -> str:
-    os_ = facts.os
-    for name in ("ubuntu", "debian", "fedora", "arch"):
-        if os_.is_like(name):
-            return name
-    return os_.id
+def _distro(facts: Facts) -> Distribution:
+    return detect(facts.os.id, facts.os.id_like)
 
 
-def enforce(
-    system: System, config: Config, *, dry_run: bool = False, config_errors: tuple[object, ...] = ()
-) -> tuple[EnforceReport, Verdict, Verdict]:
-    """probe, assess, act, probe again: returns the report and the verdicts before and after."""
-    report, before, after, _ = enforce_with_facts(system, config, dry_run=dry_run, config_errors=config_errors)
-    return report, before, after
-
-
-def enforce_with_facts(
-    system: System, config: Config, *, dry_run: bool = False, config_errors: tuple[object, ...] = ()
-) -> tuple[EnforceReport, Verdict, Verdict, Facts]:
-    """enforce(), also returning the facts of the final look (the service publishes them)."""
-    from kfdguard.assess import assess
-    from kfdguard.probe import probe
-
-    enforcer = Enforcer(system, config, dry_run=dry_run)
-    lock = system.root.run / "kfdguard/enforce.lock"
-
-    final: list[Facts] = []
-
-    def once() -> tuple[Verdict, Verdict]:
-        facts = probe(system, log="needed", log_sources=config.log.sources)
-        before = assess(facts, config, config_errors)  # type: ignore[arg-type]
-        enforcer.run(before.plan, facts)
-        if any(c.status == "changed" and c.action.kind in ("load-module", "reload-module") for c in enforcer.changes):
-            enforcer.wait_for_kfd()
-            # New nodes exist now: plan their permissions from a fresh look.
-            fresh = assess(probe(system, log="never"), config, config_errors)  # type: ignore[arg-type]
-            late = tuple(a for a in fresh.plan if a.kind in ("fix-node", "add-to-group"))
-            enforcer.run(late, facts)
-        if dry_run or any(c.status in ("changed", "failed") for c in enforcer.changes):
-            after_facts = probe(system, log="needed", log_sources=config.log.sources)
-            after = assess(after_facts, config, config_errors)  # type: ignore[arg-type]
-        else:
-            # Nothing was touched: a second look would see what the first saw (the usual boot).
-            after_facts, after = facts, before
-        final.append(after_facts)
-        if not dry_run:
-            _initramfs_note(enforcer, after_facts, config)
-        return before, after
-
-    if dry_run:
-        before, after = once()
-    else:
-        try:
-            with files.locked(lock, LOCK_TIMEOUT):
-                for directory in (system.root.etc / "modprobe.d", system.root.etc / "udev/rules.d"):
-                    files.remove_stale_temporaries(directory)
-                before, after = once()
-        except TimeoutError as exc:
-            finding = Finding("enforce-busy", W, str(exc), "wait for the other run to finish", (str(exc),))
-            report = EnforceReport((), (finding,), dry_run)
-            from kfdguard.assess import assess
-            from kfdguard.probe import probe
-
-            facts = probe(system, log="never")
-            verdict = assess(facts, config)
-            return report, verdict, verdict, facts
-    return EnforceReport(tuple(enforcer.changes), tuple(enforcer.findings), dry_run), before, after, final[-1]
-
-
-def _initramfs_note(enforcer: Enforcer, facts: Facts, config: Config) -> None:
-    if config.module.initramfs != "report":
-        return
-    if not any(p.startswith((MODPROBE_D, *MODULES_FILES)) for p in enforcer.changed_paths):
-        return
-    release = facts.kernel.release
-    contents = enforcer.system.initramfs_files(release, config.timeouts.command)
-    if contents and any("amdgpu.ko" in line for line in contents):
-        command = regenerate_initramfs(_distro(facts), release)
-        enforcer.findings.append(
-            Finding(
-                "initramfs-stale",
-                W,
-                "amdgpu is loaded from the initramfs, which still holds the old modprobe.d: the change takes effect "
-                "only after the initramfs is rebuilt",
-                f"{command} (or set module.initramfs: regenerate)",
-                (f"{BOOT_DIR}/initrd.img-{release} contains amdgpu.ko",),
-            )
-        )
-
-
-__all__ = ["Change", "EnforceReport", "enforce", "enforce_with_facts"]
+__all__ = ["Change", "EnforceReport", "Enforcer"]

@@ -14,6 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from kfdguard.userspace.model import SoftwareFacts
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -410,6 +412,8 @@ class Facts:
     bootloader: BootloaderFacts = BootloaderFacts("none")
     history: History = History()
     problems: tuple[Problem, ...] = field(default=())
+    # The software inventory (kfdguard.userspace.probe): taken by `kfdguard check`, None on the boot pass.
+    software: SoftwareFacts | None = None
 
     @property
     def amd_gpus(self) -> tuple[GpuFacts, ...]:

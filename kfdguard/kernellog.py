@@ -120,10 +120,10 @@ def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "") -> list
         m = pattern.search(body)
         if m is None:
             continue
-        if rule.id == "module-unknown-param" and parsed.driver not in ("amdgpu", "amdkfd"):
+        if rule.id == "parse-args-ignored" and parsed.driver not in ("amdgpu", "amdkfd"):
             continue
         values = tuple((k, v) for k, v in m.groupdict().items() if v is not None)
-        if rule.id == "module-unknown-param" and parsed.driver:
+        if rule.id == "parse-args-ignored" and parsed.driver:
             values = (("module", parsed.driver), *values)
         text = raw.strip()
         events.append(

@@ -80,6 +80,22 @@ else:
             seen_default = seen_default or has_default
         return specs
 
+    def _bind(
+        cls_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], count: int, index: dict[str, int]
+    ) -> list[Any]:
+        """Arguments to field positions, MISSING where none was given, with Python's own errors."""
+        if len(args) > count:
+            raise TypeError(f"{cls_name}() takes {count} positional arguments but {len(args)} were given")
+        values = list(args) + [MISSING] * (count - len(args))
+        for key, value in kwargs.items():
+            i = index.get(key)
+            if i is None:
+                raise TypeError(f"{cls_name}() got an unexpected keyword argument {key!r}")
+            if i < len(args):
+                raise TypeError(f"{cls_name}() got multiple values for argument {key!r}")
+            values[i] = value
+        return values
+
     def _make_init(specs: tuple[tuple[str, Any, Any], ...], post_init: Any) -> Any:
         names = tuple(spec[0] for spec in specs)
         count = len(names)
@@ -87,18 +103,7 @@ else:
         setter = object.__setattr__
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            if len(args) > count:
-                raise TypeError(
-                    f"{type(self).__name__}() takes {count} positional arguments but {len(args)} were given"
-                )
-            values = list(args) + [MISSING] * (count - len(args))
-            for key, value in kwargs.items():
-                i = index.get(key)
-                if i is None:
-                    raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {key!r}")
-                if i < len(args):
-                    raise TypeError(f"{type(self).__name__}() got multiple values for argument {key!r}")
-                values[i] = value
+            values = _bind(type(self).__name__, args, kwargs, count, index)
             for i, (name, default, factory) in enumerate(specs):
                 value = values[i]
                 if value is MISSING:
@@ -147,22 +152,9 @@ else:
         names = tuple(spec[0] for spec in specs)
         namespace = dict(cls.__dict__)
         if slots:
-            # A slot and a class attribute of the same name cannot coexist: defaults live in the specs.
-            for name in names:
-                namespace.pop(name, None)
-            namespace.pop("__dict__", None)
-            namespace.pop("__weakref__", None)
-            own = tuple(n for n in names if not any(n in getattr(b, "__slots__", ()) for b in cls.__mro__[1:]))
-            namespace["__slots__"] = own
-            namespace["__getstate__"] = _slots_getstate
-            namespace["__setstate__"] = _slots_setstate
+            _slot_namespace(cls, names, namespace)
         else:
-            for name, default, _factory in specs:
-                if name in namespace and isinstance(namespace[name], Field):
-                    if default is MISSING:
-                        del namespace[name]
-                    else:
-                        namespace[name] = default
+            _plain_namespace(specs, namespace)
         namespace[_FIELDS] = specs
         namespace["__match_args__"] = names
         namespace["__init__"] = _make_init(specs, namespace.get("__post_init__"))
@@ -179,13 +171,35 @@ else:
             new = type(cls)(cls.__name__, cls.__bases__, namespace)
             new.__qualname__ = cls.__qualname__
             return new
+        _install(cls, namespace, names)
+        return cls
+
+    def _slot_namespace(cls: type, names: tuple[str, ...], namespace: dict[str, Any]) -> None:
+        # A slot and a class attribute of the same name cannot coexist: defaults live in the specs.
+        for name in names:
+            namespace.pop(name, None)
+        namespace.pop("__dict__", None)
+        namespace.pop("__weakref__", None)
+        own = tuple(n for n in names if not any(n in getattr(b, "__slots__", ()) for b in cls.__mro__[1:]))
+        namespace["__slots__"] = own
+        namespace["__getstate__"] = _slots_getstate
+        namespace["__setstate__"] = _slots_setstate
+
+    def _plain_namespace(specs: tuple[tuple[str, Any, Any], ...], namespace: dict[str, Any]) -> None:
+        for name, default, _factory in specs:
+            if name in namespace and isinstance(namespace[name], Field):
+                if default is MISSING:
+                    del namespace[name]
+                else:
+                    namespace[name] = default
+
+    def _install(cls: type, namespace: dict[str, Any], names: tuple[str, ...]) -> None:
         for key, value in namespace.items():
             if cls.__dict__.get(key, MISSING) is not value and key not in ("__dict__", "__weakref__"):
                 setattr(cls, key, value)
         for name in names:
             if name in cls.__dict__ and name not in namespace:
                 delattr(cls, name)  # a field(default_factory=...) placeholder
-        return cls
 
     def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool = False) -> Any:
         def wrap(c: type) -> type:

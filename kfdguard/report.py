@@ -80,7 +80,14 @@ def to_json(facts: Facts, verdict: Verdict, machine: str | None = None) -> dict[
             "unavailable": list(facts.log.unavailable),
         },
         "findings": [finding_json(f) for f in verdict.findings],
+        **({"software": _software_json(facts)} if facts.software is not None else {}),
     }
+
+
+def _software_json(facts: Facts) -> object:
+    from kfdguard.userspace.report import software_json
+
+    return software_json(facts)
 
 
 def finding_json(f: Finding) -> dict[str, object]:
@@ -160,6 +167,10 @@ def to_text(
                 f"    {g.slot}  {g.ids}  {g.name}  {g.gfx or '-'}  {g.render_node or '-'}  "
                 f"driver={g.driver or 'none'}  {state}"
             )
+    if facts.software is not None:
+        from kfdguard.userspace.report import software_lines
+
+        lines.extend(software_lines(facts))
     if verdict.findings:
         lines.append("")
         lines.append("  Findings")

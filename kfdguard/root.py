@@ -25,6 +25,12 @@ MODULES_FILES = ("/etc/modules-load.d/", "/etc/modules")
 # What units/kfdguard.service lets the service write under /etc (ReadWritePaths=, ConfigurationDirectory=).
 SERVICE_WRITABLE_ETC = ("/etc/modprobe.d", "/etc/modules-load.d", "/etc/udev/rules.d", "/etc/kfdguard")
 BOOT_DIR = "/boot"
+# Files whose names a snapshot redacts (kfdguard.snapshot.redact), as shown on any machine.
+ACCOUNTS_FILE = "/etc/passwd"
+GROUP_FILE = "/etc/group"
+CONFIG_FILE = "/etc/kfdguard/config.yaml"
+# Present, world-readable, only while compute is ready (kfdguard.readiness.marker).
+READY_MARKER = "/run/kfdguard/ready"
 # Device names of RAID (md) and device-mapper (LVM, LUKS) volumes as findmnt
 # prints them: text to recognise, not paths to open.
 VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")
@@ -119,3 +125,19 @@ class Root:
             if os.access(candidate, os.X_OK) and candidate.is_file():
                 return candidate
         return None
+
+
+# Where compute stacks install themselves, as written on any machine;
+# kfdguard/userspace/probe.py maps them through Root.join and reads only these
+# places (and what it is told), never a walk of the disk.
+SOFTWARE_OPT = "/opt"  # /opt/rocm, /opt/rocm-X.Y.Z
+SOFTWARE_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")  # Debian/Ubuntu, Fedora, Arch
+SOFTWARE_FEDORA_ROCM = "/usr/lib64/rocm"
+SOFTWARE_OLLAMA = ("/usr/lib/ollama", "/usr/local/lib/ollama")
+SOFTWARE_PYTHON_DIRS = ("/usr/lib", "/usr/local/lib")  # pythonX.Y/{site,dist}-packages below
+SOFTWARE_DEBIAN_PYTHON = "/usr/lib/python3/dist-packages"
+SOFTWARE_LLAMA_DIRS = ("/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/opt/llama.cpp/lib")
+SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
+LD_SO_CONF = "/etc/ld.so.conf"
+LD_SO_CONF_D = "/etc/ld.so.conf.d"
+DPKG_STATUS = "/var/lib/dpkg/status"

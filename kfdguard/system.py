@@ -9,6 +9,7 @@ is how a machine can be rendered and probed without root.
 
 from __future__ import annotations
 
+import abc
 import errno
 import os
 import stat
@@ -52,33 +53,41 @@ class KfdIoctlError(Exception):
         self.errno = err
 
 
-class System:
-    """Interface; see RealSystem and kfdguard.simulate.system.SimulatedSystem."""
+class System(abc.ABC):
+    """What needs more than reading files. The service and the commands see only this interface;
+    which implementation answers (RealSystem, a simulated machine) is chosen at the edge
+    (``kfdguard.app.targets``), and nothing branches on it.
+
+    An ABC rather than a typing.Protocol: ``typing`` stays off the boot path, and the
+    writes below are shared by every implementation.
+    """
 
     root: Root
-    simulated: bool = False
+    # Where the answers come from, for the report only ("host", "directory", "simulated").
+    provenance: str = "host"
 
+    @abc.abstractmethod
     def stat_node(self, path: Path) -> NodeStat | None:
         """Attributes of a device node (following symlinks); None if absent."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def kfd_version(self, path: Path) -> tuple[int, int]:
         """Open the KFD node read-write and ask its interface version."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_kmsg(self) -> list[str]:
         """The kernel's message buffer as /dev/kmsg records ("pri,seq,usec,flags;text")."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
         """Kernel and boot-time udev/modules-load messages of this boot and ``boots`` earlier ones.
 
         Returns (0, lines), (-1, lines)...; raises LogUnavailable.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
-        raise NotImplementedError
+        """Run a command through the one runner (or what stands for it)."""
 
     # --- changes (enforce is the only caller) ------------------------------------------
 
@@ -93,9 +102,9 @@ class System:
         if check_target(path) is not None:
             os.unlink(path)
 
+    @abc.abstractmethod
     def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
         """chown and chmod a device node, refusing anything that is not one."""
-        raise NotImplementedError
 
     def add_to_group(self, user: str, group: str, timeout: float) -> RunResult:
         return self.run(["gpasswd", "-a", user, group], timeout=timeout)
@@ -145,6 +154,7 @@ def node_stat_from(st: os.stat_result, acl: bytes | None) -> NodeStat:
 class RealSystem(System):
     def __init__(self, root: Root | None = None, runner: Runner | None = None, journal_dir: Path | None = None) -> None:
         self.root = root or Root()
+        self.provenance = "host" if self.root.is_host else "directory"
         self.runner = runner or Runner()
         # None: the host's journal, or the image's /var/log/journal under another root.
         self.journal_dir = journal_dir

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kfdguard.devtools.launch import NAME, PATH, REPO, Launched, launch, wait_name
-from kfdguard.devtools.privatebus import PrivateBus
 from kfdguard.root import Root
 from kfdguard.simulate import bundled, state
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import MachineSpec
+from tools.launch import NAME, PATH, REPO, Launched, launch, wait_name
+from tools.privatebus import PrivateBus
 
 # Tests import the service's names from here.
 __all__ = ["NAME", "PATH", "REPO", "Guardian", "busctl", "call", "guardian", "machine", "run_as"]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kfdguard.publish.names import BUS_NAME, ERROR_PREFIX, INTERFACE, OBJECT_PATH
 from kfdguard.service.backend import load
 from kfdguard.service.dbusapi import GuardianAPI, fit
 from kfdguard.service.status import Status
@@ -102,7 +103,7 @@ def ask(address: str, backend: str, path: str, interface: str, member: str, sign
         b = load(backend)
         bus = await b.MessageBus(bus_address=address, bus_type=b.BusType.SYSTEM).connect()
         try:
-            msg = b.Message(destination="org.kfdguard.Guardian1", path=path, interface=interface, member=member,
+            msg = b.Message(destination=BUS_NAME, path=path, interface=interface, member=member,
                             signature=signature, body=body or [])  # fmt: skip
             reply = await asyncio.wait_for(bus.call(msg), 20)
         finally:
@@ -116,19 +117,19 @@ def ask(address: str, backend: str, path: str, interface: str, member: str, sign
 @as_root
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_peer_and_introspect_follow_the_standard_interfaces(backend: str) -> None:
-    """Found by kfdguard.devtools.dbusfuzz: Introspect took any arguments, and GetMachineId answered
+    """Found by tools.dbusfuzz: Introspect took any arguments, and GetMachineId answered
     AccessDenied (the libraries ask the bus, whose system policy refuses it) quoting the service's
     command line."""
     peer, intro = "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable"
     machine_id = Path("/etc/machine-id").read_text().strip()
     with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
-        for path in ("/org/kfdguard/Guardian1", "/", "/somewhere/else"):
+        for path in (OBJECT_PATH, "/", "/somewhere/else"):
             assert ask(g.address, backend, path, peer, "GetMachineId") == (None, machine_id)
             assert ask(g.address, backend, path, peer, "Ping") == (None, None)
             error, text = ask(g.address, backend, path, peer, "Ping", "s", ["x"])
             assert error == "org.freedesktop.DBus.Error.InvalidArgs" and "takes no arguments" in text
             assert ask(g.address, backend, path, peer, "Frob")[0] == "org.freedesktop.DBus.Error.UnknownMethod"
-        for path in ("/org/kfdguard/Guardian1", "/org"):
+        for path in (OBJECT_PATH, "/org"):
             assert ask(g.address, backend, path, intro, "Introspect")[0] is None
             error, text = ask(g.address, backend, path, intro, "Introspect", "u", [1])
             assert error == "org.freedesktop.DBus.Error.InvalidArgs" and "Introspect takes no arguments" in text
@@ -142,11 +143,11 @@ def _send_without_reply(address: str, backend: str, path: str, interface: str, m
         bus = await b.MessageBus(bus_address=address, bus_type=b.BusType.SYSTEM).connect()
         try:
             for _ in range(count):
-                await bus.send(b.Message(destination="org.kfdguard.Guardian1", path=path, interface=interface,
+                await bus.send(b.Message(destination=BUS_NAME, path=path, interface=interface,
                                          member=member, signature=signature, body=body,
                                          flags=b.MessageFlag.NO_REPLY_EXPECTED))  # fmt: skip
             # A call with a reply after them: the service has handled them all when it answers.
-            await asyncio.wait_for(bus.call(b.Message(destination="org.kfdguard.Guardian1", path="/",
+            await asyncio.wait_for(bus.call(b.Message(destination=BUS_NAME, path="/",
                                                       interface="org.freedesktop.DBus.Peer", member="Ping")), 20)  # fmt: skip
         finally:
             bus.disconnect()
@@ -161,13 +162,11 @@ def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: s
     dbus-next log a traceback each time (any caller could flood the journal)."""
     props = "org.freedesktop.DBus.Properties"
     with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
-        _send_without_reply(
-            g.address, backend, "/elsewhere", props, "Get", "ss", ["org.kfdguard.Guardian1", "State"], 20
-        )
-        _send_without_reply(g.address, backend, "/org/kfdguard/Guardian1", props, "Get", "ss", ["x", "y"], 20)
-        error, text = ask(g.address, backend, "/elsewhere", props, "Get", "ss", ["org.kfdguard.Guardian1", "State"])
+        _send_without_reply(g.address, backend, "/elsewhere", props, "Get", "ss", [INTERFACE, "State"], 20)
+        _send_without_reply(g.address, backend, OBJECT_PATH, props, "Get", "ss", ["x", "y"], 20)
+        error, text = ask(g.address, backend, "/elsewhere", props, "Get", "ss", [INTERFACE, "State"])
         assert error == "org.freedesktop.DBus.Error.UnknownObject" and "/elsewhere" in text
-        assert ask(g.address, backend, "/elsewhere", "org.kfdguard.Guardian1", "GetStatus")[0] == (
+        assert ask(g.address, backend, "/elsewhere", INTERFACE, "GetStatus")[0] == (
             "org.freedesktop.DBus.Error.UnknownObject"
         )
         assert g.proc.poll() is None
@@ -179,7 +178,7 @@ def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: s
 
 
 def _fuzz(backend: str, seconds: float, seed: int) -> Any:
-    from kfdguard.devtools.dbusfuzz import Options, fuzz_service
+    from tools.dbusfuzz import Options, fuzz_service
 
     report, _ = fuzz_service("rx7900xtx-ubuntu2404", backend, Options(seed=seed, duration=seconds, connections=2,
                                                                        max_string=1 << 16))  # fmt: skip
@@ -206,14 +205,14 @@ def _check_fuzz_report(report: Any) -> None:
     assert table["unix fd in the signature, none sent"] == f"answered by the service: {ERROR}InvalidArgs"
 
 
-ERROR = "org.kfdguard.Guardian1.Error."
+ERROR = ERROR_PREFIX
 
 
 @as_root
 @pytest.mark.fuzz
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_short_fuzz_run(backend: str) -> None:
-    """A few seconds of kfdguard.devtools.dbusfuzz with a fixed seed: every property holds."""
+    """A few seconds of tools.dbusfuzz with a fixed seed: every property holds."""
     _check_fuzz_report(_fuzz(backend, 1.5, seed=1))
 
 
@@ -233,16 +232,16 @@ def test_the_fuzzer_documents_itself() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "kfdguard.devtools.dbusfuzz", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "tools.dbusfuzz", "--help"], capture_output=True,
                          text=True, timeout=60, check=True).stdout  # fmt: skip
     for section in ("DESCRIPTION", "PROPERTIES CHECKED", "EXIT STATUS", "EXAMPLES", "--duration", "--unprivileged"):
         assert section in out
 
 
 def _load(backend: str, clients: int, calls: int, limit: float = 600.0) -> Any:
-    """Run kfdguard.devtools.dbusload against a fresh service."""
-    from kfdguard.devtools.dbusfuzz import Target
-    from kfdguard.devtools.dbusload import run_load
+    """Run tools.dbusload against a fresh service."""
+    from tools.dbusfuzz import Target
+    from tools.dbusload import run_load
 
     target = Target("rx7900xtx-ubuntu2404", backend)
     try:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kfdguard.app.pipeline import enforce
 from kfdguard.config import Config, DeviceConfig, ModuleConfig, UsersConfig
-from kfdguard.enforce import enforce
 from kfdguard.probe import probe
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec

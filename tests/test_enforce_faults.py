@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kfdguard import files
+from kfdguard.app.pipeline import enforce
 from kfdguard.config import Config, ModuleConfig, Timeouts
-from kfdguard.enforce import enforce
 from kfdguard.simulate import state
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec

@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from kfdguard import files
+from kfdguard.app.pipeline import enforce
 from kfdguard.assess import assess
 from kfdguard.config import Config, FallbackConfig, ModuleConfig
-from kfdguard.enforce import enforce
 from kfdguard.fallback.apply import Outcome, after_check
 from kfdguard.probe import probe
 from kfdguard.root import Root

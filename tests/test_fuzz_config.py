@@ -32,12 +32,15 @@ from kfdguard.config import (
     _SECTIONS,
     INITRAMFS,
     POLICIES,
+    REQUIRE,
+    ComputeConfig,
     Config,
     ConfigError,
     DeviceConfig,
     FallbackConfig,
     LogConfig,
     ModuleConfig,
+    SoftwareConfig,
     Timeouts,
     UsersConfig,
     load_config,
@@ -87,6 +90,7 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "group": names.map(lambda v: (v, v)),
     "mode": _mode(),
     "policy": st.sampled_from(POLICIES).map(lambda v: (v, v)),
+    "require": st.sampled_from(REQUIRE).map(lambda v: (v, v)),
     "seconds": _seconds(),
     "uid": st.integers(0, 2**32 - 2).map(lambda n: (str(n), n)),
     "boots": st.integers(0, 10).map(lambda n: (str(n), n)),
@@ -94,12 +98,16 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "sources": st.lists(st.one_of(st.sampled_from(["journal", "kmsg"]), abs_paths), max_size=4).map(
         lambda v: (v, tuple(v))
     ),
+    "units": st.lists(token(LOWER, LOWER + DIGITS + "-_@", 20).map(lambda n: n + ".service"), max_size=4).map(
+        lambda v: (v, tuple(v))
+    ),
+    "paths": st.lists(abs_paths, max_size=4).map(lambda v: (v, tuple(v))),
     "options": st.dictionaries(token(LOWER + "_", LOWER + DIGITS + "_", 20), _option_value,
                                max_size=4).map(lambda d: ({k: v[0] for k, v in d.items()},
                                                           tuple((k, v[1]) for k, v in d.items()))),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
-_QUOTABLE = {"group", "policy", "initramfs", "mode"}
+_QUOTABLE = {"group", "policy", "initramfs", "mode", "require"}
 
 
 @st.composite
@@ -121,6 +129,8 @@ def valid_configs(draw: st.DrawFn) -> tuple[dict[str, dict[str, tuple[str, Any]]
         fallback=FallbackConfig(**expected.get("fallback", {})),
         timeouts=Timeouts(**expected.get("timeouts", {})),
         log=LogConfig(**expected.get("log", {})),
+        compute=ComputeConfig(**expected.get("compute", {})),
+        software=SoftwareConfig(**expected.get("software", {})),
     )
     return chosen, config
 
@@ -156,7 +166,7 @@ def render_block(chosen: dict[str, dict[str, tuple[str, Any]]], style: st.DataOb
                 for name, text in value.items():
                     lines.append(f"{indent}{indent}{name}: {text}")
                     where[f"{path}.{name}"] = len(lines)
-            elif kind in ("names", "sources"):
+            elif kind in ("names", "sources", "units", "paths"):
                 items = ", ".join(f'"{v}"' if quote else v for v in value)
                 lines.append(f"{indent}{key}: [{items}]")
                 where[path] = len(lines)
@@ -173,7 +183,7 @@ def render_flow(chosen: dict[str, dict[str, tuple[str, Any]]]) -> str:
         if kind == "options":
             # A comma ends a flow-style value: quote such words (they stay strings).
             return "{" + ", ".join(f"{k}: " + (f'"{t}"' if "," in t else t) for k, t in v.items()) + "}"
-        if kind in ("names", "sources"):
+        if kind in ("names", "sources", "units", "paths"):
             return "[" + ", ".join(v) + "]"
         return str(v)
 
@@ -205,12 +215,15 @@ _INVALID: dict[str, list[str]] = {
     "group": ["'ren der'", "-render", "x" * 33, "ä"],
     "mode": ["0x1", "9", "0066", "1000", "0o", "[0660]"],
     "policy": ["oneshott", "PIN", "''", "{}"],
+    "require": ["every", "some", "ALL", "''", "[any]"],
     "seconds": ["9000", "0", "abc", ".nan", "-1", "'5'"],
     "uid": ["-1", "abc", "4294967295", "1.5"],
     "boots": ["11", "-2", "x"],
     "names": ["alice", "[bad/name]", "[[alice]]", "{a: b}"],
     "sources": ["journal", "[syslog]", "[relative/path]", "[[kmsg]]"],
     "options": ["[1, 2]", "x"],
+    "units": ["ollama.service", "[ollama]", "[a b.service]", "[[x.service]]"],
+    "paths": ["/srv", "[relative]", "[[/srv]]"],
 }
 
 

@@ -44,7 +44,7 @@ def rule_line(rule_id: str, stamp: str, prefix: str) -> str:
         return (
             f"{stamp.split(' kernel: ', maxsplit=1)[0]} host {USERSPACE[rule_id]}[312]: {example}" if stamp else example
         )
-    if rule_id == "module-unknown-param":
+    if rule_id == "parse-args-ignored":
         return stamp + "amdgpu: " + example.removeprefix("amdgpu: ")
     return stamp + prefix + example
 

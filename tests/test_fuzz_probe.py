@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from kfdguard.assess import assess
 from kfdguard.config import Config
 from kfdguard.probe import probe
+from kfdguard.publish.names import INTERFACE, OBJECT_PATH
 from kfdguard.root import Root
 from kfdguard.service.backend import load
 from kfdguard.service.dbusapi import GuardianAPI
@@ -151,8 +152,8 @@ def published(status: Status) -> None:
     service = _Service()
     service.status = status  # type: ignore[attr-defined]
     api = GuardianAPI(None, b, service, 1.0)  # type: ignore[arg-type]
-    msg = b.Message.new_signal("/org/kfdguard/Guardian1", "org.freedesktop.DBus.Properties", "PropertiesChanged",
-                               "sa{sv}as", ["org.kfdguard.Guardian1", api._props, []])  # fmt: skip
+    msg = b.Message.new_signal(OBJECT_PATH, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                               "sa{sv}as", [INTERFACE, api._props, []])  # fmt: skip
     assert msg._marshall(False)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kfdguard.devtools.privatebus import PrivateBus
+from tools.privatebus import PrivateBus
 
 TOP = Path(__file__).resolve().parent.parent
 UNIT = TOP / "units/kfdguard.service"
@@ -90,3 +90,26 @@ def test_activation_file_names_the_unit() -> None:
     text = (TOP / "dbus/org.kfdguard.Guardian1.service").read_text()
     assert "Name=org.kfdguard.Guardian1" in text and "SystemdService=kfdguard.service" in text
     assert "User=root" in text
+
+
+def test_the_bus_names_are_the_shipped_files_names() -> None:
+    """publish/names.py is the one home of the names; the files systemd, dbus-daemon and polkitd read agree."""
+    import xml.etree.ElementTree as ET
+
+    from kfdguard.publish import names
+
+    top = Path(__file__).resolve().parent.parent
+    policy = ET.parse(top / "dbus" / f"{names.BUS_NAME}.conf").getroot()
+    owners = {e.get("own") for e in policy.iter("allow") if e.get("own")}
+    destinations = {e.get("send_destination") for e in policy.iter("allow") if e.get("send_destination")}
+    assert owners == {names.BUS_NAME} and destinations == {names.BUS_NAME}
+    activation = (top / "dbus" / f"{names.BUS_NAME}.service").read_text().splitlines()
+    assert f"Name={names.BUS_NAME}" in activation
+    contract_file = top / "kfdguard" / "service" / f"{names.INTERFACE}.xml"
+    assert [i.get("name") for i in ET.parse(contract_file).getroot().iter("interface")] == [names.INTERFACE]
+    # The contract's documentation names every error the service sends.
+    contract = contract_file.read_text()
+    for error in names.ERRORS:
+        assert error.rsplit(".", 1)[-1] in contract, error
+    actions = {a.get("id") for a in ET.parse(top / "polkit" / "org.kfdguard.policy").getroot().iter("action")}
+    assert actions == {names.ACTION_RELOAD, names.ACTION_MANAGE}

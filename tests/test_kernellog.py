@@ -41,8 +41,8 @@ def _forms(rule_id: str, example: str) -> list[str]:
         ident = USERSPACE[rule_id]
         return [example, f"Jan 30 23:27:53 host {ident}[312]: {example}", f"[    9.1] host {ident}[312]: {example}",
                 f"2025-01-30T23:27:53+0100 host {ident}[312]: {example}", f"> Jan 30 23:27:53 host {ident}[1]: {example}"]  # fmt: skip
-    prefixes = ["amdgpu: "] if rule_id == "module-unknown-param" else PREFIXES
-    if rule_id == "module-unknown-param":
+    prefixes = ["amdgpu: "] if rule_id == "parse-args-ignored" else PREFIXES
+    if rule_id == "parse-args-ignored":
         example = example.removeprefix("amdgpu: ")
     return [stamp + prefix + example for stamp in STAMPS for prefix in prefixes]
 

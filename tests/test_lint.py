@@ -16,15 +16,48 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check() -> None:
-    result = _run("ruff", "check", "kfdguard", "tests", "vm", "benchmarks")
+    result = _run("ruff", "check", "kfdguard", "tests", "vm", "benchmarks", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format() -> None:
-    result = _run("ruff", "format", "--check", "kfdguard", "tests", "vm", "benchmarks")
+    result = _run("ruff", "format", "--check", "kfdguard", "tests", "vm", "benchmarks", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_strict() -> None:
-    result = _run("mypy", "--strict", "kfdguard", "tests", "vm", "benchmarks")
+    result = _run("mypy", "--strict", "kfdguard", "tests", "vm", "benchmarks", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Issue 14's part B rewrites these (one rule set for machines and pasted text); until it lands
+# they keep their long functions. Every other function of the tree stays under the limit.
+LONG_FUNCTIONS_PART_B = {"kfdguard/diagnose/reason.py", "kfdguard/diagnose/extract.py", "kfdguard/assess/checks.py",
+                         "kfdguard/assess/explain.py", "kfdguard/report.py"}  # fmt: skip
+FUNCTION_LINES = 80
+
+
+def _long_functions(path: Path, top: Path = TOP) -> list[str]:
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > FUNCTION_LINES:
+                found.append(f"{path.relative_to(top)}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    # Data tables are module-level constants, not functions: they are not counted.
+    files = [p for d in ("kfdguard", "tools", "tests", "benchmarks", "vm") for p in sorted((TOP / d).rglob("*.py"))]
+    long = [f for p in files if str(p.relative_to(TOP)) not in LONG_FUNCTIONS_PART_B for f in _long_functions(p)]
+    assert long == []
+
+
+def test_the_length_check_counts_lines(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_LINES))
+    path = tmp_path / "sample.py"
+    path.write_text(f"def long():\n{body}\n\n\ndef short():\n    pass\n")
+    assert _long_functions(path, tmp_path) == [f"sample.py:1 long: {FUNCTION_LINES + 1} lines"]

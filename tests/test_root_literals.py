@@ -13,11 +13,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kfdguard"
 PREFIXES = ("/sys", "/dev", "/proc", "/etc", "/boot", "/lib/modules", "/run", "/var/lib", "/usr/lib", "/lib/")
 # root.py owns the paths; the simulator describes machines in their own terms
 # and maps every such path through Root.join; diagnose reads paths that appear
-# in text pasted from other machines and opens nothing; devtools builds test
-# and demo infrastructure (a private bus, polkitd) on the host it runs on,
-# never the machine kfdguard checks.
+# in text pasted from other machines and opens nothing. (The test and demo
+# infrastructure, tools/, is outside the package and not scanned.)
 EXEMPT = {"root.py"}
-EXEMPT_DIRS = {"simulate", "diagnose", "devtools"}
+EXEMPT_DIRS = {"simulate", "diagnose"}
 
 
 def _path_like_constants(tree: ast.AST) -> list[tuple[int, str]]:

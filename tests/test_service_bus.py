@@ -16,6 +16,7 @@ import pytest
 
 from kfdguard.client import ServiceError
 from kfdguard.client import call as py_call
+from kfdguard.publish.names import ERROR_PREFIX
 from kfdguard.record import replace
 from kfdguard.root import Root
 from kfdguard.simulate import state
@@ -148,9 +149,9 @@ def raw_call(address: str, backend: str, interface: str, member: str, signature:
 def test_bad_calls_get_clear_errors_and_the_service_keeps_serving(backend: str) -> None:
     with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
         cases: list[tuple[tuple[str, str, str, list[Any]], str, str]] = [
-            ((NAME, "GetStatus", "s", ["x"]), "org.kfdguard.Guardian1.Error.InvalidArgs", "takes no arguments"),
-            ((NAME, "Reload", "s", ["x" * 4_000_000]), "org.kfdguard.Guardian1.Error.InvalidArgs", "takes no arguments"),
-            ((NAME, "CheckAccess", "ai", [list(range(100_000))]), "org.kfdguard.Guardian1.Error.InvalidArgs", ""),
+            ((NAME, "GetStatus", "s", ["x"]), ERROR_PREFIX + "InvalidArgs", "takes no arguments"),
+            ((NAME, "Reload", "s", ["x" * 4_000_000]), ERROR_PREFIX + "InvalidArgs", "takes no arguments"),
+            ((NAME, "CheckAccess", "ai", [list(range(100_000))]), ERROR_PREFIX + "InvalidArgs", ""),
             ((NAME, "Frobnicate", "", []), "org.freedesktop.DBus.Error.UnknownMethod", "Frobnicate"),
             # The bus policy allows only kfdguard's and the standard interfaces: the bus refuses the rest.
             (("org.example.Nope", "X", "", []), "org.freedesktop.DBus.Error.AccessDenied", "Rejected send message"),
@@ -192,7 +193,7 @@ def test_a_flood_from_one_client_gets_busy_and_others_are_served() -> None:
 
     with guardian("dgpu-plus-igpu-atomics", enforce=False) as g:
         results, elapsed = asyncio.run(flood(g.address))
-        assert results.count("org.kfdguard.Guardian1.Error.Busy") >= 30  # at most 4 in flight per caller
+        assert results.count(ERROR_PREFIX + "Busy") >= 30  # at most 4 in flight per caller
         assert "ok" in results
         assert elapsed < 2
         assert g.proc.poll() is None
@@ -298,7 +299,7 @@ def test_python_client_error_names() -> None:
         assert py_call("ClearFallback", g.address) == ["nothing was arranged"]
         with pytest.raises(ServiceError) as caught:
             py_call("ApplyFallback", g.address)  # a healthy machine has nothing to fall back to
-        assert caught.value.name == "org.kfdguard.Guardian1.Error.Failed"
+        assert caught.value.name == ERROR_PREFIX + "Failed"
         assert caught.value.text.startswith("nothing to boot: the running kernel can run compute")
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from kfdguard.devtools import polkitbus
-from kfdguard.devtools.polkitbus import FixtureUser, PolkitBus
-from kfdguard.devtools.privatebus import PrivateBus
+from kfdguard.publish.names import ACTION_MANAGE, ACTION_RELOAD, BUS_NAME, INTERFACE, OBJECT_PATH
 from kfdguard.simulate.render import RENDER_GID
 from tests.servicekit import call, guardian
+from tools import polkitbus
+from tools.polkitbus import FixtureUser, PolkitBus
+from tools.privatebus import PrivateBus
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="only root may own names on a system-like bus (CI runs as root)"
@@ -89,7 +90,7 @@ def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
         env = g.env()
         refused = call("Reload", env=env, user=NOBODY, check=False)
         assert refused.returncode != 0 and "denied by polkit (org.kfdguard.reload)" in refused.stderr
-        mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
+        mock_polkit.control("SetAllowed", "as", "1", ACTION_RELOAD)
         assert call("Reload", env=env, user=NOBODY).stdout == 's "ready"\n'
         # Another action is still its own decision.
         refused = call("ClearFallback", env=env, user=NOBODY, check=False)
@@ -100,15 +101,15 @@ def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
 def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: MockPolkit, fault: str) -> None:
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
         env = g.env()
-        mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
+        mock_polkit.control("SetAllowed", "as", "1", ACTION_RELOAD)
         if fault == "SetDelay":
             mock_polkit.control("SetDelay", "d", "5")
         else:
             mock_polkit.control("SimulateHang", "b", "true")
         waiting = subprocess.Popen(
             ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             "busctl", "--system", "--allow-interactive-authorization=no", "call", "org.kfdguard.Guardian1", "/org/kfdguard/Guardian1",
-             "org.kfdguard.Guardian1", "Reload"],
+             "busctl", "--system", "--allow-interactive-authorization=no", "call", BUS_NAME, OBJECT_PATH,
+             INTERFACE, "Reload"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         # While polkit stalls, readers are answered: GetStatus returns before the Reload does.
@@ -128,12 +129,12 @@ def test_polkit_vanishing_mid_call_fails_closed_at_once(mock_polkit: MockPolkit)
     # Our own timeout is long: the refusal must come from polkitd's disappearance, not from waiting it out.
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config="timeouts:\n  polkit: 15\n") as g:
         env = g.env()
-        mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
+        mock_polkit.control("SetAllowed", "as", "1", ACTION_RELOAD)
         mock_polkit.control("SimulateHang", "b", "true")
         waiting = subprocess.Popen(
             ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             "busctl", "--system", "--allow-interactive-authorization=no", "call", "org.kfdguard.Guardian1",
-             "/org/kfdguard/Guardian1", "org.kfdguard.Guardian1", "Reload"],
+             "busctl", "--system", "--allow-interactive-authorization=no", "call", BUS_NAME,
+             OBJECT_PATH, INTERFACE, "Reload"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 10
@@ -207,8 +208,8 @@ def real_polkit() -> Iterator[PolkitBus]:
 def as_user(member: str, user: FixtureUser | int, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
     uid = user if isinstance(user, int) else user.uid
     groups = (UBUNTU_RENDER_GID,) if isinstance(user, FixtureUser) and "render" in user.groups else ()
-    argv = ["busctl", "--system", *flags, "call", "org.kfdguard.Guardian1", "/org/kfdguard/Guardian1",
-            "org.kfdguard.Guardian1", member]  # fmt: skip
+    argv = ["busctl", "--system", *flags, "call", BUS_NAME, OBJECT_PATH,
+            INTERFACE, member]  # fmt: skip
     if uid:
         group_opt = f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups"
         argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", group_opt, *argv]
@@ -238,7 +239,7 @@ def test_real_polkit_manage_needs_an_administrator(real_polkit: PolkitBus) -> No
             assert "ClearFallback needs authentication (org.kfdguard.manage)" in quiet.stderr
             # With it, but no authentication agent in this session: refused, not hung.
             loud = as_user("ClearFallback", user, env)
-            assert loud.returncode != 0 and "org.kfdguard.manage" in loud.stderr
+            assert loud.returncode != 0 and ACTION_MANAGE in loud.stderr
         assert as_user("ClearFallback", 0, env).returncode == 0
 
 

@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -498,6 +498,7 @@ INCLUDE: tuple[str, ...] = (
     "python3-dbus",
     "python3-dbus-fast",
     "python3-dbus-next",
+    "python3-zstandard",  # kfdguard's Depends since the software scan (zstd offload bundles)
     "grub-common",
     "grub2-common",
     "acl",
@@ -1008,18 +1009,7 @@ def build(cache: Path, kernel: KernelPkg, key: dict[str, object], *, keep_work: 
         debootstrap(root, cache / "debs" / "debootstrap", logfile)
     with steps.step("customise"):
         customise_rootfs(root, ktree, kernel.release, out / PROBE_BIN, logfile)
-        pkgs = subprocess.run(
-            ["chroot", str(root), "dpkg-query", "-W", "-f=${Package} ${Version}\n"],
-            capture_output=True,
-            text=True,
-            env=system_env(),
-            check=True,
-        ).stdout
-        write_file(out / PACKAGES_TXT, pkgs)
-        info = {**key, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        write_file(root / "etc" / "vmlane-image.json", json.dumps(info, indent=1) + "\n")
-        used = dir_size(root)
-        log(f"root tree {human(used)}, {len(pkgs.splitlines())} packages")
+        record_packages(root, out, key)
     with steps.step("image"):
         make_image(root, out / ROOTFS, logfile)
     with steps.step("install + clean up"):
@@ -1030,6 +1020,22 @@ def build(cache: Path, kernel: KernelPkg, key: dict[str, object], *, keep_work: 
             remove_tree(work)
     log(steps.summary())
     report_cache(cache)
+
+
+def record_packages(root: Path, out: Path, key: dict[str, object]) -> None:
+    """The image's package list and build key, in the artefacts and inside the image."""
+    pkgs = subprocess.run(
+        ["chroot", str(root), "dpkg-query", "-W", "-f=${Package} ${Version}\n"],
+        capture_output=True,
+        text=True,
+        env=system_env(),
+        check=True,
+    ).stdout
+    write_file(out / PACKAGES_TXT, pkgs)
+    info = {**key, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    write_file(root / "etc" / "vmlane-image.json", json.dumps(info, indent=1) + "\n")
+    used = dir_size(root)
+    log(f"root tree {human(used)}, {len(pkgs.splitlines())} packages")
 
 
 def report_cache(cache: Path) -> None:
@@ -1288,24 +1294,29 @@ def run_attempt(cache: Path, share: Path, args: argparse.Namespace, accel: list[
                 att.system_state = watcher.system_state
             if reason or not watcher.reboot_requested or watcher.end_status is not None:
                 break
-        status_file = share / "exit-status"
-        if status_file.exists():
-            with contextlib.suppress(ValueError):
-                att.status = int(status_file.read_text().strip())
-        if att.status is None and watcher is not None and watcher.end_status is not None:
-            att.status = watcher.end_status
-        if att.status is None and watcher is not None:
-            if reason == "timed out":
-                reason = f"timed out after {args.timeout} s"
-            elif not reason:
-                reason = "the guest stopped without an exit status"
-            if watcher.panic:
-                reason += f" ({watcher.panic})"
-            elif watcher.last_kernel_line:
-                reason += f"; last kernel line: {watcher.last_kernel_line}"
-            att.infra_reason = reason
+        settle_status(att, share, watcher, reason, args.timeout)
     att.wall_s = time.monotonic() - t_start
     return att
+
+
+def settle_status(att: Attempt, share: Path, watcher: SerialWatcher | None, reason: str, timeout: float) -> None:
+    """The guest's exit status (the file it wrote, else what the console said), or why there is none."""
+    status_file = share / "exit-status"
+    if status_file.exists():
+        with contextlib.suppress(ValueError):
+            att.status = int(status_file.read_text().strip())
+    if att.status is None and watcher is not None and watcher.end_status is not None:
+        att.status = watcher.end_status
+    if att.status is None and watcher is not None:
+        if reason == "timed out":
+            reason = f"timed out after {timeout} s"
+        elif not reason:
+            reason = "the guest stopped without an exit status"
+        if watcher.panic:
+            reason += f" ({watcher.panic})"
+        elif watcher.last_kernel_line:
+            reason += f"; last kernel line: {watcher.last_kernel_line}"
+        att.infra_reason = reason
 
 
 def print_tails(share: Path, lines: int) -> None:
@@ -1350,12 +1361,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_lane(args)[0]
 
 
-def run_lane(args: argparse.Namespace) -> tuple[int, Attempt]:
-    """One `run`: boot (retried once on an infrastructure failure), install,
-    run test.sh; returns the exit status and the last attempt."""
-    cache: Path = args.cache.resolve()
-    share: Path = args.share.resolve()
-    t_all = time.monotonic()
+def check_image_and_tools(cache: Path) -> None:
+    """A built image (a stale one only warns) and QEMU, or LaneError saying what to run."""
     missing = [n for n in ARTEFACTS if not (cache / n).exists()]
     if missing or stored_key(cache) is None:
         raise LaneError(f"no built image in {cache}; run: {SELF} build")
@@ -1367,6 +1374,15 @@ def run_lane(args: argparse.Namespace) -> tuple[int, Attempt]:
     for tool in ("qemu-system-x86_64", "qemu-img"):
         if shutil.which(tool, path=SYSTEM_PATH) is None:
             raise LaneError(f"{tool} missing; run: {SELF} host-deps")
+
+
+def run_lane(args: argparse.Namespace) -> tuple[int, Attempt]:
+    """One `run`: boot (retried once on an infrastructure failure), install,
+    run test.sh; returns the exit status and the last attempt."""
+    cache: Path = args.cache.resolve()
+    share: Path = args.share.resolve()
+    t_all = time.monotonic()
+    check_image_and_tools(cache)
     debs = [Path(d).resolve() for d in args.deb]
     accel, accel_name = accel_args(args.accel)
     guest_timeout = max(60, args.timeout - 150)
@@ -1624,7 +1640,19 @@ def cmd_suite(args: argparse.Namespace) -> int:
             print_service_journal(share, args.tail)
         results.extend(chain_results)
         print(f"======== guest {label}: exit {status}, {att.boots} boot(s), {fmt_s(wall)} ========", flush=True)
-    total = time.monotonic() - t_all
+    return print_summary(args, results, guests, image, image_s, time.monotonic() - t_all, share_root)
+
+
+def print_summary(
+    args: argparse.Namespace,
+    results: list[ScenarioResult],
+    guests: list[tuple[str, int, int, float]],
+    image: str,
+    image_s: float,
+    total: float,
+    share_root: Path,
+) -> int:
+    """The suite's table and closing lines; 1 when a scenario did not pass."""
     print("\nvmlane suite summary")
     print(f"  {'scenario':<14} {'result':<6} {'ok':>4} {'not ok':>6} {'TODO':>4} {'boots':>5} {'in guest':>9}")
     for r in results:
@@ -1692,44 +1720,40 @@ def cmd_clean(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="vmlane.py", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+def _add_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help=f"cache directory (default {DEFAULT_CACHE})",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("host-deps", help="install host packages (apt-get)")
-    p.set_defaults(func=cmd_host_deps)
 
-    def add_cache(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--cache",
-            type=Path,
-            default=DEFAULT_CACHE,
-            help=f"cache directory (default {DEFAULT_CACHE})",
-        )
+def _add_boot(p: argparse.ArgumentParser) -> None:
+    _add_cache(p)
+    p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
+    p.add_argument(
+        "--cmdline-extra",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="ARG",
+        help="extra kernel command-line arguments",
+    )
 
+
+def _build_parser(sub: Any) -> None:
     p = sub.add_parser("build", help="build and cache kernel, initramfs, root image")
-    add_cache(p)
+    _add_cache(p)
     p.add_argument("--force", action="store_true", help="rebuild even if warm")
     p.add_argument("--check", action="store_true", help="exit 0 if warm, 1 if not")
     p.add_argument("--keep-work", action="store_true", help="keep work/ for debugging")
     p.set_defaults(func=cmd_build)
 
-    def add_boot(p: argparse.ArgumentParser) -> None:
-        add_cache(p)
-        p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
-        p.add_argument(
-            "--cmdline-extra",
-            action="extend",
-            nargs="+",
-            default=[],
-            metavar="ARG",
-            help="extra kernel command-line arguments",
-        )
 
+def _run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="boot, install .debs, run SHARE/test.sh")
-    add_boot(p)
+    _add_boot(p)
     p.add_argument("--share", type=Path, required=True, help="dir with test.sh")
     p.add_argument("--scenario", type=Path, default=None, help="copy this script to SHARE/test.sh first")
     p.add_argument("--deb", action="extend", nargs="+", default=[], metavar="FILE", help=".deb files")
@@ -1750,8 +1774,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quiet", action="store_true", help="do not echo the console")
     p.set_defaults(func=cmd_run)
 
+
+def _suite_parser(sub: Any) -> None:
     p = sub.add_parser("suite", help="build the image if needed, run chains of scenarios, one guest each")
-    add_cache(p)
+    _add_cache(p)
     p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
     p.add_argument("--deb", action="append", default=[], metavar="FILE", help=".deb file to install (repeatable)")
     p.add_argument(
@@ -1783,16 +1809,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.set_defaults(func=cmd_suite)
 
+
+def _shell_parser(sub: Any) -> None:
     p = sub.add_parser("shell", help="interactive boot, root autologin on ttyS0")
-    add_boot(p)
+    _add_boot(p)
     p.add_argument("--share", type=Path, default=None)
     p.set_defaults(func=cmd_shell)
 
+
+def _clean_parser(sub: Any) -> None:
     p = sub.add_parser("clean", help="remove work/ (and debs/ or everything)")
-    add_cache(p)
+    _add_cache(p)
     p.add_argument("--debs", action="store_true", help="also the downloaded .debs")
     p.add_argument("--all", action="store_true", help="the whole cache")
     p.set_defaults(func=cmd_clean)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="vmlane.py", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("host-deps", help="install host packages (apt-get)")
+    p.set_defaults(func=cmd_host_deps)
+    for add in (_build_parser, _run_parser, _suite_parser, _shell_parser, _clean_parser):
+        add(sub)
     return parser.parse_args(argv)
 
 

@@ -230,7 +230,7 @@ def check_runtime(ctx: Context) -> None:
 def check_log_misc(ctx: Context) -> None:
     log = ctx.facts.log
     seen_params = {f.message for f in ctx.findings if f.code == "module-param-unknown"}
-    for e in log.by_rule("module-unknown-param"):
+    for e in log.by_rule("parse-args-ignored"):
         param = e.value("param") or "?"
         if any(f"'{param}'" in m for m in seen_params):
             continue
@@ -736,6 +736,12 @@ OVERRIDES = {
 
 
 def check_userspace(ctx: Context) -> None:
+    if ctx.facts.software is not None:
+        # What is installed, read from its files (kfdguard/userspace/assess.py), replaces the static list below.
+        from kfdguard.userspace.assess import assess_software, gpu_targets
+
+        ctx.findings.extend(assess_software(ctx.facts.software, gpu_targets(ctx.facts)).findings)
+        return
     for gpu in ctx.gpus:
         asic = gpu.asic
         if asic is None or asic.rocm_prebuilt or asic.gfx is None or asic.kfd_since is None:

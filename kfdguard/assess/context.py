@@ -6,6 +6,7 @@ from kfdguard import knowledge
 from kfdguard.access import Access, NodeStat, check_rw
 from kfdguard.config import Config, ConfigError
 from kfdguard.facts import Facts, GpuFacts, TopologyNode
+from kfdguard.knowledge import distros
 from kfdguard.knowledge.model import Asic
 from kfdguard.record import dataclass, field
 from kfdguard.verdict import Finding, Severity
@@ -97,13 +98,5 @@ class Context:
 
     @property
     def distro(self) -> str:
-        os_ = self.facts.os
-        if os_.is_like("ubuntu"):
-            return "ubuntu"
-        if os_.is_like("debian"):
-            return "debian"
-        if os_.is_like("fedora") or os_.is_like("rhel"):
-            return "fedora"
-        if os_.is_like("arch"):
-            return "arch"
-        return os_.id or "unknown"
+        """The distribution's id (a ``knowledge.distros.Distribution`` value): one detector for all."""
+        return str(distros.detect(self.facts.os.id, self.facts.os.id_like))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kfdguard import __version__
 from kfdguard.assess.context import Context
+from kfdguard.facts import ModprobeDirective
 from kfdguard.files import GENERATED
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
@@ -67,26 +68,30 @@ def udev_rule(ctx: Context) -> str:
     return RENDER_RULE_TEMPLATE.format(generated=GENERATED, version=__version__, group=ctx.group, mode=mode)
 
 
+def _contradiction(ctx: Context, d: ModprobeDirective, wanted: dict[str, str]) -> str:
+    """Why a modprobe.d directive contradicts the running kernel or the config; empty when it does not."""
+    if ctx.merged and (d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))):
+        return "names amdkfd, which this kernel does not have"
+    reason = ""
+    if d.kind == "options" and d.module == ctx.kfd_module:
+        for name, value in option_pairs(d):
+            param = KFD_PARAMS.get(name)
+            if name in BOGUS:
+                reason = f"'{name}' is not a parameter"
+            elif param is not None and param.breaks_kfd and param.check(value):
+                reason = f"{name}={value} makes KFD fail to initialise"
+            elif name in wanted and wanted[name] != value:
+                reason = f"{name}={value} contradicts the configured {name}={wanted[name]}"
+    return reason
+
+
 def _repairs(ctx: Context) -> list[Action]:
     """Lines in other files that contradict the running kernel or the config."""
     facts = ctx.facts
     by_file: dict[str, list[tuple[int, str]]] = {}
     wanted = dict(ctx.config.module.options)
     for d in facts.modprobe.directives:
-        reason = ""
-        if d.file == MODPROBE_CONF:
-            continue
-        if ctx.merged and (d.module == "amdkfd" or (d.kind == "softdep" and "amdkfd" in sum(softdep_modules(d), ()))):
-            reason = "names amdkfd, which this kernel does not have"
-        elif d.kind == "options" and d.module == ctx.kfd_module:
-            for name, value in option_pairs(d):
-                param = KFD_PARAMS.get(name)
-                if name in BOGUS:
-                    reason = f"'{name}' is not a parameter"
-                elif param is not None and param.breaks_kfd and param.check(value):
-                    reason = f"{name}={value} makes KFD fail to initialise"
-                elif name in wanted and wanted[name] != value:
-                    reason = f"{name}={value} contradicts the configured {name}={wanted[name]}"
+        reason = "" if d.file == MODPROBE_CONF else _contradiction(ctx, d, wanted)
         if reason:
             by_file.setdefault(d.file, []).append((d.line, reason))
     for entry in facts.modprobe.modules_load:
@@ -106,65 +111,78 @@ def _repairs(ctx: Context) -> list[Action]:
     return actions
 
 
-def plan(ctx: Context) -> tuple[Action, ...]:
+def _module_files(ctx: Context) -> list[Action]:
+    """kfdguard.conf for the kernel's layout, and the repairs of other files when allowed."""
     facts = ctx.facts
-    config = ctx.config
     actions: list[Action] = []
-    if not ctx.gpus and not facts.amdgpu.present:
-        return ()
     conf = modprobe_conf(ctx)
-    ours_exists = MODPROBE_CONF in facts.modprobe.files
     if conf is not None:
         actions.append(Action("write-file", MODPROBE_CONF, "kfdguard's module options and order", content=conf))
-    elif ours_exists and not any(f.code in ("module-param-unknown", "module-param-invalid") for f in ctx.findings):
+    elif MODPROBE_CONF in facts.modprobe.files and not any(
+        f.code in ("module-param-unknown", "module-param-invalid") for f in ctx.findings
+    ):
         actions.append(Action("remove-file", MODPROBE_CONF, "no module options are configured any more"))
-    if config.module.repair:
+    if ctx.config.module.repair:
         actions.extend(_repairs(ctx))
-    if not ctx.gpus:
-        return tuple(actions)
-    if config.device.udev_rule and ctx.group_gid is not None:
-        actions.append(
-            Action(
-                "write-file",
-                UDEV_RULE,
-                "keep /dev/kfd and render-node permissions across coldplug",
-                content=udev_rule(ctx),
-            )
-        )
-        actions.append(Action("udev-reload", "udev", "make udev read the rule"))
+    return actions
+
+
+def _udev(ctx: Context) -> list[Action]:
+    if not ctx.config.device.udev_rule or ctx.group_gid is None:
+        return []
+    return [
+        Action("write-file", UDEV_RULE, "keep /dev/kfd and render-node permissions across coldplug",
+               content=udev_rule(ctx)),
+        Action("udev-reload", "udev", "make udev read the rule"),
+    ]  # fmt: skip
+
+
+def _module(ctx: Context) -> list[Action]:
+    """Load amdgpu when a GPU waits for it; reload it only when nothing uses it."""
+    facts, config = ctx.facts, ctx.config
     blacklisted = bool(facts.modprobe.for_module("amdgpu", "blacklist")) or "amdgpu" in facts.modprobe.cmdline_blacklist
     needs_load = any(g.blocked == "amdgpu not loaded" for g in ctx.gpus)
     if needs_load and config.module.load and facts.amdgpu.present and not blacklisted:
-        actions.append(Action("load-module", "amdgpu", "an AMD GPU is present and amdgpu is not loaded"))
-    elif config.module.reload and facts.amdgpu.loaded and ctx.has("module-param-mismatch"):
+        return [Action("load-module", "amdgpu", "an AMD GPU is present and amdgpu is not loaded")]
+    if config.module.reload and facts.amdgpu.loaded and ctx.has("module-param-mismatch"):
         busy = facts.amdgpu.holders or (facts.amdgpu.refcnt or 0) > 0 or any(g.facts.boot_vga for g in ctx.gpus)
         if not busy:
-            actions.append(Action("reload-module", "amdgpu", "apply changed read-only options (no display, no users)"))
-    gid = ctx.group_gid
-    if gid is not None:
-        mode = config.device.mode
-        nodes = [(facts.kfd.node.path, facts.kfd.node.stat)]
-        nodes += [(n.path, n.stat) for name, n in sorted(facts.render_nodes.items())]
-        for path, node in nodes:
-            if node is not None and node.kind == "char" and (node.uid, node.gid, node.mode) != (0, gid, mode):
-                actions.append(
-                    Action(
-                        "fix-node", path, f"{node.symbolic} -> root:{ctx.group} {mode:04o}", group=ctx.group, mode=mode
-                    )
-                )
-        group = facts.accounts.group(ctx.group)
-        for name in config.users.add_to_group:
-            user = facts.accounts.user(name)
-            if user is not None and group is not None and name not in group.members and user.gid != group.gid:
-                actions.append(Action("add-to-group", name, "configured in users.add_to_group", group=ctx.group))
-    if config.module.initramfs == "regenerate" and any(
+            return [Action("reload-module", "amdgpu", "apply changed read-only options (no display, no users)")]
+    return []
+
+
+def _access(ctx: Context) -> list[Action]:
+    """Node owner and mode, and the configured group members."""
+    facts, config, gid = ctx.facts, ctx.config, ctx.group_gid
+    if gid is None:
+        return []
+    actions = []
+    mode = config.device.mode
+    nodes = [(facts.kfd.node.path, facts.kfd.node.stat)]
+    nodes += [(n.path, n.stat) for name, n in sorted(facts.render_nodes.items())]
+    for path, node in nodes:
+        if node is not None and node.kind == "char" and (node.uid, node.gid, node.mode) != (0, gid, mode):
+            detail = f"{node.symbolic} -> root:{ctx.group} {mode:04o}"
+            actions.append(Action("fix-node", path, detail, group=ctx.group, mode=mode))
+    group = facts.accounts.group(ctx.group)
+    for name in config.users.add_to_group:
+        user = facts.accounts.user(name)
+        if user is not None and group is not None and name not in group.members and user.gid != group.gid:
+            actions.append(Action("add-to-group", name, "configured in users.add_to_group", group=ctx.group))
+    return actions
+
+
+def plan(ctx: Context) -> tuple[Action, ...]:
+    """The desired states, in the order enforce carries them out."""
+    if not ctx.gpus and not ctx.facts.amdgpu.present:
+        return ()
+    actions = _module_files(ctx)
+    if not ctx.gpus:
+        return tuple(actions)
+    actions += _udev(ctx) + _module(ctx) + _access(ctx)
+    if ctx.config.module.initramfs == "regenerate" and any(
         a.target.startswith(MODPROBE_D) or a.kind == "comment-out" for a in actions
     ):
-        actions.append(
-            Action(
-                "regenerate-initramfs",
-                facts.kernel.release,
-                "modprobe.d changed; applies only if amdgpu is in the initramfs",
-            )
-        )
+        why = "modprobe.d changed; applies only if amdgpu is in the initramfs"
+        actions.append(Action("regenerate-initramfs", ctx.facts.kernel.release, why))
     return tuple(actions)

@@ -1,6 +1,24 @@
-"""Commands users can paste, per distribution."""
+"""Commands users can paste, per distribution.
+
+The commands themselves are rows of ``kfdguard.knowledge.distros``: what is
+shown here is what enforce would run. The functions take a distribution id
+string (``Context.distro``, or the paste diagnosis's guess).
+"""
 
 from __future__ import annotations
+
+from kfdguard.knowledge import distros
+from kfdguard.knowledge.distros import Distribution, Step
+
+
+def distribution(distro: str) -> Distribution:
+    """A distribution id string (an os-release ID or a Distribution value) as the enum."""
+    return distros.detect(distro)
+
+
+def initramfs_step(distro: str, release: str) -> Step:
+    """The initramfs regeneration as a command for enforce to run, or a manual step."""
+    return distros.initramfs_step(distribution(distro), release)
 
 
 def add_to_group(user: str, group: str) -> str:
@@ -8,13 +26,7 @@ def add_to_group(user: str, group: str) -> str:
 
 
 def regenerate_initramfs(distro: str, release: str) -> str:
-    if distro in ("debian", "ubuntu"):
-        return f"sudo update-initramfs -u -k {release}"
-    if distro == "fedora":
-        return f"sudo dracut --force --kver {release}"
-    if distro == "arch":
-        return "sudo mkinitcpio -P"
-    return "regenerate the initramfs with your distribution's tool"
+    return initramfs_step(distro, release).text
 
 
 def newer_kernel(distro: str, version_id: str, needed: tuple[int, int]) -> str:
@@ -29,7 +41,7 @@ def newer_kernel(distro: str, version_id: str, needed: tuple[int, int]) -> str:
             f"install a kernel {want} or newer, e.g. from backports: "
             "sudo apt install -t $(. /etc/os-release; echo $VERSION_CODENAME)-backports linux-image-amd64"
         )
-    if distro == "fedora":
+    if distribution(distro) in (Distribution.FEDORA, Distribution.RHEL):
         return f"update to a kernel {want} or newer: sudo dnf upgrade --refresh kernel"
     return f"install a kernel {want} or newer from your distribution"
 
@@ -46,8 +58,9 @@ def kernel_with_kfd(distro: str) -> str:
 
 def load_module(module: str, distro: str, release: str) -> str:
     text = f"sudo modprobe {module} (kfdguard enforce does this at boot)"
-    if distro == "ubuntu":
-        text += f"; if it is not installed: sudo apt install linux-modules-extra-{release}"
+    if distribution(distro) is Distribution.UBUNTU:
+        step = distros.install_step(Distribution.UBUNTU, f"linux-modules-extra-{release}")
+        text += f"; if it is not installed: {step.text}"
     return text
 
 
@@ -76,3 +89,23 @@ def dkms_rebuild(module: str, version: str, release: str, log: str | None) -> st
     if log:
         text += f" (the failed build's log is {log})"
     return text + "; or boot a kernel it is built for"
+
+
+def install_firmware(distro: str) -> str:
+    """The package that holds /lib/firmware/amdgpu and how to install it, from the distribution's row.
+
+    For the firmware-missing cause (assess/explain.py keeps its own table until part B of issue 14
+    moves it here).
+    """
+    row = distros.row(distribution(distro))
+    if row is None:
+        return "your distribution's linux-firmware package"
+    return f"{row.firmware}: {distros.install_step(distribution(distro), row.firmware).text}"
+
+
+def install_kernel(distro: str) -> str:
+    """The distribution's kernel package and how to install it."""
+    row = distros.row(distribution(distro))
+    if row is None:
+        return "your distribution's kernel package"
+    return f"{row.kernel}: {distros.install_step(distribution(distro), row.kernel).text}"

@@ -217,7 +217,7 @@ def reason(facts: TextFacts) -> tuple[list[str], list[Finding], list[str]]:
     labels: dict[str | None, str] = {g.slot: _label(g, a, n) for g, a, n in amd if g.slot}
     findings.extend(_finding(c) for c in runtime_causes(list(facts.events), labels))
     for e in events:
-        if e.rule == "module-unknown-param":
+        if e.rule == "parse-args-ignored":
             param = e.value("param") or "?"
             truth = BOGUS[param].truth if param in BOGUS else "the module does not declare it"
             findings.append(

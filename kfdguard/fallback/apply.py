@@ -98,6 +98,28 @@ def _grub_args(system: System) -> list[str]:
     return [] if system.root.is_host else [f"--boot-directory={system.root.boot}"]
 
 
+def _refusal(system: System, facts: Facts, rec: Recommendation, mode: str) -> str | None:
+    """Why the boot loader cannot do what is asked, or None."""
+    kind = facts.bootloader.kind
+    if kind == "systemd-boot":
+        return None
+    if kind != "grub":
+        return "no supported boot loader (GRUB or systemd-boot) was found"
+    if mode == "oneshot":
+        writable, why = grub_env_writable(system)
+        if not writable:
+            return (
+                f"refusing a one-shot boot: {why} (it would become permanent); "
+                f"pick {rec.kernel} in GRUB's 'Advanced options' menu instead"
+            )
+    elif facts.bootloader.default is None or "saved_entry" not in facts.bootloader.default:
+        return (
+            "GRUB_DEFAULT is not 'saved', so grub-set-default would have no effect: set "
+            "GRUB_DEFAULT=saved in /etc/default/grub and run update-grub first"
+        )
+    return None
+
+
 def arrange(
     system: System, facts: Facts, rec: Recommendation, mode: str, now: str | None = None
 ) -> tuple[Outcome, History]:
@@ -105,24 +127,10 @@ def arrange(
     history = facts.history
     if rec.kernel is None or rec.entry is None:
         return Outcome(False, f"nothing to boot: {rec.reason}"), history
+    refusal = _refusal(system, facts, rec, mode)
+    if refusal is not None:
+        return Outcome(False, refusal), history
     kind = facts.bootloader.kind
-    if kind == "grub":
-        if mode == "oneshot":
-            writable, why = grub_env_writable(system)
-            if not writable:
-                return Outcome(
-                    False,
-                    f"refusing a one-shot boot: {why} (it would become permanent); "
-                    f"pick {rec.kernel} in GRUB's 'Advanced options' menu instead",
-                ), history
-        elif facts.bootloader.default is None or "saved_entry" not in facts.bootloader.default:
-            return Outcome(
-                False,
-                "GRUB_DEFAULT is not 'saved', so grub-set-default would have no effect: set "
-                "GRUB_DEFAULT=saved in /etc/default/grub and run update-grub first",
-            ), history
-    elif kind != "systemd-boot":
-        return Outcome(False, "no supported boot loader (GRUB or systemd-boot) was found"), history
     stamp = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     attempt = Attempt(rec.running, rec.kernel, rec.entry, mode, facts.kernel.boot_id, stamp, fingerprint(facts.kernels))
     pinned_from = history.pinned_from
@@ -150,37 +158,32 @@ def arrange(
     ), history
 
 
+def _undo(system: System, facts: Facts, history: History) -> list[tuple[list[str], bool]]:
+    """The boot loader's commands that undo a one-shot and a pin, each with whether it must succeed."""
+    kind, steps = facts.bootloader.kind, []
+    if kind == "grub":
+        if facts.bootloader.next_entry:
+            steps.append((["grub-editenv", str(system.root.boot / "grub/grubenv"), "unset", "next_entry"], True))
+        if history.pinned_from is not None:
+            steps.append((["grub-set-default", *_grub_args(system), history.pinned_from], True))
+    elif kind == "systemd-boot":
+        if facts.bootloader.next_entry:
+            steps.append((["bootctl", "set-oneshot", ""], True))
+        if history.pinned_from is not None:
+            steps.append((["bootctl", "set-default", history.pinned_from], False))
+    return steps
+
+
 def clear(system: System, facts: Facts) -> tuple[Outcome, History]:
     """Undo what kfdguard arranged: the pending one-shot, and a pin (back to the previous default)."""
     history = facts.history
     commands: list[str] = []
-    kind = facts.bootloader.kind
     pending = [a for a in history.attempts if a.result == "pending"]
-    if kind == "grub":
-        env = system.root.boot / "grub/grubenv"
-        if facts.bootloader.next_entry:
-            argv = ["grub-editenv", str(env), "unset", "next_entry"]
-            result = system.run(argv, timeout=TOOL_TIMEOUT)
-            commands.append(" ".join(argv))
-            if not result.ok:
-                return Outcome(False, result.describe(), tuple(commands)), history
-        if history.pinned_from is not None:
-            argv = ["grub-set-default", *_grub_args(system), history.pinned_from]
-            result = system.run(argv, timeout=TOOL_TIMEOUT)
-            commands.append(" ".join(argv))
-            if not result.ok:
-                return Outcome(False, result.describe(), tuple(commands)), history
-    elif kind == "systemd-boot":
-        if facts.bootloader.next_entry:
-            argv = ["bootctl", "set-oneshot", ""]
-            result = system.run(argv, timeout=TOOL_TIMEOUT)
-            commands.append(" ".join(argv))
-            if not result.ok:
-                return Outcome(False, result.describe(), tuple(commands)), history
-        if history.pinned_from is not None:
-            argv = ["bootctl", "set-default", history.pinned_from]
-            commands.append(" ".join(argv))
-            system.run(argv, timeout=TOOL_TIMEOUT)
+    for argv, must_succeed in _undo(system, facts, history):
+        result = system.run(argv, timeout=TOOL_TIMEOUT)
+        commands.append(" ".join(argv))
+        if must_succeed and not result.ok:
+            return Outcome(False, result.describe(), tuple(commands)), history
     settled = tuple(replace(a, result="cleared") if a.result == "pending" else a for a in history.attempts)
     history = replace(history, attempts=settled, pinned_from=None)
     save_history(system, history)

@@ -168,7 +168,8 @@ RULES: tuple[LogRule, ...] = (
             r"Loading of unsigned module is rejected|Loading of module with unavailable key is rejected|unsigned module loading is restricted|PKCS#7 signature not signed with a trusted key|Key was rejected by service|Required key not available",
             "Secure Boot/lockdown refused an unsigned or untrusted module (often an unsigned DKMS amdgpu)",
             SRC_SIGN, "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"),
-    LogRule("module-unknown-param", FAILURE, "module-param-unknown", ("unknown parameter '",),
+    # The id names the line (kernel/params.c parse_args() ignoring an undeclared option), the code the finding.
+    LogRule("parse-args-ignored", FAILURE, "module-param-unknown", ("unknown parameter '",),
             r"^unknown parameter '(?P<param>[^']+)' ignored",
             "a module option the module does not declare was ignored", SRC_PARAMS,
             "amdgpu: unknown parameter 'enable_iommu' ignored"),

@@ -55,33 +55,39 @@ def parse_modprobe_conf(text: str, file: str) -> tuple[list[ModprobeDirective], 
         if len(words) < 2:
             complaints.append(f"{where}: {kind} without a module name")
             continue
-        # alias's first argument is a pattern, the module comes second.
-        args: tuple[str, ...]
-        if kind == "alias":
-            if len(words) != 3:
-                complaints.append(f"{where}: alias needs a pattern and a module")
-                continue
-            module, args = normalise(words[2]), (words[1],)
-        elif kind == "options":
-            # kmod hands the rest of the line to the kernel verbatim, and the kernel's
-            # next_arg() keeps a double-quoted value with its blanks in one parameter.
-            rest = line.split(None, 2)[2].rstrip() if len(words) > 2 else ""
-            module, args = normalise(words[1]), tuple(kernel_args(rest))
-        else:
-            module, args = normalise(words[1]), tuple(words[2:])
-        if kind == "blacklist" and args:
-            complaints.append(f"{where}: blacklist takes one module name")
+        parsed = _arguments(kind, words, line)
+        if isinstance(parsed, str):
+            complaints.append(f"{where}: {parsed}")
             continue
-        if kind in ("install", "remove") and not args:
-            complaints.append(f"{where}: {kind} {module} has no command")
-            continue
-        if kind in ("softdep", "weakdep"):
-            problem = _check_softdep(kind, args)
-            if problem:
-                complaints.append(f"{where}: {problem}")
-                continue
+        module, args = parsed
         directives.append(ModprobeDirective(file, number, kind, module, args, " ".join(words)))
     return directives, complaints
+
+
+def _arguments(kind: str, words: list[str], line: str) -> tuple[str, tuple[str, ...]] | str:
+    """The module and arguments of a directive, or what is wrong with it."""
+    args: tuple[str, ...]
+    if kind == "alias":
+        # alias's first argument is a pattern, the module comes second.
+        if len(words) != 3:
+            return "alias needs a pattern and a module"
+        module, args = normalise(words[2]), (words[1],)
+    elif kind == "options":
+        # kmod hands the rest of the line to the kernel verbatim, and the kernel's
+        # next_arg() keeps a double-quoted value with its blanks in one parameter.
+        rest = line.split(None, 2)[2].rstrip() if len(words) > 2 else ""
+        module, args = normalise(words[1]), tuple(kernel_args(rest))
+    else:
+        module, args = normalise(words[1]), tuple(words[2:])
+    if kind == "blacklist" and args:
+        return "blacklist takes one module name"
+    if kind in ("install", "remove") and not args:
+        return f"{kind} {module} has no command"
+    if kind in ("softdep", "weakdep"):
+        problem = _check_softdep(kind, args)
+        if problem:
+            return problem
+    return module, args
 
 
 def _check_softdep(kind: str, args: tuple[str, ...]) -> str | None:

@@ -31,15 +31,17 @@ def probe(
     log: str = "always",
     log_sources: tuple[str, ...] = ("journal", "kmsg"),
     previous_boots: int = 0,
+    reader: Reader | None = None,
 ) -> Facts:
     """Read the machine.
 
     ``log`` decides whether the kernel log is read: "always", "never", or
     "needed" (only when some AMD GPU is not computing: a healthy boot pass
-    then costs no journal access at all).
+    then costs no journal access at all). ``reader`` stands in for the plain
+    one: ``kfdguard.snapshot`` passes a Reader that records what it reads.
     """
     root = system.root
-    reader = Reader(root)
+    reader = reader or Reader(root)
     kernel = probe_kernel(reader)
     modules = probe_modules(reader, system, kernel.release, ("amdgpu", "amdkfd"))
     gpus = probe_gpus(reader)
@@ -64,7 +66,7 @@ def probe(
             reader.problems.append(Problem("the kernel log", why))
     return Facts(
         root=str(root.path),
-        simulated=system.simulated,
+        simulated=system.provenance == "simulated",  # recorded for the report, never decided on
         os=probe_os(reader),
         kernel=kernel,
         amdgpu=modules["amdgpu"],

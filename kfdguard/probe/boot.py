@@ -32,7 +32,7 @@ def probe_kernels(reader: Reader, dkms: tuple[DkmsModule, ...]) -> tuple[Install
             continue
         release = name[len("vmlinuz-") :]
         initrd = next(
-            (f for f in (f"initrd.img-{release}", f"initramfs-{release}.img") if (root.boot / f).is_file()), None
+            (f for f in (f"initrd.img-{release}", f"initramfs-{release}.img") if reader.is_file(root.boot / f)), None
         )
         config = reader.text(root.boot / f"config-{release}")
         hsa = parse_kconfig(config)[0].get("CONFIG_HSA_AMD") if config is not None else None
@@ -49,7 +49,7 @@ def probe_kernels(reader: Reader, dkms: tuple[DkmsModule, ...]) -> tuple[Install
                 version=parse_release(release),
                 image=root.display(root.boot / name),
                 initrd=root.display(root.boot / initrd) if initrd else None,
-                modules=moddir.is_dir(),
+                modules=reader.is_dir(moddir),
                 hsa_amd=hsa,
                 amdgpu=amdgpu,
                 dkms_amdgpu=dkms_amdgpu or release in dkms_built,
@@ -133,7 +133,7 @@ def probe_bootloader(reader: Reader) -> BootloaderFacts:
     root = reader.root
     for esp in (root.efi, root.boot, root.boot / "efi"):
         loader = esp / "loader/entries"
-        entries = _bls_entries(reader, loader) if loader.is_dir() else []
+        entries = _bls_entries(reader, loader) if reader.is_dir(loader) else []
         if entries:
             conf = reader.text(esp / "loader/loader.conf") or ""
             default = next((line.split(None, 1)[1] for line in conf.split("\n") if line.startswith("default ")), None)

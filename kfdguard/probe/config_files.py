@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from kfdguard.facts import Accounts, ModprobeDirective, ModprobeFacts, ModulesLoadEntry, Problem
 from kfdguard.parsers.accounts import parse_group, parse_passwd
 from kfdguard.parsers.modprobe import parse_cmdline_modules, parse_modprobe_conf, parse_modules_load
@@ -42,11 +40,11 @@ def collect_conf_files(reader: Reader, dirs: tuple[str, ...]) -> tuple[list[Path
             if name.startswith(".") or not name.endswith(".conf"):
                 continue
             path = directory / name
-            if not path.is_file():
+            if not reader.is_file(path):
                 continue
             if name in chosen:
                 # /lib is /usr/lib on merged-/usr systems: the same file, not an override.
-                if os.path.realpath(chosen[name]) != os.path.realpath(path):
+                if reader.realpath(chosen[name]) != reader.realpath(path):
                     shadowed.append(path)
                 continue
             chosen[name] = path
@@ -66,9 +64,9 @@ def probe_modprobe(reader: Reader, cmdline: tuple[str, ...]) -> ModprobeFacts:
         for complaint in complaints:
             reader.problems.append(_problem(complaint))
     load_files, _ = collect_conf_files(reader, MODULES_LOAD_DIRS)
-    seen = {os.path.realpath(p) for p in load_files}
+    seen = {reader.realpath(p) for p in load_files}
     etc_modules = root.etc / "modules"
-    if etc_modules.is_file() and os.path.realpath(etc_modules) not in seen:
+    if reader.is_file(etc_modules) and reader.realpath(etc_modules) not in seen:
         load_files.append(etc_modules)
     entries: list[ModulesLoadEntry] = []
     for path in load_files:

@@ -117,7 +117,7 @@ def probe_kfd(reader: Reader, system: System) -> KfdFacts:
         version_error = f"{node.path} is not a character device"
     return KfdFacts(
         node=node,
-        sysfs=kfd_sys.is_dir(),
+        sysfs=reader.is_dir(kfd_sys),
         topology=tuple(nodes),
         generation_id=generation,
         version=version,

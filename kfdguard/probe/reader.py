@@ -79,6 +79,30 @@ class Reader:
             self.complain(path, f"unreadable directory: {getattr(exc, 'strerror', None) or exc}")
             return []
 
+    # Existence tests go through the Reader too, so that it is the one seam through
+    # which the probe sees the machine (a snapshot records exactly what passes here).
+
+    def is_file(self, path: Path) -> bool:
+        try:
+            return path.is_file()
+        except (OSError, ValueError):
+            return False
+
+    def is_dir(self, path: Path) -> bool:
+        try:
+            return path.is_dir()
+        except (OSError, ValueError):
+            return False
+
+    def is_symlink(self, path: Path) -> bool:
+        try:
+            return path.is_symlink()
+        except (OSError, ValueError):
+            return False
+
+    def realpath(self, path: Path) -> str:
+        return os.path.realpath(path)
+
     def readlink_name(self, path: Path) -> str | None:
         """Last component of a symlink's target (a sysfs ``driver`` link)."""
         try:

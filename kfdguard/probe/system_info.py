@@ -150,7 +150,7 @@ def _probe_module(
     relative = candidates[0] if candidates else None
     file = root.display(root.lib_modules / release / relative) if relative else None
     is_builtin = name in builtin
-    exists = sysdir.is_dir()
+    exists = reader.is_dir(sysdir)
     initstate = reader.value(sysdir / "initstate") if exists else None
     # Built-in modules have /sys/module/<name> (when they have parameters) but
     # no initstate; loadable ones are usable once initstate says "live".
@@ -212,6 +212,32 @@ def probe_installed_kernels(reader: Reader) -> tuple[str, ...]:
     return tuple(sorted(releases, key=lambda r: (parse_release(r) or (0, 0, 0), r)))
 
 
+def _dkms_built(reader: Reader, vdir: Path, module: str) -> list[str]:
+    """The kernels this version has a built module for."""
+    built = []
+    for entry in reader.listdir(vdir):
+        if entry in ("source", "build"):
+            continue
+        for arch in reader.listdir(vdir / entry):
+            if any(n.startswith(module) for n in reader.listdir(vdir / entry / arch / "module")):
+                built.append(entry)
+    return built
+
+
+def _dkms_failed(reader: Reader, log_path: Path, built: list[str]) -> tuple[list[str], str | None]:
+    """The kernel of the last build when it has no module (its make.log stayed behind), and the log's name."""
+    head = reader.text(log_path, limit=1 << 20)
+    if head is None:
+        return [], None
+    first = head.splitlines()[0] if head.strip() else ""
+    # "DKMS make.log for amdgpu-6.10.5 for kernel 6.8.0-51-generic (x86_64)"
+    if " for kernel " in first:
+        release = first.split(" for kernel ", 1)[1].split()[0]
+        if release not in built:
+            return [release], reader.root.display(log_path)
+    return [], reader.root.display(log_path)
+
+
 def probe_dkms(reader: Reader) -> tuple[DkmsModule, ...]:
     """DKMS state from /var/lib/dkms/<module>/<version>/<kernel>/<arch>/module/."""
     base = reader.root.var_lib / "dkms"
@@ -221,27 +247,10 @@ def probe_dkms(reader: Reader) -> tuple[DkmsModule, ...]:
             continue
         for version in reader.listdir(base / module):
             vdir = base / module / version
-            if version.startswith("kernel-") or not vdir.is_dir() or vdir.is_symlink():
+            if version.startswith("kernel-") or not reader.is_dir(vdir) or reader.is_symlink(vdir):
                 continue
-            built = []
-            for entry in reader.listdir(vdir):
-                if entry in ("source", "build"):
-                    continue
-                for arch in reader.listdir(vdir / entry):
-                    if any(n.startswith(module) for n in reader.listdir(vdir / entry / arch / "module")):
-                        built.append(entry)
-            log_path = vdir / "build" / "make.log"
-            failed: list[str] = []
-            log_shown: str | None = None
-            head = reader.text(log_path, limit=1 << 20)
-            if head is not None:
-                log_shown = reader.root.display(log_path)
-                first = head.splitlines()[0] if head.strip() else ""
-                # "DKMS make.log for amdgpu-6.10.5 for kernel 6.8.0-51-generic (x86_64)"
-                if " for kernel " in first:
-                    release = first.split(" for kernel ", 1)[1].split()[0]
-                    if release not in built:
-                        failed.append(release)
+            built = _dkms_built(reader, vdir, module)
+            failed, log_shown = _dkms_failed(reader, vdir / "build" / "make.log", built)
             shown = reader.root.display(vdir)
             found.append(DkmsModule(module, version, shown, tuple(sorted(built)), tuple(failed), log_shown))
     return tuple(found)

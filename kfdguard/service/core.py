@@ -6,17 +6,19 @@ import _thread
 import time
 
 from kfdguard import log
-from kfdguard.config import LoadedConfig, load_config
+from kfdguard.app import pipeline, usecases
+from kfdguard.app.triggers import Trigger, policy
 from kfdguard.record import dataclass, replace
 from kfdguard.service.notify import notify
 from kfdguard.service.status import Status, from_verdict, starting
-from kfdguard.verdict import Finding, Severity
+from kfdguard.verdict import Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
+    from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.config import LoadedConfig
     from kfdguard.facts import Facts
     from kfdguard.system import System
     from kfdguard.verdict import Verdict
@@ -65,24 +67,28 @@ class PassResult:
 class Service:
     """Checks the machine and holds what was found. Blocking methods run off the event loop."""
 
-    def __init__(
-        self, system: System, config_path: Path, config_shown: str, cache: Path | None, *, enforce: bool = True
-    ) -> None:
+    def __init__(self, system: System, config: ConfigSource, *, enforce: bool = True) -> None:
         self.system = system
-        self.config_path = config_path
-        self.config_shown = config_shown
-        self.cache = cache
-        self.enforce = enforce
-        self.loaded: LoadedConfig = load_config(config_path, config_shown, cache)
+        self.config = config
+        self.enforce = enforce  # False: --no-enforce, every trigger only observes
         self.status: Status = starting()
         self.last: PassResult | None = None
-        self.listeners: list[Callable[[Status, Status], None]] = []
+        from kfdguard.readiness.marker import MarkerPublisher
+
+        # /run/kfdguard/ready follows every transition (kfdguard wait, kfdguard-compute.target).
+        self.listeners: list[Callable[[Status, Status], None]] = [
+            MarkerPublisher(system, lambda: self.loaded.config.compute.require, time.time)
+        ]
         # threading.Lock is this; importing threading would cost the boot path ~2 ms for nothing.
         self.lock = _thread.allocate_lock()  # one check or mutation at a time
         # A boot pass that outlived its deadline: the loop publishes its result when done.
         self.pending: Background | None = None
         self.history_problem: str | None = None  # writing /var/lib/kfdguard/history.json failed
         self.ready_sent = False  # until READY=1, notifications avoid systemd-python's import cost
+
+    @property
+    def loaded(self) -> LoadedConfig:
+        return self.config.loaded
 
     # --- the one transition point ------------------------------------------------------
 
@@ -111,81 +117,61 @@ class Service:
 
     # --- checks (blocking) ---------------------------------------------------------------
 
-    def reload_config(self) -> LoadedConfig:
-        self.loaded = load_config(self.config_path, self.config_shown, self.cache)
-        for error in self.loaded.errors:
-            log.error(f"configuration: {error}")
-        return self.loaded
-
-    def check(self, *, enforce: bool | None = None) -> PassResult:
-        """probe, assess, enforce when allowed, probe again: the boot pass and every re-check."""
+    def check(self, trigger: Trigger = Trigger.BOOT) -> PassResult:
+        """The pipeline for one trigger (the boot pass, every re-check), under the service's lock."""
         with self.lock:
-            return self._check(self.enforce if enforce is None else enforce)
+            outcome = pipeline.check(self.system, self.config, trigger, may_repair=self.enforce)
+        if policy(trigger).reload:
+            for error in outcome.loaded.errors:
+                log.error(f"configuration: {error}")
+        facts, verdict = outcome.facts, outcome.verdict
+        if self.ready_sent:
+            # The software inventory: after READY only (docs/USERSPACE.md), a few ms per check.
+            from kfdguard.userspace.service import with_software
 
-    def _check(self, enforce: bool) -> PassResult:
-        from kfdguard.assess import assess
-        from kfdguard.probe import probe
-
-        config = self.loaded.config
-        errors = self.loaded.errors
-        extra: tuple[Finding, ...] = ()
-        if enforce:
-            from kfdguard.enforce import enforce_with_facts
-
-            report, _before, verdict, facts = enforce_with_facts(self.system, config, config_errors=errors)
-            extra = report.findings
-        else:
-            facts = probe(self.system, log="needed", log_sources=config.log.sources)
-            verdict = assess(facts, config, errors)
-        status = from_verdict(facts, verdict, config.fallback.policy, time.time_ns() // 1000)
-        if extra:
+            facts, verdict = with_software(self.system.root, facts, verdict, outcome.loaded.config.software)
+        status = from_verdict(facts, verdict, outcome.loaded.config.fallback.policy, _now())
+        if outcome.report is not None and outcome.report.findings:
             # Problems met while repairing are findings like the others.
-            merged = tuple(sorted((*verdict.findings, *extra), key=lambda f: f.key()))
+            merged = sorted((*verdict.findings, *outcome.report.findings), key=lambda f: f.key())
             status = replace(status, findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in merged))
         return PassResult(status, facts, verdict)
 
+    def take_inventory(self) -> PassResult | None:
+        """After READY: the last check's result with the software inventory (docs/USERSPACE.md).
+
+        Blocking (the loop runs it in a thread); the loop publishes the result, and only if no
+        other check finished meanwhile (that check took the inventory itself).
+        """
+        from kfdguard.service.status import software_status
+
+        with self.lock:
+            last = self.last
+            if last is None or last.facts.software is not None:
+                return None
+            try:
+                return software_status(self.system.root, last, self.status, self.loaded.config.software)
+            except Exception as exc:  # the inventory is extra: its failure must not touch the service
+                log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
+                return None
+
     def diagnose(self) -> tuple[tuple[str, str, str, str], ...]:
         """A fresh look including the kernel log; classified findings only."""
-        from kfdguard.assess import assess
-        from kfdguard.probe import probe
-
-        config = self.loaded.config
-        facts = probe(
-            self.system, log="always", log_sources=config.log.sources, previous_boots=config.log.previous_boots
-        )
-        verdict = assess(facts, config, self.loaded.errors)
-        return tuple((f.code, str(f.severity), f.message, f.remedy) for f in verdict.findings)
+        outcome = usecases.diagnose(self.system, self.config)
+        return tuple((f.code, str(f.severity), f.message, f.remedy) for f in outcome.verdict.findings)
 
     def access_for(self, uid: int, session_gids: frozenset[int] | None) -> tuple[bool, str]:
         """CheckAccess: can this user open /dev/kfd and the render nodes of the GPUs now, and if not why."""
-        from kfdguard.access import explain_caller
-        from kfdguard.parsers.accounts import parse_group, parse_passwd
-        from kfdguard.probe.reader import Reader
-
-        system = self.system
-        reader = Reader(system.root)
-        groups, _ = parse_group(reader.text(system.root.etc / "group") or "")
-        users, _ = parse_passwd(reader.text(system.root.etc / "passwd") or "")
-        user = next((u for u in users if u.uid == uid), None)
-        name = user.name if user else str(uid)
-        listed = frozenset({user.gid} if user else set()) | {g.gid for g in groups if name in g.members}
         status = self.status
-        if not status.nodes:
-            return False, f"{status.summary} (state {status.state})"
-        nodes = []
-        for path, probed in status.nodes:
-            try:
-                node = system.stat_node(system.root.join(path)) or probed
-            except OSError:
-                node = probed
-            nodes.append((path, node))
-        gids = listed if session_gids is None else session_gids
-        allowed, problems, fix = explain_caller(name, uid, gids, listed, nodes, {g.gid: g.name for g in groups})
-        if not allowed:
-            return False, f"{name} (uid {uid}) cannot open " + "; ".join(problems) + f". Fix: {fix}"
-        paths = ", ".join(path for path, _ in nodes)
-        tail = "" if status.ready else f"; but compute is not ready: {status.summary}"
-        return status.ready, f"{name} (uid {uid}) can open {paths}{tail}"
+        return usecases.access(
+            self.system,
+            uid,
+            session_gids,
+            tuple(status.nodes),
+            ready=status.ready,
+            summary=status.summary,
+            state=status.state,
+        )
 
     def record_and_fallback(self, result: PassResult) -> str:
         """After a check: write the history and let the fallback policy act."""
@@ -206,25 +192,22 @@ class Service:
         return why
 
     def fallback(self, clear: bool) -> tuple[bool, str]:
-        from kfdguard.assess import assess
-        from kfdguard.fallback.apply import arrange
-        from kfdguard.fallback.apply import clear as clear_fallback
-        from kfdguard.probe import probe
-
         with self.lock:
-            facts = probe(self.system, log="never")
             if clear:
-                outcome, _ = clear_fallback(self.system, facts)
+                result = usecases.fallback_clear(self.system)
+                ok, message = result.ok, result.message
             else:
-                verdict = assess(facts, self.loaded.config, self.loaded.errors)
-                if verdict.fallback is None:
-                    return False, "no recommendation"
-                mode = "pin" if self.loaded.config.fallback.policy == "pin" else "oneshot"
-                outcome, _ = arrange(self.system, facts, verdict.fallback, mode)
-        log.emit(
-            log.NOTICE if outcome.ok else log.WARNING, f"fallback {'clear' if clear else 'apply'}: {outcome.message}"
-        )
-        return outcome.ok, outcome.message
+                pin = self.loaded.config.fallback.policy == "pin"
+                _facts, outcome, message = usecases.fallback_apply(self.system, self.config, pin=pin)
+                ok = outcome is not None and outcome.ok
+                if outcome is None:
+                    return False, message
+        log.emit(log.NOTICE if ok else log.WARNING, f"fallback {'clear' if clear else 'apply'}: {message}")
+        return ok, message
+
+
+def _now() -> int:
+    return time.time_ns() // 1000
 
 
 def error_status(message: str) -> Status:

@@ -16,14 +16,25 @@ from pathlib import Path
 from typing import Any
 
 from kfdguard import log
+from kfdguard.app.triggers import Trigger
+from kfdguard.publish import names
+from kfdguard.publish.names import (
+    ACTION_MANAGE,
+    ACTION_RELOAD,
+    BUS_NAME,
+    ERROR_BUSY,
+    ERROR_FAILED,
+    ERROR_INVALID_ARGS,
+    ERROR_NOT_AUTHORIZED,
+    OBJECT_PATH,
+)
+from kfdguard.service.checks import Checks
 from kfdguard.service.core import Service
 from kfdguard.service.polkit import Authority
 from kfdguard.service.status import DEVICE_KEYS, FALLBACK_KEYS, SIGNATURES, Status
 
-NAME = "org.kfdguard.Guardian1"
-PATH = "/org/kfdguard/Guardian1"
-INTERFACE = NAME
-ERROR = f"{NAME}.Error."
+# The names live in publish/names.py; these short aliases keep the handler readable.
+NAME, PATH, INTERFACE = BUS_NAME, OBJECT_PATH, names.INTERFACE
 PROPERTIES = "org.freedesktop.DBus.Properties"
 INTROSPECTABLE = "org.freedesktop.DBus.Introspectable"
 PEER = "org.freedesktop.DBus.Peer"
@@ -34,9 +45,9 @@ AUTH: dict[str, str | None] = {
     "GetStatus": None,
     "CheckAccess": None,
     "Diagnose": None,
-    "Reload": "org.kfdguard.reload",
-    "ApplyFallback": "org.kfdguard.manage",
-    "ClearFallback": "org.kfdguard.manage",
+    "Reload": ACTION_RELOAD,
+    "ApplyFallback": ACTION_MANAGE,
+    "ClearFallback": ACTION_MANAGE,
 }
 OUT = {"GetStatus": "a{sv}", "CheckAccess": "bs", "Diagnose": "a(ssss)", "Reload": "s",
        "ApplyFallback": "s", "ClearFallback": "s"}  # fmt: skip
@@ -85,10 +96,14 @@ class CallError(Exception):
 
 
 class GuardianAPI:
-    def __init__(self, bus: Any, backend: Any, service: Service, polkit_timeout: float) -> None:
+    def __init__(
+        self, bus: Any, backend: Any, service: Service, polkit_timeout: float, *, checks: Checks | None = None
+    ) -> None:
         self.bus = bus
         self.b = backend
         self.service = service
+        # The loop's request queue, shared with SIGHUP and device events (folded together).
+        self.checks = checks if checks is not None else Checks(service)
         self.authority = Authority(bus, backend, polkit_timeout)
         self.in_flight: dict[str, int] = {}
         self.total = 0
@@ -113,6 +128,10 @@ class GuardianAPI:
         elif name == "Findings":
             assert isinstance(value, list)
             value = [[fit("s", text) for text in finding] for finding in value]
+        elif name == "Software":
+            assert isinstance(value, list)
+            value = [[fit("s", n), fit("s", k), fit("s", p), [fit("s", x) for x in t], [fit("s", x) for x in v]]
+                     for n, k, p, t, v in value]  # fmt: skip
         else:
             value = fit(sig, value)
         return V(sig, value)
@@ -154,7 +173,7 @@ class GuardianAPI:
             reply = self.b.Message.new_error(msg, exc.name, exc.text)
         except Exception:
             log.error("D-Bus dispatch failed: " + traceback.format_exc().replace("\n", " | "))
-            reply = self.b.Message.new_error(msg, ERROR + "Failed", "internal error; see the service's journal")
+            reply = self.b.Message.new_error(msg, ERROR_FAILED, "internal error; see the service's journal")
         if reply is not None and reply is not True and msg.flags & self.b.MessageFlag.NO_REPLY_EXPECTED:
             return True  # handled; the caller asked for no answer (the bus would refuse an unrequested one)
         return reply
@@ -165,44 +184,52 @@ class GuardianAPI:
     def _handle(self, msg: Any) -> Any:
         if msg.message_type != self.b.MessageType.METHOD_CALL:
             return None
-        iface, member, path = msg.interface, msg.member, msg.path
+        iface, member = msg.interface, msg.member
         if iface == PEER:
             return self._peer(msg)
-        if path != PATH:
-            if iface in (INTROSPECTABLE, None) and member == "Introspect" and PATH.startswith(path.rstrip("/") + "/"):
-                _no_arguments(msg)
-                child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
-                return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
-            # Answered here too: the libraries' own handlers for other paths log a traceback
-            # for every such call sent without expecting a reply (dbus-next), which let any
-            # caller flood the journal.
-            raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
+        if msg.path != PATH:
+            return self._elsewhere(msg)
         if iface == INTROSPECTABLE and member == "Introspect":
             _no_arguments(msg)
             return self._reply(msg, "s", [XML])
         if iface == PROPERTIES:
             return self._properties(msg)
-        if iface not in (INTERFACE, None):
-            raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
-        if member not in AUTH:
-            raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {member!r} in {INTERFACE}")
-        if msg.signature != "":
-            raise CallError(ERROR + "InvalidArgs", f"{member} takes no arguments (got signature {msg.signature!r:.40})")
+        _check_method(msg)
         if member == "GetStatus":
             return self._reply(msg, "a{sv}", [self._props])
         sender = msg.sender or ""
-        if self.total >= IN_FLIGHT or self.in_flight.get(sender, 0) >= PER_CALLER:
-            raise CallError(ERROR + "Busy", "too many calls in progress; try again shortly")
-        if member in MUTATING and self.mutating:
-            raise CallError(ERROR + "Busy", "a re-check or boot-loader change is already running")
-        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
-        self.total += 1
-        if member in MUTATING:
-            self.mutating = True
+        self._admit(member, sender)
         task = asyncio.get_running_loop().create_task(self._call(msg, member, sender))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return True
+
+    def _elsewhere(self, msg: Any) -> Any:
+        """A call to another object path: only the parents of ours introspect (to show the way)."""
+        path = msg.path
+        if (
+            msg.interface in (INTROSPECTABLE, None)
+            and msg.member == "Introspect"
+            and PATH.startswith(path.rstrip("/") + "/")
+        ):
+            _no_arguments(msg)
+            child = PATH[len(path.rstrip("/")) + 1 :].split("/", 1)[0]
+            return self._reply(msg, "s", [f'<node>\n  <node name="{child}"/>\n</node>\n'])
+        # Answered here too: the libraries' own handlers for other paths log a traceback
+        # for every such call sent without expecting a reply (dbus-next), which let any
+        # caller flood the journal.
+        raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
+
+    def _admit(self, member: str, sender: str) -> None:
+        """Count the call in, or refuse it as Busy: bounded work per caller, overall, and for changes."""
+        if self.total >= IN_FLIGHT or self.in_flight.get(sender, 0) >= PER_CALLER:
+            raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
+        if member in MUTATING and self.mutating:
+            raise CallError(ERROR_BUSY, "a re-check or boot-loader change is already running")
+        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
+        self.total += 1
+        if member in MUTATING:
+            self.mutating = True
 
     def _peer(self, msg: Any) -> Any:
         # Answered here, on every path, rather than by the library: dbus-fast and
@@ -244,7 +271,7 @@ class GuardianAPI:
             reply = self.b.Message.new_error(msg, exc.name, exc.text)
         except Exception:
             log.error(f"{member} failed: " + traceback.format_exc().replace("\n", " | "))
-            reply = self.b.Message.new_error(msg, ERROR + "Failed", f"{member} failed; see the service's journal")
+            reply = self.b.Message.new_error(msg, ERROR_FAILED, f"{member} failed; see the service's journal")
         finally:
             self.in_flight[sender] -= 1
             if not self.in_flight[sender]:
@@ -268,7 +295,7 @@ class GuardianAPI:
                 "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired",
                 f"{member} needs authentication ({action}); call it with interactive authorization allowed",
             )
-        raise CallError(ERROR + "NotAuthorized", f"{member} is not allowed: {decision.detail} ({action})")
+        raise CallError(ERROR_NOT_AUTHORIZED, f"{member} is not allowed: {decision.detail} ({action})")
 
     # --- the methods --------------------------------------------------------------------------
 
@@ -279,7 +306,7 @@ class GuardianAPI:
         creds = await self.authority.credentials(sender)
         uid = creds.get("UnixUserID")
         if uid is None:
-            raise CallError(ERROR + "Failed", "the bus did not say who is calling")
+            raise CallError(ERROR_FAILED, "the bus did not say who is calling")
         gids = creds.get("UnixGroupIDs")
         session = None if gids is None else frozenset(gids)
         allowed, text = await self._in_thread(self.service.access_for, int(uid), session)
@@ -294,31 +321,32 @@ class GuardianAPI:
 
     async def _do_Reload(self, sender: str) -> list[Any]:
         log.info(f"re-check requested over D-Bus by {sender}")
-        await self._in_thread(self.service.reload_config)
-        result = await self._in_thread(self.service.check)
-        self.service.last = result
-        self.service.transition(result.status, f"Reload by {sender}")
-        task = asyncio.get_running_loop().create_task(self._record(result))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        # Through the loop's one queue: the reply carries the state of a check that started after the call.
+        result = await self.checks.run(Trigger.DBUS_RELOAD, f"Reload by {sender}")
         return [result.status.state]
-
-    async def _record(self, result: Any) -> None:
-        # After the reply: the history and the fallback policy, then their outcome on the bus.
-        await self._in_thread(self.service.record_and_fallback, result)
-        self.service.republish("history")
 
     async def _do_ApplyFallback(self, sender: str) -> list[Any]:
         ok, message = await self._in_thread(self.service.fallback, False)
         if not ok:
-            raise CallError(ERROR + "Failed", message)
+            raise CallError(ERROR_FAILED, message)
         return [message]
 
     async def _do_ClearFallback(self, sender: str) -> list[Any]:
         ok, message = await self._in_thread(self.service.fallback, True)
         if not ok:
-            raise CallError(ERROR + "Failed", message)
+            raise CallError(ERROR_FAILED, message)
         return [message]
+
+
+def _check_method(msg: Any) -> None:
+    """A call on our interface: a method of the AUTH table, with no arguments (none takes any)."""
+    iface, member = msg.interface, msg.member
+    if iface not in (INTERFACE, None):
+        raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
+    if member not in AUTH:
+        raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {member!r} in {INTERFACE}")
+    if msg.signature != "":
+        raise CallError(ERROR_INVALID_ARGS, f"{member} takes no arguments (got signature {msg.signature!r:.40})")
 
 
 def _no_arguments(msg: Any) -> None:

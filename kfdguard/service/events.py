@@ -1,5 +1,7 @@
-"""Device events that make the service look again: udev on a real machine,
-a FIFO on a simulated one. Both only ask for a re-check; they decide nothing."""
+"""Device events that make the service look again: udev's monitor, or uevent
+lines written into a FIFO (how a test bed announces them). Which one is the
+target's choice (``app.targets.EventSource``); both only ask for a re-check
+and decide nothing."""
 
 from __future__ import annotations
 
@@ -8,6 +10,10 @@ import os
 from collections.abc import Callable
 
 from kfdguard import log
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.app.targets import EventSource
 
 SUBSYSTEMS = ("kfd", "drm", "pci")
 # Events come in bursts (a module load creates the kfd and drm nodes within
@@ -66,15 +72,22 @@ def watch_udev(loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> 
     return kept
 
 
-def watch_simulation(loop: asyncio.AbstractEventLoop, fifo: str, poke: Callable[[str], None]) -> int | None:
-    """A simulated machine's uevents: lines "ACTION SUBSYSTEM NAME" written into a FIFO."""
+def watch(source: EventSource, loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> object | None:
+    """Start the source the target names; None when it is unavailable (then SIGHUP and Reload remain)."""
+    if source.kind == "fifo":
+        return watch_fifo(loop, source.path, poke)
+    return watch_udev(loop, poke)
+
+
+def watch_fifo(loop: asyncio.AbstractEventLoop, fifo: str, poke: Callable[[str], None]) -> int | None:
+    """Uevents as lines "ACTION SUBSYSTEM NAME" written into a FIFO."""
     try:
         if not os.path.exists(fifo):
             os.mkfifo(fifo, 0o600)
         # O_RDWR keeps the FIFO open with no writer, so the reader never sees EOF.
         fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        log.warning(f"simulated uevents unavailable: {exc}")
+        log.warning(f"uevents from {fifo} unavailable: {exc}")
         return None
     buffer = bytearray()
 

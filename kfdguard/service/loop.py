@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from functools import partial
 
 from kfdguard import log
-from kfdguard.service.core import PassResult, Service, error_status
-from kfdguard.service.dbusapi import NAME, GuardianAPI
-from kfdguard.service.events import SETTLE, Debouncer, watch_simulation, watch_udev
+from kfdguard.app.targets import UDEV, EventSource
+from kfdguard.app.triggers import Trigger
+from kfdguard.publish.names import BUS_NAME
+from kfdguard.service.checks import Checks
+from kfdguard.service.core import Service, error_status
+from kfdguard.service.dbusapi import GuardianAPI
+from kfdguard.service.events import SETTLE, Debouncer, watch
 from kfdguard.service.notify import notify, watchdog_interval
 
 TYPE_CHECKING = False
@@ -17,20 +20,20 @@ if TYPE_CHECKING:
     from kfdguard.service.main import Options
 
 
-def serve(service: Service, opts: Options) -> int:
+def serve(service: Service, opts: Options, events: EventSource = UDEV) -> int:
     try:
-        return asyncio.run(Loop(service, opts).run())
+        return asyncio.run(Loop(service, opts, events).run())
     except KeyboardInterrupt:
         return 0
 
 
 class Loop:
-    def __init__(self, service: Service, opts: Options) -> None:
+    def __init__(self, service: Service, opts: Options, events: EventSource = UDEV) -> None:
         self.service = service
         self.opts = opts
+        self.events = events  # chosen by the target: the loop does not know what is behind it
         self.stop = asyncio.Event()
-        self.checking = False
-        self.again: str | None = None
+        self.checks = Checks(service)
 
     async def run(self) -> int:
         from kfdguard.service.backend import keep_writing_when_full, load
@@ -43,30 +46,25 @@ class Loop:
             log.error(f"cannot connect to the bus: {exc}")
             return 1
         keep_writing_when_full(bus)
-        api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit)
+        api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit, checks=self.checks)
         bus.add_message_handler(api.handle)
-        reply = await bus.request_name(NAME, backend.NameFlag.DO_NOT_QUEUE)
+        reply = await bus.request_name(BUS_NAME, backend.NameFlag.DO_NOT_QUEUE)
         if reply not in (backend.RequestNameReply.PRIMARY_OWNER, backend.RequestNameReply.ALREADY_OWNER):
-            log.error(f"cannot own {NAME} on the bus ({reply}): is another kfdguard running?")
+            log.error(f"cannot own {BUS_NAME} on the bus ({reply}): is another kfdguard running?")
             return 1
-        log.info(f"serving {NAME} ({backend.name})")
+        log.info(f"serving {BUS_NAME} ({backend.name})")
         self.service.listeners.append(api.publish)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
-        loop.add_signal_handler(signal.SIGHUP, lambda: self.request("SIGHUP", reload=True))
+        loop.add_signal_handler(signal.SIGHUP, lambda: self.checks.request(Trigger.SIGHUP, "SIGHUP"))
         from kfdguard.service.main import early_signals
 
         if signal.SIGHUP in early_signals:
             log.info("SIGHUP arrived during start-up: reloading the configuration and checking again")
-            self.request("SIGHUP during start-up", reload=True)
-        debouncer = Debouncer(loop, SETTLE, self.request)
-        # The watchers stay referenced for the loop's lifetime (a collected monitor closes its socket).
-        if self.service.system.simulated:
-            from kfdguard.simulate.state import uevent_fifo
-
-            self.watcher: object | None = watch_simulation(loop, uevent_fifo(self.service.system.root), debouncer.poke)
-        else:
-            self.watcher = watch_udev(loop, debouncer.poke)
+            self.checks.request(Trigger.SIGHUP, "SIGHUP during start-up")
+        debouncer = Debouncer(loop, SETTLE, self.device_event)
+        # The watcher stays referenced for the loop's lifetime (a collected monitor closes its socket).
+        self.watcher = watch(self.events, loop, debouncer.poke)
         tasks = [loop.create_task(self._after_boot())]
         interval = watchdog_interval()
         if interval:
@@ -117,33 +115,13 @@ class Loop:
         if service.last is not None:
             await loop.run_in_executor(None, service.record_and_fallback, service.last)
             service.republish("history")
+            base = service.last
+            inventory = await loop.run_in_executor(None, service.take_inventory)
+            # Published from the loop, like every transition, and only over the result it extends:
+            # a check that finished meanwhile (SIGHUP, an event) has taken the inventory itself.
+            if inventory is not None and service.last is base:
+                service.last = inventory
+                service.transition(inventory.status, "software inventory")
 
-    def request(self, reason: str, *, reload: bool = False) -> None:
-        """Ask for a re-check; requests during a check are folded into one more."""
-        if self.checking:
-            self.again = reason
-            return
-        asyncio.get_running_loop().create_task(self._recheck(reason, reload))
-
-    async def _recheck(self, reason: str, reload: bool) -> None:
-        loop = asyncio.get_running_loop()
-        self.checking = True
-        try:
-            if reload:
-                await loop.run_in_executor(None, self.service.reload_config)
-            # A device event only re-evaluates: repairing on every event would fight an
-            # administrator who unloads amdgpu or changes a node on purpose. SIGHUP
-            # (systemctl reload), like Reload over D-Bus, is a request to act.
-            enforce = None if reload else False
-            result: PassResult = await loop.run_in_executor(None, partial(self.service.check, enforce=enforce))
-            self.service.last = result
-            self.service.transition(result.status, reason)
-            await loop.run_in_executor(None, self.service.record_and_fallback, result)
-            self.service.republish("history")
-        except Exception as exc:
-            log.error(f"re-check after {reason} failed: {type(exc).__name__}: {exc}")
-        finally:
-            self.checking = False
-        if self.again is not None:
-            again, self.again = self.again, None
-            self.request(again)
+    def device_event(self, reason: str) -> None:
+        self.checks.request(Trigger.DEVICE_EVENT, reason)

@@ -12,7 +12,6 @@ import signal
 import sys
 
 from kfdguard import log
-from kfdguard.root import Root
 from kfdguard.service.core import Background, PassResult, Service, error_status
 from kfdguard.service.notify import notify
 
@@ -63,26 +62,9 @@ def parse(argv: list[str]) -> Options:
     return opts
 
 
-def make_system(root_path: str | None) -> object:
-    from pathlib import Path
-
-    from kfdguard.system import RealSystem
-
-    if root_path is None:
-        return RealSystem(Root())
-    from kfdguard.simulate import state
-
-    root = Root(Path(root_path).resolve())
-    if state.is_simulated(root):
-        from kfdguard.simulate.system import SimulatedSystem
-
-        return SimulatedSystem(root)
-    return RealSystem(root)
-
-
 def boot_pass(service: Service, deadline: float) -> PassResult | None:
     """Run the first check in a thread and give up waiting at the deadline."""
-    work = Background(service.check)
+    work = Background(service.check)  # Trigger.BOOT: the first look, with repairs
     if work.join(deadline) and work.result:
         return work.result[0]
     if work.failure:
@@ -101,15 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     # for the loop to honour once it runs.
     signal.signal(signal.SIGHUP, lambda signum, _frame: early_signals.append(signum))
     log.set_journal("JOURNAL_STREAM" in os.environ)
-    system = make_system(opts.root)
-    from kfdguard.system import System
+    # The edge: which machine, and where its device events come from. The service
+    # below runs the same whatever the answer is.
+    from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.app.targets import service_target
 
-    assert isinstance(system, System)
-    root = system.root
+    target = service_target(opts.root)
+    root = target.root
     config_path = root.etc / "kfdguard/config.yaml"
-    service = Service(
-        system, config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache", enforce=opts.enforce
-    )
+    config = ConfigSource(config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache")
+    service = Service(target.system, config, enforce=opts.enforce)
     for error in service.loaded.errors:
         log.error(f"configuration: {error}")
     result = boot_pass(service, opts.deadline)
@@ -122,4 +105,4 @@ def main(argv: list[str] | None = None) -> int:
     log.info(f"READY=1 sent; {status.state}: {status.summary}")
     from kfdguard.service.loop import serve
 
-    return serve(service, opts)
+    return serve(service, opts, target.events)

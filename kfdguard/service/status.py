@@ -15,7 +15,10 @@ from kfdguard.verdict import Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kfdguard.config import SoftwareConfig
     from kfdguard.fallback.policy import Recommendation
+    from kfdguard.root import Root
+    from kfdguard.service.core import PassResult
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,9 @@ class Status:
     version: str = __version__
     # For CheckAccess: the nodes a user must be able to open, as probed.
     nodes: tuple[tuple[str, NodeStat], ...] = ()
+    # The installed stacks (kfdguard/userspace): (name, kind, path, targets, verdicts); empty until
+    # the first check after READY takes the inventory.
+    software: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
     def properties(self) -> dict[str, object]:
         """Property name -> plain value, in the XML's order."""
@@ -48,6 +54,7 @@ class Status:
             "FallbackPolicy": self.fallback_policy,
             "FallbackRecommendation": dict(self.fallback),
             "LastCheck": self.last_check,
+            "Software": [[n, k, p, list(t), list(v)] for n, k, p, t, v in self.software],
         }
 
 
@@ -63,6 +70,7 @@ SIGNATURES = {
     "FallbackPolicy": "s",
     "FallbackRecommendation": "a{sv}",
     "LastCheck": "t",
+    "Software": "a(sssasas)",
 }
 # Value types of the a{sv} dictionaries, by key.
 DEVICE_KEYS = {
@@ -120,7 +128,21 @@ def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> 
         fallback=fallback,
         last_check=now_usec,
         nodes=tuple(nodes),
+        software=_software(facts),
     )
+
+
+def _software(facts: Facts) -> tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...]:
+    if facts.software is None:
+        return ()
+    from kfdguard.userspace.assess import assess_software, gpu_targets
+
+    rows = assess_software(facts.software, gpu_targets(facts)).rows
+    return tuple(
+        (s.name, s.kind, s.path, s.targets,
+         tuple(f"{r.slot} {r.gfx or '?'} {r.status}: {r.detail}" for r in rows if r.stack == s.name))
+        for s in facts.software.stacks
+    )  # fmt: skip
 
 
 def _fallback_dict(rec: Recommendation) -> dict[str, object]:
@@ -131,3 +153,21 @@ def _fallback_dict(rec: Recommendation) -> dict[str, object]:
         "AlreadyDefault": rec.already_default,
         "Command": rec.command or "",
     }
+
+
+_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def software_status(root: Root, last: PassResult, current: Status, config: SoftwareConfig) -> PassResult:
+    """``current`` with the software inventory: its property, and its findings instead of the static list."""
+    from kfdguard.record import replace
+    from kfdguard.service.core import PassResult
+    from kfdguard.userspace.service import with_software
+
+    facts, verdict = with_software(root, last.facts, last.verdict, config)
+    found = tuple(
+        (f.code, str(f.severity), f.message, f.remedy) for f in verdict.findings if f.code.startswith("userspace-")
+    )
+    kept = tuple(f for f in current.findings if not f[0].startswith("userspace-"))
+    findings = tuple(sorted((*kept, *found), key=lambda f: (_ORDER.get(f[1], 3), f[0])))
+    return PassResult(replace(current, software=_software(facts), findings=findings), facts, verdict)

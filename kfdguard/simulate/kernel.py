@@ -419,14 +419,7 @@ class SimKernel:
             detail = f" {chip.mec_fw}<0" if self.version >= (5, 13) else ""
             self.printk(f"{self.kfd_dev}skipped device {lower}, PCI rejects atomics{detail}")
         elif outcome == "not-supported":
-            if chip.ip_discovery and self.version >= (5, 17):
-                gc = chip.gc_ip
-                if self.version >= (6, 12):
-                    # IP_VERSION_FULL: major<<24 (amdgpu.h of 6.12; 6.1 has major<<16).
-                    gc = (gc >> 16) << 24 | ((gc >> 8) & 0xFF) << 16 | (gc & 0xFF) << 8
-                self.printk(f"{self.kfd_dev}GC IP {gc:06x}  not supported in kfd")
-            else:
-                self.printk(f"{self.kfd_dev}{chip.asic}  not supported in kfd")
+            self._not_supported(chip)
         elif outcome == "missing-did":
             self.printk(f"{self.kfd_dev}DID {gpu.device:04x} is missing in supported_devices", WARNING)
             self.printk(f"{self.kfd_dev}kgd2kfd_probe failed", ERROR)
@@ -434,6 +427,16 @@ class SimKernel:
             self.printk(f"{self.kfd_dev}error getting iommu info. is the iommu enabled?", ERROR)
             self.printk(f"{self.kfd_dev}Error initializing iommuv2", ERROR)
             self.printk(f"{self.kfd_dev}device {lower} NOT added due to errors", ERROR)
+
+    def _not_supported(self, chip: hardware.Chip) -> None:
+        if chip.ip_discovery and self.version >= (5, 17):
+            gc = chip.gc_ip
+            if self.version >= (6, 12):
+                # IP_VERSION_FULL: major<<24 (amdgpu.h of 6.12; 6.1 has major<<16).
+                gc = (gc >> 16) << 24 | ((gc >> 8) & 0xFF) << 16 | (gc & 0xFF) << 8
+            self.printk(f"{self.kfd_dev}GC IP {gc:06x}  not supported in kfd")
+        else:
+            self.printk(f"{self.kfd_dev}{chip.asic}  not supported in kfd")
 
     def _probe_failed(self, gpu: GpuSpec, err: int) -> None:
         # drivers/base/dd.c: 6.1 pr_warn("%s: probe of %s failed with error %d"); 6.12 dev_err on

@@ -233,6 +233,37 @@ def _user(data: object, where: str) -> UserSpec:
     )
 
 
+def _os(data: object, name: str) -> OsSpec:
+    os_d = _keys(data, {"id", "version_id", "pretty_name", "id_like"}, f"{name}.os")
+    return OsSpec(
+        id=_str(os_d.get("id", "debian"), f"{name}.os.id"),
+        version_id=_str(os_d.get("version_id", "12"), f"{name}.os.version_id"),
+        pretty_name=_str(os_d.get("pretty_name", ""), f"{name}.os.pretty_name"),
+        id_like=tuple(_str(os_d.get("id_like", ""), f"{name}.os.id_like").split()),
+    )
+
+
+def _udev(data: object, name: str) -> UdevSpec:
+    udev_d = _keys(data, {"kfd_rule", "render_group", "render_mode"}, f"{name}.udev")
+    return UdevSpec(
+        kfd_rule=bool(udev_d.get("kfd_rule", True)),
+        render_group=_str(udev_d.get("render_group", "render"), f"{name}.udev.render_group"),
+        render_mode=int(_str(udev_d.get("render_mode", "0660"), f"{name}.udev.render_mode"), 8),
+    )
+
+
+def _dkms(data: object, name: str) -> DkmsSpec | None:
+    if data is None:
+        return None
+    k = _keys(data, {"module", "version", "built", "failed"}, f"{name}.dkms")
+    return DkmsSpec(
+        module=_str(k.get("module", "amdgpu"), f"{name}.dkms.module"),
+        version=_str(k.get("version"), f"{name}.dkms.version"),
+        built=tuple(_str(r, f"{name}.dkms.built") for r in _list(k.get("built"), f"{name}.dkms.built")),
+        failed=tuple(_str(r, f"{name}.dkms.failed") for r in _list(k.get("failed"), f"{name}.dkms.failed")),
+    )
+
+
 def spec_from_dict(name: str, data: object) -> MachineSpec:
     d = _keys(
         data,
@@ -260,30 +291,9 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
         },
         name,
     )
-    os_d = _keys(d.get("os", {}), {"id", "version_id", "pretty_name", "id_like"}, f"{name}.os")
-    os_spec = OsSpec(
-        id=_str(os_d.get("id", "debian"), f"{name}.os.id"),
-        version_id=_str(os_d.get("version_id", "12"), f"{name}.os.version_id"),
-        pretty_name=_str(os_d.get("pretty_name", ""), f"{name}.os.pretty_name"),
-        id_like=tuple(_str(os_d.get("id_like", ""), f"{name}.os.id_like").split()),
-    )
     if "kernel" not in d:
         raise SpecError(f"{name}: kernel is required")
-    udev_d = _keys(d.get("udev", {}), {"kfd_rule", "render_group", "render_mode"}, f"{name}.udev")
-    udev = UdevSpec(
-        kfd_rule=bool(udev_d.get("kfd_rule", True)),
-        render_group=_str(udev_d.get("render_group", "render"), f"{name}.udev.render_group"),
-        render_mode=int(_str(udev_d.get("render_mode", "0660"), f"{name}.udev.render_mode"), 8),
-    )
-    dkms: DkmsSpec | None = None
-    if d.get("dkms") is not None:
-        k = _keys(d["dkms"], {"module", "version", "built", "failed"}, f"{name}.dkms")
-        dkms = DkmsSpec(
-            module=_str(k.get("module", "amdgpu"), f"{name}.dkms.module"),
-            version=_str(k.get("version"), f"{name}.dkms.version"),
-            built=tuple(_str(r, f"{name}.dkms.built") for r in _list(k.get("built"), f"{name}.dkms.built")),
-            failed=tuple(_str(r, f"{name}.dkms.failed") for r in _list(k.get("failed"), f"{name}.dkms.failed")),
-        )
+    os_spec, udev, dkms = _os(d.get("os", {}), name), _udev(d.get("udev", {}), name), _dkms(d.get("dkms"), name)
     files = _any_keys(d.get("files"), f"{name}.files")
     for path in files:
         if not path.startswith("/"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Callable
 
 from kfdguard.access import NodeStat
 from kfdguard.root import Root
@@ -66,7 +67,7 @@ def load_spec(root: Root) -> MachineSpec:
 
 
 class SimulatedSystem(System):
-    simulated = True
+    provenance = "simulated"
 
     def __init__(self, root: Root, runner: Runner | None = None) -> None:
         if not state.is_simulated(root):
@@ -186,19 +187,18 @@ class SimulatedSystem(System):
             return RunResult(args, 1, stderr=fault[5:].replace("\\n", "\n"))
         if prog in PASS_THROUGH:
             return self.runner.run(args, timeout=timeout)
-        if prog == "modprobe":
-            return self._modprobe(args)
-        if prog == "udevadm":
-            return self._udevadm(args)
-        if prog in ("grub-reboot", "grub-set-default", "grub-editenv"):
-            return self._grub(args, timeout)
-        if prog == "findmnt":
-            fs = load_spec(self.root).boot_fs
-            return RunResult(args, 0, stdout=fs + "\n")
-        if prog == "bootctl":
-            return self._bootctl(args)
-        if prog in ("update-initramfs", "dracut", "mkinitcpio"):
-            return RunResult(args, 0, stdout="simulated: initramfs regenerated\n")
+        handlers: dict[str, Callable[[], RunResult]] = {
+            "modprobe": lambda: self._modprobe(args),
+            "udevadm": lambda: self._udevadm(args),
+            "findmnt": lambda: RunResult(args, 0, stdout=load_spec(self.root).boot_fs + "\n"),
+            "bootctl": lambda: self._bootctl(args),
+        }
+        for grub in ("grub-reboot", "grub-set-default", "grub-editenv"):
+            handlers[grub] = lambda: self._grub(args, timeout)
+        for tool in ("update-initramfs", "dracut", "mkinitcpio"):
+            handlers[tool] = lambda: RunResult(args, 0, stdout="simulated: initramfs regenerated\n")
+        if prog in handlers:
+            return handlers[prog]()
         return RunResult(args, None, error=f"{prog} is not available on a simulated machine")
 
     def _grub(self, args: tuple[str, ...], timeout: float) -> RunResult:

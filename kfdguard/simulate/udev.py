@@ -70,46 +70,61 @@ def rule_files(root: Root) -> list[str]:
     return [chosen[name] for name in sorted(chosen)]
 
 
+def _matches(tokens: list[tuple[str, str, str]], values: dict[str, str], attrs: dict[str, str]) -> bool:
+    """Every match key of the rule holds for this device (udev ANDs them)."""
+    for key, op, value in tokens:
+        attr = _attr_name(key)
+        if key in _MATCH or attr:
+            actual = values[key] if key in _MATCH else attrs.get(attr or "")
+            hit = actual is not None and fnmatch.fnmatchcase(actual, value)
+            if (op == "==" and not hit) or (op == "!=" and hit):
+                return False
+    return True
+
+
+def _assign(policy: NodePolicy, key: str, op: str, value: str) -> NodePolicy:
+    """One assignment of a matching rule; later rules override earlier ones, as in udev."""
+    if key == "GROUP":
+        return NodePolicy(policy.owner, value, policy.mode, policy.uaccess)
+    if key == "OWNER":
+        return NodePolicy(value, policy.group, policy.mode, policy.uaccess)
+    if key == "MODE":
+        try:
+            return NodePolicy(policy.owner, policy.group, int(value, 8), policy.uaccess)
+        except ValueError:
+            return policy
+    if key == "TAG" and op in ("+=", "=") and value == "uaccess":
+        return NodePolicy(policy.owner, policy.group, policy.mode, True)
+    return policy
+
+
+def _rules(path: str) -> list[list[tuple[str, str, str]]]:
+    """The rules of a file that the model understands (a rule with an unknown key is skipped whole)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    rules = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        tokens = _tokens(line)
+        if tokens and not any(k not in _MATCH | _ASSIGN and not _attr_name(k) for k, _, _ in tokens):
+            rules.append(tokens)
+    return rules
+
+
 def policy_for(
     root: Root, subsystem: str, kernel: str, action: str = "add", attrs: dict[str, str] | None = None
 ) -> NodePolicy:
     """``attrs``: sysfs attributes of the device and its parents (ATTRS{vendor} of the PCI GPU)."""
     policy = NodePolicy()
-    attrs = attrs or {}
+    values = {"SUBSYSTEM": subsystem, "KERNEL": kernel, "ACTION": action}
     for path in rule_files(root):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
-            continue
-        for raw in lines:
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            tokens = _tokens(line)
-            if not tokens or any(k not in _MATCH | _ASSIGN and not _attr_name(k) for k, _, _ in tokens):
-                continue
-            values = {"SUBSYSTEM": subsystem, "KERNEL": kernel, "ACTION": action}
-            matched = True
-            for key, op, value in tokens:
-                attr = _attr_name(key)
-                if key in _MATCH or attr:
-                    actual = values[key] if key in _MATCH else attrs.get(attr or "")
-                    hit = actual is not None and fnmatch.fnmatchcase(actual, value)
-                    if (op == "==" and not hit) or (op == "!=" and hit):
-                        matched = False
-            if not matched:
-                continue
-            for key, op, value in tokens:
-                if key == "GROUP":
-                    policy = NodePolicy(policy.owner, value, policy.mode, policy.uaccess)
-                elif key == "OWNER":
-                    policy = NodePolicy(value, policy.group, policy.mode, policy.uaccess)
-                elif key == "MODE":
-                    try:
-                        policy = NodePolicy(policy.owner, policy.group, int(value, 8), policy.uaccess)
-                    except ValueError:
-                        continue
-                elif key == "TAG" and op in ("+=", "=") and value == "uaccess":
-                    policy = NodePolicy(policy.owner, policy.group, policy.mode, True)
+        for tokens in _rules(path):
+            if _matches(tokens, values, attrs or {}):
+                for key, op, value in tokens:
+                    policy = _assign(policy, key, op, value)
     return policy

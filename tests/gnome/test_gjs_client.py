@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kfdguard.devtools.privatebus import PrivateBus
 from tests.conftest import tool
 from tests.gnome.kit import REPO
 from tests.servicekit import machine
+from tools.privatebus import PrivateBus
 
 SCRIPT = Path(__file__).resolve().parent / "js/test_client.js"
 pytestmark = pytest.mark.skipif(

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from kfdguard.devtools.privatebus import PrivateBus
 from tests.gnome.kit import NOBODY, SCREEN, HeadlessShell, build, png_size
 from tests.servicekit import Guardian, guardian
+from tools.privatebus import PrivateBus
 
 MACHINE = "rx7900xtx-ubuntu2404"
 pytestmark = [

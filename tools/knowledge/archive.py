@@ -109,7 +109,7 @@ def index(suite: str, component: str, arch: str, *, base: str, offline: bool) ->
         fields = dict(re.findall(r"^([\w-]+): (.*)$", stanza, re.MULTILINE))
         if "Package" not in fields or "Filename" not in fields:
             continue
-        src = fields.get("Source", fields["Package"]).split()[0]
+        src = str(fields.get("Source") or fields["Package"]).split()[0]
         packages.append(Package(fields["Package"], fields["Version"], src, fields["Filename"],
                                 int(fields.get("Size", "0")), fields.get("SHA256", ""), suite, base))  # fmt: skip
     return packages

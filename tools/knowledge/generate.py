@@ -20,12 +20,19 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TREE = HERE.parent.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(TREE))
+sys.path.insert(0, str(TREE))  # run as a script: tools.knowledge and kfdguard from this tree
 
-from archive import ArchiveError, cache_dir, deb_members, download, extract, extract_kernel_tree, mirrors  # noqa: E402
-from csource import KnowledgeError, header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
-from sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS, choose_kernel, newest  # noqa: E402
+from tools.knowledge.archive import (  # noqa: E402
+    ArchiveError,
+    cache_dir,
+    deb_members,
+    download,
+    extract,
+    extract_kernel_tree,
+    mirrors,
+)
+from tools.knowledge.csource import KnowledgeError, header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
+from tools.knowledge.sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS, choose_kernel, newest  # noqa: E402
 
 DATA = TREE / "kfdguard/knowledge/data"
 GENERATED = TREE / "kfdguard/knowledge/generated.py"
@@ -64,9 +71,10 @@ def kernel_facts(series: str, suite: str, base: str, offline: bool) -> dict[str,
     src = extract_kernel_tree(download(k.source, offline=offline), k.series, trees / f"source-{k.source.version}")
     root = src / f"linux-source-{k.series}"
     makefile = (root / "Makefile").read_text()
-    upstream = ".".join(
-        re.search(rf"^{f}\s*=\s*(\S*)", makefile, re.M).group(1) for f in ("VERSION", "PATCHLEVEL", "SUBLEVEL")
-    )  # type: ignore[union-attr]
+    parts = [re.search(rf"^{f}\s*=\s*(\S*)", makefile, re.M) for f in ("VERSION", "PATCHLEVEL", "SUBLEVEL")]
+    if not all(parts):
+        raise KnowledgeError(f"{root / 'Makefile'}: no VERSION/PATCHLEVEL/SUBLEVEL")
+    upstream = ".".join(m.group(1) for m in parts if m)
     kfd_c = "drivers/gpu/drm/amd/amdkfd/kfd_device.c"
     drv_c = "drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c"
     rows, catch_all = pci_table(root / drv_c)
@@ -130,10 +138,9 @@ def ids_facts(base: str, offline: bool) -> dict[str, object]:
             block = re.search(r"^1002\s+.*?\n(.*?)^[0-9a-f]{4}\s", text, re.M | re.S)
             body = block.group(1) if block else ""
             rows = [[int(d, 16), None, n.strip()] for d, n in re.findall(r"^\t([0-9a-f]{4})\s+(.+)$", body, re.M)]
-        out[f"{name} {suite}"] = {
-            "provenance": {**pkg.provenance(), "file": str(files[0].relative_to(tree))},
-            "rows": rows,
-        }
+        provenance = dict(pkg.provenance())
+        provenance["file"] = str(files[0].relative_to(tree))
+        out[f"{name} {suite}"] = {"provenance": provenance, "rows": rows}
     return out
 
 
@@ -177,7 +184,7 @@ def write_json(path: Path, value: object) -> bytes:
 def outputs(data: dict[str, object]) -> dict[Path, bytes]:
     """The committed files: gzip'd JSON per kernel series and one for ids/firmware, and the
     literal module the boot path reads (no json import before READY)."""
-    from literal import render_module
+    from tools.knowledge.literal import render_module
 
     files: dict[Path, bytes] = {}
     kernels = data["kernels"]
@@ -199,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refresh", action="store_true", help="fetch the Packages indices again (follow the archive)")
     parser.add_argument("--report", type=Path, help="write the coverage report (Markdown) here")
     args = parser.parse_args(argv)
-    import archive
+    from tools.knowledge import archive
 
     archive.REFRESH = args.refresh
     try:
@@ -212,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         for path, blob in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(blob)
-    from report import coverage
+    from tools.knowledge.report import coverage
 
     text = coverage(data, notes)
     if args.check:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from archive import ArchiveError, Package, index
+from tools.knowledge.archive import ArchiveError, Package, index
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,0 @@
-"""Tools for development, tests and the demo: not used by the installed service."""

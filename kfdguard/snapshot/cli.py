@@ -1,0 +1,101 @@
+"""``kfdguard snapshot``: the command's options and its handler."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from kfdguard.verdict import EXIT_USAGE
+
+DESCRIPTION = """\
+Probe this machine (or --root/--machine) once, read-only, and write what
+kfdguard read into DIR, a new or empty directory: the sysfs, /proc, /etc and
+/boot files it used (kernel modules reduced to their .modinfo section), the
+device nodes' owner and mode, the KFD version ioctl's answer, the kernel log
+lines its rules classify, and the output of the commands it ran. The bundle
+replays as that machine: 'kfdguard check --root DIR', 'kfdguard diagnose DIR'.
+
+Redacted unless --include-names: user and group names of uid/gid 1000 and up
+become user<uid>/group<gid> (passwd, group, kfdguard's config), with GECOS
+fields and home directories blanked; system groups such as render and video
+keep their names. The kernel log keeps only the lines kfdguard classifies.
+DIR/.kfdguard-snapshot.json lists every file included: read it before you
+attach the bundle to a public report.
+"""
+
+EPILOG = """\
+exit status: 0 written, 1 could not be written (nothing is left behind), 64 usage error.
+
+examples:
+  sudo kfdguard snapshot /tmp/kfd-report && tar -C /tmp -czf kfd-report.tar.gz kfd-report
+  kfdguard check --root /tmp/kfd-report      replay it: the verdict this machine gave
+  kfdguard diagnose /tmp/kfd-report          the full diagnosis, kernel log included
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = sub.add_parser(
+        "snapshot",
+        help="write what kfdguard reads here into a bundle that replays as this machine",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+    )
+    parser.add_argument("dest", metavar="DIR", help="new or empty directory for the bundle")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--root", metavar="DIR", help="snapshot the machine whose root directory is DIR")
+    group.add_argument("--machine", metavar="NAME", help="snapshot a bundled simulated machine")
+    parser.add_argument("--config", metavar="FILE", help="configuration file (default: ROOT/etc/kfdguard/config.yaml)")
+    parser.add_argument("--include-names", action="store_true", help="keep user and group names as they are")
+    parser.add_argument("--boots", type=int, metavar="N", help="also record the kernel log of N earlier boots")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace, config_of: object) -> int:
+    """``config_of(args, target)`` is the CLI's own config loader (the same for every command)."""
+    from pathlib import Path
+
+    from kfdguard.app.targets import open_target
+    from kfdguard.config import Config
+    from kfdguard.snapshot import SnapshotError, take
+
+    if args.boots is not None and args.boots < 0:
+        print("kfdguard: --boots takes a number of earlier boots, 0 or more", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        target = open_target(args.root, args.machine)
+    except ValueError as exc:
+        print(f"kfdguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        assert callable(config_of)
+        config, _ = config_of(args, target)
+        assert isinstance(config, Config)
+        boots = config.log.previous_boots if args.boots is None else args.boots
+        source = f"simulated machine {target.name}" if target.name else str(target.root.path)
+        snap = take(
+            target.system,
+            Path(args.dest),
+            source=source,
+            names=args.include_names,
+            log_sources=config.log.sources,
+            previous_boots=boots,
+        )
+    except SnapshotError as exc:
+        print(f"kfdguard: snapshot: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        target.close()
+    if args.json:
+        doc = {"path": str(snap.path), "files": snap.files, "redacted": list(snap.redacted), "notes": list(snap.notes)}
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"kfdguard snapshot: {snap.files} files from {source} written to {snap.path}")
+    for line in snap.redacted:
+        print(f"  redacted: {line}")
+    for line in snap.notes:
+        print(f"  note: {line}")
+    print(f"  replay it: kfdguard check --root {snap.path}")
+    return 0

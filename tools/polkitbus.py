@@ -1,0 +1,171 @@
+"""A private system bus with the real polkitd, kfdguard's actions and rules, and fixture users.
+
+polkitd reads its actions and rules from fixed directories and resolves users
+and groups through NSS, so the bus and polkitd run in a private mount
+namespace where those directories, /etc/passwd and /etc/group are bind
+mounts of prepared copies. The host is untouched. Needs root (unshare,
+polkitd's switch to its own user) and util-linux's ``unshare``.
+
+Without logind every subject is neither local nor active: only the
+``allow_any`` defaults and the rules apply, which is the case of an SSH
+session or a script (the active-session defaults are the VM lane's job).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from kfdguard.record import dataclass
+from tools.privatebus import REPO, PrivateBus
+
+POLKITD_CANDIDATES = ("/usr/lib/polkit-1/polkitd", "/usr/libexec/polkitd", "/usr/libexec/polkit-1/polkitd")
+AUTHORITY = "org.freedesktop.PolicyKit1"
+
+
+@dataclass(frozen=True)
+class FixtureUser:
+    name: str
+    uid: int
+    groups: tuple[str, ...] = ()
+
+
+def polkitd_path() -> str | None:
+    return next((p for p in POLKITD_CANDIDATES if os.access(p, os.X_OK)), None)
+
+
+def available() -> str | None:
+    """Why the real polkitd cannot run here, or None when it can."""
+    if os.geteuid() != 0:
+        return "needs root (a mount namespace and polkitd's own user)"
+    if polkitd_path() is None:
+        return "polkitd is not installed (Debian package polkitd)"
+    if shutil.which("unshare") is None:
+        return "unshare (util-linux) is missing"
+    try:
+        import pwd
+
+        pwd.getpwnam("polkitd")
+    except KeyError:
+        return "the polkitd system user does not exist"
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return f"mount namespaces are not allowed here: {probe.stderr.strip()}"
+    return None
+
+
+def _with_users(passwd: str, group: str, users: list[FixtureUser], gids: dict[str, int]) -> tuple[str, str]:
+    passwd_lines = passwd.rstrip("\n").split("\n")
+    group_lines = group.rstrip("\n").split("\n")
+    taken = {line.split(":")[0] for line in group_lines if line}
+    for user in users:
+        passwd_lines.append(f"{user.name}:x:{user.uid}:{user.uid}::/nonexistent:/usr/sbin/nologin")
+        group_lines.append(f"{user.name}:x:{user.uid}:")
+    for name, gid in gids.items():
+        if name not in taken:
+            group_lines.append(f"{name}:x:{gid}:")
+    # Supplementary groups live in the group file: polkit's isInGroup() asks NSS, not the process.
+    for i, line in enumerate(group_lines):
+        name, _, gid_text, members = [*line.split(":"), "", "", ""][:4]
+        extra = [u.name for u in users if name in u.groups]
+        if extra:
+            current = [m for m in members.split(",") if m]
+            group_lines[i] = f"{name}:x:{gid_text}:{','.join(current + extra)}"
+    return "\n".join(passwd_lines) + "\n", "\n".join(group_lines) + "\n"
+
+
+class PolkitBus(PrivateBus):
+    """PrivateBus whose dbus-daemon and a real polkitd share a prepared mount namespace."""
+
+    def __init__(self, directory: Path, users: list[FixtureUser], gids: dict[str, int] | None = None) -> None:
+        super().__init__(directory)
+        self.users = users
+        self.gids = gids or {}
+        self.ns: subprocess.Popen[bytes] | None = None
+
+    def _prepare(self) -> Path:
+        d = self.dir
+        actions = d / "actions"
+        rules = d / "rules.d"
+        actions.mkdir(exist_ok=True)
+        rules.mkdir(exist_ok=True)
+        for policy in Path("/usr/share/polkit-1/actions").glob("*.policy"):
+            shutil.copy(policy, actions)
+        shutil.copy(REPO / "polkit" / "org.kfdguard.policy", actions)
+        for rule in (REPO / "polkit").glob("*.rules"):
+            shutil.copy(rule, rules)
+        shutil.chown(rules, "polkitd", "root")
+        for rule in rules.iterdir():
+            shutil.chown(rule, "polkitd", "root")
+        os.chmod(rules, 0o700)
+        passwd, group = _with_users(
+            Path("/etc/passwd").read_text(), Path("/etc/group").read_text(), self.users, self.gids
+        )
+        (d / "passwd").write_text(passwd)
+        (d / "group").write_text(group)
+        os.chmod(d / "passwd", 0o644)
+        os.chmod(d / "group", 0o644)
+        self.config.write_text(self.config_text())
+        script = d / "namespace.sh"
+        script.write_text(
+            f"""set -e
+mount --bind {d}/actions /usr/share/polkit-1/actions
+mount --bind {d}/rules.d /usr/share/polkit-1/rules.d
+mkdir -p /etc/polkit-1/rules.d && mount --bind {d}/rules.d /etc/polkit-1/rules.d
+mount --bind {d}/passwd /etc/passwd
+mount --bind {d}/group /etc/group
+dbus-daemon --config-file={self.config} --nofork --nopidfile &
+while [ ! -S {self.socket} ]; do sleep 0.02; done
+chmod 666 {self.socket}
+DBUS_SYSTEM_BUS_ADDRESS={self.address} {polkitd_path()} --no-debug &
+wait
+"""
+        )
+        return script
+
+    def start(self) -> PolkitBus:
+        why = available()
+        if why is not None:
+            raise RuntimeError(f"the real polkitd cannot run here: {why}")
+        os.chmod(self.dir, 0o755)  # noqa: S103 - fixture users reach the bus socket inside
+        script = self._prepare()
+        self.ns = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", str(script)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 20
+        while not self._authority_up():
+            if self.ns.poll() is not None or time.monotonic() > deadline:
+                err = self.ns.stderr.read().decode() if self.ns.stderr and self.ns.poll() is not None else ""
+                self.stop()
+                raise RuntimeError(f"polkitd did not come up on the private bus: {err}")
+            time.sleep(0.05)
+        return self
+
+    def _authority_up(self) -> bool:
+        if not self.socket.exists():
+            return False
+        probe = subprocess.run(
+            ["busctl", "--system", "status", AUTHORITY],
+            env=self.env(),
+            capture_output=True,
+            check=False,
+            timeout=10,
+        )
+        return probe.returncode == 0
+
+    def stop(self) -> None:
+        if self.ns is not None and self.ns.poll() is None:
+            os.killpg(self.ns.pid, signal.SIGTERM)
+            try:
+                self.ns.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.ns.pid, signal.SIGKILL)
+                self.ns.wait()
+        super().stop()
