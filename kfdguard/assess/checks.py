@@ -14,7 +14,7 @@ from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
 from kfdguard.assess.explain import Cause, signature_rejected
 from kfdguard.facts import ModprobeDirective, ModuleFacts
-from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
+from kfdguard.knowledge.params import BOGUS, KFD_PARAMS, taints
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
 from kfdguard.verdict import Severity
 
@@ -588,7 +588,7 @@ def check_configured_params(ctx: Context) -> None:
                 [f"config: module.options.{name}={value}"],
             )
             continue
-        if param and param.unsafe:
+        if param and (param.unsafe or taints(name, ctx.version)):
             ctx.add(
                 "module-param-taints",
                 W,

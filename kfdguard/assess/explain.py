@@ -71,7 +71,11 @@ class _Seen:
 
 
 def firmware_files(events: list[LogEvent]) -> list[str]:
-    named = {e.value("file") or e.value("file2") or "" for e in events if e.rule == "firmware-load-failed"}
+    named = {
+        e.value("file") or e.value("file2") or e.value("file3") or ""
+        for e in events
+        if e.rule == "firmware-load-failed"
+    }
     return sorted(named - {""})
 
 
@@ -173,7 +177,7 @@ def _firmware(s: _Seen) -> Cause | None:
     fatal = s.having("amdgpu-ip-init-failed", "amdgpu-fatal-init")
     if not files or (all(optional_firmware(f) for f in files) and not fatal):
         return None  # optional firmware alone does not stop the GPU (rule_optional_firmware says so)
-    package = FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")
+    package = _debian_12_firmware(s) or FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")
     return Cause(
         "firmware-missing",
         E,
@@ -183,6 +187,20 @@ def _firmware(s: _Seen) -> Cause | None:
         _lines(s.having("firmware-load-failed", "amdgpu-ip-init-failed", "amdgpu-fatal-init")),
         "firmware missing",
     )
+
+
+def _debian_12_firmware(s: _Seen) -> str | None:
+    """Debian 12's firmware-amd-graphics lacks files its 6.1 module declares for some GPUs (Navi32,
+    Phoenix2): plain apt install does not help there, bookworm-backports' package does."""
+    if s.distro != "debian" or s.asic is None or not s.kernel.startswith("6.1."):
+        return None
+    from kfdguard.knowledge.firmware import advice
+    from kfdguard.knowledge.formats import KnowledgeDataError
+
+    try:
+        return advice("6.1", s.asic)
+    except KnowledgeDataError:  # a damaged install: keep the generic advice
+        return None
 
 
 def _signature(s: _Seen) -> Cause | None:

@@ -2,7 +2,11 @@
 
 ``asics`` (PCI ids -> chip -> gfx target -> first KFD kernel), ``params``
 (KFD module parameters, valid ranges, bogus ones) and ``logrules`` (kernel
-messages and what they mean). Assess reads only this package's data; the
+messages and what they mean). ``generated`` (a literal module) and
+``data/*.json.gz`` are produced by tools/knowledge from Debian's kernel
+sources and modules: where they say something (which GC IPs a kernel's KFD
+drives, amdgpu's PCI table, parameters per kernel), they win over the
+hand-written tables (see docs/KNOWLEDGE.md). Assess reads only this package's data; the
 simulator keeps its own hardware sheet so that tests cannot agree with the
 assessment by sharing a row.
 """
@@ -10,11 +14,56 @@ assessment by sharing a row.
 from __future__ import annotations
 
 from kfdguard.knowledge.asics import ASICS, PCI_ROWS, SOURCES
-from kfdguard.knowledge.model import Asic, PciId
+from kfdguard.knowledge.chips import CHIP_TO_ASIC
+from kfdguard.knowledge.generated import KERNELS, PCI_CHIPS, PCI_NAMES
+from kfdguard.knowledge.model import Asic, KernelVersion, PciId
+from kfdguard.record import replace
 
-KNOWLEDGE_VERSION = "2026.11.1"
+KNOWLEDGE_VERSION = "2026.12.1"
 
-_BY_KEY = {asic.key: asic for asic in ASICS}
+# Asic.key -> the CHIP_* type amdgpu's PCI table and pre-discovery KFD use for it.
+_ASIC_CHIP = {key: chip for chip, key in CHIP_TO_ASIC.items()} | {"picasso": "CHIP_RAVEN"}
+
+
+def _series(name: str) -> KernelVersion:
+    major, minor = name.split(".")[:2]
+    return int(major), int(minor)
+
+
+def kfd_labels(asic: Asic) -> tuple[str, ...]:
+    """The keys under which a kernel's generated KFD table lists this ASIC (GC IP and/or CHIP type)."""
+    return tuple(x for x in (asic.gc_ip, _ASIC_CHIP.get(asic.key)) if x)
+
+
+def kfd_in_kernel(asic: Asic, series: str) -> bool | None:
+    """Does that kernel series' KFD (as read from Debian's source) drive the ASIC? None: series not read."""
+    kernel = KERNELS.get(series)
+    if kernel is None:
+        return None
+    return any(label in kernel["kfd"] for label in kfd_labels(asic))
+
+
+def first_kfd_series(asic: Asic) -> KernelVersion | None:
+    """The earliest kernel series read whose KFD drives the ASIC (stable backports included)."""
+    found = [_series(s) for s in KERNELS if kfd_in_kernel(asic, s)]
+    return min(found) if found else None
+
+
+def _sourced(asic: Asic) -> Asic:
+    """The hand-written first KFD release, corrected by the generated kernel tables.
+
+    A series read from Debian's source that drives the ASIC bounds the first release from
+    above: a later hand-written release (Phoenix2's "6.2" while 6.1.y drives GC 11.0.4) is
+    wrong for every user of that series, so the table's answer wins.
+    """
+    first = first_kfd_series(asic)
+    if first is None or (asic.kfd_since is not None and asic.kfd_since <= first):
+        return asic
+    source = asic.source if "kfd-data" in asic.source else f"kfd-data; {asic.source}"
+    return replace(asic, kfd_since=first, kfd_since_uncertain=True, source=source)
+
+
+_BY_KEY = {asic.key: _sourced(asic) for asic in ASICS}
 _index: dict[int, list[tuple[int | None, str, str]]] | None = None
 
 
@@ -26,6 +75,10 @@ def _pci_index() -> dict[int, list[tuple[int | None, str, str]]]:
             index.setdefault(device, []).append((revision, name, asic))
         _index = index
     return _index
+
+
+def asics() -> tuple[Asic, ...]:
+    return tuple(_BY_KEY.values())
 
 
 def asic(key: str) -> Asic | None:
@@ -41,7 +94,11 @@ def identify(device: int, revision: int | None = None) -> tuple[Asic | None, str
     """
     rows = _pci_index().get(device)
     if not rows:
-        return None, None
+        # libdrm does not name it: amdgpu's own PCI table (generated) still says which chip it is.
+        chip = _BY_KEY.get(CHIP_TO_ASIC.get(PCI_CHIPS.get(device, ""), ""))
+        if chip is None:
+            return None, None
+        return chip, PCI_NAMES.get(device)
     row = next((r for r in rows if r[0] is not None and r[0] == revision), None)
     row = row or next((r for r in rows if r[0] is None), None)
     if row is None:

@@ -66,6 +66,10 @@ RULES: tuple[LogRule, ...] = (
             "KFD is setting up a GPU", SRC_DEVICE, "Allocated 3969056 bytes on gart"),
     LogRule("kfd-virtual-crat-gpu", NEUTRAL, None, ("created for GPU",), r"Virtual CRAT table created for GPU",
             "KFD is building a GPU's topology", SRC_TOPOLOGY, "Virtual CRAT table created for GPU"),
+    LogRule("amdgpu-no-pcie-atomics", NEUTRAL, None, ("PCIE atomic ops is not supported",),
+            r"PCIE atomic ops is not supported",
+            "the PCIe path to the GPU lacks AtomicOps; KFD says itself when it needs them ('PCI rejects atomics')",
+            SRC_AMDGPU, "PCIE atomic ops is not supported"),
     # --- success -------------------------------------------------------------------------------
     LogRule("kfd-topology-gpu", SUCCESS, "kfd-ready", ("Topology: Add",),
             r"Topology: Add (?P<kind>dGPU|APU|GPU) node \[0x(?P<device>[0-9a-fA-F]+):0x(?P<vendor>[0-9a-fA-F]+)\]",
@@ -77,6 +81,10 @@ RULES: tuple[LogRule, ...] = (
     LogRule("kfd-sched-policy-invalid", FAILURE, "kfd-init-failed", ("sched_policy has invalid value",),
             r"sched_policy has invalid value", "kfd_init() rejected the sched_policy option: no /dev/kfd",
             SRC_MODULE, "sched_policy has invalid value"),
+    LogRule("kfd-init-disabled", FAILURE, "kfd-init-failed", ("KFD is disabled due to module initialization failure",),
+            r"KFD is disabled due to module initialization failure",
+            "kfd_init() failed (a bad option or an allocation): amdgpu runs without KFD", SRC_MODULE,
+            "KFD is disabled due to module initialization failure"),
     LogRule("kfd-queues-invalid", FAILURE, "kfd-init-failed", ("max_num_of_queues_per_device must be",),
             r"max_num_of_queues_per_device must be between",
             "kfd_init() rejected max_num_of_queues_per_device: no /dev/kfd", SRC_MODULE,
@@ -86,11 +94,14 @@ RULES: tuple[LogRule, ...] = (
             "KFD skipped the GPU: no PCIe AtomicOps and MEC firmware too old to do without", SRC_DEVICE,
             "skipped device 1002:67df, PCI rejects atomics 730<0"),
     LogRule("kfd-gc-ip-unsupported", FAILURE, "kernel-too-old", ("not supported in kfd",),
-            r"GC IP (?P<ip>[0-9a-fA-F]{6}) ?(?P<vf>VF)? *not supported in kfd",
+            # %06x of IP_VERSION: major<<16 up to 6.1 (6 digits, "0b0001" = 11.0.1), major<<24 from
+            # 6.12's IP_VERSION_FULL (7-8 digits, "b000100"); decode_gc_ip() reads both. From 6.12
+            # it is dev_info, not dev_err, but it still means no KFD for the GPU.
+            r"GC IP (?P<ip>[0-9a-fA-F]{6,8}) ?(?P<vf>\S*?) *not supported in kfd",
             "this kernel's KFD does not know the GPU's GC IP version", SRC_DEVICE,
             "GC IP 0b0001  not supported in kfd"),
     LogRule("kfd-asic-unsupported", FAILURE, "asic-not-supported", ("not supported in kfd",),
-            r"^(?!GC IP)(?P<asic>[A-Z][A-Z0-9_]+) +(?:VF )?not supported in kfd",
+            r"^(?!GC IP)(?P<asic>[A-Za-z]\w*) +(?:\w+ +)?not supported in kfd",
             "KFD does not support this ASIC (by name)", SRC_DEVICE, "PITCAIRN  not supported in kfd"),
     LogRule("kfd-hawaii-experimental", FAILURE, "asic-not-supported", ("KFD support on Hawaii",),
             r"KFD support on Hawaii is experimental", "Hawaii needs amdgpu.exp_hw_support=1 for KFD",
@@ -101,36 +112,56 @@ RULES: tuple[LogRule, ...] = (
             "DID 15d8 is missing in supported_devices"),
     LogRule("kfd-probe-failed", FAILURE, "kernel-too-old", ("kgd2kfd_probe failed",), r"kgd2kfd_probe failed",
             "KFD's probe refused the GPU (follows a missing-id message)", SRC_DEVICE, "kgd2kfd_probe failed"),
-    LogRule("kfd-not-supported-asic", FAILURE, "kernel-too-old", ("kfd not supported on this ASIC",),
-            r"kfd not supported on this ASIC", "this kernel's KFD does not support the ASIC", SRC_DEVICE,
+    LogRule("kfd-not-supported-asic", FAILURE, "kernel-too-old", ("kfd not supported on this ASIC", "out of range"),
+            r"kfd not supported on this ASIC|^asic_type \d+ out of range", "this kernel's KFD does not support the ASIC", SRC_DEVICE,
             "kfd not supported on this ASIC"),
     LogRule("kfd-device-not-added", FAILURE, "kfd-device-failed", ("NOT added due to errors",),
             r"device (?P<vendor>[0-9a-fA-F]+):(?P<device>[0-9a-fA-F]+) NOT added due to errors",
             "KFD failed to initialise the GPU (see the lines before it)", SRC_DEVICE,
             "device 1002:15d8 NOT added due to errors"),
-    LogRule("kfd-device-error", FAILURE, "kfd-device-failed", ("Could not allocate", "Error initializing", "Error adding device to topology", "KFD num nodes"),
-            r"^(?:Could not allocate \d+ bytes|Error initializing (?P<what>gtt sub-allocator|doorbell aperture|interrupts|queue manager|KFD node)$|Error adding device to topology|KFD num nodes cannot be 0)",
+    LogRule("kfd-device-error", FAILURE, "kfd-device-failed", ("Could not allocate", "Error initializing", "Error adding device to topology", "KFD num nodes", "Error starting queue manager", "Failed to resume IOMMU"),
+            r"^(?:Could not allocate \d+ (?:bytes|gws)|Error initializing (?P<what>gtt sub-allocator|doorbell aperture|interrupts|queue manager|KFD node)$|Error adding device to topology|KFD num nodes cannot be 0|Error starting queue manager for device|Failed to resume IOMMU for device)",
             "a step of KFD's per-GPU initialisation failed", SRC_DEVICE, "Error initializing queue manager"),
-    LogRule("kfd-iommu-disabled", FAILURE, "iommu-required", ("iommu info", "initializing iommuv2", "required iommu flags"),
-            r"error getting iommu info\. is the iommu enabled\?|Error initializing iommuv2|error required iommu flags ats\((?P<ats>\d)\), pri\((?P<pri>\d)\), pasid\((?P<pasid>\d)\)",
+    # kfd_iommu.c of 5.10 and 6.1 prints "ats %i, pri %i, pasid %i" without parentheses;
+    # the parenthesised form is accepted too (older write-ups quote it).
+    LogRule("kfd-iommu-disabled", FAILURE, "iommu-required", ("iommu info", "initializing iommuv2", "required iommu flags", "setting pasid limit"),
+            r"error getting iommu info\. is the iommu enabled\?|Error initializing iommuv2|error required iommu flags ats ?\(?(?P<ats>\d+)\)?, pri ?\(?(?P<pri>\d+)\)?, pasid ?\(?(?P<pasid>\d+)\)?|error setting pasid limit",
             "an APU that KFD drives through IOMMUv2 found no usable IOMMU", SRC_IOMMU,
             "error getting iommu info. is the iommu enabled?"),
+    LogRule("kfd-vcrat-error", FAILURE, "kfd-device-failed", ("VCRAT", "topology device", "sysfs topology", "topology in sysfs"),
+            r"Error (?:creating|parsing) VCRAT|VCRAT not implemented for APU|No memory to allocate a topology device|Failed to update (?:GPU (?:\(ID: 0x[0-9a-fA-F]+\) )?to sysfs topology|topology in sysfs)",
+            "KFD could not build its topology (virtual CRAT table, sysfs nodes) for a CPU or GPU", SRC_TOPOLOGY,
+            "Error creating VCRAT for GPU (ID: 0x1a)"),
     LogRule("kfd-ip-mismatch", FAILURE, "kfd-ip-mismatch", ("is set due to mismatch",),
             r"(?:Default sdma queue per engine\(\d+\)|v9 event interrupt handler) is set due to mismatch",
             "KFD fell back to defaults for an IP version it does not know: the kernel is older than the GPU",
             SRC_DEVICE, "Default sdma queue per engine(8) is set due to mismatch of sdma ip block(6.0.0)."),
-    LogRule("firmware-load-failed", FAILURE, "firmware-missing", ("Direct firmware load for amdgpu/", "to load firmware"),
-            r"Direct firmware load for (?P<file>amdgpu/\S+) failed with error -?(?P<err>\d+)|[Ff]ailed to load firmware \"?(?P<file2>amdgpu/[^\" ]+)",
+    LogRule("firmware-load-failed", FAILURE, "firmware-missing", ("Direct firmware load for ", "to load firmware", "can't load firmware", "load psp firmware"),
+            r"Direct firmware load for (?P<file>\S+) failed with error -?(?P<err>\d+)|[Ff]ailed to load firmware \"?(?P<file2>amdgpu/[^\" ]+)|can't load firmware \"(?P<file3>[^\"]*)\"|Failed to load psp firmware",
             "a firmware file amdgpu needs is not installed", SRC_FW,
             "Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2"),
     LogRule("amdgpu-ip-init-failed", FAILURE, "gpu-init-failed", ("of IP block <",),
-            r"(?:early_init|sw_init|hw_init) of IP block <(?P<block>\w+)> failed (?P<err>-?\d+)",
+            r"(?:early_init|sw_init|hw_init|late_init|resume) of IP block <(?P<block>\w+)> failed (?P<err>-?\d+)",
             "amdgpu could not initialise one of the GPU's IP blocks", SRC_AMDGPU,
             "*ERROR* early_init of IP block <psp> failed -19"),
+    LogRule("amdgpu-discovery-failed", FAILURE, "gpu-init-failed", ("discovery failed", "amdgpu_discovery_init failed"),
+            r"discovery failed: (?P<err>-?\d+)|amdgpu_discovery_init failed",
+            "amdgpu could not read the GPU's IP discovery table (6.1: 'amdgpu_discovery_init failed', 6.12: "
+            "'discovery failed: %d'): a missing amdgpu/ip_discovery.bin, a damaged ROM, or a table newer than the kernel",
+            "drivers/gpu/drm/amd/amdgpu/amdgpu_discovery.c", "discovery failed: -22"),
+    LogRule("amdgpu-ip-unknown", FAILURE, "kernel-too-old", ("ip block(",),
+            r"Failed to add (?P<block>[\w /]+?) ip block\((?P<hwip>\w+):0x(?P<ip>[0-9a-fA-F]+)\)",
+            "IP discovery found an IP version this kernel does not know: a GPU newer than the kernel",
+            "drivers/gpu/drm/amd/amdgpu/amdgpu_discovery.c", "Failed to add gfx ip block(GC_HWIP:0xb0001)"),
+    LogRule("amdgpu-no-vbios", FAILURE, "gpu-init-failed", ("no vBIOS found",), r"no vBIOS found",
+            "amdgpu found no video BIOS for the GPU (passthrough, a stripped ROM or a broken card)",
+            SRC_AMDGPU, "no vBIOS found"),
     LogRule("amdgpu-fatal-init", FAILURE, "gpu-init-failed", ("Fatal error during GPU init",), r"Fatal error during GPU init",
             "amdgpu gave up on the GPU", SRC_AMDGPU, "Fatal error during GPU init"),
-    LogRule("amdgpu-probe-failed", FAILURE, "gpu-init-failed", ("probe of ",),
-            r"probe of (?P<slot>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) failed with error (?P<err>-?\d+)",
+    # drivers/base/dd.c: 6.1 pr_warn("%s: probe of %s failed with error %d"); 6.12 dev_err on the
+    # device, "probe with driver %s failed with error %d".
+    LogRule("amdgpu-probe-failed", FAILURE, "gpu-init-failed", ("probe of ", "probe with driver "),
+            r"probe of (?P<slot>\S+) failed with error (?P<err>-?\d+)|probe with driver (?P<driver>\S+) failed with error (?P<err2>-?\d+)",
             "the driver core reports amdgpu's probe failure for the device", SRC_AMDGPU,
             "probe of 0000:03:00.0 failed with error -22"),
     LogRule("module-signature-rejected", FAILURE, "module-signature-rejected", ("unsigned module", "unavailable key", "PKCS#7 signature", "Key was rejected", "Required key not available"),
@@ -159,15 +190,24 @@ RULES: tuple[LogRule, ...] = (
             r"qcm fence wait loop timeout expired|The cp might be in an unrecoverable state|Failed to evict process queues|Failed to quiesce KFD|HWS hang|Failed to evict queue \d+|Failed to suspend process",
             "the hardware scheduler stopped answering: compute queues could not be preempted", SRC_DQM,
             "The cp might be in an unrecoverable state due to an unsuccessful queues preemption"),
-    LogRule("mes-hang", RUNTIME, "gpu-hang", ("MES failed to respond", "hardware queue from MES", "MES might be in"),
-            r"MES failed to respond to msg=(?P<msg>\w+)|failed to remove hardware queue from MES|MES might be in unrecoverable state",
+    # 6.1 mes_v11_0.c: "MES failed to response msg=%d"; 6.12 mes_v11_0.c "MES failed to respond to
+    # msg=%s", mes_v12_0.c "MES(%d) failed to respond to msg=%s".
+    LogRule("mes-hang", RUNTIME, "gpu-hang", ("failed to respon", "hardware queue from MES", "MES might be in"),
+            r"MES(?:\(\d+\))? failed to respon(?:d|se) (?:to )?msg=(?P<msg>\w+)|failed to remove hardware queue from MES|MES might be in unrecoverable state",
             "the MES firmware (RDNA3 and later) stopped answering", SRC_MES,
             "MES failed to respond to msg=REMOVE_QUEUE"),
     LogRule("gpu-ring-timeout", RUNTIME, "gpu-hang", ("timeout, signaled seq=", "] *ERROR* ring "),
             r"ring (?P<ring>\S+) timeout, signaled seq=|\*ERROR\* ring (?P<ring2>\S+) timeout",
             "a GPU ring stopped making progress", SRC_AMDGPU, "ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236"),
+    LogRule("gpu-ring-soft-recovered", RUNTIME, "gpu-hang", ("timeout, but soft recovered",),
+            r"ring (?P<ring>\S+) timeout, but soft recovered",
+            "a ring hung and amdgpu killed the job without a full reset (the job's work was lost)", SRC_AMDGPU,
+            "ring gfx_0.0.0 timeout, but soft recovered"),
+    LogRule("gpu-vram-lost", RUNTIME, "gpu-hang", ("VRAM is lost due to GPU reset",), r"VRAM is lost due to GPU reset",
+            "a GPU reset wiped VRAM: every running GPU program lost its data", SRC_AMDGPU,
+            "VRAM is lost due to GPU reset!"),
     LogRule("gpu-reset", RUNTIME, "gpu-hang", ("GPU reset", "GPU recovery disabled"),
-            r"GPU reset begin!|GPU reset\(\d+\) (?P<result>succeeded|failed)|GPU reset (?P<result2>succeeded|failed)|GPU recovery disabled",
+            r"GPU reset begin!|GPU reset\(\d+\) (?P<result>succeeded|failed)|GPU reset (?P<result2>succeeded|failed)|(?<!for )GPU recovery disabled|GPU reset end with ret = (?P<ret>-?\d+)|GPU reset retry is beyond the retry limit",
             "amdgpu reset the GPU; running compute jobs were lost", SRC_AMDGPU, "GPU reset begin!. Source:  3"),
     LogRule("gpu-lost", RUNTIME, "device-lost", ("device lost from bus", "GPU is lost", "GPU has been lost", "GPU lost"),
             r"device lost from bus!|GPU (?:is |has been )?lost",
@@ -175,3 +215,14 @@ RULES: tuple[LogRule, ...] = (
 )  # fmt: skip
 
 BY_ID = {rule.id: rule for rule in RULES}
+
+
+def decode_gc_ip(digits: str) -> str | None:
+    """'0b0001' (6.1, major<<16) or 'b000100' (6.12, IP_VERSION_FULL, major<<24) -> '11.0.1'."""
+    try:
+        value = int(digits, 16)
+    except ValueError:
+        return None
+    if len(digits) <= 6:
+        return f"{value >> 16}.{(value >> 8) & 0xFF}.{value & 0xFF}"
+    return f"{value >> 24}.{(value >> 16) & 0xFF}.{(value >> 8) & 0xFF}"

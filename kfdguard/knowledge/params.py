@@ -23,7 +23,9 @@ class Param:
     choices: tuple[int, ...] | None  # the only values the kernel accepts or uses
     minimum: int | None
     maximum: int | None
-    unsafe: bool  # declared with module_param_unsafe: setting it taints the kernel
+    # declared with module_param_unsafe (setting it taints the kernel): none of these is, in
+    # the amdgpu_drv.c of 5.10, 6.1 and 6.12 (tests/test_knowledge_sources.py reads the sources).
+    unsafe: bool
     runtime: bool  # 0644: can be changed through sysfs while loaded
     breaks_kfd: bool  # an invalid value makes kfd_init() fail: no /dev/kfd at all
     meaning: str
@@ -59,25 +61,26 @@ def _p(name: str, kind: str, meaning: str, *, choices: tuple[int, ...] | None = 
 # Parameters of amdgpu (merged kernels, 4.20+) that concern compute.
 KFD_PARAMS: dict[str, Param] = {p.name: p for p in (
     _p("sched_policy", "int", "0 = HWS, 1 = HWS without over-subscription, 2 = no HWS (debug)",
-       choices=(0, 1, 2), unsafe=True, breaks_kfd=True, source=SRC_KFD),
+       choices=(0, 1, 2), breaks_kfd=True, source=SRC_KFD),
     _p("hws_max_conc_proc", "int", "processes the HWS runs at once; -1 = number of VMIDs for KFD",
        lo=-1),
     _p("cwsr_enable", "int", "compute wave save/restore (mid-wave preemption)", choices=(0, 1)),
-    _p("max_num_of_queues_per_device", "int", "queues per device", lo=1, hi=4096, breaks_kfd=True,
+    # kfd_module.c: 1..KFD_MAX_NUM_OF_QUEUES_PER_DEVICE = 512 processes x 1024 queues (4096 is the default).
+    _p("max_num_of_queues_per_device", "int", "queues per device", lo=1, hi=524288, breaks_kfd=True,
        source=SRC_KFD),
     _p("send_sigterm", "int", "SIGTERM the HSA process on an unhandled exception", choices=(0, 1)),
     _p("halt_if_hws_hang", "int", "halt if an HWS hang is detected (debug)", choices=(0, 1),
-       unsafe=True, runtime=True),
-    _p("hws_gws_support", "bool", "assume MEC2 firmware supports GWS barriers", unsafe=True),
+       runtime=True),
+    _p("hws_gws_support", "bool", "assume MEC2 firmware supports GWS barriers"),
     _p("queue_preemption_timeout_ms", "int", "queue preemption timeout", lo=1, runtime=True),
     _p("debug_evictions", "bool", "warn with a backtrace on evictions", runtime=True),
     _p("no_system_mem_limit", "bool", "disable the system memory limit", runtime=True),
     _p("no_queue_eviction_on_vm_fault", "int", "1 = do not evict queues on a VM fault",
-       choices=(0, 1), unsafe=True),
+       choices=(0, 1)),
     _p("noretry", "int", "retry faults: 0 on, 1 off, -1 auto", choices=(-1, 0, 1), runtime=True),
-    _p("mtype_local", "int", "MTYPE for local memory (GFX 9.4.3+)", choices=(0, 1, 2), unsafe=True),
+    _p("mtype_local", "int", "MTYPE for local memory (GFX 9.4.3+)", choices=(0, 1, 2)),
     _p("pcie_p2p", "bool", "PCIe peer-to-peer (needs large BAR)"),
-    _p("debug_mask", "uint", "debug bits; 0x2 simulates large BAR", unsafe=True),
+    _p("debug_mask", "uint", "debug bits; 0x2 simulates large BAR"),
     _p("debug_largebar", "int", "simulate large BAR (replaced by debug_mask)", choices=(0, 1)),
     _p("ignore_crat", "int", "1 = ignore the ACPI CRAT table", choices=(0, 1)),
 )}  # fmt: skip
@@ -107,3 +110,74 @@ BOGUS: dict[str, BogusParam] = {b.name: b for b in (
 
 def lookup(name: str) -> Param | None:
     return KFD_PARAMS.get(name)
+
+
+def declared(name: str) -> dict[str, str]:
+    """The kernel series (of those the generator read) whose amdgpu.ko declares ``name``: {series: type}.
+
+    From modinfo -F parmtype of Debian's real modules (knowledge/generated.py), so
+    "absent in 6.1" or "gone in 6.12" is read, not remembered.
+    """
+    from kfdguard.knowledge.generated import KERNELS
+
+    return {series: k["params"][name] for series, k in KERNELS.items() if name in k["params"]}
+
+
+def kernels_with(name: str) -> tuple[str, ...]:
+    return tuple(declared(name))
+
+
+def taints(name: str, version: tuple[int, int] | None) -> bool:
+    """Is ``name`` declared module_param_unsafe (setting it taints the kernel) on that kernel?
+
+    Read per series from the sources: plain module_param in 5.10, 6.1 and 6.12; sched_policy,
+    halt_if_hws_hang, hws_gws_support, no_queue_eviction_on_vm_fault, mtype_local and
+    debug_mask became _unsafe later (7.2 has them so). A kernel between two series read is
+    judged by the older one (UNCERTAIN for the releases in between); None: unknown kernel, no.
+    """
+    from kfdguard.knowledge.generated import KERNELS
+
+    if version is None:
+        return False
+    read = sorted((tuple(int(p) for p in s.split(".")), s) for s in KERNELS)
+    older = [s for v, s in read if v <= version]
+    return bool(older) and name in KERNELS[older[-1]]["unsafe"]
+
+
+# amdgpu parameters outside KFD's #ifdef that decide whether compute works. Only why each
+# matters is written here; types, descriptions and the kernels that declare them are read
+# from modinfo of Debian's modules (describe()), because they change between releases
+# (gpu_recovery=2 exists only in 6.1; enforce_isolation is bool in 6.12 and int in 7.2;
+# mes and mes_kiq are gone in 7.2, uni_mes arrived after 6.1).
+COMPUTE_PARAMS: dict[str, str] = {
+    "exp_hw_support": "KFD skips Hawaii and amdgpu refuses AMD_EXP_HW_SUPPORT ids unless it is 1",
+    "cik_support": "CIK chips (Kaveri, Hawaii) bind to amdgpu, hence get KFD, only with 1 (and CONFIG_DRM_AMDGPU_CIK)",
+    "si_support": "SI chips bind to amdgpu only with 1; KFD never supports them anyway",
+    "mes": "MES scheduling on gfx10.x/11 (RDNA3 always uses MES for KFD queues)",
+    "uni_mes": "unified MES on gfx12 (RDNA4)",
+    "mes_kiq": "MES KIQ on gfx11",
+    "gpu_recovery": "0 disables GPU reset: a hung compute job keeps the GPU hung",
+    "lockup_timeout": "ring timeouts; compute jobs get their own value (60000 ms in 6.1)",
+    "gttsize": "size of system memory the GPU can map (KFD's system memory limit follows it)",
+    "vm_fault_stop": "stop the GPU on a VM fault (debugging): compute hangs on the first fault",
+    "enforce_isolation": "process isolation between graphics and compute jobs",
+    "compute_multipipe": "spread compute queues across pipes",
+}
+
+
+def describe(name: str, version: tuple[int, int]) -> tuple[str, str, str] | None:
+    """(type, description, series) of a parameter as the nearest kernel series read declares it.
+
+    Loads the generated JSON (off the boot path). None when no series read declares it.
+    """
+    from kfdguard.knowledge.formats import kernel, series
+
+    def distance(name_: str) -> int:
+        major, minor = (int(p) for p in name_.split(".")[:2])
+        return abs(major * 100 + minor - version[0] * 100 - version[1])
+
+    for candidate in sorted(series(), key=distance):
+        entry = kernel(candidate)["params"].get(name)
+        if entry:
+            return str(entry[0]), str(entry[1]), candidate
+    return None

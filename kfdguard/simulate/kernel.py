@@ -28,7 +28,9 @@ KFD_MAJOR = 240
 DRM_MAJOR = 226
 # kfd_module.c: KFD_SCHED_POLICY_HWS .. KFD_SCHED_POLICY_NO_HWS
 SCHED_POLICIES = range(3)
-MAX_QUEUES = 4096
+# kfd_init() accepts 1..KFD_MAX_NUM_OF_QUEUES_PER_DEVICE = 512 processes x 1024 queues
+# (kfd_priv.h of 5.10, 6.1 and 6.12); 4096 is only the parameter's default.
+MAX_QUEUES = 524288
 INFO, WARNING, ERROR = 6, 4, 3
 
 
@@ -303,7 +305,9 @@ class SimKernel:
         hsa = self.config.get("CONFIG_HSA_AMD", "n")
         declared = amdgpu_params(self.version, hsa == "y", self.merged)
         params = self._params(declared, "amdgpu", extra)
-        self.printk("[drm] amdgpu kernel modesetting enabled.")
+        if self.version < (6, 12):
+            # amdgpu_init()'s DRM_INFO of 5.10 and 6.1; 6.12's amdgpu_drv.c no longer prints it.
+            self.printk("[drm] amdgpu kernel modesetting enabled.")
         if self.kernel.amdgpu == "dkms" and self.spec.dkms:
             self.printk(f"[drm] amdgpu version: {self.spec.dkms.version.split('-')[0]}")
         bound = [g for g in self.spec.gpus if g.vendor == 0x1002 and g.outcome != "unbound"]
@@ -337,7 +341,9 @@ class SimKernel:
         self.write("sys/devices/virtual/kfd/kfd/dev", f"{KFD_MAJOR}:0\n")
         self.write("sys/devices/virtual/kfd/kfd/uevent", f"MAJOR={KFD_MAJOR}\nMINOR=0\nDEVNAME=kfd\n")
         self.link("sys/class/kfd/kfd", "../../devices/virtual/kfd/kfd")
-        self.printk(f"{self.pr}CRAT table not found")
+        if any(name == "ignore_crat" for name, _kind, _default in amdgpu_params(self.version, True, True)):
+            # kfd_crat.c prints it where the module still has ignore_crat (6.1); 6.12's does not.
+            self.printk(f"{self.pr}CRAT table not found")
         self.printk(f"{self.pr}Virtual CRAT table created for CPU")
         self.printk(f"{self.pr}Topology: Add CPU node")
         topo = "sys/devices/virtual/kfd/kfd/topology"
@@ -367,19 +373,21 @@ class SimKernel:
         sub_ids = f"0x{gpu.subsystem[0]:04X}:0x{gpu.subsystem[1]:04X}"
         ids = f"0x{gpu.vendor:04X}:0x{gpu.device:04X} {sub_ids} 0x{gpu.revision:02X}"
         how = "IP DISCOVERY" if chip.ip_discovery else chip.asic
-        self.printk(f"{dev}initializing kernel modesetting ({how} {ids}).")
+        # amdgpu_device.c: DRM_INFO ("[drm] ", no device) in 5.10-6.12; dev_info in 7.2.
+        where = dev if self.version >= (7, 2) else "[drm] "
+        self.printk(f"{where}initializing kernel modesetting ({how} {ids}).")
         if gpu.outcome == "firmware":
-            fw = f"amdgpu/{chip.firmware_prefix}_sos.bin"
+            fw = _firmware_name(self.version, chip.firmware_prefix)
             self.printk(f"amdgpu {gpu.slot}: Direct firmware load for {fw} failed with error -2", WARNING)
             self.printk(
                 "[drm:amdgpu_device_ip_early_init [amdgpu]] *ERROR* early_init of IP block <psp> failed -19", ERROR
             )
             self.printk(f"{dev}Fatal error during GPU init", ERROR)
-            self.printk(f"amdgpu: probe of {gpu.slot} failed with error -19", WARNING)
+            self._probe_failed(gpu, -19)
             return
         if gpu.outcome == "init-failed":
             self.printk(f"{dev}Fatal error during GPU init", ERROR)
-            self.printk(f"amdgpu: probe of {gpu.slot} failed with error -22", WARNING)
+            self._probe_failed(gpu, -22)
             return
         card = self._bind(gpu, "amdgpu")
         lower = f"{gpu.vendor:x}:{gpu.device:x}"
@@ -411,10 +419,7 @@ class SimKernel:
             detail = f" {chip.mec_fw}<0" if self.version >= (5, 13) else ""
             self.printk(f"{self.kfd_dev}skipped device {lower}, PCI rejects atomics{detail}")
         elif outcome == "not-supported":
-            if chip.ip_discovery and self.version >= (5, 17):
-                self.printk(f"{self.kfd_dev}GC IP {chip.gc_ip:06x}  not supported in kfd")
-            else:
-                self.printk(f"{self.kfd_dev}{chip.asic}  not supported in kfd")
+            self._not_supported(chip)
         elif outcome == "missing-did":
             self.printk(f"{self.kfd_dev}DID {gpu.device:04x} is missing in supported_devices", WARNING)
             self.printk(f"{self.kfd_dev}kgd2kfd_probe failed", ERROR)
@@ -422,6 +427,24 @@ class SimKernel:
             self.printk(f"{self.kfd_dev}error getting iommu info. is the iommu enabled?", ERROR)
             self.printk(f"{self.kfd_dev}Error initializing iommuv2", ERROR)
             self.printk(f"{self.kfd_dev}device {lower} NOT added due to errors", ERROR)
+
+    def _not_supported(self, chip: hardware.Chip) -> None:
+        if chip.ip_discovery and self.version >= (5, 17):
+            gc = chip.gc_ip
+            if self.version >= (6, 12):
+                # IP_VERSION_FULL: major<<24 (amdgpu.h of 6.12; 6.1 has major<<16).
+                gc = (gc >> 16) << 24 | ((gc >> 8) & 0xFF) << 16 | (gc & 0xFF) << 8
+            self.printk(f"{self.kfd_dev}GC IP {gc:06x}  not supported in kfd")
+        else:
+            self.printk(f"{self.kfd_dev}{chip.asic}  not supported in kfd")
+
+    def _probe_failed(self, gpu: GpuSpec, err: int) -> None:
+        # drivers/base/dd.c: 6.1 pr_warn("%s: probe of %s failed with error %d"); 6.12 dev_err on
+        # the device, "probe with driver %s failed with error %d".
+        if self.version >= (6, 12):
+            self.printk(f"amdgpu {gpu.slot}: probe with driver amdgpu failed with error {err}", ERROR)
+        else:
+            self.printk(f"amdgpu: probe of {gpu.slot} failed with error {err}", WARNING)
 
     def _bind(self, gpu: GpuSpec, driver: str) -> int:
         card = int(self.values.get("drm_cards", "0"))
@@ -435,7 +458,7 @@ class SimKernel:
             self.link(f"sys/class/drm/{name}", f"../../devices/pci{gpu.slot[:4]}:00/{gpu.slot}/drm/{name}")
             self.add_node(f"/dev/dri/{name}", "drm", name, DRM_MAJOR, minor, f"0x{gpu.vendor:04x}")
         if gpu.vendor == 0x1002:
-            self.printk(f"[drm] Initialized amdgpu 3.57.0 20150101 for {gpu.slot} on minor {card}")
+            self.printk(f"[drm] Initialized amdgpu {_kms(self.version)} 20150101 for {gpu.slot} on minor {card}")
         return card
 
     def bind_foreign(self, gpu: GpuSpec) -> None:
@@ -705,3 +728,31 @@ def _slot_parts(slot: str) -> tuple[int, int, int]:
     domain, bus, devfn = slot.split(":")
     dev, fn = devfn.split(".")
     return int(domain, 16), int(bus, 16), int(dev, 16) << 3 | int(fn, 16)
+
+
+def _kms(version: tuple[int, int]) -> str:
+    """amdgpu's KMS version (KMS_DRIVER_* of amdgpu_drv.c): read for the series the knowledge
+    generator read (6.1: 3.49.0); 3.57.0 (Ubuntu 24.04's 6.8) otherwise, not checked."""
+    from kfdguard.knowledge.generated import KERNELS
+
+    kernel = KERNELS.get(f"{version[0]}.{version[1]}")
+    return kernel["kms"] if kernel else "3.57.0"
+
+
+def _firmware_name(version: tuple[int, int], prefix: str) -> str:
+    """A firmware file the simulated kernel's amdgpu.ko really declares for this chip.
+
+    PSP firmware is <psp>_sos.bin on dGPUs but _toc.bin/_ta.bin on APUs (psp_13_0_4 has no
+    _sos), and pre-PSP chips have none: take the first declared file of the prefix, _sos first,
+    from the nearest kernel series read.
+    """
+    from kfdguard.knowledge.formats import kernel, series
+
+    read = sorted(
+        series(), key=lambda s: abs(int(s.split(".")[0]) * 100 + int(s.split(".")[1]) - version[0] * 100 - version[1])
+    )
+    declared = [f for f in kernel(read[0])["firmware"] if f.startswith(f"amdgpu/{prefix}_")]
+    for suffix in ("_sos.bin", "_toc.bin", "_ta.bin"):
+        if f"amdgpu/{prefix}{suffix}" in declared:
+            return f"amdgpu/{prefix}{suffix}"
+    return declared[0] if declared else f"amdgpu/{prefix}_sos.bin"

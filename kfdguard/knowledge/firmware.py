@@ -1,0 +1,87 @@
+"""Which firmware files an ASIC needs, and which Debian package version carries them.
+
+The files a kernel can ask for are those its amdgpu.ko declares (``modinfo -F
+firmware``, generated data); which of them a firmware-amd-graphics version
+ships is its file list (generated data). What is hand-written is only which
+file-name prefixes belong to an ASIC: the GC prefix follows from its GC IP
+version; the other IP blocks' versions (PSP, SMU, SDMA) come from IP
+discovery on the card and are listed below with their source. Off the boot
+path: the lists are loaded lazily.
+"""
+
+from __future__ import annotations
+
+from kfdguard.knowledge.formats import ids_firmware, kernel
+from kfdguard.knowledge.model import Asic
+
+# Non-GC IP blocks of IP-discovery ASICs whose firmware gaps matter on Debian 12 (files the
+# 6.1 module declares that bookworm's firmware-amd-graphics 20230210 lacks). The sources only
+# list the files (MODULE_FIRMWARE in psp_v13_0.c, smu_v13_0.c, sdma_v6_0.c); which IP version
+# a card has comes from its discovery table at run time. Pairings (MP0/MP1 13.0.10 and SDMA
+# 6.0.3 with GC 11.0.3 Navi32; MP0 13.0.11 with GC 11.0.4 Phoenix2) as in issue 22 and
+# shared/knowledge/kfd-facts.md's corrections, not re-read from a card (UNCERTAIN).
+EXTRA_PREFIXES: dict[str, tuple[str, ...]] = {
+    "navi32": ("psp_13_0_10_", "smu_13_0_10", "sdma_6_0_3"),
+    "phoenix2": ("psp_13_0_11_",),
+}
+
+
+def prefixes(asic: Asic) -> tuple[str, ...]:
+    """File-name prefixes (under amdgpu/) of the firmware this ASIC loads."""
+    from kfdguard.knowledge.chips import CHIP_TO_ASIC
+
+    # Chips named before IP discovery use their code name (sienna_cichlid_*.bin, polaris10_*.bin);
+    # later ones the GC IP (gc_11_0_3_*.bin).
+    own = tuple(f"{chip.removeprefix('CHIP_').lower()}_" for chip, key in CHIP_TO_ASIC.items() if key == asic.key)
+    if asic.gc_ip:
+        own += (f"gc_{asic.gc_ip.replace('.', '_')}_",)
+    return own + EXTRA_PREFIXES.get(asic.key, ())
+
+
+def declared(series: str, asic: Asic) -> list[str]:
+    """Firmware files of the ASIC that that kernel series' amdgpu.ko declares."""
+    wanted = prefixes(asic)
+    return sorted(f for f in kernel(series)["firmware"] if f.removeprefix("amdgpu/").startswith(wanted))
+
+
+def shipped(suite: str) -> frozenset[str]:
+    """The amdgpu/ files of firmware-amd-graphics in a suite read by the generator."""
+    return frozenset(ids_firmware()["firmware"][suite]["files"])
+
+
+def package_version(suite: str) -> str:
+    return str(ids_firmware()["firmware"][suite]["provenance"]["version"])
+
+
+def missing(series: str, asic: Asic, suite: str) -> list[str]:
+    """Declared files of the ASIC that the suite's firmware-amd-graphics lacks.
+
+    Some declared files are optional (newer or older alternatives: 6.1 declares
+    gc_11_0_3_mes.bin, which no package ships); a file no suite ships is left out.
+    """
+    suites = ids_firmware()["firmware"]
+    anywhere = frozenset().union(*(frozenset(v["files"]) for v in suites.values()))
+    have = shipped(suite)
+    return [f for f in declared(series, asic) if f not in have and f in anywhere]
+
+
+def advice(series: str, asic: Asic, suite: str = "bookworm") -> str | None:
+    """What to install when ``suite``'s firmware-amd-graphics lacks files the kernel wants for the ASIC.
+
+    None when nothing is missing. Otherwise names the first suite read (backports first) that
+    ships all of them.
+    """
+    gaps = missing(series, asic, suite)
+    if not gaps:
+        return None
+    suites = [s for s in ids_firmware()["firmware"] if s != suite]
+    suites.sort(key=lambda s: (not s.endswith("-backports"), s))
+    for other in suites:
+        if not set(gaps) - shipped(other):
+            option = f" -t {other}" if other.endswith("-backports") else ""
+            return (
+                f"{suite}'s firmware-amd-graphics {package_version(suite)} lacks {', '.join(gaps)} "
+                f"(declared by the {series} amdgpu module for {asic.family}); {other}'s "
+                f"{package_version(other)} has them: apt install{option} firmware-amd-graphics"
+            )
+    return f"no firmware-amd-graphics read ships {', '.join(gaps)}: install them from linux-firmware upstream"

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Generate kfdguard's knowledge data from Debian's archive (see README.md).
+
+    python3 tools/knowledge/generate.py [--offline] [--check] [--report docs/KNOWLEDGE.md]
+
+--offline uses only the cache (fails on a cold cache); --check writes
+nothing and exits 1 when the committed data differ from a fresh run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TREE = HERE.parent.parent
+sys.path.insert(0, str(TREE))  # run as a script: tools.knowledge and kfdguard from this tree
+
+from tools.knowledge.archive import (  # noqa: E402
+    ArchiveError,
+    cache_dir,
+    deb_members,
+    download,
+    extract,
+    extract_kernel_tree,
+    mirrors,
+)
+from tools.knowledge.csource import KnowledgeError, header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
+from tools.knowledge.sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS, choose_kernel, newest  # noqa: E402
+
+DATA = TREE / "kfdguard/knowledge/data"
+GENERATED = TREE / "kfdguard/knowledge/generated.py"
+MESSAGE_DIRS = ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/amd/amdkfd")
+# Driver-core files whose messages name amdgpu's failures (probe, firmware loading).
+CORE_FILES = ("drivers/base/dd.c", "drivers/base/firmware_loader/main.c")
+
+
+def modinfo(ko: Path, field: str) -> list[str]:
+    out = subprocess.run(
+        ["modinfo", "-0", "-F", field, str(ko)], capture_output=True, text=True, check=True, timeout=120
+    )
+    return [item.strip() for item in out.stdout.split("\0") if item.strip()]
+
+
+def module_facts(ko: Path) -> dict[str, object]:
+    types = dict(entry.split(":", 1) for entry in modinfo(ko, "parmtype"))
+    descriptions: dict[str, str] = {}
+    for entry in modinfo(ko, "parm"):
+        name, _, desc = entry.partition(":")
+        descriptions[name] = re.sub(r"\s*\((?:[a-z]+)\)$", "", desc.strip())
+    params = {name: [kind, descriptions.get(name, "")] for name, kind in types.items()}
+    aliases = modinfo(ko, "alias")
+    pci = sorted({int(m.group(1), 16) for a in aliases if (m := re.match(r"pci:v00001002d0000([0-9A-F]{4})", a))})
+    return {"params": params, "firmware": sorted(set(modinfo(ko, "firmware"))), "alias_devices": pci,
+            "alias_catch_all": any(a.startswith("pci:v00001002d*") for a in aliases), "aliases": len(aliases)}  # fmt: skip
+
+
+def kernel_facts(series: str, suite: str, base: str, offline: bool) -> dict[str, object]:
+    k = choose_kernel(series, suite, base=base, offline=offline)
+    trees = cache_dir() / "trees"
+    image = extract(download(k.image, offline=offline), trees / f"image-{k.image.version}", ["*/amdgpu.ko*"])
+    kos = sorted(image.rglob("amdgpu.ko*"))
+    if not kos:
+        raise ArchiveError(f"{k.image.name} has no amdgpu.ko")
+    src = extract_kernel_tree(download(k.source, offline=offline), k.series, trees / f"source-{k.source.version}")
+    root = src / f"linux-source-{k.series}"
+    makefile = (root / "Makefile").read_text()
+    parts = [re.search(rf"^{f}\s*=\s*(\S*)", makefile, re.M) for f in ("VERSION", "PATCHLEVEL", "SUBLEVEL")]
+    if not all(parts):
+        raise KnowledgeError(f"{root / 'Makefile'}: no VERSION/PATCHLEVEL/SUBLEVEL")
+    upstream = ".".join(m.group(1) for m in parts if m)
+    kfd_c = "drivers/gpu/drm/amd/amdkfd/kfd_device.c"
+    drv_c = "drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c"
+    rows, catch_all = pci_table(root / drv_c)
+    cache: dict[Path, dict[str, str]] = {}
+    msgs: list[list[object]] = []
+    for d in MESSAGE_DIRS:
+        for path in sorted((root / d).rglob("*.c")):
+            rel = path.relative_to(root)
+            msgs += messages(path, str(rel), header_prefixes(root, rel, cache))
+    for rel_s in CORE_FILES:
+        if (root / rel_s).exists():
+            msgs += [m for m in messages(root / rel_s, rel_s, {}) if "probe" in str(m[3]) or "firmware" in str(m[3])]
+    # module_param_unsafe taints the kernel when set: read which parameters use it, and the
+    # queue limit kfd_init() enforces (kfd_priv.h), rather than remembering either.
+    decl = "\n".join((root / f).read_text(errors="replace") for d in MESSAGE_DIRS for f in os.listdir(root / d)
+                     if f.endswith(".c") and "module_param" in (root / d / f).read_text(errors="replace")
+                     for f in [f"{d}/{f}"])  # fmt: skip
+    unsafe = sorted(set(re.findall(r"module_param(?:_named)?_unsafe\(\s*(\w+)", decl)))
+    priv = (root / "drivers/gpu/drm/amd/amdkfd/kfd_priv.h").read_text(errors="replace")
+    procs = re.search(r"#define\s+KFD_MAX_NUM_OF_PROCESSES\s+(\d+)", priv)
+    per_proc = re.search(r"#define\s+KFD_MAX_NUM_OF_QUEUES_PER_PROCESS\s+(\d+)", priv)
+    flat = re.sub(r"[\s\\()]+", " ", priv)
+    if not (
+        procs
+        and per_proc
+        and "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE KFD_MAX_NUM_OF_PROCESSES * KFD_MAX_NUM_OF_QUEUES_PER_PROCESS" in flat
+    ):
+        raise KnowledgeError("kfd_priv.h: KFD_MAX_NUM_OF_QUEUES_PER_DEVICE is no longer processes x queues")
+    limits = {"KFD_MAX_NUM_OF_PROCESSES": int(procs.group(1)), "KFD_MAX_NUM_OF_QUEUES_PER_PROCESS": int(per_proc.group(1)),
+              "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE": int(procs.group(1)) * int(per_proc.group(1))}  # fmt: skip
+    return {
+        "unsafe_params": unsafe, "limits": limits,
+        "series": k.series, "upstream": upstream, "suite": k.suite,
+        "provenance": {"source": {**k.source.provenance(), "files": [kfd_c, drv_c, *MESSAGE_DIRS, *CORE_FILES]},
+                       "module": {**k.image.provenance(), "file": str(kos[0].relative_to(image))}},
+        "kms": kms_version(root / drv_c),
+        "kfd": kfd_support(root / kfd_c),
+        "pci": rows, "pci_catch_all": catch_all,
+        **module_facts(kos[0]),
+        "messages": msgs,
+    }  # fmt: skip
+
+
+def ids_facts(base: str, offline: bool) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name, suite in IDS_PACKAGES:
+        pkg = newest(name, suite, "main", "all", base=base, offline=offline)
+        tree = extract(
+            download(pkg, offline=offline), cache_dir() / "trees" / f"{name}-{pkg.version}", ["*amdgpu.ids", "*pci.ids"]
+        )
+        files = sorted(p for p in tree.rglob("amdgpu.ids" if name == "libdrm-common" else "pci.ids") if p.is_file())
+        if not files:
+            raise ArchiveError(f"{pkg.name} {pkg.version} has no ids file")
+        text = files[0].read_text(encoding="utf-8", errors="replace")
+        if name == "libdrm-common":
+            rows = [
+                [int(d, 16), int(r, 16), n.strip()]
+                for d, r, n in re.findall(r"^([0-9A-Fa-f]{4}),\s*([0-9A-Fa-f]{2}),\s*(.+)$", text, re.M)
+            ]
+        else:
+            block = re.search(r"^1002\s+.*?\n(.*?)^[0-9a-f]{4}\s", text, re.M | re.S)
+            body = block.group(1) if block else ""
+            rows = [[int(d, 16), None, n.strip()] for d, n in re.findall(r"^\t([0-9a-f]{4})\s+(.+)$", body, re.M)]
+        provenance = dict(pkg.provenance())
+        provenance["file"] = str(files[0].relative_to(tree))
+        out[f"{name} {suite}"] = {"provenance": provenance, "rows": rows}
+    return out
+
+
+def firmware_facts(base: str, offline: bool) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for suite, component in FIRMWARE_SUITES:
+        pkg = newest("firmware-amd-graphics", suite, component, "all", base=base, offline=offline)
+        listing = cache_dir() / "trees" / f"firmware-{pkg.version}.list"
+        if not listing.exists():
+            names = [m for m in deb_members(download(pkg, offline=offline)) if "/firmware/amdgpu/" in m]
+            listing.parent.mkdir(parents=True, exist_ok=True)
+            listing.write_text("\n".join(names))
+        files = sorted({re.sub(r"\.(xz|zst)$", "", n.split("/firmware/", 1)[1]) for n in listing.read_text().split()})
+        out[suite] = {"provenance": pkg.provenance(), "files": files}
+    return out
+
+
+def build(offline: bool) -> tuple[dict[str, object], list[str]]:
+    base, _security = mirrors()
+    notes: list[str] = []
+    kernels: dict[str, object] = {}
+    for series, suite in KERNELS:
+        try:
+            facts = kernel_facts(series, suite, base, offline)
+        except ArchiveError as exc:
+            notes.append(f"{series} ({suite}): skipped: {exc}")
+            continue
+        kernels[str(facts["series"])] = facts
+        notes.append(f"{facts['series']} ({suite}): linux-source {facts['upstream']}, {len(facts['messages'])} formats")  # type: ignore[arg-type]
+    return {"kernels": kernels, "ids": ids_facts(base, offline), "firmware": firmware_facts(base, offline)}, notes
+
+
+def write_json(path: Path, value: object) -> bytes:
+    raw = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    blob = gzip.compress(raw, compresslevel=9, mtime=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(blob)
+    return blob
+
+
+def outputs(data: dict[str, object]) -> dict[Path, bytes]:
+    """The committed files: gzip'd JSON per kernel series and one for ids/firmware, and the
+    literal module the boot path reads (no json import before READY)."""
+    from tools.knowledge.literal import render_module
+
+    files: dict[Path, bytes] = {}
+    kernels = data["kernels"]
+    assert isinstance(kernels, dict)
+    for series, facts in kernels.items():
+        raw = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        files[DATA / f"kernel-{series}.json.gz"] = gzip.compress(raw, compresslevel=9, mtime=0)
+    rest = {"ids": data["ids"], "firmware": data["firmware"]}
+    raw = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    files[DATA / "ids-firmware.json.gz"] = gzip.compress(raw, compresslevel=9, mtime=0)
+    files[GENERATED] = render_module(data).encode()
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--offline", action="store_true", help="use the cache only")
+    parser.add_argument("--check", action="store_true", help="compare with the committed files, write nothing")
+    parser.add_argument("--refresh", action="store_true", help="fetch the Packages indices again (follow the archive)")
+    parser.add_argument("--report", type=Path, help="write the coverage report (Markdown) here")
+    args = parser.parse_args(argv)
+    from tools.knowledge import archive
+
+    archive.REFRESH = args.refresh
+    try:
+        data, notes = build(args.offline)
+    except ArchiveError as exc:
+        print(f"generate: {exc}", file=sys.stderr)
+        return 2
+    files = outputs(data)
+    if not args.check:
+        for path, blob in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(blob)
+    from tools.knowledge.report import coverage
+
+    text = coverage(data, notes)
+    if args.check:
+        stale = [str(p.relative_to(TREE)) for p, blob in files.items() if not p.exists() or p.read_bytes() != blob]
+        if args.report and (not args.report.exists() or args.report.read_text() != text):
+            stale.append(str(args.report))
+        for name in stale:
+            print(f"differs from a fresh run: {name}", file=sys.stderr)
+        return 1 if stale else 0
+    if args.report:
+        args.report.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
