@@ -129,13 +129,14 @@ def test_the_running_service_writes_them(tmp_path: Path) -> None:
             Root(root).join(shown).parent.mkdir(parents=True, exist_ok=True)
 
     with guardian("kfd-perms-0600", enforce=False, prepare=prepare) as g:
-        prom = Root(g.root).join(FLEET_TEXTFILE)
+        prom, nfd = Root(g.root).join(FLEET_TEXTFILE), Root(g.root).join(FLEET_NFD)
         deadline = time.monotonic() + 20
-        while not (prom.exists() and "kfdguard_state" in prom.read_text()):
-            assert time.monotonic() < deadline, "the service wrote no textfile"
+        # One publish writes the textfile, then the NFD file: wait for both, not the first alone.
+        while not (prom.exists() and "kfdguard_state" in prom.read_text() and nfd.exists()):
+            assert time.monotonic() < deadline, "the service wrote no textfile and feature file"
             time.sleep(0.1)
         assert 'kfdguard_state{state="unavailable"} 1' in prom.read_text()
-        assert "kfdguard.blocked=device-permissions" in Root(g.root).join(FLEET_NFD).read_text()
+        assert "kfdguard.blocked=device-permissions" in nfd.read_text()
 
 
 # --- no network port --------------------------------------------------------------------------
