@@ -84,7 +84,8 @@ def _mock_polkit(directory: Path, *what: str) -> Iterator[MockPolkit]:
         bus.stop()
 
 
-def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
+def test_mock_polkit_decides_reload(each_bus: str, mock_polkit: MockPolkit) -> None:
+    assert mock_polkit.bus.kind == each_bus
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False) as g:
         env = g.env()
         refused = call("Reload", env=env, user=NOBODY, check=False)
@@ -97,7 +98,10 @@ def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
 
 
 @pytest.mark.parametrize("fault", ["SetDelay", "SimulateHang"])
-def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: MockPolkit, fault: str) -> None:
+def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(
+    each_bus: str, mock_polkit: MockPolkit, fault: str
+) -> None:
+    assert mock_polkit.bus.kind == each_bus
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
         env = g.env()
         mock_polkit.control("SetAllowed", "as", "1", "org.kfdguard.reload")
@@ -124,7 +128,8 @@ def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: M
             mock_polkit.control("ReleaseHangingCalls", "")
 
 
-def test_polkit_vanishing_mid_call_fails_closed_at_once(mock_polkit: MockPolkit) -> None:
+def test_polkit_vanishing_mid_call_fails_closed_at_once(each_bus: str, mock_polkit: MockPolkit) -> None:
+    assert mock_polkit.bus.kind == each_bus
     # Our own timeout is long: the refusal must come from polkitd's disappearance, not from waiting it out.
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config="timeouts:\n  polkit: 15\n") as g:
         env = g.env()
@@ -178,6 +183,7 @@ def test_a_garbled_polkit_answer_fails_closed(bare_polkit: MockPolkit, signature
         assert call("GetStatus", env=g.env()).stdout.startswith("a{sv}")
 
 
+@pytest.mark.usefixtures("each_bus")
 def test_polkit_absent_means_root_only() -> None:
     with guardian("rx7900xtx-ubuntu2404", enforce=False) as g:
         env = g.env()

@@ -4,13 +4,23 @@ It is configured like Debian's system bus (deny own and method calls by
 default, EXTERNAL authentication) and includes dbus/org.kfdguard.Guardian1.conf
 from this tree, so tests and the demo exercise the real policy file with a
 real dbus-daemon. Name ownership needs root, exactly as on a real system.
+
+The same configuration also runs under dbus-broker (kind "broker", or
+KFDGUARD_TEST_BUS=broker): dbus-broker-launch ignores <listen> and takes the
+listening socket by socket activation (LISTEN_FDS, fd name "dbus.socket"), and
+it refuses to start without /run/systemd/journal/socket, so it runs in a
+private mount namespace where that path is a datagram socket of ours; its log
+lines are kept (log()). That needs root, which owning the name needs anyway.
+docs/PLATFORMS.md lists where the two buses behave differently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -53,8 +63,35 @@ CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configurat
 """
 
 
+KINDS = ("daemon", "broker")
+
+# In the broker's own mount namespace: /run/systemd (or /run where there is none) becomes
+# a tmpfs, so neither the host's journal nor its /run is touched, and our socket is the journal.
+BROKER_NAMESPACE = """set -e
+if [ -d /run/systemd ]; then mount -t tmpfs -o mode=0755 kfdguard-bus /run/systemd
+else mount -t tmpfs -o mode=0755 kfdguard-bus /run; fi
+mkdir -p /run/systemd/journal
+mount --bind "$1" /run/systemd/journal
+# Socket activation: the listener (inherited as stdin) becomes fd 3.
+exec 3<&0 0</dev/null
+shift
+LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=dbus.socket exec "$@"
+"""
+
+
+def default_kind() -> str:
+    """The bus the tests run on unless they choose: KFDGUARD_TEST_BUS=daemon|broker (default daemon)."""
+    kind = os.environ.get("KFDGUARD_TEST_BUS", "") or "daemon"
+    if kind not in KINDS:
+        raise ValueError(f"KFDGUARD_TEST_BUS={kind!r}: expected one of {', '.join(KINDS)}")
+    return kind
+
+
 class PrivateBus:
-    def __init__(self, directory: Path | None = None, extra: str = "") -> None:
+    def __init__(self, directory: Path | None = None, extra: str = "", kind: str | None = None) -> None:
+        self.kind = kind or default_kind()
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown bus kind {self.kind!r}: expected one of {', '.join(KINDS)}")
         self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="kfdguard-bus-")
         self.dir = directory or Path(self._tmp.name)  # type: ignore[union-attr]
         self.socket = self.dir / "system_bus_socket"
@@ -62,15 +99,19 @@ class PrivateBus:
         self.config = self.dir / "bus.conf"
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
+        self._journal: socket.socket | None = None
+        self._log: list[str] = []
 
     def config_text(self) -> str:
         return CONFIG.format(socket=self.socket, policy=POLICY, polkit=POLKIT_POLICY, extra=self.extra)
 
     def start(self) -> PrivateBus:
-        daemon = shutil.which("dbus-daemon") or "/usr/bin/dbus-daemon"
         self.config.write_text(self.config_text())
         # Non-root test users must reach the socket.
         os.chmod(self.dir, 0o755)  # noqa: S103 - a test bus directory, readable by the test users
+        if self.kind == "broker":
+            return self._start_broker()
+        daemon = shutil.which("dbus-daemon") or "/usr/bin/dbus-daemon"
         self.proc = subprocess.Popen(
             [daemon, f"--config-file={self.config}", "--nofork", "--nopidfile"],
             stdout=subprocess.DEVNULL,
@@ -85,6 +126,70 @@ class PrivateBus:
         os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
         return self
 
+    def _start_broker(self) -> PrivateBus:
+        launcher = shutil.which("dbus-broker-launch")
+        unshare = shutil.which("unshare")
+        if launcher is None or unshare is None:
+            raise RuntimeError("dbus-broker did not start: dbus-broker-launch (package dbus-broker) is not installed")
+        journal_dir = self.dir / "journal"
+        journal_dir.mkdir(exist_ok=True)
+        journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        journal.bind(str(journal_dir / "socket"))
+        journal.setblocking(False)
+        self._journal = journal
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(self.socket))
+            os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
+            listener.listen(128)
+            argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c", BROKER_NAMESPACE, "sh"]
+            argv += [str(journal_dir), launcher, "--scope", "system", f"--config-file={self.config}"]
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=listener.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                # The launcher connects to "the system bus" as a client once the broker runs
+                # (to ask systemd for activations): that is this bus, not the host's.
+                env=self.env(),
+            )
+        finally:
+            # The broker holds the listener now: once it is gone, connecting fails at once.
+            listener.close()
+        deadline = time.monotonic() + 10
+        while not self._answers():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise RuntimeError(f"dbus-broker did not start: {err}{chr(10).join(self.journal())}")
+            time.sleep(0.02)
+        return self
+
+    def _answers(self) -> bool:
+        """True once the bus completes a connection (the listener accepts before the broker runs)."""
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1)
+        try:
+            probe.connect(str(self.socket))
+            probe.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
+            return probe.recv(64).startswith(b"OK ")
+        except OSError:
+            return False
+        finally:
+            probe.close()
+
+    def journal(self) -> list[str]:
+        """dbus-broker's log messages so far (its journal lines' MESSAGE fields); empty for dbus-daemon."""
+        while self._journal is not None:
+            try:
+                datagram = self._journal.recv(1 << 16)
+            except (BlockingIOError, OSError):
+                break
+            for line in datagram.decode(errors="replace").splitlines():
+                if line.startswith("MESSAGE="):
+                    self._log.append(line.removeprefix("MESSAGE="))
+        return list(self._log)
+
     def env(self) -> dict[str, str]:
         return {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": self.address}
 
@@ -95,6 +200,12 @@ class PrivateBus:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait(5)
+        if self._journal is not None:
+            self.journal()
+            with contextlib.suppress(OSError):
+                self._journal.close()
+            self._journal = None
         if self._tmp is not None:
             self._tmp.cleanup()
 
