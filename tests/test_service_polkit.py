@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -200,10 +201,15 @@ UBUNTU_RENDER_GID = RENDER_GID["ubuntu"]
 real = pytest.mark.skipif(polkitbus.available() is not None, reason=f"real polkitd: {polkitbus.available()}")
 
 
-@pytest.fixture(scope="module")
-def real_polkit() -> Iterator[PolkitBus]:
+@pytest.fixture(scope="module", params=["daemon", "broker"])
+def real_polkit(request: pytest.FixtureRequest) -> Iterator[PolkitBus]:
+    kind: str = request.param  # module-scoped, so it cannot take each_bus: the same two buses
+    if kind == "broker" and shutil.which("dbus-broker-launch") is None:
+        pytest.skip("dbus-broker is not installed (Debian package dbus-broker)")
     with open_dir() as directory:
-        bus = PolkitBus(directory, [RENDER_USER, PLAIN_USER], {"render": UBUNTU_RENDER_GID}).start()
+        bus = PolkitBus(directory, [RENDER_USER, PLAIN_USER], {"render": UBUNTU_RENDER_GID}, kind=kind).start()
+        # The bus polkitd is on is the one asked for (dbus-broker-launch logs to our journal socket).
+        assert (bus.journal() == ["Ready"]) == (kind == "broker"), bus.journal()
         try:
             yield bus
         finally:

@@ -65,17 +65,21 @@ CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configurat
 
 KINDS = ("daemon", "broker")
 
-# In the broker's own mount namespace: /run/systemd (or /run where there is none) becomes
-# a tmpfs, so neither the host's journal nor its /run is touched, and our socket is the journal.
-BROKER_NAMESPACE = """set -e
-if [ -d /run/systemd ]; then mount -t tmpfs -o mode=0755 kfdguard-bus /run/systemd
-else mount -t tmpfs -o mode=0755 kfdguard-bus /run; fi
-mkdir -p /run/systemd/journal
+# In the broker's own mount namespace, our datagram socket ($1/socket) is the journal. Where the
+# host has a journal directory only that is covered; elsewhere a tmpfs on /run/systemd (or /run)
+# makes room for it. The host's journal and /run are never touched.
+BROKER_JOURNAL = """if [ ! -d /run/systemd/journal ]; then
+  if [ -d /run/systemd ]; then mount -t tmpfs -o mode=0755 kfdguard-bus /run/systemd
+  else mount -t tmpfs -o mode=0755 kfdguard-bus /run; fi
+  mkdir -p /run/systemd/journal
+fi
 mount --bind "$1" /run/systemd/journal
-# Socket activation: the listener (inherited as stdin) becomes fd 3.
-exec 3<&0 0</dev/null
-shift
-LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=dbus.socket exec "$@"
+"""
+# Socket activation: the listener (inherited as stdin) becomes fd 3 of the launcher.
+BROKER_EXEC = """LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=dbus.socket exec "$@" 3<&0 0</dev/null"""
+BROKER_NAMESPACE = f"""set -e
+{BROKER_JOURNAL}shift
+{BROKER_EXEC}
 """
 
 
@@ -126,10 +130,15 @@ class PrivateBus:
         os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
         return self
 
-    def _start_broker(self) -> PrivateBus:
+    def broker_prepare(self) -> tuple[socket.socket, Path, list[str]]:
+        """For dbus-broker: the bound listener, the journal directory, and the launcher's argv.
+
+        The caller passes the listener as stdin of a shell that runs BROKER_JOURNAL (with the
+        journal directory as $1) and BROKER_EXEC (the argv as "$@") in a private mount
+        namespace, with DBUS_SYSTEM_BUS_ADDRESS=self.address, then closes its own copy.
+        """
         launcher = shutil.which("dbus-broker-launch")
-        unshare = shutil.which("unshare")
-        if launcher is None or unshare is None:
+        if launcher is None or shutil.which("unshare") is None:
             raise RuntimeError("dbus-broker did not start: dbus-broker-launch (package dbus-broker) is not installed")
         journal_dir = self.dir / "journal"
         journal_dir.mkdir(exist_ok=True)
@@ -138,12 +147,16 @@ class PrivateBus:
         journal.setblocking(False)
         self._journal = journal
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.socket))
+        os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
+        listener.listen(128)
+        return listener, journal_dir, [launcher, "--scope", "system", f"--config-file={self.config}"]
+
+    def _start_broker(self) -> PrivateBus:
+        listener, journal_dir, launcher = self.broker_prepare()
         try:
-            listener.bind(str(self.socket))
-            os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
-            listener.listen(128)
-            argv = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c", BROKER_NAMESPACE, "sh"]
-            argv += [str(journal_dir), launcher, "--scope", "system", f"--config-file={self.config}"]
+            argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", BROKER_NAMESPACE, "sh"]
+            argv += [str(journal_dir), *launcher]
             self.proc = subprocess.Popen(
                 argv,
                 stdin=listener.fileno(),
@@ -157,7 +170,7 @@ class PrivateBus:
             # The broker holds the listener now: once it is gone, connecting fails at once.
             listener.close()
         deadline = time.monotonic() + 10
-        while not self._answers():
+        while not self.answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.proc.kill()
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
@@ -165,7 +178,7 @@ class PrivateBus:
             time.sleep(0.02)
         return self
 
-    def _answers(self) -> bool:
+    def answers(self) -> bool:
         """True once the bus completes a connection (the listener accepts before the broker runs)."""
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.settimeout(1)
