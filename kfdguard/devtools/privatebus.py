@@ -23,7 +23,9 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections import deque
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +106,9 @@ class PrivateBus:
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
         self._journal: socket.socket | None = None
-        self._log: list[str] = []
+        self._drainer: threading.Thread | None = None
+        self._log: deque[str] = deque(maxlen=2000)  # the last messages; a flood must not grow it
+        self._log_lock = threading.Lock()
 
     def config_text(self) -> str:
         return CONFIG.format(socket=self.socket, policy=POLICY, polkit=POLKIT_POLICY, extra=self.extra)
@@ -144,8 +148,12 @@ class PrivateBus:
         journal_dir.mkdir(exist_ok=True)
         journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         journal.bind(str(journal_dir / "socket"))
-        journal.setblocking(False)
+        journal.settimeout(0.2)
         self._journal = journal
+        # Read it all the time: dbus-broker 33 sends its log datagrams blocking, and with our
+        # queue full the whole bus stopped in sendmsg (seen with the D-Bus fuzzer's denied calls).
+        self._drainer = threading.Thread(target=self._drain, args=(journal,), name="dbus-broker-journal", daemon=True)
+        self._drainer.start()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(self.socket))
         os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
@@ -157,15 +165,18 @@ class PrivateBus:
         try:
             argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", BROKER_NAMESPACE, "sh"]
             argv += [str(journal_dir), *launcher]
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=listener.fileno(),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                # The launcher connects to "the system bus" as a client once the broker runs
-                # (to ask systemd for activations): that is this bus, not the host's.
-                env=self.env(),
-            )
+            # Its stderr goes to a file: the broker writes there too while it runs, and a pipe
+            # nobody reads would fill and stop the whole bus (as quiet_bus in dbusfuzz notes).
+            with open(self.dir / "dbus-broker.log", "wb") as stderr:
+                self.proc = subprocess.Popen(
+                    argv,
+                    stdin=listener.fileno(),
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    # The launcher connects to "the system bus" as a client once the broker runs
+                    # (to ask systemd for activations): that is this bus, not the host's.
+                    env=self.env(),
+                )
         finally:
             # The broker holds the listener now: once it is gone, connecting fails at once.
             listener.close()
@@ -173,7 +184,8 @@ class PrivateBus:
         while not self.answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.proc.kill()
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                self.proc.wait(5)
+                err = (self.dir / "dbus-broker.log").read_text(errors="replace")
                 raise RuntimeError(f"dbus-broker did not start: {err}{chr(10).join(self.journal())}")
             time.sleep(0.02)
         return self
@@ -191,17 +203,25 @@ class PrivateBus:
         finally:
             probe.close()
 
+    def _drain(self, journal: socket.socket) -> None:
+        while self._journal is journal:
+            try:
+                datagram = journal.recv(1 << 16)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            # Native journal protocol: KEY=VALUE lines (a value with a newline comes length-prefixed
+            # and is skipped here; the broker's messages are one line).
+            text = datagram.decode(errors="replace")
+            messages = [line.removeprefix("MESSAGE=") for line in text.splitlines() if line.startswith("MESSAGE=")]
+            with self._log_lock:
+                self._log.extend(messages)
+
     def journal(self) -> list[str]:
         """dbus-broker's log messages so far (its journal lines' MESSAGE fields); empty for dbus-daemon."""
-        while self._journal is not None:
-            try:
-                datagram = self._journal.recv(1 << 16)
-            except (BlockingIOError, OSError):
-                break
-            for line in datagram.decode(errors="replace").splitlines():
-                if line.startswith("MESSAGE="):
-                    self._log.append(line.removeprefix("MESSAGE="))
-        return list(self._log)
+        with self._log_lock:
+            return list(self._log)
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": self.address}
@@ -215,10 +235,11 @@ class PrivateBus:
                 self.proc.kill()
                 self.proc.wait(5)
         if self._journal is not None:
-            self.journal()
+            journal, self._journal = self._journal, None
+            if self._drainer is not None:
+                self._drainer.join(2)  # it sees _journal change within its 0.2 s timeout
             with contextlib.suppress(OSError):
-                self._journal.close()
-            self._journal = None
+                journal.close()
         if self._tmp is not None:
             self._tmp.cleanup()
 
