@@ -54,6 +54,7 @@ demo: deps
 # The whole suite, as CI runs it (.ci/run): the fast part first, then the VM lane.
 test: deps
 	$(MAKE) --no-print-directory test-fast
+	$(MAKE) --no-print-directory test-shell48
 	$(MAKE) --no-print-directory test-system
 
 test-fast: deps
@@ -227,11 +228,21 @@ test-system: deps
 # The GNOME Shell extension (docs/GNOME.md).
 #   make extension     dist/kfdguard@kfdguard.org.shell43.zip (GNOME 43, 44) and .shell45.zip (45 and later)
 #   make screenshots   regenerate docs/screenshots/ in a real headless gnome-shell (as root, like the tests)
+#   make test-shell48  the extension's Shell and gjs tests on Debian 13's GNOME Shell 48 / gjs 1.82, from a
+#                      chroot built once into /var/cache/kfdguard/trixie-gnome (cold ~7 min, then seconds)
 
-.PHONY: extension screenshots
+.PHONY: extension screenshots trixie-chroot test-shell48
 
 extension:
 	sh gnome-extension/build.sh dist
 
-screenshots: deps
+trixie-chroot:
+	$(ROOTCMD) scripts/trixie-chroot
+
+# test-fast skips these while the chroot is missing; here it is built first, so they run.
+test-shell48: deps trixie-chroot
+	$(ROOTCMD) $(PY) -m pytest -q -p no:cacheprovider tests/gnome/test_shell.py tests/gnome/test_gjs_client.py \
+		tests/gnome/test_extension_build.py -k "48 or debian13"
+
+screenshots: deps trixie-chroot
 	KFDGUARD_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q tests/gnome/test_shell.py

@@ -67,3 +67,17 @@ def tool(name: str) -> str:
     if path is None:
         pytest.fail(f"{name} is required for this test and missing; 'make test' installs it")
     return path
+
+
+@pytest.fixture(params=["daemon", "broker"])
+def each_bus(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a private-bus test on dbus-daemon and again on dbus-broker (PrivateBus reads KFDGUARD_TEST_BUS).
+
+    Only the tests that exercise the bus policy and the service's bus behaviour take it,
+    so the suite does not run twice; KFDGUARD_TEST_BUS=broker runs every other one on dbus-broker.
+    """
+    kind: str = request.param
+    if kind == "broker" and shutil.which("dbus-broker-launch") is None:
+        pytest.skip("dbus-broker is not installed (Debian package dbus-broker)")
+    monkeypatch.setenv("KFDGUARD_TEST_BUS", kind)
+    return kind

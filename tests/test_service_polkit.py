@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,7 +86,8 @@ def _mock_polkit(directory: Path, *what: str) -> Iterator[MockPolkit]:
         bus.stop()
 
 
-def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
+def test_mock_polkit_decides_reload(each_bus: str, mock_polkit: MockPolkit) -> None:
+    assert mock_polkit.bus.kind == each_bus
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False) as g:
         env = g.env()
         refused = call("Reload", env=env, user=NOBODY, check=False)
@@ -98,7 +100,10 @@ def test_mock_polkit_decides_reload(mock_polkit: MockPolkit) -> None:
 
 
 @pytest.mark.parametrize("fault", ["SetDelay", "SimulateHang"])
-def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: MockPolkit, fault: str) -> None:
+def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(
+    each_bus: str, mock_polkit: MockPolkit, fault: str
+) -> None:
+    assert mock_polkit.bus.kind == each_bus
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
         env = g.env()
         mock_polkit.control("SetAllowed", "as", "1", ACTION_RELOAD)
@@ -125,7 +130,8 @@ def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(mock_polkit: M
             mock_polkit.control("ReleaseHangingCalls", "")
 
 
-def test_polkit_vanishing_mid_call_fails_closed_at_once(mock_polkit: MockPolkit) -> None:
+def test_polkit_vanishing_mid_call_fails_closed_at_once(each_bus: str, mock_polkit: MockPolkit) -> None:
+    assert mock_polkit.bus.kind == each_bus
     # Our own timeout is long: the refusal must come from polkitd's disappearance, not from waiting it out.
     with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config="timeouts:\n  polkit: 15\n") as g:
         env = g.env()
@@ -179,6 +185,7 @@ def test_a_garbled_polkit_answer_fails_closed(bare_polkit: MockPolkit, signature
         assert call("GetStatus", env=g.env()).stdout.startswith("a{sv}")
 
 
+@pytest.mark.usefixtures("each_bus")
 def test_polkit_absent_means_root_only() -> None:
     with guardian("rx7900xtx-ubuntu2404", enforce=False) as g:
         env = g.env()
@@ -195,10 +202,15 @@ UBUNTU_RENDER_GID = RENDER_GID["ubuntu"]
 real = pytest.mark.skipif(polkitbus.available() is not None, reason=f"real polkitd: {polkitbus.available()}")
 
 
-@pytest.fixture(scope="module")
-def real_polkit() -> Iterator[PolkitBus]:
+@pytest.fixture(scope="module", params=["daemon", "broker"])
+def real_polkit(request: pytest.FixtureRequest) -> Iterator[PolkitBus]:
+    kind: str = request.param  # module-scoped, so it cannot take each_bus: the same two buses
+    if kind == "broker" and shutil.which("dbus-broker-launch") is None:
+        pytest.skip("dbus-broker is not installed (Debian package dbus-broker)")
     with open_dir() as directory:
-        bus = PolkitBus(directory, [RENDER_USER, PLAIN_USER], {"render": UBUNTU_RENDER_GID}).start()
+        bus = PolkitBus(directory, [RENDER_USER, PLAIN_USER], {"render": UBUNTU_RENDER_GID}, kind=kind).start()
+        # The bus polkitd is on is the one asked for (dbus-broker-launch logs to our journal socket).
+        assert (bus.journal() == ["Ready"]) == (kind == "broker"), bus.journal()
         try:
             yield bus
         finally:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kfdguard.record import dataclass
-from tools.privatebus import REPO, PrivateBus
+from tools.privatebus import BROKER_EXEC, BROKER_JOURNAL, REPO, PrivateBus
 
 POLKITD_CANDIDATES = ("/usr/lib/polkit-1/polkitd", "/usr/libexec/polkitd", "/usr/libexec/polkit-1/polkitd")
 AUTHORITY = "org.freedesktop.PolicyKit1"
@@ -81,13 +81,16 @@ def _with_users(passwd: str, group: str, users: list[FixtureUser], gids: dict[st
 class PolkitBus(PrivateBus):
     """PrivateBus whose dbus-daemon and a real polkitd share a prepared mount namespace."""
 
-    def __init__(self, directory: Path, users: list[FixtureUser], gids: dict[str, int] | None = None) -> None:
-        super().__init__(directory)
+    def __init__(
+        self, directory: Path, users: list[FixtureUser], gids: dict[str, int] | None = None, kind: str | None = None
+    ) -> None:
+        super().__init__(directory, kind=kind)
         self.users = users
         self.gids = gids or {}
         self.ns: subprocess.Popen[bytes] | None = None
+        self._launcher: list[str] = []
 
-    def _prepare(self) -> Path:
+    def _prepare(self, journal: Path | None = None) -> Path:
         d = self.dir
         actions = d / "actions"
         rules = d / "rules.d"
@@ -110,6 +113,17 @@ class PolkitBus(PrivateBus):
         os.chmod(d / "passwd", 0o644)
         os.chmod(d / "group", 0o644)
         self.config.write_text(self.config_text())
+        if self.kind == "broker":
+            # privatebus's dbus-broker pieces: the journal it needs, the listener on stdin as fd 3.
+            # sh gives a background job /dev/null as stdin unless redirected explicitly: hence fd 4.
+            bus = f"""exec 4<&0 0</dev/null
+set -- {journal}
+{BROKER_JOURNAL}set -- {" ".join(self._launcher)}
+DBUS_SYSTEM_BUS_ADDRESS={self.address} sh -c '{BROKER_EXEC}' sh "$@" 0<&4 &
+exec 4<&-
+"""
+        else:
+            bus = f"dbus-daemon --config-file={self.config} --nofork --nopidfile &\n"
         script = d / "namespace.sh"
         script.write_text(
             f"""set -e
@@ -118,8 +132,7 @@ mount --bind {d}/rules.d /usr/share/polkit-1/rules.d
 mkdir -p /etc/polkit-1/rules.d && mount --bind {d}/rules.d /etc/polkit-1/rules.d
 mount --bind {d}/passwd /etc/passwd
 mount --bind {d}/group /etc/group
-dbus-daemon --config-file={self.config} --nofork --nopidfile &
-while [ ! -S {self.socket} ]; do sleep 0.02; done
+{bus}while [ ! -S {self.socket} ]; do sleep 0.02; done
 chmod 666 {self.socket}
 DBUS_SYSTEM_BUS_ADDRESS={self.address} {polkitd_path()} --no-debug &
 wait
@@ -132,13 +145,21 @@ wait
         if why is not None:
             raise RuntimeError(f"the real polkitd cannot run here: {why}")
         os.chmod(self.dir, 0o755)  # noqa: S103 - fixture users reach the bus socket inside
-        script = self._prepare()
-        self.ns = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", str(script)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        listener = None
+        if self.kind == "broker":
+            listener, journal_dir, self._launcher = self.broker_prepare()
+        script = self._prepare() if listener is None else self._prepare(journal_dir)
+        try:
+            self.ns = subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", str(script)],
+                stdin=listener.fileno() if listener is not None else subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        finally:
+            if listener is not None:
+                listener.close()  # the broker holds it now
         deadline = time.monotonic() + 20
         while not self._authority_up():
             if self.ns.poll() is not None or time.monotonic() > deadline:

@@ -232,8 +232,9 @@ export const GuardianClient = GObject.registerClass({
 });
 
 const STATES = {
-    // Symbolic icons of the Adwaita theme (checked with Debian 12's, GNOME 43).
-    'ready': {icon: 'emblem-ok-symbolic', style: 'kfdguard-ready'},
+    // Symbolic icons in both Debian 12's Adwaita (43) and Debian 13's (48), which no longer has
+    // emblem-ok-symbolic: tests/gnome/test_extension_build.py checks every name against both.
+    'ready': {icon: 'object-select-symbolic', style: 'kfdguard-ready'},
     'degraded': {icon: 'dialog-warning-symbolic', style: 'kfdguard-degraded'},
     'unavailable': {icon: 'dialog-error-symbolic', style: 'kfdguard-unavailable'},
     'no-device': {icon: 'action-unavailable-symbolic', style: 'kfdguard-no-device'},

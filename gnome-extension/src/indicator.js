@@ -171,7 +171,7 @@ class KfdguardIndicator extends PanelMenu.Button {
             section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('GPUs')));
             for (const d of view.devices) {
                 section.addMenuItem(new TextItem(`${d.title}\n${d.detail}`, {
-                    iconName: d.ready ? 'emblem-ok-symbolic' : 'dialog-error-symbolic',
+                    iconName: d.ready ? 'object-select-symbolic' : 'dialog-error-symbolic',
                     iconStyle: d.ready ? 'kfdguard-ready' : 'kfdguard-unavailable',
                 }));
             }

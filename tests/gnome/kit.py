@@ -26,6 +26,66 @@ NOBODY = 65534
 HELPER_NAME = "org.kfdguard.ShellTest"
 HELPER_PATH = "/org/kfdguard/ShellTest"
 SCREEN = (1280, 800)
+# Debian 13's GNOME Shell 48 and gjs 1.82 live in a chroot that scripts/trixie-chroot builds once.
+TRIXIE = Path(os.environ.get("KFDGUARD_TRIXIE_CHROOT") or "/var/cache/kfdguard/trixie-gnome")
+
+# Run argv inside the chroot $1, in a private mount namespace (nothing stays mounted after the
+# last process exits): /proc, /dev, /sys, and /tmp and the tree at their own paths, so every path
+# the tests hand over (bus sockets, HOME, the built extension, simulated machines) is the same inside.
+CHROOT_NAMESPACE = """set -e
+D=$1 TREE=$2 CHROOT=$3
+shift 3
+mount -t proc proc "$D/proc"
+mount --rbind /dev "$D/dev"
+mount --rbind /sys "$D/sys"
+mount --bind /tmp "$D/tmp"
+mkdir -p "$D$TREE"
+mount --bind "$TREE" "$D$TREE"
+exec "$CHROOT" "$D" "$@"
+"""
+
+
+def trixie_chroot() -> Path | None:
+    """The Debian 13 chroot if scripts/trixie-chroot has built it, else None."""
+    return TRIXIE if (TRIXIE / ".kfdguard-ready").is_file() else None
+
+
+def in_chroot(chroot: Path | None, argv: list[str]) -> list[str]:
+    """argv as run in ``chroot`` (its own programs, found on its PATH), or unchanged on the host."""
+    if chroot is None:
+        return argv
+    return [tool("unshare"), "--mount", "--propagation", "private", "--", "sh", "-c", CHROOT_NAMESPACE, "sh",
+            str(chroot), str(REPO), tool("chroot"), *argv]  # fmt: skip
+
+
+def helper_45(out: Path) -> Path:
+    """The test helper as a GNOME 45+ extension (ES modules, a default-exported Extension subclass).
+
+    The helper is written once, for the legacy loader; this rewrites its imports and entry point
+    the way GNOME 45 requires (https://gjs.guide/extensions/upgrading/gnome-shell-45.html).
+    """
+    text = (HELPER / "extension.js").read_text()
+    rewrites = [
+        ("const {Gio, GLib, Shell, St} = imports.gi;\n",
+         "import Gio from 'gi://Gio';\nimport GLib from 'gi://GLib';\nimport Shell from 'gi://Shell';\n"
+         "import St from 'gi://St';\n"
+         "import {Extension} from 'resource:///org/gnome/shell/extensions/extension.js';\n"),
+        ("const Main = imports.ui.main;\n", "import * as Main from 'resource:///org/gnome/shell/ui/main.js';\n"),
+        ("const Config = imports.misc.config;\n",
+         "import * as Config from 'resource:///org/gnome/shell/misc/config.js';\n"),
+        ("class Extension {\n", "export default class ShellTestExtension extends Extension {\n"),
+        ("function init() {\n    return new Extension();\n}\n", ""),
+        ("/* exported init */\n", ""),
+    ]  # fmt: skip
+    for old, new in rewrites:
+        assert old in text, f"tests/gnome/helper/extension.js no longer has {old!r}"
+        text = text.replace(old, new)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "extension.js").write_text(text)
+    metadata = json.loads((HELPER / "metadata.json").read_text())
+    metadata["shell-version"] = ["45", "46", "47", "48"]
+    (out / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
+    return out
 
 
 def build(out: Path) -> dict[str, Path]:
@@ -63,8 +123,18 @@ class HeadlessShell:
     with busctl running as the same user.
     """
 
-    def __init__(self, extension_dir: Path, system_bus: str, groups: tuple[int, ...] = (), user: int = NOBODY) -> None:
+    def __init__(
+        self,
+        extension_dir: Path,
+        system_bus: str,
+        groups: tuple[int, ...] = (),
+        user: int = NOBODY,
+        chroot: Path | None = None,
+        helper: Path = HELPER,
+    ) -> None:
         self.extension_dir = extension_dir
+        self.chroot = chroot  # None: the host's Shell; else the Shell of this chroot (trixie_chroot())
+        self.helper = helper
         self.system_bus = system_bus
         self.groups = groups
         self.user = user
@@ -83,7 +153,7 @@ class HeadlessShell:
         os.chmod(self.dir, 0o755)
         extensions = self.home / ".local/share/gnome-shell/extensions"
         shutil.copytree(self.extension_dir, extensions / UUID)
-        shutil.copytree(HELPER, extensions / HELPER_UUID)
+        shutil.copytree(self.helper, extensions / HELPER_UUID)
         # No "Screen Lock disabled" notification over the panel (there is no display manager).
         (extensions.parent / "lock-warning-shown").touch()
         settings = self.home / ".config/glib-2.0/settings"
@@ -100,9 +170,10 @@ class HeadlessShell:
         for path in [self.home, self.runtime, *self.home.rglob("*")]:
             os.chown(path, self.user, self.user, follow_symlinks=False)
 
-    def _setpriv(self) -> list[str]:
+    def _setpriv(self, inside: bool = False) -> list[str]:
         groups = f"--groups={','.join(map(str, self.groups))}" if self.groups else "--clear-groups"
-        return [tool("setpriv"), f"--reuid={self.user}", f"--regid={self.user}", groups, "--"]
+        setpriv = "setpriv" if inside else tool("setpriv")
+        return [setpriv, f"--reuid={self.user}", f"--regid={self.user}", groups, "--"]
 
     def env(self) -> dict[str, str]:
         return {
@@ -120,10 +191,20 @@ class HeadlessShell:
 
     def start(self, timeout: float = 60) -> HeadlessShell:
         self._prepare()
-        shell = [tool("gnome-shell"), "--headless", "--virtual-monitor", f"{SCREEN[0]}x{SCREEN[1]}", "--wayland"]
+        inside = self.chroot is not None  # the chroot's own programs, by name on its PATH
+        shell = [
+            "gnome-shell" if inside else tool("gnome-shell"),
+            "--headless",
+            "--virtual-monitor",
+            f"{SCREEN[0]}x{SCREEN[1]}",
+            "--wayland",
+        ]
         shell.append("--no-x11")
         script = 'echo "$DBUS_SESSION_BUS_ADDRESS" > "$0.tmp" && mv "$0.tmp" "$0" && exec "$@"'
-        argv = [*self._setpriv(), tool("dbus-run-session"), "--", "sh", "-c", script, str(self.address_file), *shell]
+        session = "dbus-run-session" if inside else tool("dbus-run-session")
+        argv = [*self._setpriv(inside), session, "--", "sh", "-c", script, str(self.address_file), *shell]
+        # The helper is reached from the host (busctl): the session bus socket is under /tmp, shared.
+        argv = in_chroot(self.chroot, argv)
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 argv, env=self.env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

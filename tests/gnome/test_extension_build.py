@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tool
-from tests.gnome.kit import EXTENSION, REPO, UUID, build
+from tests.gnome.kit import EXTENSION, REPO, UUID, build, trixie_chroot
 
 SOURCES = ["client.js", "indicator.js"]
 
@@ -145,3 +145,28 @@ def test_translation_template_is_current(tmp_path: Path) -> None:
     assert msgids(EXTENSION / "po/kfdguard-gnome.pot") == msgids(pot)
     for po in (EXTENSION / "po").glob("*.po"):
         assert msgids(po) == msgids(pot), f"{po.name} is out of date: run gnome-extension/po/update.sh"
+
+
+def _icon_names() -> set[str]:
+    names: set[str] = set()
+    for source in sorted((EXTENSION / "src").glob("*.js")):
+        names |= set(re.findall(r"'([a-z0-9-]+-symbolic)'", source.read_text()))
+    return names
+
+
+@pytest.mark.parametrize("system", ["debian12", "debian13"])
+def test_every_icon_the_extension_names_is_in_the_icon_theme(system: str) -> None:
+    """An icon name the theme lacks draws as a broken image: Adwaita 48 (Debian 13) dropped emblem-ok-symbolic."""
+    root = Path("/")
+    if system == "debian13":
+        chroot = trixie_chroot()
+        if chroot is None:
+            pytest.skip("Debian 13's icon theme is in the chroot scripts/trixie-chroot builds")
+        root = chroot
+    themes = [root / "usr/share/icons/Adwaita", root / "usr/share/icons/hicolor"]
+    if not themes[0].is_dir():
+        pytest.skip(f"{themes[0]} is not installed (adwaita-icon-theme)")
+    present = {p.name.split(".")[0] for theme in themes for p in theme.rglob("*-symbolic*")}
+    names = _icon_names()
+    assert {"object-select-symbolic", "dialog-error-symbolic"} <= names, names  # the scan finds them
+    assert names <= present, sorted(names - present)

@@ -6,6 +6,7 @@
 
 const {Gio, GLib, Shell, St} = imports.gi;
 const Main = imports.ui.main;
+const Config = imports.misc.config;
 
 const IFACE = `<node>
   <interface name="org.kfdguard.ShellTest">
@@ -43,6 +44,7 @@ class ShellTest {
     State() {
         const found = Main.panel.statusArea['kfdguard'] ?? null;
         const state = {
+            shellVersion: Config.PACKAGE_VERSION,
             startupComplete: !Main.layoutManager._startingUp,
             overview: Main.overview.visible,
             screen: {width: global.stage.width, height: global.stage.height},
