@@ -475,13 +475,26 @@ def config_value(ktree: Path, release: str, option: str) -> str:
     return "n"
 
 
+def archive_mirror() -> str | None:
+    """This machine's archive for SUITE, from its apt configuration
+    (scripts/aptsources.py), so the tree names no archive host; None leaves
+    debootstrap its own default."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import aptsources  # a sibling script, stdlib only like this one
+
+    try:
+        return aptsources.mirror_for(SUITE, aptsources.read_sources())
+    except aptsources.AptSourcesError as exc:
+        log(f"no archive from apt ({exc}): debootstrap's default mirror")
+        return None
+
+
 # --------------------------------------------------------------------------
 # The image recipe.  Everything between the two marker lines below is hashed
 # into the cache key: changing it rebuilds the image on the next `build`.
 # >>> image recipe >>>
 
 SUITE = "bookworm"
-MIRROR = "http://deb.debian.org/debian"
 INCLUDE: tuple[str, ...] = (
     "systemd",
     "systemd-sysv",
@@ -765,7 +778,7 @@ def build_stage1(ktree: Path, release: str, work: Path, out: Path) -> int:
     return len(names)
 
 
-def debootstrap(root: Path, debcache: Path, logfile: Path) -> None:
+def debootstrap(root: Path, debcache: Path, logfile: Path, mirror: str | None) -> None:
     remove_tree(root)
     debcache.mkdir(parents=True, exist_ok=True)
     sh(
@@ -776,7 +789,7 @@ def debootstrap(root: Path, debcache: Path, logfile: Path) -> None:
             f"--cache-dir={debcache.resolve()}",
             SUITE,
             root,
-            MIRROR,
+            *([] if mirror is None else [mirror]),
         ],
         logfile=logfile,
     )
@@ -896,7 +909,7 @@ def compute_key(kernel: KernelPkg) -> dict[str, object]:
         "kernel_package": kernel.package,
         "kernel_version": kernel.version,
         "suite": SUITE,
-        "mirror": MIRROR,
+        "mirror": archive_mirror() or "debootstrap's default",
         "include": list(INCLUDE),
         "recipe_sha256": hashlib.sha256(recipe_text().encode()).hexdigest(),
         "probe_sha256": sha256_file(PROBE_SOURCE),
@@ -1005,7 +1018,7 @@ def build(cache: Path, kernel: KernelPkg, key: dict[str, object], *, keep_work: 
     with steps.step("stage-1 initramfs"):
         build_stage1(ktree, kernel.release, work, out / INITRD)
     with steps.step("debootstrap"):
-        debootstrap(root, cache / "debs" / "debootstrap", logfile)
+        debootstrap(root, cache / "debs" / "debootstrap", logfile, archive_mirror())
     with steps.step("customise"):
         customise_rootfs(root, ktree, kernel.release, out / PROBE_BIN, logfile)
         pkgs = subprocess.run(
