@@ -20,7 +20,7 @@ ROOTCMD := $(if $(filter 0,$(shell id -u)),,sudo)
 DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
 
 .PHONY: all demo test test-fast check test-system deps lint bench fuzz clean help \
-	install install-python install-data uninstall deb deb-host lintian
+	install install-python install-data uninstall deb deb-host lintian previous-deb
 
 all: help
 
@@ -238,6 +238,27 @@ deb-host:
 	if [ $$rc -ne 0 ]; then tail -n 60 ../build.log; echo "make deb-host: dpkg-buildpackage failed (rc $$rc); log $(DEB_DIR)/build.log"; exit 1; fi; \
 	echo "make deb-host: $(DEB) built in $$((end - start)) s (log $(DEB_DIR)/build.log)"
 	@test -f $(DEB)
+
+# The previous release, the starting point of the upgrade in the VM lane's
+# purge scenario: the tree as it was just before debian/changelog gained the
+# current version's entry (git log -S finds that commit, so it stays right
+# after merges). Built in the clean room without its tests (nocheck): they ran
+# when it was released, and its Build-Depends may lack what they needed then.
+PREVIOUS_REV = $(shell git log -n 1 --format=%H -S'kfdguard ($(DEB_VERSION))' -- debian/changelog 2>/dev/null)
+PREV_DIR := build/previous
+
+previous-deb:
+	@rev=$(PREVIOUS_REV); \
+	if [ -z "$$rev" ] || ! git rev-parse -q --verify "$$rev^" >/dev/null; then \
+		echo "make previous-deb: no commit before the $(DEB_VERSION) changelog entry (a shallow clone?)"; exit 1; fi; \
+	if [ -f $(PREV_DIR)/.rev ] && [ "$$(cat $(PREV_DIR)/.rev)" = "$$rev^" ] && ls $(PREV_DIR)/kfdguard_*_all.deb >/dev/null 2>&1; then \
+		echo "make previous-deb: $$(ls $(PREV_DIR)/kfdguard_*_all.deb) is up to date"; exit 0; fi; \
+	rm -rf $(PREV_DIR) && mkdir -p $(PREV_DIR)/kfdguard-previous && \
+	git archive "$$rev^" | tar -x -C $(PREV_DIR)/kfdguard-previous && \
+	$(ROOTCMD) env KFDGUARD_BUILDD_CACHE=$(BUILDD_CACHE) $(PYTHON3) scripts/cleanroom.py build --nocheck \
+		--src $(PREV_DIR)/kfdguard-previous --out $(PREV_DIR) && \
+	echo "$$rev^" > $(PREV_DIR)/.rev && rm -rf $(PREV_DIR)/kfdguard-previous && \
+	echo "make previous-deb: $$(ls $(PREV_DIR)/kfdguard_*_all.deb) from $$(git rev-parse --short $$rev^)"
 
 # --fail-on warning: a warning is fixed or overridden with its reason, never ignored.
 lintian: deb

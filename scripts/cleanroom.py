@@ -58,8 +58,11 @@ class CleanroomError(Exception):
     """A step failed; the message says which and where its log is."""
 
 
+T0 = time.monotonic()
+
+
 def log(msg: str) -> None:
-    print(f"cleanroom: {msg}", flush=True)
+    print(f"cleanroom [{time.monotonic() - T0:4.0f} s]: {msg}", flush=True)
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -283,7 +286,7 @@ def throwaway(cache: Cache) -> Iterator[Path]:
             log(f"left {work} in place: something is still mounted inside it")
 
 
-def build(cache: Cache, src: Path, out: Path, max_age_days: float) -> Path:
+def build(cache: Cache, src: Path, out: Path, max_age_days: float, *, nocheck: bool = False) -> Path:
     """Builds the package from src (a copy of the tree) into out; returns the log."""
     out.mkdir(parents=True, exist_ok=True)
     logfile = out.resolve() / "build.log"
@@ -295,6 +298,7 @@ def build(cache: Cache, src: Path, out: Path, max_age_days: float) -> Path:
             target = root / pkgdir.relative_to("/")
             target.parent.mkdir(parents=True)
             shutil.copytree(src, target, symlinks=True)
+            log(f"throw-away chroot ready at {root}, source copied to {pkgdir}")
             t0 = time.monotonic()
             try:
                 run(apt(root, "build-dep", str(pkgdir)), logfile=logfile, timeout=APT_TIMEOUT, what="apt-get build-dep")
@@ -315,12 +319,15 @@ def build(cache: Cache, src: Path, out: Path, max_age_days: float) -> Path:
             script = f"cd {pkgdir} && exec dpkg-buildpackage -us -uc"
             argv = ["unshare", "--net", "chroot", f"--userspec={BUILD_USER}:{BUILD_USER}", str(root)]
             argv += ["env", "-i", f"PATH={SYSTEM_PATH}", "LC_ALL=C.UTF-8", f"HOME=/home/{BUILD_USER}"]
+            if nocheck:
+                argv += ["DEB_BUILD_OPTIONS=nocheck", "DEB_BUILD_PROFILES=nocheck"]
             argv += ["sh", "-c", script]
             run(argv, logfile=logfile, timeout=BUILD_TIMEOUT, what="dpkg-buildpackage")
             log(f"dpkg-buildpackage took {time.monotonic() - t0:.0f} s")
             for artefact in sorted(target.parent.iterdir()):
                 if artefact.is_file():
                     shutil.copy2(artefact, out / artefact.name)
+            log("artefacts copied; removing the throw-away chroot")
     return logfile
 
 
@@ -330,7 +337,7 @@ def cmd_build(args: argparse.Namespace, cache: Cache) -> int:
         raise CleanroomError(f"{src}: no debian/control")
     t0 = time.monotonic()
     try:
-        build(cache, src, Path(args.out), args.max_age_days)
+        build(cache, src, Path(args.out), args.max_age_days, nocheck=args.nocheck)
     except CleanroomError:
         print(tail(Path(args.out) / "build.log", 60), file=sys.stderr)
         raise
@@ -368,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("build", help="build the package from --src into --out")
     p.add_argument("--src", required=True, help="a copy of the source tree (its name becomes /build/NAME)")
     p.add_argument("--out", required=True)
+    p.add_argument("--nocheck", action="store_true", help="DEB_BUILD_OPTIONS=nocheck: no tests (an old release)")
     p = sub.add_parser("refresh", help="create the chroot, or bring it up to date when old")
     p.add_argument("--now", action="store_true", help="update it even if it is recent")
     sub.add_parser("info", help="where the chroot is and what it is made of")
