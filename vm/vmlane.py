@@ -1575,9 +1575,34 @@ def parse_chains(specs: Sequence[str], directory: Path) -> list[list[Path]]:
     return chains
 
 
-def prepare_chain(share: Path, chain: Sequence[Path]) -> None:
+# A scenario whose header has this line gets a guest without the package: the
+# .debs are offered (SHARE/offered/) instead of installed, for a scenario that
+# installs, upgrades and purges them itself (purge.sh).
+NO_INSTALL_LINE = "# vmlane: install=no"
+
+
+def wants_install(chain: Sequence[Path]) -> bool:
+    for scenario in chain:
+        head = scenario.read_text(encoding="utf-8", errors="replace").splitlines()[:30]
+        if NO_INSTALL_LINE in head:
+            if len(chain) > 1 and scenario != chain[0]:
+                raise LaneError(f"{scenario.name} needs a guest without the package: put it first in its chain")
+            return False
+    return True
+
+
+def prepare_chain(share: Path, chain: Sequence[Path], offered: Sequence[Path] = ()) -> None:
+    """The chain's scenarios, lib.sh, debian/tests/ (autopkgtest.sh runs it) and
+    the offered files (SHARE/offered/, not installed) in a fresh share."""
     remove_tree(share)
     share.mkdir(parents=True)
+    tests = REPO / "debian" / "tests"
+    if tests.is_dir():
+        shutil.copytree(tests, share / "debian-tests")
+    if offered:
+        (share / "offered").mkdir()
+        for path in offered:
+            shutil.copy2(path, share / "offered" / path.name)
     for scenario in chain:
         shutil.copyfile(scenario, share / scenario.name)
         lib = scenario.parent / SCENARIO_LIB
@@ -1593,9 +1618,9 @@ def cmd_suite(args: argparse.Namespace) -> int:
     cache: Path = args.cache.resolve()
     share_root: Path = args.share_root.resolve()
     chains = parse_chains(args.scenarios, args.dir)
-    for deb in args.deb:
+    for deb in (*args.deb, *args.offer):
         if not Path(deb).is_file():
-            raise LaneError(f"no .deb {deb}; build it first (make deb)")
+            raise LaneError(f"no file {deb}; build it first (make deb)")
     t = time.monotonic()
     image = ensure_image(cache)
     image_s = time.monotonic() - t
@@ -1605,13 +1630,16 @@ def cmd_suite(args: argparse.Namespace) -> int:
     for i, chain in enumerate(chains, 1):
         label = "+".join(p.stem for p in chain)
         share = share_root / label
-        prepare_chain(share, chain)
+        install = wants_install(chain)
+        debs = list(args.deb) if install else []
+        offered = [Path(f) for f in (*args.offer, *([] if install else args.deb))]
+        prepare_chain(share, chain, offered)
         print(f"======== guest {i}/{len(chains)}: {label} ========", flush=True)
         run_args = argparse.Namespace(
             cache=cache,
             share=share,
             scenario=None,
-            deb=list(args.deb),
+            deb=debs,
             accel=args.accel,
             cmdline_extra=[],
             timeout=args.timeout,
@@ -1767,6 +1795,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_cache(p)
     p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
     p.add_argument("--deb", action="append", default=[], metavar="FILE", help=".deb file to install (repeatable)")
+    p.add_argument(
+        "--offer",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="copied to every guest's SHARE/offered/, not installed (repeatable): the previous release for purge.sh",
+    )
     p.add_argument(
         "--share-root",
         type=Path,
