@@ -272,13 +272,18 @@ lintian: deb
 # the same guest (a boot and an install cost ~40 s under TCG). Prints each
 # scenario's checks and the lane's run time.
 
-SCENARIOS ?= boot+coldplug+users faults+fallback+seed-advice
+# autopkgtest runs debian/tests/* against the installed package; purge gets a
+# guest of its own without the package (install, upgrade from the previous
+# release, remove, purge).
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice purge
 
 test-system: deps
 	@start=$$(date +%s); \
 	$(PYTHON3) vm/vmlane.py host-deps && \
-	$(MAKE) --no-print-directory deb && \
-	$(PYTHON3) vm/vmlane.py suite --lane-start $$start --deb $(DEB) $(SCENARIOS)
+	$(MAKE) --no-print-directory lintian && \
+	$(MAKE) --no-print-directory previous-deb && \
+	$(PYTHON3) vm/vmlane.py suite --lane-start $$start --deb $(DEB) \
+		$$(for d in $(PREV_DIR)/kfdguard_*_all.deb; do echo "--offer $$d"; done) $(SCENARIOS)
 
 # ---------------------------------------------------------------------------
 # The GNOME Shell extension (docs/GNOME.md).
