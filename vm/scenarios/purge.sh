@@ -56,6 +56,25 @@ check "modprobe amdgpu" quiet modprobe amdgpu
 quiet udevadm settle
 default_node=$(node_line)
 check "udev's default rule gives /dev/kfd crw-rw---- root:render (got: $default_node)" test "$default_node" = "crw-rw---- root:render"
+# kfdguard writes its udev rule only for an AMD GPU: the simulated one of
+# fallback.sh (an RX 7900 XTX, 1002:744c), a PCI device directory bound over
+# /sys/bus/pci/devices, made before the listing so that its /run files are
+# the same before and after.
+mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
+cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
+(
+    cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
+    echo 0x030000 >class
+    echo 0x1002 >vendor
+    echo 0x744c >device
+    echo 0xc8 >revision
+    echo 0x1002 >subsystem_vendor
+    echo 0x0001 >subsystem_device
+    echo 0 >boot_vga
+)
+ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
+check "a simulated GPU 1002:744c appears in /sys/bus/pci/devices (bind mount)" \
+    mount --bind /run/vmlane-pci /sys/bus/pci/devices
 printf '%s\n' "# the administrator's file, from a blog post" "options amdkfd enable_iommu=1" >"$advice"
 advice_sum=$(sha256sum <"$advice")
 snapshot before
@@ -112,6 +131,7 @@ check "apt-get remove kfdguard" test $? = 0 || note "$out"
 check "after remove, the configuration is still there" test -f "$CONFIG"
 purge_out=$(apt-get purge -y kfdguard 2>&1)
 check "apt-get purge kfdguard" test $? = 0
+purge_out=${purge_out//$'\r'/} # dpkg's progress lines end in carriage returns
 note "purge output:"
 sed 's/^/#   /' <<<"$purge_out"
 check "dpkg knows nothing of kfdguard any more" bash -c '! dpkg-query -W kfdguard >/dev/null 2>&1 || [ -z "$(dpkg-query -W -f="\${Status}" kfdguard | grep -v not-installed)" ]'
@@ -146,4 +166,5 @@ check "no file under /etc or /run is named after kfdguard" test -z "$(find /etc 
 quiet udevadm settle
 check "/dev/kfd is as udev's default rule makes it: $default_node (got: $(node_line))" test "$(node_line)" = "$default_node"
 rm -f "$advice"
+umount /sys/bus/pci/devices
 finish
