@@ -262,7 +262,7 @@ previous-deb:
 
 # --fail-on warning: a warning is fixed or overridden with its reason, never ignored.
 lintian: deb
-	lintian --fail-on error,warning --no-tag-display-limit $(DEB_DIR)/*.changes
+	lintian --fail-on error,warning --tag-display-limit 0 $(DEB_DIR)/*.changes
 	@echo "make lintian: no errors, no warnings"
 
 # ---------------------------------------------------------------------------
