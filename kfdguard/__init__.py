@@ -1,3 +1,3 @@
 """kfdguard: makes AMD GPUs ready for compute (KFD) and keeps them ready."""
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"

@@ -57,7 +57,14 @@ def test_check_on_this_host_tells_the_truth() -> None:
         assert data["state"] != "no-device"
     else:
         assert data["state"] == "no-device"
-        assert [f["code"] for f in data["findings"]] == ["no-amd-gpu"]
+        codes = [f["code"] for f in data["findings"]]
+        if os.geteuid() != 0:
+            # Without root the kernel log may be closed (dmesg_restrict, and no journal
+            # in a package build's chroot): saying so is the truth there.
+            codes = [
+                f["code"] for f in data["findings"] if not (f["code"] == "unreadable" and "kernel log" in f["message"])
+            ]
+        assert codes == ["no-amd-gpu"]
 
 
 def test_check_root_of_a_rendered_machine(tmp_path: Path) -> None:

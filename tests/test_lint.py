@@ -16,17 +16,17 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check() -> None:
-    result = _run("ruff", "check", "kfdguard", "tests", "vm", "benchmarks", "tools")
+    result = _run("ruff", "check", "kfdguard", "tests", "vm", "benchmarks", "tools", "scripts")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format() -> None:
-    result = _run("ruff", "format", "--check", "kfdguard", "tests", "vm", "benchmarks", "tools")
+    result = _run("ruff", "format", "--check", "kfdguard", "tests", "vm", "benchmarks", "tools", "scripts")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_strict() -> None:
-    result = _run("mypy", "--strict", "kfdguard", "tests", "vm", "benchmarks", "tools")
+    result = _run("mypy", "--strict", "kfdguard", "tests", "vm", "benchmarks", "tools", "scripts")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -475,13 +475,26 @@ def config_value(ktree: Path, release: str, option: str) -> str:
     return "n"
 
 
+def archive_mirror() -> str | None:
+    """This machine's archive for SUITE, from its apt configuration
+    (scripts/aptsources.py), so the tree names no archive host; None leaves
+    debootstrap its own default."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import aptsources  # a sibling script, stdlib only like this one
+
+    try:
+        return aptsources.mirror_for(SUITE, aptsources.read_sources())
+    except aptsources.AptSourcesError as exc:
+        log(f"no archive from apt ({exc}): debootstrap's default mirror")
+        return None
+
+
 # --------------------------------------------------------------------------
 # The image recipe.  Everything between the two marker lines below is hashed
 # into the cache key: changing it rebuilds the image on the next `build`.
 # >>> image recipe >>>
 
 SUITE = "bookworm"
-MIRROR = "http://deb.debian.org/debian"
 INCLUDE: tuple[str, ...] = (
     "systemd",
     "systemd-sysv",
@@ -766,7 +779,7 @@ def build_stage1(ktree: Path, release: str, work: Path, out: Path) -> int:
     return len(names)
 
 
-def debootstrap(root: Path, debcache: Path, logfile: Path) -> None:
+def debootstrap(root: Path, debcache: Path, logfile: Path, mirror: str | None) -> None:
     remove_tree(root)
     debcache.mkdir(parents=True, exist_ok=True)
     sh(
@@ -777,7 +790,7 @@ def debootstrap(root: Path, debcache: Path, logfile: Path) -> None:
             f"--cache-dir={debcache.resolve()}",
             SUITE,
             root,
-            MIRROR,
+            *([] if mirror is None else [mirror]),
         ],
         logfile=logfile,
     )
@@ -897,7 +910,7 @@ def compute_key(kernel: KernelPkg) -> dict[str, object]:
         "kernel_package": kernel.package,
         "kernel_version": kernel.version,
         "suite": SUITE,
-        "mirror": MIRROR,
+        "mirror": archive_mirror() or "debootstrap's default",
         "include": list(INCLUDE),
         "recipe_sha256": hashlib.sha256(recipe_text().encode()).hexdigest(),
         "probe_sha256": sha256_file(PROBE_SOURCE),
@@ -1006,7 +1019,7 @@ def build(cache: Path, kernel: KernelPkg, key: dict[str, object], *, keep_work: 
     with steps.step("stage-1 initramfs"):
         build_stage1(ktree, kernel.release, work, out / INITRD)
     with steps.step("debootstrap"):
-        debootstrap(root, cache / "debs" / "debootstrap", logfile)
+        debootstrap(root, cache / "debs" / "debootstrap", logfile, archive_mirror())
     with steps.step("customise"):
         customise_rootfs(root, ktree, kernel.release, out / PROBE_BIN, logfile)
         record_packages(root, out, key)
@@ -1578,9 +1591,34 @@ def parse_chains(specs: Sequence[str], directory: Path) -> list[list[Path]]:
     return chains
 
 
-def prepare_chain(share: Path, chain: Sequence[Path]) -> None:
+# A scenario whose header has this line gets a guest without the package: the
+# .debs are offered (SHARE/offered/) instead of installed, for a scenario that
+# installs, upgrades and purges them itself (purge.sh).
+NO_INSTALL_LINE = "# vmlane: install=no"
+
+
+def wants_install(chain: Sequence[Path]) -> bool:
+    for scenario in chain:
+        head = scenario.read_text(encoding="utf-8", errors="replace").splitlines()[:30]
+        if NO_INSTALL_LINE in head:
+            if len(chain) > 1 and scenario != chain[0]:
+                raise LaneError(f"{scenario.name} needs a guest without the package: put it first in its chain")
+            return False
+    return True
+
+
+def prepare_chain(share: Path, chain: Sequence[Path], offered: Sequence[Path] = ()) -> None:
+    """The chain's scenarios, lib.sh, debian/tests/ (autopkgtest.sh runs it) and
+    the offered files (SHARE/offered/, not installed) in a fresh share."""
     remove_tree(share)
     share.mkdir(parents=True)
+    tests = REPO / "debian" / "tests"
+    if tests.is_dir():
+        shutil.copytree(tests, share / "debian-tests")
+    if offered:
+        (share / "offered").mkdir()
+        for path in offered:
+            shutil.copy2(path, share / "offered" / path.name)
     for scenario in chain:
         shutil.copyfile(scenario, share / scenario.name)
         lib = scenario.parent / SCENARIO_LIB
@@ -1596,9 +1634,9 @@ def cmd_suite(args: argparse.Namespace) -> int:
     cache: Path = args.cache.resolve()
     share_root: Path = args.share_root.resolve()
     chains = parse_chains(args.scenarios, args.dir)
-    for deb in args.deb:
+    for deb in (*args.deb, *args.offer):
         if not Path(deb).is_file():
-            raise LaneError(f"no .deb {deb}; build it first (make deb)")
+            raise LaneError(f"no file {deb}; build it first (make deb)")
     t = time.monotonic()
     image = ensure_image(cache)
     image_s = time.monotonic() - t
@@ -1608,13 +1646,16 @@ def cmd_suite(args: argparse.Namespace) -> int:
     for i, chain in enumerate(chains, 1):
         label = "+".join(p.stem for p in chain)
         share = share_root / label
-        prepare_chain(share, chain)
+        install = wants_install(chain)
+        debs = list(args.deb) if install else []
+        offered = [Path(f) for f in (*args.offer, *([] if install else args.deb))]
+        prepare_chain(share, chain, offered)
         print(f"======== guest {i}/{len(chains)}: {label} ========", flush=True)
         run_args = argparse.Namespace(
             cache=cache,
             share=share,
             scenario=None,
-            deb=list(args.deb),
+            deb=debs,
             accel=args.accel,
             cmdline_extra=[],
             timeout=args.timeout,
@@ -1780,6 +1821,13 @@ def _suite_parser(sub: Any) -> None:
     _add_cache(p)
     p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
     p.add_argument("--deb", action="append", default=[], metavar="FILE", help=".deb file to install (repeatable)")
+    p.add_argument(
+        "--offer",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="copied to every guest's SHARE/offered/, not installed (repeatable): the previous release for purge.sh",
+    )
     p.add_argument(
         "--share-root",
         type=Path,

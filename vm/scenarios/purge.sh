@@ -1,0 +1,170 @@
+#!/bin/bash
+# vmlane: install=no
+# Scenario "purge": install, upgrade, remove and purge, in the spirit of
+# piuparts, in a guest where kfdguard was never installed (the line above: the
+# lane offers the .debs in ./offered/ instead of installing them).
+#  1. amdgpu loaded, udev's /dev/kfd noted; an administrator's modprobe.d file
+#     with the old amdkfd advice; /etc, /var/lib and /run listed (with the
+#     checksums of /etc's files): the machine before kfdguard.
+#  2. The previous release installed, configured to write everything it can
+#     write (module options -> modprobe.d, a group -> its udev rule,
+#     module.repair -> an edit of the administrator's file, with a backup), its
+#     history written.
+#  3. Upgraded to this build: the configuration and the history are kept.
+#  4. apt purge: nothing the package or the service created is left in /etc,
+#     /var/lib or /run; a file kfdguard edited is as it was, or its backup is
+#     named in the purge output; /dev/kfd is as udev's default rule makes it.
+SCENARIO=purge
+. ./lib.sh
+
+advice=/etc/modprobe.d/amdkfd-advice.conf
+history=/var/lib/kfdguard/history.json
+snap=/var/tmp/purge-snapshots # not under a listed tree
+mkdir -p "$snap"
+
+# Paths that change on a running system whatever is installed; each is
+# compared elsewhere or belongs to another program.
+ignored() {
+    grep -Ev '^(/var/lib/dpkg/|/var/lib/apt/|/var/lib/vmlane-chain|/var/lib/systemd/(random-seed|timers|catalog|coredump)|/var/lib/polkit-1/|/run/systemd/|/run/udev/(data|tags|watch|links)/|/run/log/|/run/user/|/run/credentials/|/run/mount/|/run/lock/|/run/utmp|/run/sudo|/etc/ld\.so\.cache)'
+}
+# One line per path: type, mode, owner and, for /etc's files, the sha256.
+snapshot() {
+    {
+        find /etc /var/lib /run -xdev \( -type f -o -type d -o -type l \) -printf '%p %y %m %u:%g\n' 2>/dev/null
+    } | ignored | LC_ALL=C sort >"$snap/$1.list"
+    find /etc -xdev -type f -exec sha256sum {} + 2>/dev/null | awk '{print $2, $1}' | ignored | LC_ALL=C sort >"$snap/$1.sums"
+}
+
+deb_version() { dpkg-deb -f "$1" Version; }
+current= previous=
+for deb in ./offered/*.deb; do
+    [ "$(dpkg-deb -f "$deb" Package)" = kfdguard ] || continue
+    if [ -z "$current" ] || dpkg --compare-versions "$(deb_version "$deb")" gt "$(deb_version "$current")"; then
+        [ -n "$current" ] && previous=$current
+        current=$deb
+    elif [ -z "$previous" ] || dpkg --compare-versions "$(deb_version "$deb")" gt "$(deb_version "$previous")"; then
+        previous=$deb
+    fi
+done
+check "this build is offered (${current:-none})" test -n "$current"
+check "the previous release is offered (${previous:-none})" test -n "$previous"
+check "kfdguard is not installed in this guest" bash -c '! dpkg-query -W -f="\${Status}" kfdguard 2>/dev/null | grep -q installed'
+[ -n "$current" ] && [ -n "$previous" ] || finish
+
+# 1. The machine before kfdguard.
+check "modprobe amdgpu" quiet modprobe amdgpu
+quiet udevadm settle
+default_node=$(node_line)
+check "udev's default rule gives /dev/kfd crw-rw---- root:render (got: $default_node)" test "$default_node" = "crw-rw---- root:render"
+# kfdguard writes its udev rule only for an AMD GPU: the simulated one of
+# fallback.sh (an RX 7900 XTX, 1002:744c), a PCI device directory bound over
+# /sys/bus/pci/devices, made before the listing so that its /run files are
+# the same before and after.
+mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
+cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
+(
+    cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
+    echo 0x030000 >class
+    echo 0x1002 >vendor
+    echo 0x744c >device
+    echo 0xc8 >revision
+    echo 0x1002 >subsystem_vendor
+    echo 0x0001 >subsystem_device
+    echo 0 >boot_vga
+)
+ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
+check "a simulated GPU 1002:744c appears in /sys/bus/pci/devices (bind mount)" \
+    mount --bind /run/vmlane-pci /sys/bus/pci/devices
+printf '%s\n' "# the administrator's file, from a blog post" "options amdkfd enable_iommu=1" >"$advice"
+advice_sum=$(sha256sum <"$advice")
+snapshot before
+note "before: $(wc -l <"$snap/before.list") paths in /etc, /var/lib and /run"
+
+# 2. The previous release, made to write everything it writes.
+out=$(dpkg -i "$previous" 2>&1)
+check "dpkg -i the previous release $(deb_version "$previous")" test $? = 0 || note "$out"
+check "kfdguard.service is active" wait_until 60 systemctl -q is-active kfdguard.service
+write_config <<'EOF'
+# vmlane scenario "purge": the administrator's configuration
+version: 1
+module:
+  repair: true
+  options:
+    cwsr_enable: 0
+device:
+  group: video
+  mode: "0660"
+EOF
+config_sum=$(sha256sum <"$CONFIG")
+check "kfdguard serves $BUS_NAME" wait_serving 60
+check "reload with the administrator's configuration" reload_service
+check "kfdguard wrote /etc/modprobe.d/kfdguard.conf" wait_until 30 test -f /etc/modprobe.d/kfdguard.conf
+check "kfdguard wrote /etc/udev/rules.d/71-kfdguard.rules" wait_until 30 test -f /etc/udev/rules.d/71-kfdguard.rules
+check "/dev/kfd follows kfdguard's rule: root:video (got: $(node_line))" wait_until 30 bash -c '[ "$(stat -c %G /dev/kfd)" = video ]'
+check "kfdguard edited $advice (module.repair) after a backup" \
+    wait_until 30 bash -c '[ "$(sha256sum <"$0")" != "$1" ] && find /var/lib/kfdguard/backups -type f | grep -q .' "$advice" "$advice_sum"
+check "kfdguard wrote its history ($history)" wait_until 30 test -s "$history"
+cp "$history" "$snap/history.before-upgrade"
+
+# 3. The upgrade keeps the configuration and the history.
+out=$(dpkg -i "$current" 2>&1)
+check "dpkg -i this build $(deb_version "$current") over $(deb_version "$previous")" test $? = 0 || note "$out"
+check "the installed version is $(deb_version "$current")" test "$(dpkg-query -W -f='${Version}' kfdguard)" = "$(deb_version "$current")"
+check "the configuration is kept, byte for byte" test "$(sha256sum <"$CONFIG")" = "$config_sum"
+check "kfdguard.service is active after the upgrade" wait_until 60 systemctl -q is-active kfdguard.service
+check "kfdguard serves $BUS_NAME after the upgrade" wait_serving 60
+check "the history is kept: every entry from before the upgrade is still there" python3 -c '
+import json, sys
+old, new = (json.load(open(p)) for p in sys.argv[1:])
+def entries(h):
+    if isinstance(h, dict):
+        h = next((v for v in h.values() if isinstance(v, list)), [h])
+    return [json.dumps(e, sort_keys=True) for e in h]
+missing = [e for e in entries(old) if e not in entries(new)]
+sys.exit(1 if missing else 0)
+' "$snap/history.before-upgrade" "$history"
+check "the generated files are still there after the upgrade" test -f /etc/modprobe.d/kfdguard.conf -a -f /etc/udev/rules.d/71-kfdguard.rules
+
+# 4. Remove, then purge (apt, as an administrator does).
+out=$(apt-get remove -y kfdguard 2>&1)
+check "apt-get remove kfdguard" test $? = 0 || note "$out"
+check "after remove, the configuration is still there" test -f "$CONFIG"
+purge_out=$(apt-get purge -y kfdguard 2>&1)
+check "apt-get purge kfdguard" test $? = 0
+purge_out=${purge_out//$'\r'/} # dpkg's progress lines end in carriage returns
+note "purge output:"
+sed 's/^/#   /' <<<"$purge_out"
+check "dpkg knows nothing of kfdguard any more" bash -c '! dpkg-query -W kfdguard >/dev/null 2>&1 || [ -z "$(dpkg-query -W -f="\${Status}" kfdguard | grep -v not-installed)" ]'
+snapshot after
+
+# What purge kept on purpose: backups named in its output, and their directories.
+named=$(grep -oE "kept at /var/lib/kfdguard/backups/[^ ]+" <<<"$purge_out" | sed 's/^kept at //')
+allowed() {
+    local p=$1 b
+    for b in $named; do
+        case $b in "$p" | "$p"/*) return 0 ;; esac
+    done
+    return 1
+}
+left=$(LC_ALL=C comm -13 "$snap/before.list" "$snap/after.list" | while read -r path rest; do
+    allowed "$path" || echo "$path $rest"
+done)
+check "no path in /etc, /var/lib or /run is new after the purge${left:+ (left: $(tr '\n' ';' <<<"$left"))}" test -z "$left"
+gone=$(LC_ALL=C comm -23 "$snap/before.list" "$snap/after.list" | cut -d' ' -f1 | tr '\n' ' ')
+check "no path from before is gone or changed type, mode or owner${gone:+ ($gone)}" test -z "$gone"
+changed=$(LC_ALL=C comm -3 "$snap/before.sums" "$snap/after.sums" | awk '{print $1}' | sort -u)
+for f in $changed; do
+    if [ "$f" = "$advice" ] && grep -qF "$advice was edited by kfdguard" <<<"$purge_out"; then
+        ok "$advice differs from before, and the purge output names its backup"
+        backup=$(grep -F "$advice was edited" <<<"$purge_out" | grep -oE '/var/lib/kfdguard/backups/[^ ]+' | head -n 1)
+        check "... and that backup is the file as it was before kfdguard (${backup:-none})" test "$(sha256sum <"$backup")" = "$advice_sum"
+    else
+        not_ok "$f changed between before the install and after the purge"
+    fi
+done
+check "no file under /etc or /run is named after kfdguard" test -z "$(find /etc /run -name '*kfdguard*' 2>/dev/null)"
+quiet udevadm settle
+check "/dev/kfd is as udev's default rule makes it: $default_node (got: $(node_line))" test "$(node_line)" = "$default_node"
+rm -f "$advice"
+umount /sys/bus/pci/devices
+finish
