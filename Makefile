@@ -151,6 +151,10 @@ install-data:
 ifeq ($(INSTALL_UNIT),yes)
 	install -D -m 0644 units/kfdguard.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service
 endif
+	@# Compute-ready (kfdguard wait): neither has an [Install] section; the units that need the GPU pull them in.
+	install -D -m 0644 units/kfdguard-compute.target $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target
+	install -D -m 0644 units/kfdguard-wait.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service
+	install -D -m 0644 schema/kfdguard.schema.json $(DESTDIR)$(DATADIR)/kfdguard.schema.json
 	install -D -m 0644 dbus/org.kfdguard.Guardian1.conf $(DESTDIR)$(DBUSSYSTEMCONFDIR)/org.kfdguard.Guardian1.conf
 	install -D -m 0644 dbus/org.kfdguard.Guardian1.service $(DESTDIR)$(DBUSSYSTEMSERVICEDIR)/org.kfdguard.Guardian1.service
 	install -D -m 0644 dbus/org.kfdguard.Guardian1.xml $(DESTDIR)$(DBUSINTERFACESDIR)/org.kfdguard.Guardian1.xml
@@ -168,6 +172,9 @@ endif
 # Removes what install put there, except the configuration.
 uninstall:
 	rm -f $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service \
+		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target \
+		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service \
+		$(DESTDIR)$(DATADIR)/kfdguard.schema.json \
 		$(DESTDIR)$(DBUSSYSTEMCONFDIR)/org.kfdguard.Guardian1.conf \
 		$(DESTDIR)$(DBUSSYSTEMSERVICEDIR)/org.kfdguard.Guardian1.service \
 		$(DESTDIR)$(DBUSINTERFACESDIR)/org.kfdguard.Guardian1.xml \
