@@ -181,7 +181,9 @@ class PrivateBus:
             # The broker holds the listener now: once it is gone, connecting fails at once.
             listener.close()
         deadline = time.monotonic() + 10
-        while not self.answers():
+        # Started = accepting connections and having logged "Ready": the broker accepts first and
+        # logs a moment later, so a test reading its log at once raced it.
+        while not (self.answers() and "Ready" in self.journal()):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.proc.kill()
                 self.proc.wait(5)
