@@ -68,8 +68,8 @@ def parse_one_line(text: str, name: str) -> list[Source]:
     return out
 
 
-def parse_deb822(text: str, name: str) -> list[Source]:
-    """Entries of a deb822-style .sources file; 'Enabled: no' stanzas are skipped."""
+def _stanzas(text: str, name: str) -> list[tuple[int, dict[str, str]]]:
+    """(first line, fields) of each stanza, field names lower-cased, continuation lines joined."""
     stanzas: list[tuple[int, dict[str, str]]] = []
     fields: dict[str, str] = {}
     start = 0
@@ -94,8 +94,13 @@ def parse_deb822(text: str, name: str) -> list[Source]:
             start = number
         last = key.strip().lower()
         fields[last] = value.strip()
+    return stanzas
+
+
+def parse_deb822(text: str, name: str) -> list[Source]:
+    """Entries of a deb822-style .sources file; 'Enabled: no' stanzas are skipped."""
     out: list[Source] = []
-    for number, stanza in stanzas:
+    for number, stanza in _stanzas(text, name):
         origin = f"{name}:{number}"
         if stanza.get("enabled", "yes").lower() == "no":
             continue
