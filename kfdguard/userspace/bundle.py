@@ -80,12 +80,8 @@ def _u64(data: bytes, pos: int) -> int:
     return value
 
 
-def parse_table(get: Callable[[int], bytes], total: int, where: str) -> tuple[tuple[BundleEntry, ...], int]:
-    """The entry table of a plain bundle of ``total`` bytes; ``get(n)`` returns its first n bytes (or fewer).
-
-    Returns the entries and the end of the table.
-    """
-    head = get(len(MAGIC) + 8)
+def _entry_count(head: bytes, total: int, where: str) -> int:
+    """The entry count of a plain bundle's header, refused when it is beyond MAX_ENTRIES or the bundle's size."""
     if len(head) < len(MAGIC) + 8:
         raise BundleError(f"{where}: truncated header ({len(head)} bytes)")
     if head[: len(MAGIC)] != MAGIC:
@@ -96,28 +92,60 @@ def parse_table(get: Callable[[int], bytes], total: int, where: str) -> tuple[tu
     # Each entry takes at least 24 bytes of table: a count the bundle cannot hold is refused before any work.
     if len(MAGIC) + 8 + 24 * count > total:
         raise BundleError(f"{where}: {count} entries do not fit in its {total} bytes")
+    return count
+
+
+def _holding(get: Callable[[int], bytes], data: bytes, need: int, more: int, error: str) -> bytes:
+    """``data`` if it holds ``need`` bytes, else ``get(need + more)``; ``error`` when even that is shorter."""
+    if len(data) >= need:
+        return data
+    data = get(need + more)
+    if len(data) < need:
+        raise BundleError(error)
+    return data
+
+
+def _read_entry(
+    get: Callable[[int], bytes], data: bytes, pos: int, index: int, where: str
+) -> tuple[bytes, int, int, int, str]:
+    """The entry at ``pos``: the data read so far, the position after it, its offset, size and id."""
+    data = _holding(get, data, pos + 24, MAX_ID, f"{where}: entry {index}: truncated table at 0x{pos:x}")
+    offset, size, id_len = struct.unpack_from("<QQQ", data, pos)
+    pos += 24
+    if id_len == 0 or id_len > MAX_ID:
+        raise BundleError(f"{where}: entry {index}: id length {id_len} (1 to {MAX_ID})")
+    error = f"{where}: entry {index}: id runs past the end of the data at 0x{pos:x}"
+    data = _holding(get, data, pos + id_len, 24 + MAX_ID, error)
+    raw = bytes(data[pos : pos + id_len])
+    pos += id_len
+    if not _PRINTABLE.fullmatch(raw):
+        raise BundleError(f"{where}: entry {index}: id is not printable ASCII: {raw[:40]!r}")
+    return data, pos, offset, size, raw.decode("ascii")
+
+
+def _check_spans(entries: list[BundleEntry], table_end: int, where: str) -> None:
+    """No entry with data starts inside the table, and no two overlap."""
+    spans = sorted((e.offset, e.offset + e.size, i) for i, e in enumerate(entries) if e.size)
+    for start, _, index in spans:
+        if start < table_end:
+            raise BundleError(f"{where}: entry {index} ({entries[index].id}): offset 0x{start:x} inside the table")
+    for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
+        if start_b < end_a:
+            raise BundleError(f"{where}: entries {a} ({entries[a].id}) and {b} ({entries[b].id}) overlap")
+
+
+def parse_table(get: Callable[[int], bytes], total: int, where: str) -> tuple[tuple[BundleEntry, ...], int]:
+    """The entry table of a plain bundle of ``total`` bytes; ``get(n)`` returns its first n bytes (or fewer).
+
+    Returns the entries and the end of the table.
+    """
+    data = get(len(MAGIC) + 8)
+    count = _entry_count(data, total, where)
     entries: list[BundleEntry] = []
     seen: dict[str, int] = {}
     pos = len(MAGIC) + 8
-    data = head
     for index in range(count):
-        if len(data) < pos + 24:
-            data = get(pos + 24 + MAX_ID)
-            if len(data) < pos + 24:
-                raise BundleError(f"{where}: entry {index}: truncated table at 0x{pos:x}")
-        offset, size, id_len = struct.unpack_from("<QQQ", data, pos)
-        pos += 24
-        if id_len == 0 or id_len > MAX_ID:
-            raise BundleError(f"{where}: entry {index}: id length {id_len} (1 to {MAX_ID})")
-        if len(data) < pos + id_len:
-            data = get(pos + id_len + 24 + MAX_ID)
-            if len(data) < pos + id_len:
-                raise BundleError(f"{where}: entry {index}: id runs past the end of the data at 0x{pos:x}")
-        raw = bytes(data[pos : pos + id_len])
-        pos += id_len
-        if not _PRINTABLE.fullmatch(raw):
-            raise BundleError(f"{where}: entry {index}: id is not printable ASCII: {raw[:40]!r}")
-        ident = raw.decode("ascii")
+        data, pos, offset, size, ident = _read_entry(get, data, pos, index, where)
         if ident in seen:
             raise BundleError(f"{where}: entry {index}: id {ident} repeats entry {seen[ident]}")
         seen[ident] = index
@@ -127,15 +155,8 @@ def parse_table(get: Callable[[int], bytes], total: int, where: str) -> tuple[tu
                 f"0x{total:x} bytes"
             )
         entries.append(BundleEntry(ident, offset, size))
-    table_end = pos
-    spans = sorted((e.offset, e.offset + e.size, i) for i, e in enumerate(entries) if e.size)
-    for start, _, index in spans:
-        if start < table_end:
-            raise BundleError(f"{where}: entry {index} ({entries[index].id}): offset 0x{start:x} inside the table")
-    for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
-        if start_b < end_a:
-            raise BundleError(f"{where}: entries {a} ({entries[a].id}) and {b} ({entries[b].id}) overlap")
-    return tuple(entries), table_end
+    _check_spans(entries, pos, where)
+    return tuple(entries), pos
 
 
 class _Prefix:

@@ -66,8 +66,8 @@ SHN_XINDEX = 0xFFFF
 STRTAB_LIMIT = 1 << 20
 
 
-def _headers(stream: BinaryIO, size: int) -> tuple[str, bool, int, list[tuple[str, str, int, int]]]:
-    """Machine, endianness, section count, and (name, type, offset, size) of the HIP sections."""
+def _ident(stream: BinaryIO) -> tuple[bytes, bool, bool]:
+    """The ELF header's first 64 bytes, whether the file is little-endian, and whether it is 64-bit."""
     stream.seek(0)
     ident = stream.read(64)
     if len(ident) < 52 or ident[:4] != ELF_MAGIC:
@@ -75,52 +75,60 @@ def _headers(stream: BinaryIO, size: int) -> tuple[str, bool, int, list[tuple[st
     klass, data = ident[4], ident[5]
     if klass not in (1, 2) or data not in (1, 2):
         raise ElfError(f"ELF class {klass} / data encoding {data} (known: 1 or 2)")
-    little = data == 1
-    end = "<" if little else ">"
     wide = klass == 2
     if wide and len(ident) < 64:
         raise ElfError("truncated ELF header")
-    (machine,) = struct.unpack_from(end + "H", ident, 18)
+    return ident, data == 1, wide
+
+
+def _section_fields(ident: bytes, end: str, wide: bool) -> tuple[int, int, int, int, str, int]:
+    """e_shoff, e_shentsize, e_shnum, e_shstrndx, and the struct format and size of one section header."""
     if wide:
         (shoff,) = struct.unpack_from(end + "Q", ident, 40)
         entsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 58)
-        fmt, need = end + "IIQQQQIIQQ", 64
-    else:
-        (shoff,) = struct.unpack_from(end + "I", ident, 32)
-        entsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 46)
-        fmt, need = end + "IIIIIIIIII", 40
-    name = MACHINES.get(machine, f"machine {machine}")
-    if shoff == 0:
-        return name, little, 0, []
-    if entsize < need:
-        raise ElfError(f"section header size {entsize} (at least {need})")
+        return shoff, entsize, shnum, shstrndx, end + "IIQQQQIIQQ", 64
+    (shoff,) = struct.unpack_from(end + "I", ident, 32)
+    entsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 46)
+    return shoff, entsize, shnum, shstrndx, end + "IIIIIIIIII", 40
 
-    def header(index: int) -> tuple[int, ...]:
-        stream.seek(shoff + index * entsize)
-        raw = stream.read(need)
-        if len(raw) < need:
-            raise ElfError(f"section header {index} beyond the end of the file")
-        fields: tuple[int, ...] = struct.unpack(fmt, raw)
-        return fields
 
-    if shnum == 0 or shstrndx == SHN_XINDEX:
-        first = header(0)
-        shnum = shnum or first[5]
-        shstrndx = first[6] if shstrndx == SHN_XINDEX else shstrndx
-    if shnum > MAX_SECTIONS:
-        return name, little, shnum, []
+def _extended_numbering(
+    stream: BinaryIO, shoff: int, fmt: str, need: int, shnum: int, shstrndx: int
+) -> tuple[int, int]:
+    """The section count and name-table index, from section 0's sh_size and sh_link where the ELF header defers."""
+    stream.seek(shoff)
+    raw = stream.read(need)
+    if len(raw) < need:
+        raise ElfError("section header 0 beyond the end of the file")
+    first: tuple[int, ...] = struct.unpack(fmt, raw)
+    return shnum or first[5], first[6] if shstrndx == SHN_XINDEX else shstrndx
+
+
+def _section_table(
+    stream: BinaryIO, shoff: int, entsize: int, shnum: int, fmt: str, size: int
+) -> list[tuple[int, ...]]:
+    """Every section header, the table refused when it runs past the file's ``size`` bytes."""
     if shoff + shnum * entsize > size:
         raise ElfError(f"section header table (0x{shoff:x}, {shnum} x {entsize}) beyond the file's 0x{size:x} bytes")
     stream.seek(shoff)
     table = stream.read(shnum * entsize)
-    headers = [struct.unpack_from(fmt, table, i * entsize) for i in range(shnum)]
+    return [struct.unpack_from(fmt, table, i * entsize) for i in range(shnum)]
+
+
+def _section_names(stream: BinaryIO, headers: list[tuple[int, ...]], shstrndx: int, size: int) -> bytes:
+    """The section-name string table, refused when its index, size or place is out of bounds."""
+    shnum = len(headers)
     if not 0 < shstrndx < shnum:
         raise ElfError(f"section-name table index {shstrndx} outside 1..{shnum - 1}")
     str_off, str_size = headers[shstrndx][4], headers[shstrndx][5]
     if str_size > STRTAB_LIMIT or str_off + str_size > size:
         raise ElfError(f"section-name table (0x{str_off:x}, 0x{str_size:x} bytes) too large or beyond the file")
     stream.seek(str_off)
-    names = stream.read(str_size)
+    return stream.read(str_size)
+
+
+def _hip_headers(headers: list[tuple[int, ...]], names: bytes) -> list[tuple[str, str, int, int]]:
+    """(name, type, offset, size) of the sections named .hip_fatbin or .hipFatBinSegment."""
     found = []
     for fields in headers:
         at = fields[0]
@@ -131,7 +139,27 @@ def _headers(stream: BinaryIO, size: int) -> tuple[str, bool, int, list[tuple[st
         if section in (b".hip_fatbin", b".hipFatBinSegment"):
             kind = "SHT_NOBITS" if fields[1] == SHT_NOBITS else f"type {fields[1]}"
             found.append((section.decode(), kind, fields[4], fields[5]))
-    return name, little, shnum, found
+    return found
+
+
+def _headers(stream: BinaryIO, size: int) -> tuple[str, bool, int, list[tuple[str, str, int, int]]]:
+    """Machine, endianness, section count, and (name, type, offset, size) of the HIP sections."""
+    ident, little, wide = _ident(stream)
+    end = "<" if little else ">"
+    (machine,) = struct.unpack_from(end + "H", ident, 18)
+    shoff, entsize, shnum, shstrndx, fmt, need = _section_fields(ident, end, wide)
+    name = MACHINES.get(machine, f"machine {machine}")
+    if shoff == 0:
+        return name, little, 0, []
+    if entsize < need:
+        raise ElfError(f"section header size {entsize} (at least {need})")
+    if shnum == 0 or shstrndx == SHN_XINDEX:
+        shnum, shstrndx = _extended_numbering(stream, shoff, fmt, need, shnum, shstrndx)
+    if shnum > MAX_SECTIONS:
+        return name, little, shnum, []
+    headers = _section_table(stream, shoff, entsize, shnum, fmt, size)
+    names = _section_names(stream, headers, shstrndx, size)
+    return name, little, shnum, _hip_headers(headers, names)
 
 
 def hip_sections(stream: BinaryIO, size: int) -> HipSections:

@@ -42,6 +42,7 @@ TORCH_VERSION = re.compile(r"""^__version__\s*=\s*['"]([^'"]{1,64})['"]""", re.M
 HIP_RUNTIME = re.compile(r"^libamdhip64\.so\.(\d[\d.]*)$")
 DEFAULT_UNITS = ("ollama.service",)
 TOOLS = ("rocminfo", "amd-smi", "rocm-smi")
+BLAS_LIBRARIES = ("librocblas.so.", "libhipblaslt.so.")
 # Library directories of one stack read at most this deep (ollama keeps rocBLAS in rocm/rocblas/library).
 STACK_DEPTH = 5
 
@@ -148,13 +149,7 @@ class _Probe:
                     scan = self.tree(lib / sub, 2)
                     parts += self.components(scan)
                     truncated = truncated or scan.truncated
-            for lib_name in self.reader.listdir(lib):
-                if lib_name.startswith("librocblas.so.") or lib_name.startswith("libhipblaslt.so."):
-                    if os.path.islink(lib / lib_name):
-                        continue
-                    found = scan_file(str(lib / lib_name), self.show(lib / lib_name))
-                    if found is not None:
-                        parts += self.components(PathScan(found.path, "file", (found,)))
+            parts += self.libraries(lib, [n for n in self.reader.listdir(lib) if n.startswith(BLAS_LIBRARIES)])
             label = f"ROCm {version}" if version else "ROCm (version unknown)"
             stacks.append(
                 Stack("rocm", label, self.show(opt / name), version, tuple(parts), self.show(lib), self.runtime(lib),
@@ -173,34 +168,46 @@ class _Probe:
         m = pattern.search(text)
         return m.group(2) if m else None
 
-    def distribution(self, os_name: str) -> list[Stack]:
+    def libraries(self, lib: Path, names: Iterable[str]) -> list[Component]:
+        """The HIP ELF files ``names`` in ``lib``; symlinks are skipped (the soname links of the real file)."""
+        parts: list[Component] = []
+        for name in names:
+            if os.path.islink(lib / name):
+                continue
+            found = scan_file(str(lib / name), self.show(lib / name))
+            if found is not None:
+                parts += self.components(PathScan(found.path, "file", (found,)))
+        return parts
+
+    def library_trees(self, lib: Path) -> list[Component]:
+        """The Tensile library directories of rocBLAS and hipBLASLt under a distribution's ``lib``."""
+        parts: list[Component] = []
+        for sub in ("rocblas", "hipblaslt"):
+            # Debian: rocblas/<version>/library; Fedora and Arch: rocblas/library.
+            base = lib / sub
+            for candidate in [base / "library", *(base / v / "library" for v in self.reader.listdir(base))]:
+                if candidate.is_dir():
+                    parts += self.components(self.tree(candidate, 2))
+        return parts
+
+    def distribution_lib(self, directory: str, os_name: str) -> Stack | None:
+        """The distribution's rocBLAS/hipBLASLt in one of SOFTWARE_LIB_DIRS; None without one or when already taken."""
+        lib = self.root.join(directory)
+        names = [n for n in self.reader.listdir(lib) if n.startswith(BLAS_LIBRARIES)]
+        if not names and not (lib / "rocblas").is_dir() and not (lib / "hipblaslt").is_dir():
+            return None
+        real = os.path.realpath(lib)
+        if real in self.seen:
+            return None
+        self.seen.add(real)
+        parts = self.libraries(lib, names) + self.library_trees(lib)
+        version = self.dpkg_version("librocblas")
+        name = f"{os_name} rocBLAS" + (f" {version}" if version else "")
+        return Stack("distribution", name, self.show(lib), version, tuple(parts), self.show(lib), self.runtime(lib))
+
+    def fedora_rocm(self, os_name: str) -> list[Stack]:
+        """Fedora's ROCm variants (SOFTWARE_FEDORA_ROCM/<variant>/lib) not already taken."""
         stacks = []
-        for directory in SOFTWARE_LIB_DIRS:
-            lib = self.root.join(directory)
-            names = [n for n in self.reader.listdir(lib) if n.startswith(("librocblas.so.", "libhipblaslt.so."))]
-            if not names and not (lib / "rocblas").is_dir() and not (lib / "hipblaslt").is_dir():
-                continue
-            real = os.path.realpath(lib)
-            if real in self.seen:
-                continue
-            self.seen.add(real)
-            parts: list[Component] = []
-            for name in names:
-                if os.path.islink(lib / name):
-                    continue
-                found = scan_file(str(lib / name), self.show(lib / name))
-                if found is not None:
-                    parts += self.components(PathScan(found.path, "file", (found,)))
-            for sub in ("rocblas", "hipblaslt"):
-                # Debian: rocblas/<version>/library; Fedora and Arch: rocblas/library.
-                base = lib / sub
-                for candidate in [base / "library", *(base / v / "library" for v in self.reader.listdir(base))]:
-                    if candidate.is_dir():
-                        parts += self.components(self.tree(candidate, 2))
-            version = self.dpkg_version("librocblas")
-            name = f"{os_name} rocBLAS" + (f" {version}" if version else "")
-            stacks.append(Stack("distribution", name, self.show(lib), version, tuple(parts), self.show(lib),
-                                self.runtime(lib)))  # fmt: skip
         fedora = self.root.join(SOFTWARE_FEDORA_ROCM)
         for variant in self.reader.listdir(fedora):
             lib = fedora / variant / "lib"
@@ -211,6 +218,10 @@ class _Probe:
                 stacks.append(Stack("distribution", label, self.show(lib), None, self.components(scan),
                                     self.show(lib), self.runtime(lib), scan.truncated))  # fmt: skip
         return stacks
+
+    def distribution(self, os_name: str) -> list[Stack]:
+        stacks = [self.distribution_lib(directory, os_name) for directory in SOFTWARE_LIB_DIRS]
+        return [s for s in stacks if s is not None] + self.fedora_rocm(os_name)
 
     def ollama(self) -> list[Stack]:
         stacks = []
@@ -286,7 +297,8 @@ class _Probe:
 
     # --- environment -----------------------------------------------------------------------------
 
-    def unit_env(self, unit: str) -> list[EnvSetting]:
+    def unit_files(self, unit: str) -> list[Path]:
+        """The unit's file, then its .conf drop-ins, in systemd's directory order."""
         files: list[Path] = []
         for directory in SYSTEMD_UNIT_DIRS:
             path = self.root.join(directory) / unit
@@ -296,8 +308,23 @@ class _Probe:
         for directory in SYSTEMD_UNIT_DIRS:
             drop = self.root.join(directory) / f"{unit}.d"
             files += [drop / n for n in self.reader.listdir(drop) if n.endswith(".conf")]
+        return files
+
+    def environment_file(self, value: str, unit: str) -> list[EnvSetting]:
+        """The settings of an EnvironmentFile= of ``unit``; none for a relative path (systemd wants an absolute one)."""
+        optional = value.startswith("-")
+        target = value.lstrip("-").strip()
+        if not target.startswith("/"):
+            return []
+        env_text = self.reader.text(self.root.join(target), limit=1 << 20, report_missing=not optional)
+        if env_text is None:
+            return []
+        origin = f"{target} (EnvironmentFile= of {unit})"
+        return [EnvSetting(n, v, origin, unit) for n, v in _env_file(env_text)]
+
+    def unit_env(self, unit: str) -> list[EnvSetting]:
         settings: list[EnvSetting] = []
-        for path in files:
+        for path in self.unit_files(unit):
             text = self.reader.text(path, limit=1 << 20)
             if text is None:
                 continue
@@ -305,16 +332,7 @@ class _Probe:
                 if key == "Environment":
                     settings += [EnvSetting(n, v, f"{unit} ({self.show(path)})", unit) for n, v in _assignments(value)]
                 elif key == "EnvironmentFile":
-                    optional = value.startswith("-")
-                    target = value.lstrip("-").strip()
-                    if not target.startswith("/"):
-                        continue
-                    env_path = self.root.join(target)
-                    env_text = self.reader.text(env_path, limit=1 << 20, report_missing=not optional)
-                    if env_text is None:
-                        continue
-                    origin = f"{target} (EnvironmentFile= of {unit})"
-                    settings += [EnvSetting(n, v, origin, unit) for n, v in _env_file(env_text)]
+                    settings += self.environment_file(value, unit)
         return [s for s in settings if s.name in ENV_NAMES]
 
     def ld_paths(self) -> list[tuple[str, str]]:

@@ -26,6 +26,10 @@ from kfdguard.userspace.bundle import BundleError, read_bundles
 from kfdguard.userspace.elf import ElfError, hip_sections, is_elf, open_regular
 from kfdguard.userspace.targets import parse_entry_id, targets_in_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import zipfile
+
 MAX_DEPTH = 8
 MAX_ENTRIES = 50_000
 MAX_MEMBERS = 200_000
@@ -123,6 +127,26 @@ def scan_file(path: str, display: str | None = None, *, explicit: bool = False) 
         os.close(fd)
 
 
+def _sorted_entries(directory: str) -> list[os.DirEntry[str]]:
+    """A directory's entries by name; none when it cannot be read."""
+    try:
+        return sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _new_candidate(entry: os.DirEntry[str], seen: set[tuple[int, int]]) -> bool:
+    """A regular file (links followed) not seen before whose name or mode says it may carry HIP code."""
+    try:
+        st = entry.stat(follow_symlinks=True)
+    except OSError:
+        return False  # a dangling link or a loop: nothing to read
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+        return False
+    seen.add((st.st_dev, st.st_ino))
+    return bool(_named(entry.name)) or _elf_candidate(entry.name, st.st_mode)
+
+
 def scan_tree(top: str, display: str | None = None, *, max_depth: int = MAX_DEPTH) -> PathScan:
     """The HIP files under a directory, without following directory links."""
     shown = display or top
@@ -133,42 +157,64 @@ def scan_tree(top: str, display: str | None = None, *, max_depth: int = MAX_DEPT
     stack = [(top, 0)]
     while stack:
         directory, depth = stack.pop()
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
+        for entry in _sorted_entries(directory):
             visited += 1
             if visited > MAX_ENTRIES:
                 truncated = f"stopped after {MAX_ENTRIES} entries"
                 stack.clear()
                 break
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    if depth + 1 < max_depth:
-                        stack.append((entry.path, depth + 1))
-                    else:
-                        truncated = f"not deeper than {max_depth} levels"
-                    continue
-                st = entry.stat(follow_symlinks=True)
+                is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
-                continue  # a dangling link or a loop: nothing to read
-            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
                 continue
-            seen.add((st.st_dev, st.st_ino))
-            if not _named(entry.name) and not _elf_candidate(entry.name, st.st_mode):
-                continue
-            rel = os.path.relpath(entry.path, top)
-            result = scan_file(entry.path, os.path.join(shown, rel))
-            if result is not None:
-                files.append(result)
+            if is_dir:
+                if depth + 1 < max_depth:
+                    stack.append((entry.path, depth + 1))
+                else:
+                    truncated = f"not deeper than {max_depth} levels"
+            elif _new_candidate(entry, seen):
+                result = scan_file(entry.path, os.path.join(shown, os.path.relpath(entry.path, top)))
+                if result is not None:
+                    files.append(result)
     files.sort(key=lambda f: f.path)
     return PathScan(shown, "directory", tuple(files), truncated=truncated)
 
 
+def _copy_and_scan(archive: zipfile.ZipFile, info: zipfile.ZipInfo, member: str) -> FileScan | None:
+    """An ELF member copied to a temporary file (mmap needs one) and scanned; refused past MEMBER_LIMIT bytes."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as copy, archive.open(info) as src:
+        copied = 0
+        # The header's size is the member's claim: the copy stops at the limit whatever it says.
+        while chunk := src.read(1 << 20):
+            copied += len(chunk)
+            if copied > MEMBER_LIMIT:
+                break
+            copy.write(chunk)
+        if copied > MEMBER_LIMIT:
+            return FileScan(member, "bundles", (), error="larger than its header says; not read")
+        copy.flush()
+        return scan_fd(copy.fileno(), copied, member, explicit=False)
+
+
+def _scan_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str) -> FileScan | None:
+    """One file of a wheel: targets from its name, or from its bundles if it is a library within MEMBER_LIMIT."""
+    member = f"{shown}!{info.filename}"
+    base = info.filename.rsplit("/", 1)[-1]
+    named = _named(base)
+    if named:
+        return FileScan(member, "name", named)
+    if ".so" not in base:
+        return None
+    if info.file_size > MEMBER_LIMIT:
+        why = f"not read: {info.file_size >> 20} MiB (limit {MEMBER_LIMIT >> 20} MiB)"
+        return FileScan(member, "bundles", (), error=why)
+    return _copy_and_scan(archive, info, member)
+
+
 def scan_wheel(path: str, display: str | None = None) -> PathScan:
     """A wheel or other zip: member names, and the ELF members up to MEMBER_LIMIT bytes, copied to a temporary file."""
-    import tempfile
     import zipfile
 
     shown = display or path
@@ -179,32 +225,7 @@ def scan_wheel(path: str, display: str | None = None) -> PathScan:
             if len(infos) > MAX_MEMBERS:
                 return PathScan(shown, "wheel", error=f"{len(infos)} members (more than {MAX_MEMBERS})")
             for info in infos:
-                if info.is_dir():
-                    continue
-                member = f"{shown}!{info.filename}"
-                base = info.filename.rsplit("/", 1)[-1]
-                named = _named(base)
-                if named:
-                    files.append(FileScan(member, "name", named))
-                    continue
-                if ".so" not in base:
-                    continue
-                if info.file_size > MEMBER_LIMIT:
-                    why = f"not read: {info.file_size >> 20} MiB (limit {MEMBER_LIMIT >> 20} MiB)"
-                    files.append(FileScan(member, "bundles", (), error=why))
-                    continue
-                with tempfile.TemporaryFile() as copy, archive.open(info) as src:
-                    copied = 0
-                    while chunk := src.read(1 << 20):
-                        copied += len(chunk)
-                        if copied > MEMBER_LIMIT:
-                            break
-                        copy.write(chunk)
-                    if copied > MEMBER_LIMIT:
-                        files.append(FileScan(member, "bundles", (), error="larger than its header says; not read"))
-                        continue
-                    copy.flush()
-                    result = scan_fd(copy.fileno(), copied, member, explicit=False)
+                result = None if info.is_dir() else _scan_member(archive, info, shown)
                 if result is not None:
                     files.append(result)
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError) as exc:
