@@ -93,6 +93,24 @@ def test_huge_string_table_refused(tmp_path: Path) -> None:
         hip_sections(BytesIO(bytes(data)), len(data))
 
 
+@pytest.mark.parametrize("shoff", [2**63 + 5, 2**64 - 1, 1 << 40])
+def test_extended_numbering_at_an_offset_past_the_file(tmp_path: Path, shoff: int) -> None:
+    # e_shnum 0 sends the reader to section header 0 for the count; an offset of 2**63 or more
+    # cannot even be sought, and raised ValueError out of scan_file (found comparing the old and
+    # the refactored reader). It is the file's error now, like any header beyond the end.
+    from kfdguard.userspace.scan import scan_file
+
+    data = bytearray(elf_with(tmp_path, section(plain(TWO_TARGETS))).read_bytes())
+    struct.pack_into("<Q", data, 0x28, shoff)  # e_shoff
+    struct.pack_into("<H", data, 0x3C, 0)  # e_shnum: the count is in section header 0
+    bad = tmp_path / "libovf.so"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ElfError, match="section header 0 beyond the end of the file"), open(bad, "rb") as f:
+        hip_sections(f, len(data))
+    scanned = scan_file(str(bad))
+    assert scanned.error and "section header 0 beyond the end" in scanned.error and not scanned.targets
+
+
 @pytest.mark.fuzz
 @settings(max_examples=examples(200))
 @given(st.binary(min_size=0, max_size=256).map(lambda b: b"\x7fELF" + b))

@@ -93,9 +93,12 @@ def _section_fields(ident: bytes, end: str, wide: bool) -> tuple[int, int, int, 
 
 
 def _extended_numbering(
-    stream: BinaryIO, shoff: int, fmt: str, need: int, shnum: int, shstrndx: int
+    stream: BinaryIO, shoff: int, fmt: str, need: int, shnum: int, shstrndx: int, size: int
 ) -> tuple[int, int]:
     """The section count and name-table index, from section 0's sh_size and sh_link where the ELF header defers."""
+    # Before the seek: an offset of 2**63 and more cannot even be sought (ValueError, not OSError).
+    if shoff + need > size:
+        raise ElfError("section header 0 beyond the end of the file")
     stream.seek(shoff)
     raw = stream.read(need)
     if len(raw) < need:
@@ -154,7 +157,7 @@ def _headers(stream: BinaryIO, size: int) -> tuple[str, bool, int, list[tuple[st
     if entsize < need:
         raise ElfError(f"section header size {entsize} (at least {need})")
     if shnum == 0 or shstrndx == SHN_XINDEX:
-        shnum, shstrndx = _extended_numbering(stream, shoff, fmt, need, shnum, shstrndx)
+        shnum, shstrndx = _extended_numbering(stream, shoff, fmt, need, shnum, shstrndx, size)
     if shnum > MAX_SECTIONS:
         return name, little, shnum, []
     headers = _section_table(stream, shoff, entsize, shnum, fmt, size)
