@@ -108,6 +108,7 @@ def test_extended_numbering_at_an_offset_past_the_file(tmp_path: Path, shoff: in
     with pytest.raises(ElfError, match="section header 0 beyond the end of the file"), open(bad, "rb") as f:
         hip_sections(f, len(data))
     scanned = scan_file(str(bad))
+    assert scanned is not None
     assert scanned.error and "section header 0 beyond the end" in scanned.error and not scanned.targets
 
 

@@ -512,6 +512,9 @@ INCLUDE: tuple[str, ...] = (
     "python3-dbus-fast",
     "python3-dbus-next",
     "python3-zstandard",  # kfdguard's Depends since the software scan (zstd offload bundles)
+    # debootstrap's --include resolves no virtual package: python3-zstandard depends on
+    # python3-cffi-backend-api-min/-max, which only python3-cffi-backend provides (a cold image failed without it).
+    "python3-cffi-backend",
     "grub-common",
     "grub2-common",
     "acl",
