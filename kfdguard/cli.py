@@ -224,7 +224,7 @@ def _wait(args: argparse.Namespace) -> int:
 def _metrics(args: argparse.Namespace) -> int:
     from kfdguard.fleet.cli import run
 
-    return run(args, _config)
+    return run(args, _open)
 
 
 def _targets(args: argparse.Namespace) -> int:
@@ -236,13 +236,7 @@ def _targets(args: argparse.Namespace) -> int:
 def _snapshot(args: argparse.Namespace) -> int:
     from kfdguard.snapshot.cli import run
 
-    return run(args, _config)
-
-
-def _config(args: argparse.Namespace, target: Target) -> tuple[object, tuple[object, ...]]:
-    """The configuration of a command's target, as (config, errors): what snapshot records."""
-    source = _config_source(args, target)
-    return source.loaded.config, source.loaded.errors
+    return run(args, _open)
 
 
 def _config_source(args: argparse.Namespace, target: Target) -> ConfigSource:

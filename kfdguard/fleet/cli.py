@@ -48,28 +48,21 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
 
 
-def run(args: argparse.Namespace, config_of: object) -> int:
-    """``config_of(args, target)`` is the CLI's own config loader (the same for every command)."""
+def run(args: argparse.Namespace, open_of: object) -> int:
+    """``open_of(args)`` is the CLI's own: (target, configuration source), or None after saying why."""
     from kfdguard.app import pipeline
-    from kfdguard.app.targets import TargetError, open_target
     from kfdguard.app.triggers import Trigger
-    from kfdguard.config import Config, ConfigError
     from kfdguard.fleet import metrics, nfd
     from kfdguard.fleet.publish import NFD_TTL
 
-    try:
-        target = open_target(args.root, args.machine)
-    except TargetError as exc:
-        print(f"kfdguard: {exc}", file=sys.stderr)
+    assert callable(open_of)
+    opened = open_of(args)
+    if opened is None:
         return EXIT_USAGE
+    target, config = opened
     try:
-        assert callable(config_of)
-        config, errors = config_of(args, target)
-        assert isinstance(config, Config) and all(isinstance(e, ConfigError) for e in errors)
         # A one-off look through the one pipeline, read-only like kfdguard check.
-        outcome = pipeline.check(
-            target.system, pipeline.ConfigSource.fixed(config, errors), Trigger.CLI, may_repair=False
-        )
+        outcome = pipeline.check(target.system, config, Trigger.CLI, may_repair=False)
         facts, verdict = outcome.facts, outcome.verdict
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)

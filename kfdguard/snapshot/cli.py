@@ -53,26 +53,22 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def run(args: argparse.Namespace, config_of: object) -> int:
-    """``config_of(args, target)`` is the CLI's own config loader (the same for every command)."""
+def run(args: argparse.Namespace, open_of: object) -> int:
+    """``open_of(args)`` is the CLI's own: (target, configuration source), or None after saying why."""
     from pathlib import Path
 
-    from kfdguard.app.targets import open_target
-    from kfdguard.config import Config
     from kfdguard.snapshot import SnapshotError, take
 
     if args.boots is not None and args.boots < 0:
         print("kfdguard: --boots takes a number of earlier boots, 0 or more", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        target = open_target(args.root, args.machine)
-    except ValueError as exc:
-        print(f"kfdguard: {exc}", file=sys.stderr)
+    assert callable(open_of)
+    opened = open_of(args)
+    if opened is None:
         return EXIT_USAGE
+    target, source_of_config = opened
     try:
-        assert callable(config_of)
-        config, _ = config_of(args, target)
-        assert isinstance(config, Config)
+        config = source_of_config.loaded.config
         boots = config.log.previous_boots if args.boots is None else args.boots
         source = f"simulated machine {target.name}" if target.name else str(target.root.path)
         snap = take(
