@@ -30,30 +30,40 @@ MODULES_LOAD_DIRS = (
 )
 
 
-def collect_conf_files(reader: Reader, dirs: tuple[str, ...]) -> tuple[list[Path], list[Path]]:
-    """Effective and shadowed ``*.conf`` files across the search path."""
-    chosen: dict[str, Path] = {}
+def collect_conf_files(
+    reader: Reader, dirs: tuple[str, ...], suffixes: tuple[str, ...] = (".conf",)
+) -> tuple[list[Path], list[Path]]:
+    """Effective and shadowed configuration files across the search path.
+
+    As libkmod's conf_files_list() and systemd's conf_files do: the first
+    directory holding a name wins, even when that entry is not a regular file
+    (a link to /dev/null is how an administrator masks a vendor file: it hides
+    the name and contributes nothing); directories are skipped.
+    """
+    chosen: dict[str, Path | None] = {}
     shadowed: list[Path] = []
     for rel in dirs:
         directory = reader.root.path / rel
         for name in reader.listdir(directory):
-            if name.startswith(".") or not name.endswith(".conf"):
+            if name.startswith(".") or not name.endswith(suffixes):
                 continue
             path = directory / name
-            if not reader.is_file(path):
+            if reader.is_dir(path):
                 continue
             if name in chosen:
+                first = chosen[name]
                 # /lib is /usr/lib on merged-/usr systems: the same file, not an override.
-                if reader.realpath(chosen[name]) != reader.realpath(path):
+                if first is None or reader.realpath(first) != reader.realpath(path):
                     shadowed.append(path)
                 continue
-            chosen[name] = path
-    return [chosen[name] for name in sorted(chosen)], shadowed
+            chosen[name] = path if reader.is_file(path) else None  # None: masked
+    return [p for name in sorted(chosen) if (p := chosen[name]) is not None], shadowed
 
 
 def probe_modprobe(reader: Reader, cmdline: tuple[str, ...]) -> ModprobeFacts:
     root = reader.root
-    files, shadowed = collect_conf_files(reader, MODPROBE_DIRS)
+    # kmod reads *.alias files there too (conf_files_filter_out()).
+    files, shadowed = collect_conf_files(reader, MODPROBE_DIRS, (".conf", ".alias"))
     directives: list[ModprobeDirective] = []
     for path in files:
         text = reader.text(path)

@@ -13,13 +13,12 @@ import os
 import zlib
 
 from kfdguard.access import AclEntry, NodeStat
-from kfdguard.parsers.modprobe import normalise, option_pairs, parse_cmdline_modules
-from kfdguard.probe.config_files import MODPROBE_DIRS, collect_conf_files
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
 from kfdguard.record import dataclass
 from kfdguard.root import Root
 from kfdguard.simulate import hardware, state
+from kfdguard.simulate import modprobe as modprobe_model
 from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
 from kfdguard.simulate.spec import GpuSpec, KernelSpec, MachineSpec
 from kfdguard.simulate.udev import policy_for
@@ -123,18 +122,12 @@ class SimKernel:
 
     def modules_load(self) -> None:
         """systemd-modules-load at boot: every listed module is loaded, or fails loudly."""
-        from kfdguard.parsers.modprobe import parse_modules_load
-        from kfdguard.probe.config_files import MODULES_LOAD_DIRS
-
-        reader = Reader(self.root)
-        files, _ = collect_conf_files(reader, MODULES_LOAD_DIRS)
-        for path in files:
-            entries, _ = parse_modules_load(path.read_text(errors="replace"), str(path))
-            for entry in entries:
-                if self.module_file(entry.module) is None and not self.loaded(entry.module):
-                    self.log_userspace("systemd-modules-load", f"Failed to find module '{entry.module}'")
-                elif entry.module in ("amdgpu", "amdkfd"):
-                    self.modprobe(entry.module, [])
+        for module in modprobe_model.modules_to_load(self.root.path):
+            name = _normalise(module)
+            if self.module_file(name) is None and not self.loaded(name):
+                self.log_userspace("systemd-modules-load", f"Failed to find module '{module}'")
+            elif name in ("amdgpu", "amdkfd"):
+                self.modprobe(name, [])
 
     def write(self, rel: str, text: str) -> None:
         path = self.root.path / rel
@@ -166,34 +159,16 @@ class SimKernel:
 
     # --- module options -----------------------------------------------------------------
 
-    def options_for(self, module: str, extra: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        reader = Reader(self.root)
-        files, _ = collect_conf_files(reader, MODPROBE_DIRS)
-        from kfdguard.parsers.modprobe import parse_modprobe_conf
+    def kmod_config(self) -> modprobe_model.KmodConfig:
+        """modprobe.d and the kernel command line, read by the simulator's own kmod model (simulate/modprobe.py),
+        not by kfdguard's parser: the two are held against real kmod by tests/test_simulate_modprobe.py."""
+        return modprobe_model.read_config(self.root.path, (self.root.proc / "cmdline").read_text())
 
-        pairs: list[tuple[str, str]] = []
-        for path in files:
-            directives, _ = parse_modprobe_conf(path.read_text(errors="replace"), str(path))
-            for d in directives:
-                if d.kind == "options" and d.module == module:
-                    pairs.extend(option_pairs(d))
-        cmdline = (self.root.proc / "cmdline").read_text().split()
-        options, _ = parse_cmdline_modules(tuple(cmdline))
-        pairs.extend(options.get(module, {}).items())
-        pairs.extend(extra)
-        return pairs
+    def options_for(self, module: str, extra: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return modprobe_model.options_for(self.kmod_config(), module) + list(extra)
 
     def install_command(self, module: str) -> str | None:
-        reader = Reader(self.root)
-        files, _ = collect_conf_files(reader, MODPROBE_DIRS)
-        from kfdguard.parsers.modprobe import parse_modprobe_conf
-
-        for path in files:
-            directives, _ = parse_modprobe_conf(path.read_text(errors="replace"), str(path))
-            for d in directives:
-                if d.kind == "install" and d.module == module:
-                    return " ".join(d.args)
-        return None
+        return modprobe_model.install_command(self.kmod_config(), module)
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -206,7 +181,7 @@ class SimKernel:
         for line in lines:
             path = line.partition(":")[0]
             base = path.rsplit("/", 1)[-1].split(".ko", 1)[0]
-            if normalise(base) == module:
+            if _normalise(base) == module:
                 return path
         return None
 
@@ -214,7 +189,7 @@ class SimKernel:
         return (self.root.sys / "module" / module / "initstate").is_file()
 
     def modprobe(self, module: str, extra: list[tuple[str, str]], *, ignore_install: bool = False) -> Outcome:
-        module = normalise(module)
+        module = _normalise(module)
         if not ignore_install:
             command = self.install_command(module)
             if command is not None:
@@ -574,17 +549,7 @@ class SimKernel:
         self.save()
 
     def _blacklisted(self, module: str, cmdline: str) -> bool:
-        from kfdguard.parsers.modprobe import parse_modprobe_conf
-
-        _, blacklist = parse_cmdline_modules(tuple(cmdline.split()))
-        if module in blacklist:
-            return True
-        files, _ = collect_conf_files(Reader(self.root), MODPROBE_DIRS)
-        for path in files:
-            directives, _ = parse_modprobe_conf(path.read_text(errors="replace"), str(path))
-            if any(d.kind == "blacklist" and d.module == module for d in directives):
-                return True
-        return False
+        return module in modprobe_model.read_config(self.root.path, cmdline).blacklist
 
     def reboot(self) -> None:
         """Power-cycle: runtime state goes, files stay, and the machine boots again from them."""
@@ -622,7 +587,6 @@ class SimKernel:
         """The kernel the boot loader starts: a one-shot entry (consumed, as GRUB's
         save_env and systemd-boot do), else the default."""
         from kfdguard.probe import boot
-        from kfdguard.probe.reader import Reader
 
         reader = Reader(self.root)
         loader = boot.probe_bootloader(reader)
@@ -678,7 +642,7 @@ class SimKernel:
     # --- unloading --------------------------------------------------------------------------
 
     def unload(self, module: str) -> Outcome:
-        module = normalise(module)
+        module = _normalise(module)
         if not self.loaded(module):
             return Outcome(1, stderr=f"modprobe: FATAL: Module {module} is not in kernel.\n")
         holders = os.listdir(self.root.sys / "module" / module / "holders")
@@ -736,6 +700,11 @@ def _int(text: str) -> int | None:
         return int(text, 0)
     except ValueError:
         return None
+
+
+def _normalise(module: str) -> str:
+    # kmod compares module names with dashes turned into underscores.
+    return module.replace("-", "_")
 
 
 def _slot_parts(slot: str) -> tuple[int, int, int]:
