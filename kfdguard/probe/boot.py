@@ -108,13 +108,30 @@ def parse_grub_cfg(text: str) -> tuple[list[BootEntry], str | None]:
 
 
 def parse_grubenv(text: str) -> dict[str, str]:
+    """GRUB's environment block (grub-core/lib/envblk.c): "name=value" lines; grub-editenv writes a
+    backslash as "\\\\" and a newline as a backslash before the line end, so a value may span lines."""
     values = {}
-    for line in text.split("\n"):
+    for line in _env_lines(text):
         if line.startswith("#") or "=" not in line:
             continue
         key, _, value = line.partition("=")
-        values[key] = value
+        values[key] = re.sub(r"\\(.)", r"\1", value, flags=re.S)
     return values
+
+
+def _env_lines(text: str) -> list[str]:
+    """Lines of the block; a newline after an escaping backslash belongs to the value."""
+    lines, start, i = [], 0, 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "\n":
+            lines.append(text[start:i])
+            start = i + 1
+        i += 1
+    lines.append(text[start:])
+    return lines
 
 
 def _entry_fields(text: str) -> dict[str, str]:

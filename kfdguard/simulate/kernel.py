@@ -13,7 +13,6 @@ import os
 import zlib
 
 from kfdguard.access import AclEntry, NodeStat
-from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
 from kfdguard.record import dataclass
 from kfdguard.root import Root
@@ -22,6 +21,10 @@ from kfdguard.simulate import modprobe as modprobe_model
 from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
 from kfdguard.simulate.spec import GpuSpec, KernelSpec, MachineSpec
 from kfdguard.simulate.udev import policy_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 KFD_MAJOR = 240
 DRM_MAJOR = 226
@@ -584,29 +587,34 @@ class SimKernel:
         self.boot((self.root.proc / "cmdline").read_text().strip())
 
     def boot_target(self) -> str:
-        """The kernel the boot loader starts: a one-shot entry (consumed, as GRUB's
-        save_env and systemd-boot do), else the default."""
-        from kfdguard.probe import boot
+        """The kernel the boot loader starts: a one-shot entry (consumed, as GRUB's save_env and
+        systemd-boot do), else the default. Decided by the simulator's own boot model
+        (simulate/bootloader.py) over the menu it rendered, not by kfdguard's probe."""
+        from kfdguard.simulate import bootloader
+        from kfdguard.simulate.render import grub_menu, sdboot_entries
 
-        reader = Reader(self.root)
-        loader = boot.probe_bootloader(reader)
         chosen: str | None = None
-        if loader.kind == "grub" and loader.env:
-            env_path = self.root.join(loader.env)
-            values = boot.parse_grubenv(env_path.read_text())
-            wanted = values.pop("next_entry", "") or None
-            if wanted:
-                from kfdguard.simulate.render import grubenv
-
-                env_path.write_text(grubenv(values))
-                match = next((e for e in loader.entries if wanted in (e.id, e.title)), None)
-                chosen = match.release if match else None
-        elif loader.kind == "systemd-boot" and loader.next_entry:
-            var = self.root.sys / f"firmware/efi/efivars/LoaderEntryOneShot-{boot.LOADER_GUID}"
-            var.unlink()
-            match = next((e for e in loader.entries if e.id == loader.next_entry), None)
-            chosen = match.release if match else None
-        return chosen or loader.default_release or self.kernel.release
+        if self.spec.bootloader == "grub":
+            env_path = self.root.boot / "grub/grubenv"
+            try:
+                env = bootloader.parse_env(env_path.read_bytes())
+            except OSError:
+                env = {}
+            chosen, after = bootloader.grub_next(grub_menu(self.spec), env, self.spec.grub_default)
+            if after != env:
+                env_path.write_bytes(bootloader.render_env(after))
+        elif self.spec.bootloader == "systemd-boot":
+            efivars = self.root.sys / "firmware/efi/efivars"
+            oneshot = efivars / f"LoaderEntryOneShot-{LOADER_GUID}"
+            once = bootloader.efi_string(_read_bytes(oneshot))
+            oneshot.unlink(missing_ok=True)
+            default = bootloader.efi_string(_read_bytes(efivars / f"LoaderEntryDefault-{LOADER_GUID}"))
+            conf = _read_bytes(self.root.efi / "loader/loader.conf") or b""
+            conf_default = next((line.split(None, 1)[1].strip() for line in conf.decode(errors="replace").splitlines()
+                                 if line.startswith("default") and len(line.split(None, 1)) == 2), None)  # fmt: skip
+            entries, order = sdboot_entries(self.spec)
+            chosen = bootloader.sdboot_next(entries, order, once, default, conf_default)
+        return chosen or self.kernel.release
 
     def _switch_kernel(self, release: str) -> None:
         from kfdguard.record import replace
@@ -699,6 +707,18 @@ def _int(text: str) -> int | None:
     try:
         return int(text, 0)
     except ValueError:
+        return None
+
+
+# The Boot Loader Interface's vendor GUID (systemd's docs/BOOT_LOADER_INTERFACE.md).
+LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1 << 16)
+    except OSError:
         return None
 
 

@@ -225,9 +225,14 @@ class SimulatedSystem(System):
                 var.unlink()
             return RunResult(args, 0)
         if verb == "set-default":
-            conf = self.root.efi / "loader/loader.conf"
-            lines = [line for line in conf.read_text().splitlines() if not line.startswith("default ")]
-            atomic_write(conf, ("\n".join([*lines, f"default {value}"]) + "\n").encode(), 0o644)
+            # Real bootctl writes the LoaderEntryDefault EFI variable (an empty id removes it); loader.conf
+            # stays the administrator's.
+            var = self.root.sys / f"firmware/efi/efivars/LoaderEntryDefault-{LOADER_GUID}"
+            if value:
+                var.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(var, b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"), 0o644)
+            elif var.exists():
+                var.unlink()
             return RunResult(args, 0)
         return RunResult(args, 1, stderr=f"bootctl: simulated bootctl does not know '{verb}'\n")
 
