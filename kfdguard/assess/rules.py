@@ -720,6 +720,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def _rules() -> tuple[Callable[[Reasoning], None], ...]:
+    from kfdguard.assess import app_rules as app
     from kfdguard.assess import checks
     from kfdguard.assess.access_rules import rule_access
 
@@ -728,22 +729,31 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         checks.machine_only(checks.check_config),
         checks.machine_only(checks.check_problems),
         rule_gpus_present,
+        app.rule_nvidia_only,
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_module_mismatch,
         rule_log_causes,
         rule_optional_firmware,
         rule_kernel_support,
+        app.rule_dkms,
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
         rule_access,
+        app.rule_host_without_kfd,
+        app.rule_group_missing,
+        app.rule_denied_by_groups,
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
         rule_userspace,
+        app.rule_no_code_object,
+        app.rule_no_device,
         rule_claims,
         rule_ready,
+        app.rule_runtime_ready,
+        app.rule_driver_tables,
         rule_unknown,
     )
 

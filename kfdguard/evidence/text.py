@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenNode, SeenUser, Source
+from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import scan
+from kfdguard.knowledge import appformats
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
 from kfdguard.record import dataclass, field
@@ -75,7 +76,9 @@ class _State:
     agent: dict[str, str] | None = None  # fields of the rocminfo agent block being read
     agent_line: int = 0
     kconfig: list[str] = field(default_factory=list)
+    kconfig_old: list[str] = field(default_factory=list)  # a diff's "-" lines: how the machine was
     modprobe: list[str] = field(default_factory=list)
+    smi: bool = False  # inside rocm-smi's banner block
 
 
 def _add_gpu(obs: Observations, gpu: SeenGpu) -> None:
@@ -262,23 +265,94 @@ def _config_lines(obs: Observations, line: _Line, state: _State) -> None:
     if any(cue in line.raw for cue in _CONTAINER_CUES) and _CONTAINER.search(line.raw):
         obs.add("container", bare[:160], Source("paste", line.number))
     config_line = bare.lstrip("+-").strip() if bare[:1] in "+-" and "CONFIG_" in bare else bare
-    # In a diff, "-" lines are the old state: only the new one counts.
-    if config_line.startswith(("CONFIG_", "# CONFIG_")) and not bare.startswith("-"):
-        state.kconfig.append(config_line)
+    # A config diff in a bug report is a proposed fix: its "-" side is how the reporter's kernel was
+    # built, the "+" side what the fix changes it to. The "-" side wins where both name a symbol.
+    if config_line.startswith(("CONFIG_", "# CONFIG_")) and not bare.startswith("+"):
+        (state.kconfig_old if bare.startswith("-") else state.kconfig).append(config_line)
         symbol = config_line.removeprefix("# ").split("=")[0].split(" ")[0]
         obs.kconfig.setdefault(symbol, ("", Source("kernel config", line.number)))
     if bare.startswith(_MODPROBE_KINDS):
         state.modprobe.append(bare)
 
 
-EXTRACTORS = (_release, _lspci, _ls, _groups, _rocminfo, _modinfo, _config_lines)
+def _smi(obs: Observations, bare: str, state: _State) -> None:
+    """rocm-smi's GPU rows, counted inside its banner's block."""
+    if appformats.ROCM_SMI_BANNER in bare:
+        state.smi = True
+    elif appformats.ROCM_SMI_END in bare:
+        state.smi = False
+    elif state.smi and appformats.ROCM_SMI_ROW.match(bare):
+        obs.smi_gpus += 1
+
+
+def _message(
+    fmt: appformats.AppFormat, m: re.Match[str], fields: tuple[re.Pattern[str], ...], line: _Line
+) -> SeenMessage:
+    values = {k: v for k, v in m.groupdict().items() if v}
+    for extra in fields:
+        found = extra.search(line.bare)
+        if found:
+            values.update({k: v for k, v in found.groupdict().items() if v})
+    gfx = values.pop("gfx", None)
+    source = Source(fmt.id, line.number)
+    return SeenMessage(fmt.what, fmt.id, line.bare[:160], source, gfx, tuple(sorted(values.items())))
+
+
+def _app_messages(obs: Observations, line: _Line, state: _State) -> None:
+    """Userspace messages of the formats in knowledge/appformats.py: one alternation of their cues first."""
+    bare = line.bare
+    if state.smi or "ROCm S" in bare:
+        _smi(obs, bare, state)
+    if bare == "False" and state.previous.endswith("is_available()"):
+        # PyTorch's torch.cuda.is_available() answered False: HIP found no usable GPU.
+        source = Source("torch.cuda.is_available()", line.number)
+        obs.messages.append(SeenMessage("no-device", "torch-not-available", "is_available() -> False", source))
+    if not appformats.CUES.search(bare):
+        return
+    for fmt, pattern, fields in appformats.COMPILED:
+        m = pattern.search(bare) if fmt.cue in bare else None
+        if m:
+            obs.kinds.add("application")
+            obs.messages.append(_message(fmt, m, fields, line))
+
+
+def _gpus_in_prose(obs: Observations, text: str, number: int) -> None:
+    lowered = text.lower()
+    if "rx" in lowered:
+        for m in appformats.RADEON_RX.finditer(text):
+            gfx = appformats.rx_target(int(m["number"]))
+            if gfx:
+                obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+    if any(cue in lowered for cue in ("nvidia", "geforce", "quadro", "gtx", "rtx")):
+        for m in appformats.NVIDIA.finditer(text):
+            obs.nvidia.append((m.group(0).strip(), Source("paste", number)))
+
+
+def _prose(obs: Observations, line: _Line, state: _State) -> None:
+    """What prose and commands name: GPU-selecting variables, GPUs by retail name, the host's OS."""
+    text = line.raw
+    if "VISIBLE_DEVICES=" in text:
+        for m in appformats.VISIBILITY.finditer(text):
+            obs.env.append((m["var"], m["value"], Source("environment", line.number)))
+    override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION=" in text else None
+    if override:
+        obs.add("gfx-override", override["value"], Source("environment", line.number))
+    host = appformats.FOREIGN_HOST.search(text) if obs.foreign_host is None else None
+    if host:
+        obs.foreign_host = Source(f"paste: {host.group(0)}", line.number)
+    _gpus_in_prose(obs, text, line.number)
+
+
+EXTRACTORS = (_release, _lspci, _ls, _groups, _rocminfo, _modinfo, _config_lines, _app_messages, _prose)
 
 
 def _finish(obs: Observations, state: _State) -> None:
     _finish_agent(obs, state)
-    if state.kconfig:
+    if state.kconfig or state.kconfig_old:
         obs.kinds.add("kconfig")
         values, _ = parse_kconfig("\n".join(state.kconfig))
+        old, _ = parse_kconfig("\n".join(state.kconfig_old))
+        values.update(old)
         where = {k: source for k, (_, source) in obs.kconfig.items()}
         obs.kconfig = {k: (v, where.get(k, Source("kernel config"))) for k, v in values.items()}
     if state.modprobe:
