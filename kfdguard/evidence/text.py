@@ -32,6 +32,15 @@ _LSPCI = re.compile(
     r"(?:VGA compatible controller|Display controller|3D controller)(?: \[03[0-9a-fA-F]{2}\])?: "
     r"(?P<name>.*?)\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?: \(rev (?P<rev>[0-9a-fA-F]{2})\))?"
 )
+# lspci without -nn, and lshw (whose field names are localised: product, Produkt, produit...): the
+# name alone, which pci.ids maps back to the device id when it is exactly one of its names.
+_LSPCI_NAMED = re.compile(
+    r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bdf>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) "
+    r"(?:VGA compatible controller|Display controller|3D controller): Advanced Micro Devices, Inc\. \[AMD/ATI\] "
+    r"(?P<name>[^\[\n]+?(?: \[[^\]]+\])?)(?: \(rev (?P<rev>[0-9a-fA-F]{2})\))?$"
+)
+_LSHW_PRODUCT = re.compile(r"^(?:product|Produkt|produit|producto|prodotto|produto): (?P<name>.+?)\s*$")
+_LSHW_BUS = re.compile(r"^(?:bus info|Bus-Informationen|informations bus|info bus): pci@(?P<slot>[0-9a-f:.]+)$")
 # "ls -l" of a character device: mode, links, owner, group, "major, minor" (minor right-aligned), date, name.
 _LS = re.compile(
     r"^(?P<mode>[cbdlps-][rwxsStT-]{9})(?P<acl>[+.@]?)\s+\d+\s+(?P<owner>\S+)\s+(?P<group>\S+)\s+"
@@ -129,6 +138,42 @@ def _lspci(obs: Observations, line: _Line, state: _State) -> None:
     revision = int(m["rev"], 16) if m["rev"] else None
     source = Source("lspci", line.number)
     _add_gpu(obs, SeenGpu(int(m["vendor"], 16), int(m["device"], 16), source, revision, slot, m["name"].strip()))
+
+
+_NAMES: dict[str, int] | None = None
+
+
+def _device_named(name: str) -> int | None:
+    """The PCI device id whose pci.ids name is exactly this (the lowest, where several share it)."""
+    global _NAMES
+    if _NAMES is None:
+        from kfdguard.knowledge.generated import PCI_NAMES
+
+        names: dict[str, int] = {}
+        for device, known in sorted(PCI_NAMES.items()):
+            names.setdefault(known, device)
+        _NAMES = names
+    return _NAMES.get(name)
+
+
+def _named_gpu(obs: Observations, line: _Line, state: _State) -> None:
+    """A GPU named without its ids: lspci without -nn, lshw's product line."""
+    bare = line.bare
+    m = _LSPCI_NAMED.match(bare) if "[AMD/ATI]" in bare else None
+    if m and "[1002:" not in bare:
+        device = _device_named(m["name"].strip())
+        if device is not None:
+            obs.kinds.add("lspci")
+            slot = f"{m['domain'] or '0000'}:{m['bdf']}".lower()
+            revision = int(m["rev"], 16) if m["rev"] else None
+            _add_gpu(obs, SeenGpu(0x1002, device, Source("lspci", line.number), revision, slot, m["name"].strip()))
+        return
+    m = _LSHW_PRODUCT.match(bare) if ": " in bare else None
+    if m:
+        device = _device_named(m["name"])
+        if device is not None:
+            obs.kinds.add("lshw")
+            _add_gpu(obs, SeenGpu(0x1002, device, Source("lshw", line.number), name=m["name"]))
 
 
 def _node(obs: Observations, node: SeenNode) -> None:
@@ -343,7 +388,7 @@ def _prose(obs: Observations, line: _Line, state: _State) -> None:
     _gpus_in_prose(obs, text, line.number)
 
 
-EXTRACTORS = (_release, _lspci, _ls, _groups, _rocminfo, _modinfo, _config_lines, _app_messages, _prose)
+EXTRACTORS = (_release, _lspci, _named_gpu, _ls, _groups, _rocminfo, _modinfo, _config_lines, _app_messages, _prose)
 
 
 def _finish(obs: Observations, state: _State) -> None:
