@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 
+from kfdguard.assess import remedies
 from kfdguard.assess.rules import Reasoning
 from kfdguard.evidence.model import SeenMessage
+from kfdguard.knowledge import appformats
 from kfdguard.verdict import Finding, Severity
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
@@ -85,6 +87,29 @@ def rule_nvidia_only(r: Reasoning) -> None:
             "use the CUDA build of the program; if an AMD GPU was removed, unload or blacklist amdgpu "
             "(sudo modprobe -r amdgpu) so programs stop looking for one",
             tuple(evidence),
+        )
+    )
+
+
+def rule_rock_not_loaded(r: Reasoning) -> None:
+    """rocminfo's "ROCk module is NOT loaded": amdgpu (which carries KFD) is not loaded, for an AMD GPU shown."""
+    obs = r.obs
+    state = obs.value("rock-module")
+    if r.machine is not None or state != "NOT loaded" or not amd_gpu_named(r) or r.has("no-amd-gpu"):
+        return
+    if any(f.severity is E and f.code not in ("userspace-target-unsupported",) for f in r.findings):
+        return  # a lower cause already explains why amdgpu or KFD is absent
+    source = obs.first("rock-module")
+    r.findings.append(
+        Finding(
+            "module-not-loaded",
+            E,
+            "rocminfo says the ROCk (KFD) module is not loaded: amdgpu, which carries KFD since Linux 4.20, is "
+            "not loaded for this AMD GPU",
+            "sudo modprobe amdgpu, then 'sudo dmesg | grep -Ei \"kfd|amdgpu\"' for why it did not load at boot "
+            "(a blacklist in /etc/modprobe.d, nomodeset on the kernel command line, a module that does not "
+            "match the kernel)",
+            (f"{source.source}: ROCk module is NOT loaded",) if source else (),
         )
     )
 
@@ -325,6 +350,40 @@ def rule_group_missing(r: Reasoning) -> None:
         return
 
 
+def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
+    """amdgpu drives the GPU and there is no /dev/kfd: KFD is not in this kernel (or failed at load).
+
+    KFD creates /dev/kfd when amdgpu loads, before it probes any GPU (kfd_init() -> kfd_chardev_init() in
+    drivers/gpu/drm/amd/amdkfd/kfd_module.c, called from amdgpu_init()): with amdgpu loaded the node is
+    missing only if CONFIG_HSA_AMD is off or kfd_init failed, which logs its reason.
+    """
+    obs = r.obs
+    if r.machine is not None or r.has("kfd-not-built", "kfd-init-failed", "host-without-kfd", "device-node-missing"):
+        return
+    bound = obs.saw("amdgpu-bound", "amdgpu-loaded")
+    if not bound:
+        return
+    text = "\n".join(obs.lines)
+    absent = appformats.KFD_ABSENT.search(text) if "kfd" in text.lower() else None
+    listed = obs.kfd is not None and obs.kfd.mode is None
+    if not (absent or listed):
+        return
+    r.findings.append(
+        Finding(
+            "kfd-not-built",
+            E,
+            "amdgpu drives the GPU but there is no /dev/kfd: KFD creates that node as soon as amdgpu loads, so "
+            "this kernel was most likely built without CONFIG_HSA_AMD (or KFD failed at load, which the kernel "
+            "log would say)",
+            remedies.kernel_with_kfd(r.distro)
+            + "; check with: grep CONFIG_HSA_AMD /boot/config-$(uname -r) (or zcat /proc/config.gz | grep HSA_AMD)",
+            (bound[0].text, f"the text: {absent.group(0)}" if absent else "ls: /dev/kfd missing"),
+        )
+    )
+    for t in r.amd:
+        t.block("kernel built without KFD", "kfd-not-built")
+
+
 def rule_runtime_ready(r: Reasoning) -> None:
     """A runtime that enumerated a GPU (ggml, clinfo, ollama, rocminfo without Chip ID): KFD added it."""
     obs = r.obs
@@ -412,8 +471,10 @@ __all__ = [
     "rule_driver_tables",
     "rule_group_missing",
     "rule_host_without_kfd",
+    "rule_kfd_absent_with_amdgpu",
     "rule_no_code_object",
     "rule_no_device",
     "rule_nvidia_only",
+    "rule_rock_not_loaded",
     "rule_runtime_ready",
 ]

@@ -140,19 +140,16 @@ def _lspci(obs: Observations, line: _Line, state: _State) -> None:
     _add_gpu(obs, SeenGpu(int(m["vendor"], 16), int(m["device"], 16), source, revision, slot, m["name"].strip()))
 
 
-_NAMES: dict[str, int] | None = None
+_NAMES: dict[str, int] = {}  # pci.ids name -> device id, filled on first use
 
 
 def _device_named(name: str) -> int | None:
     """The PCI device id whose pci.ids name is exactly this (the lowest, where several share it)."""
-    global _NAMES
-    if _NAMES is None:
+    if not _NAMES:
         from kfdguard.knowledge.generated import PCI_NAMES
 
-        names: dict[str, int] = {}
         for device, known in sorted(PCI_NAMES.items()):
-            names.setdefault(known, device)
-        _NAMES = names
+            _NAMES.setdefault(known, device)
     return _NAMES.get(name)
 
 
@@ -368,7 +365,7 @@ def _gpus_in_prose(obs: Observations, text: str, number: int) -> None:
             gfx = appformats.rx_target(int(m["number"]))
             if gfx:
                 obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
-    if any(cue in lowered for cue in ("nvidia", "geforce", "quadro", "gtx", "rtx")):
+    if any(cue in lowered for cue in ("nvidia", "geforce", "quadro", "gtx", "rtx", "gfx 10")):
         for m in appformats.NVIDIA.finditer(text):
             obs.nvidia.append((m.group(0).strip(), Source("paste", number)))
 

@@ -24,6 +24,7 @@ What a row's ``what`` means to the rules (``assess.rules``):
 - ``dkms-build-error``, ``dkms-status``: the out-of-tree amdgpu module's build and its trees.
 - ``driver-table``: rocm-smi or amd-smi reporting a GPU (amdgpu's sysfs, not KFD).
 - ``amd-driver-only``: the program decided "AMD GPU" only because the amdgpu module is loaded.
+- ``amdgpu-bound``, ``amdgpu-loaded``: amdgpu drives a GPU / the module is loaded.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ class AppFormat:
 
 
 GFX = r"gfx[0-9a-f]{3,4}"
+# Prose that says /dev/kfd is absent ("the kfd device is not present", "there is no /dev/kfd").
+KFD_ABSENT = re.compile(
+    r"\b(?:/dev/)?kfd`?'?\"? (?:device |node )?(?:is |was )?(?:not (?:present|there|created)|missing|"
+    r"does not exist|doesn't exist)|\bno /dev/kfd\b",
+    re.IGNORECASE,
+)
 
 FORMATS: tuple[AppFormat, ...] = (
     # --- the HIP runtime: no code object for this target --------------------------------------------
@@ -308,6 +315,34 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_DKMS,
         "amdgpu, 1.8-192, 4.15.0-29-generic, x86_64: installed",
     ),
+    # --- amdgpu bound to a GPU, as lspci -k, busybox lspci and lsmod show it ---------------------------
+    AppFormat(
+        "lspci-driver-in-use",
+        "amdgpu-bound",
+        "Kernel driver in use: amdgpu",
+        r"Kernel driver in use: amdgpu\b",
+        "amdgpu drives this GPU (lspci -k)",
+        "pciutils lspci.c show_kernel() ('Kernel driver in use')",
+        "\tKernel driver in use: amdgpu",
+    ),
+    AppFormat(
+        "busybox-lspci",
+        "amdgpu-bound",
+        " amdgpu",
+        r"^[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] Class 03[0-9a-f]{2}: (?P<vendor>1002):(?P<device>[0-9a-f]{4}) amdgpu$",
+        "amdgpu drives this GPU (busybox lspci: slot, class, ids, driver)",
+        "mirror/busybox util-linux/lspci.c (prints the uevent DRIVER after the ids)",
+        "05:00.0 Class 0300: 1002:1638 amdgpu",
+    ),
+    AppFormat(
+        "lsmod-amdgpu",
+        "amdgpu-loaded",
+        "amdgpu",
+        r"^amdgpu\s+\d+\s+\d+",
+        "the amdgpu module is loaded (lsmod)",
+        "kmod tools/lsmod.c (name, size, use count, users)",
+        "amdgpu               9682944  0",
+    ),
     # --- management tools (amdgpu's sysfs, not KFD) ---------------------------------------------------
     AppFormat(
         "amd-smi-gpu",
@@ -343,8 +378,12 @@ FOREIGN_HOST = re.compile(
 
 # GPUs named in prose. NVIDIA's brands; AMD's retail names map to gfx targets through LLVM's table
 # (llvm/docs/AMDGPUUsage.rst "Processors"), the source of every row below.
+# "GFX 1060" is a common misspelling of GTX 1060; no AMD gfx target has a number from 1050 to 1080
+# (llvm/docs/AMDGPUUsage.rst: gfx1010-gfx1036, gfx1100-gfx1153, gfx1200-gfx1201), so it cannot be one.
 NVIDIA = re.compile(
-    r"\b(?:nvidia|geforce|quadro)\b(?:[ \w-]{0,20}?\b\d{3,4}\b)?|\b(?:GTX|RTX)[ -]?\d{3,4}\b", re.IGNORECASE
+    r"\b(?:nvidia|geforce|quadro)\b(?:[ \w-]{0,20}?\b\d{3,4}\b)?|\b(?:GTX|RTX)[ -]?\d{3,4}\b"
+    r"|\bGFX ?10[5-8]0\b",
+    re.IGNORECASE,
 )
 RADEON_RX = re.compile(r"\b(?:Radeon\s+)?RX[ -]?(?P<number>\d{3,4})(?:\s?(?:XT|XTX|GRE|S|M))?\b", re.IGNORECASE)
 RX_GFX: tuple[tuple[range, str], ...] = (
