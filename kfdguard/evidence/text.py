@@ -365,6 +365,11 @@ def _gpus_in_prose(obs: Observations, text: str, number: int) -> None:
             gfx = appformats.rx_target(int(m["number"]))
             if gfx:
                 obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+    if any(cue in text for cue in ("Vega", "VII", "MI", "0M", "60S")):
+        for pattern, target in appformats.NAMED_GFX:
+            named = pattern.search(text)
+            if named:
+                obs.prose_gfx.append((target, Source(f"paste: {named.group(0)}", number)))
     if any(cue in lowered for cue in ("nvidia", "geforce", "quadro", "gtx", "rtx", "gfx 10")):
         for m in appformats.NVIDIA.finditer(text):
             obs.nvidia.append((m.group(0).strip(), Source("paste", number)))

@@ -322,7 +322,7 @@ FORMATS: tuple[AppFormat, ...] = (
         "Kernel driver in use: amdgpu",
         r"Kernel driver in use: amdgpu\b",
         "amdgpu drives this GPU (lspci -k)",
-        "pciutils lspci.c show_kernel() ('Kernel driver in use')",
+        "pciutils/pciutils ls-kernel.c show_kernel() ('Kernel driver in use')",
         "\tKernel driver in use: amdgpu",
     ),
     AppFormat(
@@ -380,9 +380,10 @@ FOREIGN_HOST = re.compile(
 # (llvm/docs/AMDGPUUsage.rst "Processors"), the source of every row below.
 # "GFX 1060" is a common misspelling of GTX 1060; no AMD gfx target has a number from 1050 to 1080
 # (llvm/docs/AMDGPUUsage.rst: gfx1010-gfx1036, gfx1100-gfx1153, gfx1200-gfx1201), so it cannot be one.
+# The word "nvidia" alone (nvidia-smi, "unlike nvidia") names no GPU: a brand needs a model with it.
 NVIDIA = re.compile(
-    r"\b(?:nvidia|geforce|quadro)\b(?:[ \w-]{0,20}?\b\d{3,4}\b)?|\b(?:GTX|RTX)[ -]?\d{3,4}\b"
-    r"|\bGFX ?10[5-8]0\b",
+    r"\b(?:geforce|quadro)\b(?:[ \w-]{0,20}?\b\d{3,4}\b)?|\bnvidia\b[ \w-]{0,20}?\b\d{3,4}\b"
+    r"|\b(?:GTX|RTX)[ -]?\d{3,4}\b|\bGFX ?10[5-8]0\b",
     re.IGNORECASE,
 )
 RADEON_RX = re.compile(r"\b(?:Radeon\s+)?RX[ -]?(?P<number>\d{3,4})(?:\s?(?:XT|XTX|GRE|S|M))?\b", re.IGNORECASE)
@@ -399,6 +400,20 @@ RX_GFX: tuple[tuple[range, str], ...] = (
     (range(7900, 8000), "gfx1100"),  # Navi 31
     (range(9060, 9070), "gfx1200"),  # Navi 44
     (range(9070, 9080), "gfx1201"),  # Navi 48
+)
+
+
+# Other retail names that name one target (same source).
+NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bVega ?(?:56|64)\b|\bVega Frontier\b", re.IGNORECASE), "gfx900"),
+    (re.compile(r"\bRadeon VII\b|\bMI50\b|\bMI60\b", re.IGNORECASE), "gfx906"),
+    (re.compile(r"\bMI100\b"), "gfx908"),
+    (re.compile(r"\bMI2[15]0X?\b"), "gfx90a"),
+    (re.compile(r"\bMI300[AX]?\b"), "gfx942"),
+    (re.compile(r"\b(?:Radeon )?680M\b"), "gfx1035"),
+    (re.compile(r"\b(?:Radeon )?7[48]0M\b"), "gfx1103"),
+    (re.compile(r"\b(?:Radeon )?890M\b"), "gfx1150"),
+    (re.compile(r"\b(?:Radeon )?8060S\b"), "gfx1151"),
 )
 
 
