@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from kfdguard.assess import remedies
+from kfdguard.assess.claims import search_lines
 from kfdguard.assess.rules import Reasoning
 from kfdguard.evidence.model import SeenMessage
 from kfdguard.knowledge import appformats
@@ -262,7 +263,7 @@ def _denied_group(r: Reasoning) -> str:
     if node is not None and node.group and node.mode:
         return node.group
     text = "\n".join(r.obs.lines)
-    m = OWNER_GROUP.search(text) if "/dev/kfd" in text else None
+    m = search_lines(OWNER_GROUP, text, text.lower(), "/dev/kfd")
     return m["group"] if m else r.group
 
 
@@ -272,17 +273,18 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     if r.machine is not None or r.has("rootless-gid-unmapped", "no-amd-gpu", "host-without-kfd", "kfd-open-einval"):
         return
     text = "\n".join(obs.lines)
+    lowered = text.lower()
     rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
-    rootless = ROOTLESS.search(text)
+    rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
     if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
         _rootless(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
         return
     if r.has("user-not-in-group", "device-permissions"):
         return
     evidence: list[str] = [m.text for m in obs.saw("kfd-eacces")[:1]]
-    if not evidence and obs.saw("eacces") and re.search(r"/dev/(?:kfd|dri/renderD\d+)", text):
+    if not evidence and obs.saw("eacces") and ("/dev/kfd" in text or "/dev/dri/renderD" in text):
         evidence.append(obs.saw("eacces")[0].text)
-    root_only = ROOT_ONLY.search(text)
+    root_only = search_lines(ROOT_ONLY, text, lowered, "root", "sudo")
     if root_only and ("/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or obs.saw("runtime-gpu")):
         evidence.append(f"the text: {root_only.group(0)}")
     if not evidence and not rocminfo_denied:
@@ -364,7 +366,7 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
     if not bound:
         return
     text = "\n".join(obs.lines)
-    absent = appformats.KFD_ABSENT.search(text) if "kfd" in text.lower() else None
+    absent = search_lines(appformats.KFD_ABSENT, text, text.lower(), "kfd")
     listed = obs.kfd is not None and obs.kfd.mode is None
     if not (absent or listed):
         return

@@ -656,12 +656,13 @@ def rule_claims(r: Reasoning) -> None:
     """Popular wrong advice the paste repeats (a machine has no prose: the boot pass skips compiling these)."""
     if not r.obs.lines:
         return
-    from kfdguard.assess.claims import CUES, WRONG_ADVICE
+    from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
     text = "\n".join(r.obs.lines)
     lowered = text.lower()
     for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
-        m = pattern.search(text) if cue in lowered else None
+        # Every claim's match lies within one line that holds its cue (claims.CUES).
+        m = search_lines(pattern, text, lowered, cue)
         if m:
             r.findings.append(
                 Finding(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
-from kfdguard.kernellog import scan
+from kfdguard.kernellog import SMALL, scan
 from kfdguard.knowledge import appformats
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
@@ -71,11 +71,17 @@ _MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "
 _RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "drm": 0}
 
 
-@dataclass
 class _Line:
-    raw: str  # without quote markers
-    bare: str  # also without a shell prompt
-    number: int
+    """The line the extractors look at (one object, refilled per line: a record per line costs more
+    than most extractors)."""
+
+    __slots__ = ("bare", "lowered", "number", "raw")
+
+    def __init__(self, raw: str, bare: str, number: int) -> None:
+        self.raw = raw  # without quote markers
+        self.bare = bare  # also without a shell prompt
+        self.number = number
+        self.lowered = ""  # raw.lower(), filled only for the extractors that need it
 
 
 @dataclass
@@ -113,6 +119,17 @@ def _set_release(obs: Observations, release: str, how: str, number: int) -> None
 
 def _release(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if "kernel-log" not in obs.kinds and (_DMESG_TIME.match(bare) or bare.startswith("Linux version ")):
+        # A kernel log, even one without a line about amdgpu or KFD: what it lacks says something.
+        obs.kinds.add("kernel-log")
+    if not (
+        "uname" in state.previous
+        or "Linux" in bare
+        or "/lib/modules/" in bare
+        or "DRM version" in bare
+        or bare[:1].isdigit()
+    ):
+        return
     m = _UNAME_A.match(bare)
     if m:
         _set_release(obs, m["release"], "uname", line.number)
@@ -120,9 +137,6 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
     elif _RELEASE.match(bare) and ("uname" in state.previous or "-" in bare):
         _set_release(obs, bare, "uname", line.number)
         obs.kinds.add("uname")
-    if _DMESG_TIME.match(bare) or bare.startswith("Linux version "):
-        # A kernel log, even one without a line about amdgpu or KFD: what it lacks says something.
-        obs.kinds.add("kernel-log")
     for pattern, how in ((_LINUX_VERSION, "log"), (_MODULES_DIR, "modules"), (_OS_DRM, "drm")):
         m = pattern.search(bare)
         if m:
@@ -130,7 +144,7 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
 
 
 def _lspci(obs: Observations, line: _Line, state: _State) -> None:
-    m = _LSPCI.match(line.bare)
+    m = _LSPCI.match(line.bare) if "ontroller" in line.bare else None
     if not m:
         return
     obs.kinds.add("lspci")
@@ -157,6 +171,8 @@ def _named_gpu(obs: Observations, line: _Line, state: _State) -> None:
     """A GPU named without its ids: lspci without -nn, lshw's product line."""
     bare = line.bare
     m = _LSPCI_NAMED.match(bare) if "[AMD/ATI]" in bare else None
+    if m is None and "rodu" not in bare:
+        return
     if m and "[1002:" not in bare:
         device = _device_named(m["name"].strip())
         if device is not None:
@@ -181,6 +197,8 @@ def _node(obs: Observations, node: SeenNode) -> None:
 
 def _ls(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if not ("kfd" in bare or "renderD" in bare or "/dev/dri" in bare):
+        return
     m = _LS_DIR.match(bare)
     if m:
         state.directory = m["dir"]
@@ -205,6 +223,8 @@ def _ls(obs: Observations, line: _Line, state: _State) -> None:
 
 def _groups(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if not ("uid=" in bare or " : " in bare or state.previous.endswith("groups")):
+        return
     m = _ID.search(bare)
     if m:
         obs.kinds.add("id")
@@ -223,12 +243,23 @@ def _groups(obs: Observations, line: _Line, state: _State) -> None:
 
 def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if ":" in bare or "Agent" in bare or state.agent is not None:
+        _agent_block(obs, line, state)
+    if not (
+        "ROCk" in bare
+        or "Unable to open" in bare
+        or " member of " in bare
+        or "user name" in bare
+        or "hsa" in bare
+        or "HSA" in bare
+    ):
+        return
     source = Source("rocminfo", line.number)
     m = _ROCK.search(bare)
     if m:
         obs.kinds.add("rocminfo")
         obs.add("rock-module", m["state"], source)
-    m = _OPEN_KFD.search(bare)
+    m = _OPEN_KFD.search(bare) if "Unable to open" in bare else None
     if m:
         obs.kinds.add("rocminfo")
         obs.add("kfd-open-error", m["error"].strip(), source)
@@ -239,11 +270,10 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
         m = _NOT_MEMBER.search(bare)
         if m:
             obs.not_member_of.append((m["user"], m["group"], source))
-    if _NO_USER.search(bare):
+    if "user name" in bare and _NO_USER.search(bare):
         obs.add("no-user-name", "yes", source)
     if _HSA_FAIL.search(bare):
         obs.add("hsa-failure", bare[:160], source)
-    _agent_block(obs, line, state)
 
 
 def _agent_block(obs: Observations, line: _Line, state: _State) -> None:
@@ -287,6 +317,8 @@ def _finish_agent(obs: Observations, state: _State) -> None:
 
 def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if not bare.startswith(("parm:", "filename:", "version:")):
+        return
     source = Source("modinfo", line.number)
     m = _MODINFO_FILE.match(bare)
     if m:
@@ -302,6 +334,8 @@ def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
 
 
 def _config_lines(obs: Observations, line: _Line, state: _State) -> None:
+    if not ("CONFIG_" in line.raw or line.bare.startswith(_MODPROBE_KINDS) or _has_container_cue(line.raw)):
+        return
     # "# CONFIG_X is not set" is a config line, not a root prompt followed by a command.
     bare = line.raw.strip() if _NOT_SET.match(line.raw.strip()) else line.bare
     if any(cue in line.raw for cue in _CONTAINER_CUES) and _CONTAINER.search(line.raw):
@@ -358,19 +392,25 @@ def _app_messages(obs: Observations, line: _Line, state: _State) -> None:
             obs.messages.append(_message(fmt, m, fields, line))
 
 
-def _gpus_in_prose(obs: Observations, text: str, number: int) -> None:
-    lowered = text.lower()
+def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
     if "rx" in lowered:
-        for m in appformats.RADEON_RX.finditer(text):
+        for m in appformats.RADEON_RX.finditer(lowered):
             gfx = appformats.rx_target(int(m["number"]))
             if gfx:
                 obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
-    if any(cue in text for cue in ("Vega", "VII", "MI", "0M", "60S")):
+    if "Vega" in text or "VII" in text or "MI" in text or "0M" in text or "60S" in text:
         for pattern, target in appformats.NAMED_GFX:
             named = pattern.search(text)
             if named:
                 obs.prose_gfx.append((target, Source(f"paste: {named.group(0)}", number)))
-    if any(cue in lowered for cue in ("nvidia", "geforce", "quadro", "gtx", "rtx", "gfx 10")):
+    if (
+        "nvidia" in lowered
+        or "geforce" in lowered
+        or "quadro" in lowered
+        or "gtx" in lowered
+        or "rtx" in lowered
+        or ("gfx 10" in lowered)
+    ):
         for m in appformats.NVIDIA.finditer(text):
             obs.nvidia.append((m.group(0).strip(), Source("paste", number)))
 
@@ -384,10 +424,36 @@ def _prose(obs: Observations, line: _Line, state: _State) -> None:
     override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION=" in text else None
     if override:
         obs.add("gfx-override", override["value"], Source("environment", line.number))
-    host = appformats.FOREIGN_HOST.search(text) if obs.foreign_host is None else None
+    lowered = line.lowered = text.lower()
+    host = (
+        appformats.FOREIGN_HOST.search(text)
+        if obs.foreign_host is None
+        and (
+            "wsl" in lowered
+            or "windows" in lowered
+            or "microsoft" in lowered
+            or "docker desktop" in lowered
+            or "dxg" in lowered
+            or "winver" in lowered
+            or "macos" in lowered
+            or ":\\users\\" in lowered
+        )
+        else None
+    )
     if host:
         obs.foreign_host = Source(f"paste: {host.group(0)}", line.number)
-    _gpus_in_prose(obs, text, line.number)
+    _gpus_in_prose(obs, text, lowered, line.number)
+
+
+def _has_container_cue(raw: str) -> bool:
+    return (
+        "root@" in raw
+        or "dockerenv" in raw
+        or "docker " in raw
+        or "podman" in raw
+        or "apptainer" in raw
+        or ("singularity" in raw)
+    )
 
 
 EXTRACTORS = (_release, _lspci, _named_gpu, _ls, _groups, _rocminfo, _modinfo, _config_lines, _app_messages, _prose)
@@ -407,7 +473,9 @@ def _finish(obs: Observations, state: _State) -> None:
         if directives:
             obs.kinds.add("modprobe")
             obs.modprobe = list(directives)
-    _, events = scan(obs.lines, source="paste")
+    # A paste the size of a whole log goes through the big-log search over its text (kernellog.SMALL).
+    lines = obs.lines
+    _, events = scan("\n".join(lines) if len(lines) > SMALL else lines, source="paste")
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
@@ -422,12 +490,17 @@ def read_text(text: str) -> Observations:
     """Everything a paste shows; what it does not show stays absent."""
     obs = Observations()
     raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    obs.lines = [_QUOTE.sub("", line).rstrip() for line in raw_lines]
+    obs.lines = [_QUOTE.sub("", line).rstrip() if line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines]
     state = _State()
+    line = _Line("", "", 0)
     for number, raw in enumerate(obs.lines, 1):
         stripped = raw.strip()
-        bare = _PROMPT_SUB.sub("", stripped) if _PROMPT.match(stripped) else stripped
-        line = _Line(raw, bare, number)
+        bare = (
+            _PROMPT_SUB.sub("", stripped)
+            if ("$" in stripped or "#" in stripped) and _PROMPT.match(stripped)
+            else stripped
+        )
+        line.raw, line.bare, line.number = raw, bare, number
         for extract in EXTRACTORS:
             extract(obs, line, state)
         state.previous = bare

@@ -386,7 +386,8 @@ NVIDIA = re.compile(
     r"|\b(?:GTX|RTX)[ -]?\d{3,4}\b|\bGFX ?10[5-8]0\b",
     re.IGNORECASE,
 )
-RADEON_RX = re.compile(r"\b(?:Radeon\s+)?RX[ -]?(?P<number>\d{3,4})(?:\s?(?:XT|XTX|GRE|S|M))?\b", re.IGNORECASE)
+# Searched in the lower-cased line (a case-insensitive pattern is slower on every line with "rx").
+RADEON_RX = re.compile(r"\b(?:radeon\s+)?rx[ -]?(?P<number>\d{3,4})(?:\s?(?:xtx|xt|gre|s|m))?\b")
 RX_GFX: tuple[tuple[range, str], ...] = (
     (range(460, 600), "gfx803"),  # Polaris 10/11/12, Polaris 20/21/30 (RX 460-590)
     (range(5500, 5600), "gfx1012"),  # Navi 14
