@@ -202,3 +202,13 @@ def test_management_tools_show_the_driver_not_kfd() -> None:
 def test_runtime_enumeration_is_kfd_ready() -> None:
     text = "ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7600, gfx1102 (0x1102), VMM: no, Wave Size: 32\n"
     assert "gfx1102" in finding(text, "kfd-ready")
+
+
+def test_what_the_software_side_does_not_show_is_asked_for() -> None:
+    result = diagnose_text("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n")
+    assert any("rocblas/library" in u for u in result.unknown)
+    listed = diagnose_text(
+        "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek for GPU arch : "
+        'gfx1036\n"/opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat"\n'
+    )
+    assert not any("rocblas/library" in u for u in listed.unknown)

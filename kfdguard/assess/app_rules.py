@@ -197,6 +197,11 @@ def rule_no_code_object(r: Reasoning) -> None:
     )
     if override:
         message += f" (HSA_OVERRIDE_GFX_VERSION={override} is set where the text shows it)"
+    if not carried:
+        r.unknown.append(
+            "which gfx targets the installed ROCm libraries carry: paste 'ls /opt/rocm*/lib/rocblas/library | head' "
+            "(or the program's bundled rocblas/library directory)"
+        )
     r.findings[:] = [f for f in r.findings if f.code != "userspace-target-unsupported"]
     r.findings.append(
         Finding(
@@ -342,8 +347,8 @@ def rule_group_missing(r: Reasoning) -> None:
             Finding(
                 "user-not-in-group",
                 E,
-                f"there is no '{group}' group on this system (older udev: before systemd 235 the render nodes "
-                f"and /dev/kfd belong to '{owner}'); the user needs the group that does own them",
+                f"there is no '{group}' group on this system (on older releases such as Ubuntu 18.04 udev gives "
+                f"the render nodes and /dev/kfd to '{owner}'); the user needs the group that does own them",
                 f"'ls -l /dev/kfd /dev/dri' shows the owner; here most likely: sudo usermod -aG {owner} $USER, then "
                 "log out and back in",
                 (m.text,),

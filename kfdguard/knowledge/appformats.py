@@ -159,6 +159,15 @@ FORMATS: tuple[AppFormat, ...] = (
         "  Device 0: AMD Radeon Graphics, gfx1152 (0x1152), VMM: no, Wave Size: 32",
     ),
     AppFormat(
+        "hip-no-device",
+        "no-device",
+        "no ROCm-capable device",
+        r"no ROCm-capable device is detected",
+        "HIP found no usable GPU (hipErrorNoDevice), whatever program prints it",
+        SRC_CLR_ERROR,
+        "hipErrorNoDevice: no ROCm-capable device is detected",
+    ),
+    AppFormat(
         "torch-no-gpus",
         "no-device",
         "No HIP GPUs are available",
