@@ -1,16 +1,23 @@
-"""Kernel-log diagnosis speed on a generated 1 M-line log (goal: >= 1 M lines/s).
+"""Text diagnosis speed as ratios to splitting the same text into lines, measured in one run.
 
-Baseline in the same run: splitting the text into lines, the least any
-line-oriented reader must do.
+Absolute rates differ from machine to machine (issue 16: the old ">= 1 M lines/s" goal passed at
+1.46 M lines/s on one machine and missed at 0.93 M on another), so each figure is compared with the
+least any line-oriented reader must do, ``text.split("\\n")`` of the same text, timed in the same run:
+
+- ``kernellog.scan`` over a generated 1 M-line kernel log: at most 4x the split;
+- ``diagnose_text`` over a generated 10 MB mixed paste (kernel log, journal, application logs,
+  rocminfo, ls, id, prose, quotes): at most 10x the split.
 """
 
 from __future__ import annotations
 
 from benchmarks.common import Result, best_of
-from benchmarks.logdata import generate
+from benchmarks.logdata import generate, generate_paste
+from kfdguard.diagnose import diagnose_text
 from kfdguard.kernellog import scan
 
-GOAL = 1_000_000
+SCAN_GOAL = 4.0
+PASTE_GOAL = 10.0
 
 
 def main() -> list[Result]:
@@ -18,16 +25,30 @@ def main() -> list[Result]:
     baseline = best_of(3, lambda: text.split("\n"))
     elapsed = best_of(3, lambda: scan(text))
     count, events = scan(text)
-    rate = count / elapsed
+    ratio = elapsed / baseline
+    paste = generate_paste(10_000_000)
+    paste_split = best_of(3, lambda: paste.split("\n"))
+    paste_elapsed = best_of(3, lambda: diagnose_text(paste))
+    findings = len(diagnose_text(paste).findings)
+    paste_ratio = paste_elapsed / paste_split
     return [
         Result(
-            "kernel-log diagnosis on a generated 1 M-line log",
-            f"{rate / 1e6:.2f} M lines/s ({elapsed * 1000:.0f} ms for {count:,} lines, {len(events)} events)",
+            "kernel-log scan of a generated 1 M-line log",
+            f"{elapsed * 1000:.0f} ms for {count:,} lines ({count / elapsed / 1e6:.2f} M lines/s, "
+            f"{len(events)} events)",
             f"splitting the text into lines: {baseline * 1000:.0f} ms",
-            f"{elapsed / baseline:.1f}x the split",
-            ">= 1 M lines/s",
-            rate >= GOAL,
-        )
+            f"{ratio:.1f}x the split",
+            f"<= {SCAN_GOAL:.0f}x the split",
+            ratio <= SCAN_GOAL,
+        ),
+        Result(
+            "diagnose of a generated 10 MB mixed paste",
+            f"{paste_elapsed * 1000:.0f} ms for {len(paste) / 1e6:.1f} MB ({findings} findings)",
+            f"splitting the text into lines: {paste_split * 1000:.0f} ms",
+            f"{paste_ratio:.1f}x the split",
+            f"<= {PASTE_GOAL:.0f}x the split",
+            paste_ratio <= PASTE_GOAL,
+        ),
     ]
 
 

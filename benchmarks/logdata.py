@@ -41,3 +41,41 @@ def generate(lines: int, *, every: int = 5000, seed: int = 1) -> str:
         else:
             out.append(stamp + rng.choice(NOISE).format(n=i % 97))
     return "\n".join(out)
+
+
+# What a long bug-report paste mixes: a kernel log, a journal, application logs, rocminfo, ls, id and prose.
+PASTE = (
+    "[{t:12.6f}] usb 1-2: new high-speed USB device number {n} using xhci_hcd",
+    "[{t:12.6f}] r8169 0000:05:00.0 enp5s0: Link is Up - 1Gbps/Full - flow control rx/tx",
+    "[{t:12.6f}] amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq={n}, emitted seq={n}",
+    "Dec 01 10:00:{s:02d} box systemd[1]: Started session-{n}.scope - Session {n} of User ann.",
+    "Dec 01 10:00:{s:02d} box ollama[812]: time=2025-03-03T10:00:01.1Z level=INFO source=gpu.go:226 "
+    'msg="looking for compatible GPUs"',
+    "Dec 01 10:00:{s:02d} box kernel: EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode.",
+    "> I tried it again with the new kernel and it still does not work, see the log above ({n})",
+    "  Name:                    gfx1100",
+    "  Marketing Name:          Radeon RX 7900 XTX",
+    "  Compute Unit:            96",
+    "crw-rw---- 1 root render 226, {n} Dec  1 10:00 renderD128",
+    "uid=1000(ann) gid=1000(ann) groups=1000(ann),44(video),992(render)",
+    "    at torch/cuda/__init__.py line {n}, in _lazy_init",
+    'time=2025-03-03T10:00:01.1Z level=WARN source=amd_linux.go:378 msg="amdgpu is not supported '
+    '(supported types:[gfx1030 gfx1100])" gpu_type=gfx1031 gpu=0',
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    "It works with sudo but not as my user, any idea what I am missing here? ({n})",
+)
+
+
+def generate_paste(size: int, *, seed: int = 2) -> str:
+    """About ``size`` bytes of mixed paste, lines drawn from PASTE (noise-heavy, as real pastes are)."""
+    rng = random.Random(seed)
+    weights = (20, 20, 2, 12, 6, 12, 8, 2, 2, 2, 2, 1, 6, 1, 1, 3)
+    out: list[str] = []
+    total = 0
+    i = 0
+    while total < size:
+        line = rng.choices(PASTE, weights)[0].format(t=i / 1000, n=i % 97, s=i % 60)
+        out.append(line)
+        total += len(line) + 1
+        i += 1
+    return "\n".join(out)

@@ -133,9 +133,13 @@ EXPLANATIONS = """
   The client is dbus-fast in every case.
 - **Memory.** Resident set after start-up settles, then after 100,000 and
   200,000 calls; the baseline is the bare library service.
-- **Kernel-log diagnosis.** `kernellog.scan` over a generated 1 M-line log
-  (a boot plus a long uptime of unrelated messages and 200 amdgpu/KFD
-  events), against only splitting the text into lines.
+- **Kernel-log scan and paste diagnosis** (issue 16: ratios, because absolute
+  rates differ from machine to machine). `kernellog.scan` over a generated 1 M-line
+  log (a boot plus a long uptime of unrelated messages and 200 amdgpu/KFD events),
+  and `diagnose_text` over a generated 10 MB paste that mixes a kernel log, a
+  journal, ollama lines, rocminfo, `ls -l`, `id`, prose and quotes
+  (`benchmarks/logdata.py`), each against splitting the same text into lines in the
+  same run.
 - **Reaction.** A `/dev/kfd` add event (the simulated machine's udev FIFO)
   until a client's PropertiesChanged handler runs. It includes the 20 ms
   settle window that folds an event burst into one re-check

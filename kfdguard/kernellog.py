@@ -31,6 +31,38 @@ PREFILTER = re.compile(
     r"amdgpu|kfd|KFD|\[drm|CRAT|Failed to find module|Unknown group|Failed to resolve group|"
     r"unsigned module|unavailable key|PKCS#7|Key was rejected|Required key not"
 )
+# A coarser alternation than PREFILTER, searched over the whole text of a big log: every PREFILTER
+# match contains one of these (tests/test_kernellog.py checks the cover). Short alternatives with
+# few distinct first characters let the regular expression engine skip most positions after one
+# character test; measured on a generated 1 M-line log, searching the text with it costs about 2.6x
+# splitting the text into lines, where PREFILTER per line cost 7x. Candidate lines are confirmed
+# with PREFILTER, so the words that also occur elsewhere (module, group, key) cost only that.
+COARSE = ("gpu", "kfd", "KFD", "drm", "CRAT", "module", "group", "key", "Key", "PKCS")
+_COARSE = re.compile("|".join(re.escape(c) for c in COARSE))
+
+
+def _big_log(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the lines that pass PREFILTER, without splitting the text."""
+    candidates: list[tuple[int, str]] = []
+    search = _COARSE.search
+    position = counted = 0
+    number = 1
+    while True:
+        m = search(text, position)
+        if m is None:
+            return candidates
+        start = text.rfind("\n", 0, m.start()) + 1
+        stop = text.find("\n", m.end())
+        if stop < 0:
+            stop = len(text)
+        number += text.count("\n", counted, start)
+        counted = start
+        line = text[start:stop]
+        if PREFILTER.search(line):
+            candidates.append((number, line))
+        position = stop + 1
+
+
 # Up to this many lines (a paste, not a boot log) every line is tried against
 # the terms, so that a message quoted without its prefix is still recognised.
 SMALL = 20_000
@@ -134,8 +166,12 @@ def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "") -> list
 
 def scan(text: str | list[str], *, boot: int = 0, source: str = "") -> tuple[int, list[LogEvent]]:
     """All events in a log; returns (number of lines, events in order)."""
-    lines = text.split("\n") if isinstance(text, str) else text
     events: list[LogEvent] = []
+    if isinstance(text, str) and text.count("\n") >= SMALL:
+        for number, line in _big_log(text):
+            events.extend(match(line, number, boot=boot, source=source))
+        return text.count("\n") + 1, events
+    lines = text.split("\n") if isinstance(text, str) else text
     if len(lines) <= SMALL:
         search = TERMS.search
         candidates = [(i, line) for i, line in enumerate(lines, 1) if search(line)]

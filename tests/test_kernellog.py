@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kfdguard.kernellog import PREFILTER, TERMS, match, normalise, scan
+from kfdguard.kernellog import COARSE, PREFILTER, TERMS, _big_log, match, normalise, scan
 from kfdguard.knowledge.logrules import RULES
 from tests.fuzzing import examples
 
@@ -56,6 +56,7 @@ def test_rule_matches_its_example_in_every_form(rule: object) -> None:
         # Big logs go through the anchors: a line with a kernel prefix must pass them.
         prefixed = any(p in line for p in PREFIXES if p) or rule.id in USERSPACE
         assert PREFILTER.search(line) or not prefixed, f"the big-log prefilter drops {line!r}"
+        assert not PREFILTER.search(line) or any(c in line for c in COARSE), f"the coarse search drops {line!r}"
         assert TERMS.search(line), f"the paste prefilter drops {line!r}"
         assert rule.id in [e.rule for e in match(line)], f"{rule.id} does not match {line!r}"
 
@@ -140,3 +141,16 @@ def test_scan_never_raises(text: str) -> None:
        st.text(max_size=20))  # fmt: skip
 def test_scan_survives_mangled_real_lines(stamps: list[str], prefix: str, example: str, tail: str) -> None:
     scan("".join(stamps) + prefix + example + tail)
+
+
+def test_the_coarse_test_covers_every_prefilter_alternative() -> None:
+    """Every literal of PREFILTER contains one of COARSE; the big-log path finds what the per-line one does."""
+    alternatives = [a.replace("\\", "") for a in PREFILTER.pattern.split("|")]
+    for alternative in alternatives:
+        assert any(c in alternative for c in COARSE), alternative
+    lines = ["usb 1-2: new device", "[    1.0] kfd kfd: added device 1002:744c", "a module line", "", "x amdgpu y"]
+    lines += ["[drm] foo", "last without newline amdgpu"]
+    text = "\n".join(lines)
+    expected = [(i, line) for i, line in enumerate(lines, 1) if PREFILTER.search(line)]
+    assert _big_log(text) == expected
+    assert _big_log("\n" + text) == [(i + 1, line) for i, line in expected]

@@ -1,9 +1,11 @@
-"""The corpus of real reports (tests/data/real-reports) is well-formed: the contract of issue 16.
+"""The corpus of real reports (tests/data/real-reports): the contract of issue 16.
 
 Every file is one text copied from a public thread, headed by where it came from,
 the root cause the thread established, and the finding codes a correct diagnosis
-must (and must not) give. These tests check the corpus itself, not the diagnosis:
-tools/corpus_score.py measures that.
+must (and must not) give. The first tests check the corpus itself; the last one
+diagnoses every text and asserts its header: each expected code found, each
+must-not code absent. There is no list of known failures: a file that fails is a
+failing test (tools/corpus_score.py prints the same comparison for all files).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+from kfdguard.diagnose import diagnose_text
 
 TOP = Path(__file__).resolve().parent.parent
 CORPUS = TOP / "tests" / "data" / "real-reports"
@@ -130,3 +134,17 @@ def test_the_mix_issue_16_asks_for() -> None:
     }
     short = {kind: (have[kind], need) for kind, need in MINIMUM.items() if have[kind] < need}
     assert short == {}, f"(have, need): {short}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_diagnosis_matches_the_header(path: Path) -> None:
+    fields, text = _header(path)
+    result = diagnose_text(text)
+    got = {f.code for f in result.findings}
+    expect, must_not = set(_codes(fields["expect"])), set(_codes(fields["must-not"]))
+    shown = [f"{f.code}: {f.message}" for f in result.findings]
+    assert expect <= got, f"{path.name}: missing {sorted(expect - got)}; found {shown}"
+    assert not must_not & got, f"{path.name}: gave the wrong answer {sorted(must_not & got)}; found {shown}"
+    if not expect:
+        # A working system or neutral lines: nothing may be reported as an error.
+        assert not [f for f in result.findings if f.severity.value == "error"], f"{path.name}: {shown}"

@@ -15,10 +15,12 @@ PREFIXES = ("/sys", "/dev", "/proc", "/etc", "/boot", "/lib/modules", "/run", "/
 # and maps every such path through Root.join; diagnose reads paths that appear
 # in text pasted from other machines and opens nothing. (The test and demo
 # infrastructure, tools/, is outside the package and not scanned.)
-# evidence/text.py is where diagnose's reading of pasted text moved.
+# evidence/text.py is where diagnose's reading of pasted text moved; knowledge/appformats.py
+# holds the userspace message formats it matches (paths as programs print them) and
+# assess/app_rules.py the rules over those messages: both read text and open nothing.
 EXEMPT = {"root.py"}
 EXEMPT_DIRS = {"simulate", "diagnose"}
-EXEMPT_PATHS = {"evidence/text.py"}
+EXEMPT_PATHS = {"evidence/text.py", "knowledge/appformats.py", "assess/app_rules.py"}
 
 
 def _path_like_constants(tree: ast.AST) -> list[tuple[int, str]]:

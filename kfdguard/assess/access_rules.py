@@ -46,6 +46,26 @@ def _node_missing(r: Reasoning, error: str) -> None:
         )
 
 
+def _einval(r: Reasoning, error: str) -> bool:
+    """EINVAL from open(/dev/kfd): KFD refuses every open (kfd_open: a locked KFD after a GPU was unbound or
+    hot-unplugged, kfd_is_locked() in drivers/gpu/drm/amd/amdkfd/kfd_chardev.c): not permissions."""
+    if "Invalid argument" not in error:
+        return False
+    r.findings.append(
+        Finding(
+            "kfd-open-einval",
+            E,
+            "opening /dev/kfd fails with EINVAL (Invalid argument): KFD itself refuses every open, which it does "
+            "while locked (after a GPU was unbound, removed or reset without recovering); the node's mode and "
+            "the user's groups are not the cause",
+            "find what unbound or removed a GPU (a udev rule, a systemd unit writing to .../driver/unbind, a VFIO "
+            "setup) and stop it; then reload amdgpu or reboot; do not change permissions",
+            (f"rocminfo: Unable to open /dev/kfd read-write: {error}",),
+        )
+    )
+    return True
+
+
 def _no_gpu_node(r: Reasoning, error: str) -> None:
     if "Cannot allocate memory" in error:
         r.findings.append(
@@ -184,6 +204,8 @@ def rule_access(r: Reasoning) -> None:
         check_users(r.machine)
         return
     error = r.obs.value("kfd-open-error") or ""
+    if _einval(r, error):
+        return  # the node opens for nobody: groups and modes are not what blocks
     _node_missing(r, error)
     _no_gpu_node(r, error)
     if _unmapped(r):

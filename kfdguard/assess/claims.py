@@ -50,3 +50,31 @@ WRONG_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
 # to search over a whole paste, the literal is not.
 CUES = ("7440", "14e4", "6.2", "hwe", "7.2", "config_kfd", "modprobe amdkfd")
 assert len(CUES) == len(WRONG_ADVICE)
+
+
+def lines_with(text: str, lowered: str, cue: str) -> list[str]:
+    """The lines of ``text`` whose lower case contains ``cue``, found by substring search over the
+    whole text (``lowered`` is ``text.lower()``, same length): a pattern whose matches stay within one
+    line then runs on those lines only, not on a whole paste."""
+    found: list[str] = []
+    position = 0
+    while True:
+        at = lowered.find(cue, position)
+        if at < 0:
+            return found
+        start = text.rfind("\n", 0, at) + 1
+        stop = text.find("\n", at)
+        if stop < 0:
+            stop = len(text)
+        found.append(text[start:stop])
+        position = stop + 1
+
+
+def search_lines(pattern: re.Pattern[str], text: str, lowered: str, *cues: str) -> re.Match[str] | None:
+    """The first match of a single-line pattern among the lines that hold one of ``cues``."""
+    for cue in cues:
+        for line in lines_with(text, lowered, cue):
+            m = pattern.search(line)
+            if m:
+                return m
+    return None

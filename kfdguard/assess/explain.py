@@ -25,6 +25,7 @@ ANONYMOUS_GPU_EVENTS = frozenset(
         "kfd-not-supported-asic",
         "kfd-gc-ip-unsupported",
         "amdgpu-ip-init-failed",
+        "amdgpu-psp-failed",
     }
 )
 
@@ -208,6 +209,24 @@ def _signature(s: _Seen) -> Cause | None:
     return signature_rejected(ev) if ev else None
 
 
+def _psp(s: _Seen) -> Cause | None:
+    ev = s.having("amdgpu-psp-failed")
+    if not ev:
+        return None
+    steps = ", ".join(sorted({e.value("step") or "?" for e in ev}))
+    return Cause(
+        "gpu-psp-init-failed",
+        E,
+        f"the PSP (the GPU's security processor) of {s.label} failed to start ({steps}), so amdgpu could not "
+        "bring the GPU up and KFD never saw it; no firmware file is reported missing",
+        "power the machine off completely (a warm reboot or a VM can leave the PSP dirty); on multi-GPU boards "
+        "check the XGMI/Infinity Fabric bridges and risers by booting without them; update the system "
+        "firmware and linux-firmware; if it persists, report it with the whole kernel log",
+        _lines(ev),
+        "PSP init failed",
+    )
+
+
 def _init_failed(s: _Seen) -> Cause | None:
     ev = s.having("amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed")
     if not ev:
@@ -224,7 +243,17 @@ def _init_failed(s: _Seen) -> Cause | None:
 
 
 # Most specific first: the first that applies is the cause.
-_GPU_CAUSES = (_atomics, _iommu, _unknown_device, _unsupported, _device_failed, _firmware, _signature, _init_failed)
+_GPU_CAUSES = (
+    _atomics,
+    _iommu,
+    _unknown_device,
+    _unsupported,
+    _device_failed,
+    _firmware,
+    _signature,
+    _psp,
+    _init_failed,
+)
 
 
 def gpu_cause(label: str, asic: Asic | None, events: list[LogEvent], kernel: str, distro: str) -> Cause | None:

@@ -22,6 +22,8 @@ FLOOR: dict[str, int] = {
     "device-lost": HARDWARE,
     "asic-not-supported": HARDWARE,
     "iommu-required": HARDWARE,
+    "host-without-kfd": KERNEL,
+    "gpu-psp-init-failed": KERNEL,
     "kfd-not-built": KERNEL,
     "kernel-too-old": KERNEL,
     "dkms-not-built": KERNEL,
@@ -37,11 +39,13 @@ FLOOR: dict[str, int] = {
     "gpu-hang": KERNEL,
     "device-node-missing": NODE,
     "kfd-ioctl-failed": NODE,
+    "kfd-open-einval": NODE,
     "device-permissions": ACCESS,
     "render-node-permissions": ACCESS,
     "user-not-in-group": ACCESS,
     "rootless-gid-unmapped": ACCESS,
     "userspace-target-unsupported": USERSPACE,
+    "env-visibility-hides-gpu": USERSPACE,
 }
 
 
@@ -50,6 +54,8 @@ FLOOR: dict[str, int] = {
 MACHINE_WIDE = frozenset(
     {
         "kfd-not-built",
+        "host-without-kfd",
+        "kfd-open-einval",
         "kfd-init-failed",
         "module-not-loaded",
         "module-symbol-mismatch",

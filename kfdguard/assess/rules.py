@@ -49,6 +49,7 @@ _GPU_EXPLAINED = frozenset(
         "gpu-init-failed",
         "module-signature-rejected",
         "kfd-device-failed",
+        "gpu-psp-init-failed",
     }
 )
 
@@ -356,6 +357,44 @@ def rule_log_causes(r: Reasoning) -> None:
         r.add(cause)
 
 
+def rule_same_id_skipped(r: Reasoning) -> None:
+    """Several GPUs with one PCI id: KFD's old messages carry no slot, so count its lines per id.
+
+    "added device 1002:67df" once and "skipped device 1002:67df, PCI rejects atomics" four times are
+    five GPUs, one working; keyed by id alone they read as one working GPU.
+    """
+    if r.machine is not None:
+        return
+    added: dict[int, int] = {}
+    skipped: dict[int, list[LogEvent]] = {}
+    for e in r.events:
+        if e.ids and e.device in (None, "kfd"):
+            if e.rule == "kfd-added-device":
+                added[e.ids[1]] = added.get(e.ids[1], 0) + 1
+            elif e.rule == "kfd-pcie-atomics":
+                skipped.setdefault(e.ids[1], []).append(e)
+    for device, lines in skipped.items():
+        if not added.get(device) or r.has("pcie-atomics"):
+            continue
+        target = next((t for t in r.amd if t.gpu.device == device), None)
+        name = target.label if target else f"1002:{device:04x}"
+        listed = r.obs.smi_gpus or len([g for g in r.obs.gpus if g.vendor == 0x1002 and g.device == device])
+        evidence = [e.text for e in lines[:2]]
+        if listed > added[device]:
+            evidence.append(f"the text lists {listed} GPUs; KFD added {added[device]}")
+        r.findings.append(
+            Finding(
+                "pcie-atomics",
+                E,
+                f"KFD added {added[device]} GPU(s) with id {name} and skipped {len(lines)} with the same id: "
+                "their PCIe path does not pass AtomicOps, so ROCm sees only the first",
+                "put each card in a CPU-attached PCIe 3.0+ slot (chipset slots, risers, PCIe switches and old "
+                "platforms may not pass atomics); 'sudo lspci -vvv | grep -i atomic' shows each port's support",
+                tuple(evidence),
+            )
+        )
+
+
 def rule_optional_firmware(r: Reasoning) -> None:
     """Optional PSP firmware that failed to load: worth knowing, not why compute fails."""
     if r.has("firmware-missing"):
@@ -617,12 +656,13 @@ def rule_claims(r: Reasoning) -> None:
     """Popular wrong advice the paste repeats (a machine has no prose: the boot pass skips compiling these)."""
     if not r.obs.lines:
         return
-    from kfdguard.assess.claims import CUES, WRONG_ADVICE
+    from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
     text = "\n".join(r.obs.lines)
     lowered = text.lower()
     for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
-        m = pattern.search(text) if cue in lowered else None
+        # Every claim's match lies within one line that holds its cue (claims.CUES).
+        m = search_lines(pattern, text, lowered, cue)
         if m:
             r.findings.append(
                 Finding(
@@ -720,6 +760,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def _rules() -> tuple[Callable[[Reasoning], None], ...]:
+    from kfdguard.assess import app_rules as app
     from kfdguard.assess import checks
     from kfdguard.assess.access_rules import rule_access
 
@@ -728,22 +769,34 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         checks.machine_only(checks.check_config),
         checks.machine_only(checks.check_problems),
         rule_gpus_present,
+        app.rule_nvidia_only,
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_module_mismatch,
         rule_log_causes,
+        rule_same_id_skipped,
         rule_optional_firmware,
         rule_kernel_support,
+        app.rule_dkms,
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
         rule_access,
+        app.rule_rock_not_loaded,
+        app.rule_host_without_kfd,
+        app.rule_kfd_absent_with_amdgpu,
+        app.rule_group_missing,
+        app.rule_denied_by_groups,
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
         rule_userspace,
+        app.rule_no_code_object,
+        app.rule_no_device,
         rule_claims,
         rule_ready,
+        app.rule_runtime_ready,
+        app.rule_driver_tables,
         rule_unknown,
     )
 

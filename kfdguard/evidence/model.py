@@ -75,6 +75,21 @@ class SeenUser:
     source: Source
 
 
+@dataclass(frozen=True, slots=True)
+class SeenMessage:
+    """A userspace message of a known format (``knowledge.appformats``): what it is evidence of."""
+
+    what: str  # the format's kind: "no-code-object", "no-device", "kfd-eacces", ...
+    format: str  # the format's id
+    text: str  # the line, cut to 160 characters
+    source: Source
+    gfx: str | None = None  # the gfx target the message names
+    values: tuple[tuple[str, str], ...] = ()  # other named values (path, error, supported, group...)
+
+    def value(self, name: str) -> str | None:
+        return next((v for k, v in self.values if k == name), None)
+
+
 @dataclass
 class Observations:
     kinds: set[str] = field(default_factory=set)  # kernel-log, rocminfo, ls, id, uname, lspci, kconfig...
@@ -91,6 +106,15 @@ class Observations:
     declared: list[str] = field(default_factory=list)  # modinfo parm names
     events: list[LogEvent] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # a paste without quote markers, for claims
+    messages: list[SeenMessage] = field(default_factory=list)  # userspace messages of known formats
+    env: list[tuple[str, str, Source]] = field(default_factory=list)  # GPU-selecting variables as set
+    smi_gpus: int = 0  # GPUs a management tool (rocm-smi, amd-smi) lists: amdgpu drives them
+    prose_gfx: list[tuple[str, Source]] = field(default_factory=list)  # gfx targets named in prose (RX 6600)
+    nvidia: list[tuple[str, Source]] = field(default_factory=list)  # NVIDIA GPUs named anywhere
+    foreign_host: Source | None = None  # a Windows/WSL/macOS host is named: no amdgpu/KFD driver there
+
+    def saw(self, *what: str) -> list[SeenMessage]:
+        return [m for m in self.messages if m.what in what]
 
     def first(self, what: str) -> Observed | None:
         return next((o for o in self.facts if o.what == what), None)
@@ -107,4 +131,4 @@ class Observations:
         return self.value("kernel-release")
 
 
-__all__ = ["Observations", "Observed", "SeenAgent", "SeenGpu", "SeenNode", "SeenUser", "Source"]
+__all__ = ["Observations", "Observed", "SeenAgent", "SeenGpu", "SeenMessage", "SeenNode", "SeenUser", "Source"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenNode, SeenUser, Source
-from kfdguard.kernellog import scan
+from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
+from kfdguard.kernellog import SMALL, scan
+from kfdguard.knowledge import appformats
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
 from kfdguard.record import dataclass, field
@@ -31,6 +32,15 @@ _LSPCI = re.compile(
     r"(?:VGA compatible controller|Display controller|3D controller)(?: \[03[0-9a-fA-F]{2}\])?: "
     r"(?P<name>.*?)\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?: \(rev (?P<rev>[0-9a-fA-F]{2})\))?"
 )
+# lspci without -nn, and lshw (whose field names are localised: product, Produkt, produit...): the
+# name alone, which pci.ids maps back to the device id when it is exactly one of its names.
+_LSPCI_NAMED = re.compile(
+    r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bdf>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) "
+    r"(?:VGA compatible controller|Display controller|3D controller): Advanced Micro Devices, Inc\. \[AMD/ATI\] "
+    r"(?P<name>[^\[\n]+?(?: \[[^\]]+\])?)(?: \(rev (?P<rev>[0-9a-fA-F]{2})\))?$"
+)
+_LSHW_PRODUCT = re.compile(r"^(?:product|Produkt|produit|producto|prodotto|produto): (?P<name>.+?)\s*$")
+_LSHW_BUS = re.compile(r"^(?:bus info|Bus-Informationen|informations bus|info bus): pci@(?P<slot>[0-9a-f:.]+)$")
 # "ls -l" of a character device: mode, links, owner, group, "major, minor" (minor right-aligned), date, name.
 _LS = re.compile(
     r"^(?P<mode>[cbdlps-][rwxsStT-]{9})(?P<acl>[+.@]?)\s+\d+\s+(?P<owner>\S+)\s+(?P<group>\S+)\s+"
@@ -61,11 +71,17 @@ _MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "
 _RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "drm": 0}
 
 
-@dataclass
 class _Line:
-    raw: str  # without quote markers
-    bare: str  # also without a shell prompt
-    number: int
+    """The line the extractors look at (one object, refilled per line: a record per line costs more
+    than most extractors)."""
+
+    __slots__ = ("bare", "lowered", "number", "raw")
+
+    def __init__(self, raw: str, bare: str, number: int) -> None:
+        self.raw = raw  # without quote markers
+        self.bare = bare  # also without a shell prompt
+        self.number = number
+        self.lowered = ""  # raw.lower(), filled only for the extractors that need it
 
 
 @dataclass
@@ -75,7 +91,9 @@ class _State:
     agent: dict[str, str] | None = None  # fields of the rocminfo agent block being read
     agent_line: int = 0
     kconfig: list[str] = field(default_factory=list)
+    kconfig_old: list[str] = field(default_factory=list)  # a diff's "-" lines: how the machine was
     modprobe: list[str] = field(default_factory=list)
+    smi: bool = False  # inside rocm-smi's banner block
 
 
 def _add_gpu(obs: Observations, gpu: SeenGpu) -> None:
@@ -101,6 +119,17 @@ def _set_release(obs: Observations, release: str, how: str, number: int) -> None
 
 def _release(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if "kernel-log" not in obs.kinds and (_DMESG_TIME.match(bare) or bare.startswith("Linux version ")):
+        # A kernel log, even one without a line about amdgpu or KFD: what it lacks says something.
+        obs.kinds.add("kernel-log")
+    if not (
+        "uname" in state.previous
+        or "Linux" in bare
+        or "/lib/modules/" in bare
+        or "DRM version" in bare
+        or bare[:1].isdigit()
+    ):
+        return
     m = _UNAME_A.match(bare)
     if m:
         _set_release(obs, m["release"], "uname", line.number)
@@ -108,9 +137,6 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
     elif _RELEASE.match(bare) and ("uname" in state.previous or "-" in bare):
         _set_release(obs, bare, "uname", line.number)
         obs.kinds.add("uname")
-    if _DMESG_TIME.match(bare) or bare.startswith("Linux version "):
-        # A kernel log, even one without a line about amdgpu or KFD: what it lacks says something.
-        obs.kinds.add("kernel-log")
     for pattern, how in ((_LINUX_VERSION, "log"), (_MODULES_DIR, "modules"), (_OS_DRM, "drm")):
         m = pattern.search(bare)
         if m:
@@ -118,7 +144,7 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
 
 
 def _lspci(obs: Observations, line: _Line, state: _State) -> None:
-    m = _LSPCI.match(line.bare)
+    m = _LSPCI.match(line.bare) if "ontroller" in line.bare else None
     if not m:
         return
     obs.kinds.add("lspci")
@@ -126,6 +152,41 @@ def _lspci(obs: Observations, line: _Line, state: _State) -> None:
     revision = int(m["rev"], 16) if m["rev"] else None
     source = Source("lspci", line.number)
     _add_gpu(obs, SeenGpu(int(m["vendor"], 16), int(m["device"], 16), source, revision, slot, m["name"].strip()))
+
+
+_NAMES: dict[str, int] = {}  # pci.ids name -> device id, filled on first use
+
+
+def _device_named(name: str) -> int | None:
+    """The PCI device id whose pci.ids name is exactly this (the lowest, where several share it)."""
+    if not _NAMES:
+        from kfdguard.knowledge.generated import PCI_NAMES
+
+        for device, known in sorted(PCI_NAMES.items()):
+            _NAMES.setdefault(known, device)
+    return _NAMES.get(name)
+
+
+def _named_gpu(obs: Observations, line: _Line, state: _State) -> None:
+    """A GPU named without its ids: lspci without -nn, lshw's product line."""
+    bare = line.bare
+    m = _LSPCI_NAMED.match(bare) if "[AMD/ATI]" in bare else None
+    if m is None and "rodu" not in bare:
+        return
+    if m and "[1002:" not in bare:
+        device = _device_named(m["name"].strip())
+        if device is not None:
+            obs.kinds.add("lspci")
+            slot = f"{m['domain'] or '0000'}:{m['bdf']}".lower()
+            revision = int(m["rev"], 16) if m["rev"] else None
+            _add_gpu(obs, SeenGpu(0x1002, device, Source("lspci", line.number), revision, slot, m["name"].strip()))
+        return
+    m = _LSHW_PRODUCT.match(bare) if ": " in bare else None
+    if m:
+        device = _device_named(m["name"])
+        if device is not None:
+            obs.kinds.add("lshw")
+            _add_gpu(obs, SeenGpu(0x1002, device, Source("lshw", line.number), name=m["name"]))
 
 
 def _node(obs: Observations, node: SeenNode) -> None:
@@ -136,6 +197,8 @@ def _node(obs: Observations, node: SeenNode) -> None:
 
 def _ls(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if not ("kfd" in bare or "renderD" in bare or "/dev/dri" in bare):
+        return
     m = _LS_DIR.match(bare)
     if m:
         state.directory = m["dir"]
@@ -160,6 +223,8 @@ def _ls(obs: Observations, line: _Line, state: _State) -> None:
 
 def _groups(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if not ("uid=" in bare or " : " in bare or state.previous.endswith("groups")):
+        return
     m = _ID.search(bare)
     if m:
         obs.kinds.add("id")
@@ -178,12 +243,23 @@ def _groups(obs: Observations, line: _Line, state: _State) -> None:
 
 def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if ":" in bare or "Agent" in bare or state.agent is not None:
+        _agent_block(obs, line, state)
+    if not (
+        "ROCk" in bare
+        or "Unable to open" in bare
+        or " member of " in bare
+        or "user name" in bare
+        or "hsa" in bare
+        or "HSA" in bare
+    ):
+        return
     source = Source("rocminfo", line.number)
     m = _ROCK.search(bare)
     if m:
         obs.kinds.add("rocminfo")
         obs.add("rock-module", m["state"], source)
-    m = _OPEN_KFD.search(bare)
+    m = _OPEN_KFD.search(bare) if "Unable to open" in bare else None
     if m:
         obs.kinds.add("rocminfo")
         obs.add("kfd-open-error", m["error"].strip(), source)
@@ -194,11 +270,10 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
         m = _NOT_MEMBER.search(bare)
         if m:
             obs.not_member_of.append((m["user"], m["group"], source))
-    if _NO_USER.search(bare):
+    if "user name" in bare and _NO_USER.search(bare):
         obs.add("no-user-name", "yes", source)
     if _HSA_FAIL.search(bare):
         obs.add("hsa-failure", bare[:160], source)
-    _agent_block(obs, line, state)
 
 
 def _agent_block(obs: Observations, line: _Line, state: _State) -> None:
@@ -242,6 +317,8 @@ def _finish_agent(obs: Observations, state: _State) -> None:
 
 def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
+    if not bare.startswith(("parm:", "filename:", "version:")):
+        return
     source = Source("modinfo", line.number)
     m = _MODINFO_FILE.match(bare)
     if m:
@@ -257,28 +334,138 @@ def _modinfo(obs: Observations, line: _Line, state: _State) -> None:
 
 
 def _config_lines(obs: Observations, line: _Line, state: _State) -> None:
+    if not ("CONFIG_" in line.raw or line.bare.startswith(_MODPROBE_KINDS) or _has_container_cue(line.raw)):
+        return
     # "# CONFIG_X is not set" is a config line, not a root prompt followed by a command.
     bare = line.raw.strip() if _NOT_SET.match(line.raw.strip()) else line.bare
     if any(cue in line.raw for cue in _CONTAINER_CUES) and _CONTAINER.search(line.raw):
         obs.add("container", bare[:160], Source("paste", line.number))
     config_line = bare.lstrip("+-").strip() if bare[:1] in "+-" and "CONFIG_" in bare else bare
-    # In a diff, "-" lines are the old state: only the new one counts.
-    if config_line.startswith(("CONFIG_", "# CONFIG_")) and not bare.startswith("-"):
-        state.kconfig.append(config_line)
+    # A config diff in a bug report is a proposed fix: its "-" side is how the reporter's kernel was
+    # built, the "+" side what the fix changes it to. The "-" side wins where both name a symbol.
+    if config_line.startswith(("CONFIG_", "# CONFIG_")) and not bare.startswith("+"):
+        (state.kconfig_old if bare.startswith("-") else state.kconfig).append(config_line)
         symbol = config_line.removeprefix("# ").split("=")[0].split(" ")[0]
         obs.kconfig.setdefault(symbol, ("", Source("kernel config", line.number)))
     if bare.startswith(_MODPROBE_KINDS):
         state.modprobe.append(bare)
 
 
-EXTRACTORS = (_release, _lspci, _ls, _groups, _rocminfo, _modinfo, _config_lines)
+def _smi(obs: Observations, bare: str, state: _State) -> None:
+    """rocm-smi's GPU rows, counted inside its banner's block."""
+    if appformats.ROCM_SMI_BANNER in bare:
+        state.smi = True
+    elif appformats.ROCM_SMI_END in bare:
+        state.smi = False
+    elif state.smi and appformats.ROCM_SMI_ROW.match(bare):
+        obs.smi_gpus += 1
+
+
+def _message(
+    fmt: appformats.AppFormat, m: re.Match[str], fields: tuple[re.Pattern[str], ...], line: _Line
+) -> SeenMessage:
+    values = {k: v for k, v in m.groupdict().items() if v}
+    for extra in fields:
+        found = extra.search(line.bare)
+        if found:
+            values.update({k: v for k, v in found.groupdict().items() if v})
+    gfx = values.pop("gfx", None)
+    source = Source(fmt.id, line.number)
+    return SeenMessage(fmt.what, fmt.id, line.bare[:160], source, gfx, tuple(sorted(values.items())))
+
+
+def _app_messages(obs: Observations, line: _Line, state: _State) -> None:
+    """Userspace messages of the formats in knowledge/appformats.py: one alternation of their cues first."""
+    bare = line.bare
+    if state.smi or "ROCm S" in bare:
+        _smi(obs, bare, state)
+    if bare == "False" and state.previous.endswith("is_available()"):
+        # PyTorch's torch.cuda.is_available() answered False: HIP found no usable GPU.
+        source = Source("torch.cuda.is_available()", line.number)
+        obs.messages.append(SeenMessage("no-device", "torch-not-available", "is_available() -> False", source))
+    if not appformats.CUES.search(bare):
+        return
+    for fmt, pattern, fields in appformats.COMPILED:
+        m = pattern.search(bare) if fmt.cue in bare else None
+        if m:
+            obs.kinds.add("application")
+            obs.messages.append(_message(fmt, m, fields, line))
+
+
+def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
+    if "rx" in lowered:
+        for m in appformats.RADEON_RX.finditer(lowered):
+            gfx = appformats.rx_target(int(m["number"]))
+            if gfx:
+                obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+    if "Vega" in text or "VII" in text or "MI" in text or "0M" in text or "60S" in text:
+        for pattern, target in appformats.NAMED_GFX:
+            named = pattern.search(text)
+            if named:
+                obs.prose_gfx.append((target, Source(f"paste: {named.group(0)}", number)))
+    if (
+        "nvidia" in lowered
+        or "geforce" in lowered
+        or "quadro" in lowered
+        or "gtx" in lowered
+        or "rtx" in lowered
+        or ("gfx 10" in lowered)
+    ):
+        for m in appformats.NVIDIA.finditer(text):
+            obs.nvidia.append((m.group(0).strip(), Source("paste", number)))
+
+
+def _prose(obs: Observations, line: _Line, state: _State) -> None:
+    """What prose and commands name: GPU-selecting variables, GPUs by retail name, the host's OS."""
+    text = line.raw
+    if "VISIBLE_DEVICES=" in text:
+        for m in appformats.VISIBILITY.finditer(text):
+            obs.env.append((m["var"], m["value"], Source("environment", line.number)))
+    override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION=" in text else None
+    if override:
+        obs.add("gfx-override", override["value"], Source("environment", line.number))
+    lowered = line.lowered = text.lower()
+    host = (
+        appformats.FOREIGN_HOST.search(text)
+        if obs.foreign_host is None
+        and (
+            "wsl" in lowered
+            or "windows" in lowered
+            or "microsoft" in lowered
+            or "docker desktop" in lowered
+            or "dxg" in lowered
+            or "winver" in lowered
+            or "macos" in lowered
+            or ":\\users\\" in lowered
+        )
+        else None
+    )
+    if host:
+        obs.foreign_host = Source(f"paste: {host.group(0)}", line.number)
+    _gpus_in_prose(obs, text, lowered, line.number)
+
+
+def _has_container_cue(raw: str) -> bool:
+    return (
+        "root@" in raw
+        or "dockerenv" in raw
+        or "docker " in raw
+        or "podman" in raw
+        or "apptainer" in raw
+        or ("singularity" in raw)
+    )
+
+
+EXTRACTORS = (_release, _lspci, _named_gpu, _ls, _groups, _rocminfo, _modinfo, _config_lines, _app_messages, _prose)
 
 
 def _finish(obs: Observations, state: _State) -> None:
     _finish_agent(obs, state)
-    if state.kconfig:
+    if state.kconfig or state.kconfig_old:
         obs.kinds.add("kconfig")
         values, _ = parse_kconfig("\n".join(state.kconfig))
+        old, _ = parse_kconfig("\n".join(state.kconfig_old))
+        values.update(old)
         where = {k: source for k, (_, source) in obs.kconfig.items()}
         obs.kconfig = {k: (v, where.get(k, Source("kernel config"))) for k, v in values.items()}
     if state.modprobe:
@@ -286,7 +473,9 @@ def _finish(obs: Observations, state: _State) -> None:
         if directives:
             obs.kinds.add("modprobe")
             obs.modprobe = list(directives)
-    _, events = scan(obs.lines, source="paste")
+    # A paste the size of a whole log goes through the big-log search over its text (kernellog.SMALL).
+    lines = obs.lines
+    _, events = scan("\n".join(lines) if len(lines) > SMALL else lines, source="paste")
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
@@ -301,12 +490,17 @@ def read_text(text: str) -> Observations:
     """Everything a paste shows; what it does not show stays absent."""
     obs = Observations()
     raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    obs.lines = [_QUOTE.sub("", line).rstrip() for line in raw_lines]
+    obs.lines = [_QUOTE.sub("", line).rstrip() if line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines]
     state = _State()
+    line = _Line("", "", 0)
     for number, raw in enumerate(obs.lines, 1):
         stripped = raw.strip()
-        bare = _PROMPT_SUB.sub("", stripped) if _PROMPT.match(stripped) else stripped
-        line = _Line(raw, bare, number)
+        bare = (
+            _PROMPT_SUB.sub("", stripped)
+            if ("$" in stripped or "#" in stripped) and _PROMPT.match(stripped)
+            else stripped
+        )
+        line.raw, line.bare, line.number = raw, bare, number
         for extract in EXTRACTORS:
             extract(obs, line, state)
         state.previous = bare

@@ -156,6 +156,15 @@ RULES: tuple[LogRule, ...] = (
     LogRule("amdgpu-no-vbios", FAILURE, "gpu-init-failed", ("no vBIOS found",), r"no vBIOS found",
             "amdgpu found no video BIOS for the GPU (passthrough, a stripped ROM or a broken card)",
             SRC_AMDGPU, "no vBIOS found"),
+    LogRule("amdgpu-psp-failed", FAILURE, "gpu-psp-init-failed",
+            ("PSP create ring failed", "PSP load ", "PSP firmware loading failed", "PSP resume failed",
+             "PSP tmr init failed"),
+            r"PSP (?P<step>create ring|load \w+|tmr init|firmware loading|resume) failed",
+            "the GPU's security processor (PSP) did not start: its ring or its bootloader stages failed at init or "
+            "resume. A firmware file that is missing says so separately ('Direct firmware load'); without that "
+            "line the PSP itself, the board (XGMI bridges, power), or a device left dirty by a VM is the cause",
+            "drivers/gpu/drm/amd/amdgpu/amdgpu_psp.c psp_hw_start(), psp_hw_init(), psp_resume()",
+            "*ERROR* PSP create ring failed!"),
     LogRule("amdgpu-fatal-init", FAILURE, "gpu-init-failed", ("Fatal error during GPU init",), r"Fatal error during GPU init",
             "amdgpu gave up on the GPU", SRC_AMDGPU, "Fatal error during GPU init"),
     # drivers/base/dd.c: 6.1 pr_warn("%s: probe of %s failed with error %d"); 6.12 dev_err on the

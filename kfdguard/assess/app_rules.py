@@ -1,0 +1,487 @@
+"""Rules over what userspace printed (knowledge/appformats.py): the runtime, its libraries, applications,
+container runtimes, DKMS and the management tools, each read for the cause it names.
+
+A program's message is evidence about one floor of the stack, and the rules keep it there: "no code
+object for gfxNNNN" is the software build; "no devices found" is a symptom whose cause lies lower; a
+container runtime that cannot find /dev/kfd speaks about its host; rocm-smi speaks about amdgpu, not
+KFD. These rules read a paste's observations only; a machine has no such messages.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.assess import remedies
+from kfdguard.assess.claims import search_lines
+from kfdguard.assess.rules import Reasoning
+from kfdguard.evidence.model import SeenMessage
+from kfdguard.knowledge import appformats
+from kfdguard.verdict import Finding, Severity
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
+
+# Prose that says a tool works as root (or with sudo) and not as the user: the user lacks the group
+# that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
+ROOT_ONLY = re.compile(
+    r"\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
+    r"(?:as|with|under)\s+(?:root|sudo)\b"
+    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas root,? (?:it )?works\b|\bwith sudo,? (?:it )?works\b",
+    re.IGNORECASE,
+)
+# Rootless containers: Distrobox and Toolbx run rootless Podman by default; "rootless" names it.
+ROOTLESS = re.compile(r"\brootless\b|\bdistrobox\b|\btoolbx\b|\btoolbox enter\b", re.IGNORECASE)
+# A group named as the owner of /dev/kfd in prose ("/dev/kfd owned by group `render`").
+OWNER_GROUP = re.compile(r"/dev/kfd\b[^.\n]{0,40}?\bgroup\s+`?'?\"?(?P<group>render|video)\b", re.IGNORECASE)
+
+
+def _gfx_of_text(r: Reasoning, messages: list[SeenMessage]) -> tuple[str | None, str | None]:
+    """The GPU's gfx target and where the text shows it: the message itself, the runtime, lspci, prose."""
+    for m in messages:
+        if m.gfx:
+            return m.gfx, str(m.source)
+    runtime = [m for m in r.obs.saw("runtime-gpu") if m.gfx]
+    if runtime:
+        return runtime[0].gfx, str(runtime[0].source)
+    if r.obs.agents:
+        return r.obs.agents[0].gfx, str(r.obs.agents[0].source)
+    for t in r.amd:
+        if t.asic and t.asic.gfx:
+            return t.asic.gfx, str(t.gpu.source)
+    if r.obs.prose_gfx:
+        gfx, source = r.obs.prose_gfx[0]
+        return gfx, str(source)
+    return None, None
+
+
+def amd_gpu_named(r: Reasoning) -> bool:
+    """Whether the text shows an AMD GPU at all (ids, agents, a runtime's device, a gfx target, a retail name)."""
+    obs = r.obs
+    return bool(
+        r.amd
+        or obs.agents
+        or obs.prose_gfx
+        or obs.smi_gpus
+        or any(m.gfx for m in obs.messages)
+        or obs.saw("runtime-gpu", "driver-table")
+    )
+
+
+def rule_nvidia_only(r: Reasoning) -> None:
+    """An NVIDIA GPU named and no AMD GPU anywhere: ROCm's complaints come from having no AMD GPU at all."""
+    obs = r.obs
+    if r.machine is not None or not obs.nvidia or amd_gpu_named(r) or r.has("no-amd-gpu"):
+        return
+    name, source = obs.nvidia[0]
+    evidence = [f"{source}: {name}"]
+    detected = obs.saw("amd-driver-only")
+    if detected:
+        evidence.append(
+            f"{detected[0].source}: ollama says 'Radeon card detected' when the amdgpu module is loaded, "
+            "with or without an AMD GPU"
+        )
+    r.findings.append(
+        Finding(
+            "no-amd-gpu",
+            I,
+            f"the text names an NVIDIA GPU ({name}) and no AMD GPU: ROCm has nothing to run on, so its errors "
+            "here (no code object, no device, permissions) say nothing about an AMD setup",
+            "use the CUDA build of the program; if an AMD GPU was removed, unload or blacklist amdgpu "
+            "(sudo modprobe -r amdgpu) so programs stop looking for one",
+            tuple(evidence),
+        )
+    )
+
+
+def rule_rock_not_loaded(r: Reasoning) -> None:
+    """rocminfo's "ROCk module is NOT loaded": amdgpu (which carries KFD) is not loaded, for an AMD GPU shown."""
+    obs = r.obs
+    state = obs.value("rock-module")
+    if r.machine is not None or state != "NOT loaded" or not amd_gpu_named(r) or r.has("no-amd-gpu"):
+        return
+    if any(f.severity is E and f.code not in ("userspace-target-unsupported",) for f in r.findings):
+        return  # a lower cause already explains why amdgpu or KFD is absent
+    source = obs.first("rock-module")
+    r.findings.append(
+        Finding(
+            "module-not-loaded",
+            E,
+            "rocminfo says the ROCk (KFD) module is not loaded: amdgpu, which carries KFD since Linux 4.20, is "
+            "not loaded for this AMD GPU",
+            "sudo modprobe amdgpu, then 'sudo dmesg | grep -Ei \"kfd|amdgpu\"' for why it did not load at boot "
+            "(a blacklist in /etc/modprobe.d, nomodeset on the kernel command line, a module that does not "
+            "match the kernel)",
+            (f"{source.source}: ROCk module is NOT loaded",) if source else (),
+        )
+    )
+
+
+def rule_host_without_kfd(r: Reasoning) -> None:
+    """/dev/kfd missing on a host that cannot have one (Windows, WSL2, Docker Desktop, macOS)."""
+    obs = r.obs
+    if r.machine is not None:
+        return
+    missing = [m for m in obs.saw("container-device-missing") if m.value("path") == "/dev/kfd"]
+    rocminfo = "No such file" in (obs.value("kfd-open-error") or "")
+    listed = obs.kfd is not None and obs.kfd.mode is None
+    if not (missing or rocminfo or listed):
+        return
+    if obs.foreign_host is None:
+        if missing and not r.has("device-node-missing"):
+            r.findings.append(
+                Finding(
+                    "device-node-missing",
+                    E,
+                    "the container runtime's host has no /dev/kfd, so it cannot pass it in: KFD is not "
+                    "running on the host",
+                    "on the host: 'ls -l /dev/kfd' and 'sudo dmesg | grep -Ei \"kfd|amdgpu\"' (is amdgpu loaded, "
+                    "did KFD add the GPU?); 'kfdguard check' on the host names the cause",
+                    (missing[0].text,),
+                )
+            )
+        return
+    evidence = [m.text for m in missing[:1]]
+    if rocminfo:
+        evidence.append(f"rocminfo: Unable to open /dev/kfd read-write: {obs.value('kfd-open-error')}")
+    evidence.append(f"{obs.foreign_host}")
+    r.findings.append(
+        Finding(
+            "host-without-kfd",
+            E,
+            "the host is Windows, WSL2, Docker Desktop or macOS, whose kernels have no amdgpu/KFD driver: "
+            "there is no /dev/kfd to open or pass into a container, and nothing inside can create one",
+            "run ROCm on a Linux host with amdgpu (bare metal or a VM with the GPU passed through); under WSL2 "
+            "use AMD's WSL ROCm stack, which goes through /dev/dxg (docker run --device=/dev/dxg "
+            "-v /usr/lib/wsl:/usr/lib/wsl), not /dev/kfd",
+            tuple(evidence),
+        )
+    )
+    # Advice for a Linux host (its modules, its node, its groups) does not apply to this one.
+    r.findings[:] = [
+        f
+        for f in r.findings
+        if f.code not in ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
+    ]
+
+
+def rule_no_code_object(r: Reasoning) -> None:
+    """A program that has no code object for the GPU's target: the software build, not the GPU or the kernel."""
+    obs = r.obs
+    messages = obs.saw("no-code-object")
+    if r.machine is not None or not messages or r.has("no-amd-gpu"):
+        return
+    gfx, where = _gfx_of_text(r, messages)
+    carried = sorted({m.gfx for m in obs.saw("library-targets") if m.gfx})
+    for m in messages:
+        supported = m.value("supported")
+        if supported:
+            carried = sorted(set(carried) | set(supported.split()))
+    evidence = [m.text for m in messages[:2]]
+    if gfx and where:
+        evidence.append(f"{where}: {gfx}")
+    if carried:
+        evidence.append(f"the library carries code for: {' '.join(carried)}")
+    target = gfx or "this GPU's target"
+    override = obs.value("gfx-override")
+    from kfdguard.assess.rules import OVERRIDES
+
+    neighbour = OVERRIDES.get(gfx or "")
+    workaround = (
+        f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour} in the program's environment "
+        "(runs code built for a neighbouring target; it may crash or compute wrongly)"
+        if neighbour and not override
+        else ""
+    )
+    message = (
+        f"the program has no GPU code for {target}: its build (or the ROCm libraries it bundles) was not "
+        "compiled for it, so kernel launches fail; the GPU, the kernel and permissions are not the cause"
+    )
+    if override:
+        message += f" (HSA_OVERRIDE_GFX_VERSION={override} is set where the text shows it)"
+    if not carried:
+        r.unknown.append(
+            "which gfx targets the installed ROCm libraries carry: paste 'ls /opt/rocm*/lib/rocblas/library | head' "
+            "(or the program's bundled rocblas/library directory)"
+        )
+    r.findings[:] = [f for f in r.findings if f.code != "userspace-target-unsupported"]
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            E,
+            message,
+            f"use a build that includes {target} (PyTorch/ROCm wheels or images that list it, llama.cpp built "
+            f"with -DAMDGPU_TARGETS={gfx or 'gfxNNNN'}, rocBLAS with its Tensile library for it){workaround}; "
+            "'rocminfo | grep gfx' names the target",
+            tuple(evidence[:4]),
+        )
+    )
+
+
+def _visibility_hides(r: Reasoning) -> list[str]:
+    """ROCR_VISIBLE_DEVICES first, then HIP's (or CUDA's) index into what ROCr left: an index past it hides all."""
+    env = r.obs.env
+    rocr = [(v, s) for var, v, s in env if var == "ROCR_VISIBLE_DEVICES"]
+    hip = [(var, v, s) for var, v, s in env if var in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")]
+    for rocr_value, rocr_source in rocr:
+        left = len(rocr_value.split(","))
+        for var, value, source in hip:
+            if source.line < rocr_source.line - 3:
+                continue  # set far above: another command, not the same run
+            if all(int(i) >= left for i in value.split(",") if i.isdigit()):
+                return [
+                    f"{rocr_source}: ROCR_VISIBLE_DEVICES={rocr_value} leaves {left} GPU(s), numbered from 0",
+                    f"{source}: {var}={value} selects past them",
+                ]
+    return []
+
+
+def rule_no_device(r: Reasoning) -> None:
+    """The runtime saw no usable GPU: a symptom; here, what the environment hides."""
+    obs = r.obs
+    if r.machine is not None:
+        return
+    symptoms = obs.saw("no-device")
+    if not symptoms:
+        return
+    hidden = _visibility_hides(r)
+    if hidden:
+        r.findings.append(
+            Finding(
+                "env-visibility-hides-gpu",
+                E,
+                "the GPU-selecting variables leave the program no GPU: ROCr applies ROCR_VISIBLE_DEVICES first "
+                "and renumbers what is left from 0, then HIP_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES index into that",
+                "set only one of them (ROCR_VISIBLE_DEVICES=1 alone, or HIP_VISIBLE_DEVICES=1 alone), or index "
+                "HIP's variable from 0 after ROCr's filter",
+                (*hidden, symptoms[0].text),
+            )
+        )
+        return
+    if not any(f.severity is E for f in r.findings):
+        r.unknown.append(
+            "why the runtime sees no GPU (a symptom, not a library problem): paste 'rocminfo', "
+            "'ls -l /dev/kfd /dev/dri' and 'id', and any *_VISIBLE_DEVICES the program runs with"
+        )
+
+
+def _denied_group(r: Reasoning) -> str:
+    node = r.obs.kfd
+    if node is not None and node.group and node.mode:
+        return node.group
+    text = "\n".join(r.obs.lines)
+    m = search_lines(OWNER_GROUP, text, text.lower(), "/dev/kfd")
+    return m["group"] if m else r.group
+
+
+def rule_denied_by_groups(r: Reasoning) -> None:
+    """EACCES on /dev/kfd or a render node, as applications print it, or 'works only as root'."""
+    obs = r.obs
+    if r.machine is not None or r.has("rootless-gid-unmapped", "no-amd-gpu", "host-without-kfd", "kfd-open-einval"):
+        return
+    text = "\n".join(obs.lines)
+    lowered = text.lower()
+    rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
+    rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
+    if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
+        _rootless(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
+        return
+    if r.has("user-not-in-group", "device-permissions"):
+        return
+    evidence: list[str] = [m.text for m in obs.saw("kfd-eacces")[:1]]
+    if not evidence and obs.saw("eacces") and ("/dev/kfd" in text or "/dev/dri/renderD" in text):
+        evidence.append(obs.saw("eacces")[0].text)
+    root_only = search_lines(ROOT_ONLY, text, lowered, "root", "sudo")
+    if root_only and ("/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or obs.saw("runtime-gpu")):
+        evidence.append(f"the text: {root_only.group(0)}")
+    if not evidence and not rocminfo_denied:
+        return
+    if rocminfo_denied:
+        return  # rule_access read rocminfo's own report
+    node = obs.kfd
+    if node is not None and node.mode and node.mode[7:9] == "rw":
+        return  # open to everyone: not a group problem
+    group = _denied_group(r)
+    user = obs.user.user if obs.user and obs.user.user else "the user"
+    if obs.user is not None and group in obs.user.groups:
+        return
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"{user} cannot open the GPU's device nodes (EACCES) and root can: {user} is not in group "
+            f"'{group}', which owns /dev/kfd and /dev/dri/renderD*",
+            f"sudo usermod -aG {group} $USER (both render and video where both exist), then log out and back in; "
+            "inside a container: --group-add with the host's group ids",
+            tuple(evidence[:3]),
+        )
+    )
+
+
+def _rootless(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+    error = r.obs.value("kfd-open-error")
+    shown = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
+    r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
+    r.findings.append(
+        Finding(
+            "rootless-gid-unmapped",
+            E,
+            "opening /dev/kfd is denied inside a rootless container: the user namespace does not map the host's "
+            "group that owns it, so --group-add render inside adds the container's own group, not the host's",
+            "on the host, keep the host's groups: podman run --group-add keep-groups (crun) or distrobox create "
+            "--additional-flags '--group-add keep-groups'; or map the host's render/video gids (/etc/subgid); "
+            "usermod inside the container does not help",
+            (*shown, *evidence[:1], f"the text: {cue.group(0) if cue else 'rootless'}"),
+        )
+    )
+
+
+def rule_group_missing(r: Reasoning) -> None:
+    """usermod says the group does not exist: on this release udev gives the nodes to another group."""
+    if r.machine is not None:
+        return
+    for m in r.obs.saw("group-missing"):
+        group = m.value("group") or "?"
+        other = "video" if group == "render" else "render"
+        node = r.obs.kfd
+        owner = node.group if node and node.group else other
+        r.findings.append(
+            Finding(
+                "user-not-in-group",
+                E,
+                f"there is no '{group}' group on this system (on older releases such as Ubuntu 18.04 udev gives "
+                f"the render nodes and /dev/kfd to '{owner}'); the user needs the group that does own them",
+                f"'ls -l /dev/kfd /dev/dri' shows the owner; here most likely: sudo usermod -aG {owner} $USER, then "
+                "log out and back in",
+                (m.text,),
+            )
+        )
+        return
+
+
+def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
+    """amdgpu drives the GPU and there is no /dev/kfd: KFD is not in this kernel (or failed at load).
+
+    KFD creates /dev/kfd when amdgpu loads, before it probes any GPU (kfd_init() -> kfd_chardev_init() in
+    drivers/gpu/drm/amd/amdkfd/kfd_module.c, called from amdgpu_init()): with amdgpu loaded the node is
+    missing only if CONFIG_HSA_AMD is off or kfd_init failed, which logs its reason.
+    """
+    obs = r.obs
+    if r.machine is not None or r.has("kfd-not-built", "kfd-init-failed", "host-without-kfd", "device-node-missing"):
+        return
+    bound = obs.saw("amdgpu-bound", "amdgpu-loaded")
+    if not bound:
+        return
+    text = "\n".join(obs.lines)
+    absent = search_lines(appformats.KFD_ABSENT, text, text.lower(), "kfd")
+    listed = obs.kfd is not None and obs.kfd.mode is None
+    if not (absent or listed):
+        return
+    r.findings.append(
+        Finding(
+            "kfd-not-built",
+            E,
+            "amdgpu drives the GPU but there is no /dev/kfd: KFD creates that node as soon as amdgpu loads, so "
+            "this kernel was most likely built without CONFIG_HSA_AMD (or KFD failed at load, which the kernel "
+            "log would say)",
+            remedies.kernel_with_kfd(r.distro)
+            + "; check with: grep CONFIG_HSA_AMD /boot/config-$(uname -r) (or zcat /proc/config.gz | grep HSA_AMD)",
+            (bound[0].text, f"the text: {absent.group(0)}" if absent else "ls: /dev/kfd missing"),
+        )
+    )
+    for t in r.amd:
+        t.block("kernel built without KFD", "kfd-not-built")
+
+
+def rule_runtime_ready(r: Reasoning) -> None:
+    """A runtime that enumerated a GPU (ggml, clinfo, ollama, rocminfo without Chip ID): KFD added it."""
+    obs = r.obs
+    if r.machine is not None:
+        return
+    ready = {f.evidence for f in r.findings if f.code == "kfd-ready"}
+    if any(f.code == "kfd-ready" for f in r.findings):
+        return
+    seen: list[tuple[str, str]] = [(a.gfx, str(a.source)) for a in obs.agents if a.device is None]
+    for m in obs.saw("runtime-gpu"):
+        for gfx in [m.gfx] if m.gfx else (m.value("supported") or "").split():
+            seen.append((gfx, str(m.source)))
+    done: set[str] = set()
+    for gfx, where in seen:
+        if gfx in done:
+            continue
+        done.add(gfx)
+        evidence = (f"{where}: GPU agent {gfx}",)
+        if evidence in ready:
+            continue
+        r.findings.append(
+            Finding("kfd-ready", I, f"the ROCm runtime lists a GPU of target {gfx}: KFD added it", "", evidence)
+        )
+
+
+def rule_driver_tables(r: Reasoning) -> None:
+    """rocm-smi and amd-smi read amdgpu's sysfs: the driver drives the GPUs; KFD is another question."""
+    obs = r.obs
+    if r.machine is not None:
+        return
+    count = obs.smi_gpus or len({m.text for m in obs.saw("driver-table")})
+    if not count:
+        return
+    tool = "rocm-smi" if obs.smi_gpus else "amd-smi"
+    r.findings.append(
+        Finding(
+            "gpu-driver-ready",
+            I,
+            f"{tool} lists {count} GPU(s): amdgpu drives them (this does not show whether KFD added them; "
+            "rocminfo's GPU agents do)",
+            "",
+            (f"{tool}: {count} GPU row(s)",),
+        )
+    )
+    if not obs.agents and "kernel-log" not in obs.kinds:
+        r.unknown.append("whether KFD added the GPUs: paste 'rocminfo | grep -E \"Name:|Device Type\"'")
+
+
+def rule_dkms(r: Reasoning) -> None:
+    """The out-of-tree amdgpu did not build for the running kernel (its own errors, or dkms status)."""
+    obs = r.obs
+    if r.machine is not None:
+        return
+    errors = obs.saw("dkms-build-error")
+    statuses = obs.saw("dkms-status")
+    release = obs.release
+    built_for = sorted({m.value("release") or "" for m in statuses})
+    missing_here = bool(statuses) and release is not None and release not in built_for
+    if not errors and not missing_here:
+        return
+    evidence = [m.text for m in errors[:1]]
+    if missing_here:
+        evidence.append(f"dkms status: amdgpu installed for {', '.join(built_for)}; running: {release}")
+    r.findings.append(
+        Finding(
+            "dkms-not-built",
+            E,
+            "the amdgpu DKMS module is not built for the running kernel"
+            + (f" {release}" if release else "")
+            + ": the kernel's own amdgpu (and its older KFD) is used instead, or none",
+            "boot a kernel the module is built for, or install an amdgpu-dkms release that supports this kernel "
+            "and run sudo dkms autoinstall -k $(uname -r); the build log is /var/lib/dkms/amdgpu/*/build/make.log",
+            tuple(evidence[:3]),
+        )
+    )
+    # What the fallback amdgpu says about KFD support describes that driver, not the GPU.
+    r.findings[:] = [f for f in r.findings if f.code not in ("asic-not-supported", "kernel-too-old")]
+    for t in r.amd:
+        t.block("amdgpu-dkms not built for this kernel", "dkms-not-built")
+
+
+__all__ = [
+    "rule_denied_by_groups",
+    "rule_dkms",
+    "rule_driver_tables",
+    "rule_group_missing",
+    "rule_host_without_kfd",
+    "rule_kfd_absent_with_amdgpu",
+    "rule_no_code_object",
+    "rule_no_device",
+    "rule_nvidia_only",
+    "rule_rock_not_loaded",
+    "rule_runtime_ready",
+]

@@ -1,0 +1,443 @@
+"""Userspace messages about AMD GPU compute, and what each means: the ROCm runtime, its libraries,
+the applications built on them, container runtimes and the shell tools people paste.
+
+The userspace side of ``logrules.py``: one row per message format, written from the program that
+prints it (``source`` names the repository and file), never from a sample report. ``cue`` is a
+literal every line of that format contains; ``evidence.text`` joins all cues into one compiled
+alternation and runs a row's ``pattern`` only on a line that holds its cue, so a long paste costs
+one scan per line, not one regular expression per row. ``fields`` are further expressions searched
+on the same line for values that a format prints in varying order (ollama's slog key=value pairs).
+
+What a row's ``what`` means to the rules (``assess.rules``):
+
+- ``no-code-object``: the program has no code for the GPU's gfx target (``gfx`` names it when the
+  format does). The cause is the software build, not the GPU, the kernel or permissions.
+- ``library-targets``: the gfx targets an installed library carries (rocBLAS lists its files).
+- ``no-device``: the runtime found no usable GPU at all: a symptom whose cause lies lower (no KFD,
+  permissions, visibility variables), never by itself a library problem.
+- ``runtime-gpu``: the runtime enumerated a GPU (so KFD added it and it could be opened).
+- ``kfd-eacces``: opening /dev/kfd or a render node failed with EACCES (``path`` when shown).
+- ``eacces``: some open failed with EACCES; which node, only the lines around it say.
+- ``override``: HSA_OVERRIDE_GFX_VERSION was honoured (ollama skips its own target check).
+- ``container-device-missing``: the container runtime's host has no such device node.
+- ``group-missing``: a group named in advice does not exist on this system.
+- ``dkms-build-error``, ``dkms-status``: the out-of-tree amdgpu module's build and its trees.
+- ``driver-table``: rocm-smi or amd-smi reporting a GPU (amdgpu's sysfs, not KFD).
+- ``amd-driver-only``: the program decided "AMD GPU" only because the amdgpu module is loaded.
+- ``amdgpu-bound``, ``amdgpu-loaded``: amdgpu drives a GPU / the module is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.record import dataclass
+
+SRC_CLR_CO = "ROCm/clr hipamd/src/hip_code_object.cpp (ROCclr era: hip-on-vdi/rocclr/hip_code_object.cpp)"
+SRC_CLR_FATBIN = "ROCm/clr hipamd/src/hip_fatbin.cpp (LogPrintfError in FatBinaryInfo::ExtractFatBinaryUsingCOMGR)"
+SRC_CLR_ERROR = "ROCm/clr hipamd/src/hip_error.cpp (hipGetErrorString of hipErrorInvalidDeviceFunction)"
+SRC_ROCBLAS = "ROCm/rocBLAS library/src/tensile_host.cpp (TensileHost: library load, GetDeviceCount)"
+SRC_GGML = "ggml-org/llama.cpp ggml/src/ggml-cuda/ggml-cuda.cu ggml_cuda_init() (HIP build: GGML_CUDA_NAME 'ROCm')"
+SRC_TORCH = "pytorch/pytorch torch/cuda/__init__.py _lazy_init (hipified: 'No HIP GPUs are available')"
+SRC_OLLAMA = "ollama/ollama discover/amd_linux.go AMDGetGPUInfo (gpu/amd_linux.go before 0.4)"
+SRC_OLLAMA_OLD = "ollama/ollama gpu/amd_linux.go, amd_windows.go 0.1.2x-0.1.3x (fmt.Sprintf slog messages)"
+SRC_DOCKER = "moby/moby oci/devices_linux.go DevicesFromPath (error gathering device information ...)"
+SRC_CLINFO = "Oblomov/clinfo src/clinfo.c (--list: ' `-- Device #N: <name>'; ROCm names devices by gfx target)"
+SRC_USERMOD = "shadow-maint/shadow src/usermod.c (\"%s: group '%s' does not exist\")"
+SRC_RUST_IO = "rust-lang/rust library/std/src/io/error.rs (Display of an OS error: '... (os error 13)')"
+SRC_DKMS = "dell/dkms dkms.in (status lines 'module, version, kernel, arch: installed'; build errors in make.log)"
+SRC_SMI = "ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py, ROCm/amdsmi amdsmi_cli (GPU tables)"
+SRC_GO_OS = "golang/go src/os/error.go (*PathError: 'open /dev/kfd: permission denied')"
+
+
+@dataclass(frozen=True, slots=True)
+class AppFormat:
+    id: str
+    what: str  # the kind of evidence (module docstring)
+    cue: str  # a literal every line of this format contains (case-sensitive)
+    pattern: str  # re.search over the line; named groups gfx, path, error, value, group, ...
+    meaning: str
+    source: str
+    example: str  # a line the row must match (tests check every row against its example)
+    fields: tuple[str, ...] = ()  # more re.search expressions for named values on the same line
+
+
+GFX = r"gfx[0-9a-f]{3,4}"
+# Prose that says /dev/kfd is absent ("the kfd device is not present", "there is no /dev/kfd").
+KFD_ABSENT = re.compile(
+    r"\b(?:/dev/)?kfd`?'?\"? (?:device |node )?(?:is |was )?(?:not (?:present|there|created)|missing|"
+    r"does not exist|doesn't exist)|\bno /dev/kfd\b",
+    re.IGNORECASE,
+)
+
+FORMATS: tuple[AppFormat, ...] = (
+    # --- the HIP runtime: no code object for this target --------------------------------------------
+    AppFormat(
+        "hip-no-binary",
+        "no-code-object",
+        "hipErrorNoBinaryForGpu",
+        r"hipErrorNoBinaryForGpu: (?:Unable to find code object|Cou?l?dn'?t find binary)",
+        "the program's GPU code has no code object for any GPU present",
+        SRC_CLR_CO,
+        "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    ),
+    AppFormat(
+        "hip-no-compatible-co",
+        "no-code-object",
+        "No compatible code objects found for",
+        rf"No compatible code objects found for: (?P<gfx>{GFX})",
+        "no code object in the fat binary matches this GPU's target",
+        SRC_CLR_FATBIN,
+        "No compatible code objects found for: gfx1152, value of HIP_FORCE_SPIRV_CODEOBJECT: 0",
+    ),
+    AppFormat(
+        "hip-invalid-device-function",
+        "no-code-object",
+        "invalid device function",
+        r"invalid device function",
+        "a kernel launch found no code for this GPU (hipErrorInvalidDeviceFunction)",
+        SRC_CLR_ERROR,
+        "HIP error: invalid device function",
+    ),
+    AppFormat(
+        "hip-no-kernel-image",
+        "no-code-object",
+        "no kernel image is available",
+        r"no kernel image is available for execution on the device",
+        "PyTorch's wording of the same error (hipErrorNoBinaryForGpu through CUDA's name)",
+        SRC_CLR_ERROR,
+        "RuntimeError: HIP error: no kernel image is available for execution on the device",
+    ),
+    # --- rocBLAS / Tensile ------------------------------------------------------------------------------
+    AppFormat(
+        "rocblas-no-library",
+        "no-code-object",
+        "TensileLibrary",
+        rf"Cannot read (?P<path>\S*TensileLibrary\S*\.dat): (?P<error>.+?) for GPU arch : (?P<gfx>{GFX})"
+        r"|TensileLibrary\S*\.dat:? not found",
+        "rocBLAS has no Tensile library for this GPU's target (the file list shows what it has)",
+        SRC_ROCBLAS,
+        "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek for "
+        "GPU arch : gfx1201",
+    ),
+    AppFormat(
+        "rocblas-library-file",
+        "library-targets",
+        "TensileLibrary_",
+        rf"TensileLibrary(?:_lazy)?_(?P<gfx>{GFX})(?:\.dat|\.co|_fallback)",
+        "a Tensile library file of the installed rocBLAS: the targets it carries",
+        SRC_ROCBLAS,
+        '"/opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx908.dat"',
+    ),
+    AppFormat(
+        "tensile-no-devices",
+        "no-device",
+        "Could not initialize Tensile host: No devices",
+        r"Could not initialize Tensile host: No devices found",
+        "hipGetDeviceCount failed: HIP sees no usable GPU (no KFD, no access, or every GPU hidden); "
+        "not a library problem",
+        SRC_ROCBLAS,
+        "rocBLAS error: Could not initialize Tensile host: No devices found",
+    ),
+    # --- llama.cpp / ggml, PyTorch ------------------------------------------------------------------------
+    AppFormat(
+        "ggml-init-failed",
+        "no-device",
+        "ggml_cuda_init: failed to initialize",
+        r"ggml_cuda_init: failed to initialize (?:ROCm|HIP): (?P<error>.+)",
+        "ggml's HIP backend found no usable device (hipGetDeviceCount failed)",
+        SRC_GGML,
+        "ggml_cuda_init: failed to initialize ROCm: no ROCm-capable device is detected",
+    ),
+    AppFormat(
+        "ggml-device",
+        "runtime-gpu",
+        "Device ",
+        rf"^\s*Device \d+: (?P<name>.+?), (?P<gfx>{GFX})(?::\S+)? \(0x[0-9a-f]+\)",
+        "ggml enumerated a GPU through HIP: KFD added it and it could be opened",
+        SRC_GGML,
+        "  Device 0: AMD Radeon Graphics, gfx1152 (0x1152), VMM: no, Wave Size: 32",
+    ),
+    AppFormat(
+        "hip-no-device",
+        "no-device",
+        "no ROCm-capable device",
+        r"no ROCm-capable device is detected",
+        "HIP found no usable GPU (hipErrorNoDevice), whatever program prints it",
+        SRC_CLR_ERROR,
+        "hipErrorNoDevice: no ROCm-capable device is detected",
+    ),
+    AppFormat(
+        "torch-no-gpus",
+        "no-device",
+        "No HIP GPUs are available",
+        r"No HIP GPUs are available",
+        "PyTorch-ROCm found no GPU (HIP's device count is 0)",
+        SRC_TORCH,
+        "RuntimeError: No HIP GPUs are available",
+    ),
+    # --- ollama -------------------------------------------------------------------------------------------
+    AppFormat(
+        "ollama-unsupported",
+        "no-code-object",
+        "amdgpu is not supported",
+        r"amdgpu is not supported",
+        "ollama's bundled ROCm libraries have no code for this GPU's target",
+        SRC_OLLAMA,
+        'level=WARN source=amd_linux.go:378 msg="amdgpu is not supported (supported types:[gfx1030 '
+        'gfx1100])" gpu_type=gfx1031 gpu=0',
+        (rf"gpu_type=(?P<gfx>{GFX})", r"supported[ _]types:?=?\s*\[(?P<supported>[^\]]*)\]"),
+    ),
+    AppFormat(
+        "ollama-unsupported-old",
+        "no-code-object",
+        "is not supported by",
+        rf"amdgpu (?:\[\d+\] )?(?P<gfx>{GFX}) is not supported by \S+ \[(?P<supported>[^\]]*)\]",
+        "ollama's bundled ROCm libraries have no code for this GPU's target",
+        SRC_OLLAMA_OLD,
+        'msg="amdgpu [0] gfx1103 is not supported by /tmp/ollama2145067703/rocm [gfx1030 gfx1100]"',
+    ),
+    AppFormat(
+        "ollama-versions",
+        "runtime-gpu",
+        "detected amdgpu versions",
+        r"detected amdgpu versions \[(?P<supported>[^\]]*)\]",
+        "ollama read these gfx targets from KFD's topology: KFD added the GPUs",
+        SRC_OLLAMA_OLD,
+        'msg="detected amdgpu versions [gfx1103]"',
+    ),
+    AppFormat(
+        "ollama-override",
+        "override",
+        "skipping rocm gfx compatibility check",
+        r"skipping rocm gfx compatibility check",
+        "HSA_OVERRIDE_GFX_VERSION is set: ollama runs the GPU as another target",
+        SRC_OLLAMA,
+        'msg="skipping rocm gfx compatibility check" HSA_OVERRIDE_GFX_VERSION=10.3.0',
+        (r"HSA_OVERRIDE_GFX_VERSION=(?P<value>[\d.]+)",),
+    ),
+    AppFormat(
+        "ollama-permissions",
+        "kfd-eacces",
+        "permission",
+        r"permission problems block access|permissions not set up properly",
+        "ollama could not open /dev/kfd (EACCES): the user lacks the group that owns it",
+        SRC_OLLAMA,
+        'msg="amdgpu devices detected but permission problems block access" error="permissions not set '
+        "up properly.  Either run ollama as root, or add you user account to the render group. open "
+        '/dev/kfd: permission denied"',
+    ),
+    AppFormat(
+        "ollama-radeon-detected",
+        "amd-driver-only",
+        "Radeon card detected",
+        r"Radeon card detected",
+        "ollama 0.1.2x says 'Radeon card detected' when /sys/module/amdgpu exists (AMDDetected stats the "
+        "module directory), with or without an AMD GPU",
+        SRC_OLLAMA_OLD,
+        "Error: unable to initialize llm library Radeon card detected, but permissions not set up properly.",
+    ),
+    AppFormat(
+        "ollama-no-rocm",
+        "no-library",
+        "unable to verify rocm library",
+        r"unable to verify rocm library|no compatible rocm library found",
+        "ollama found no usable ROCm libraries (not a GPU problem)",
+        SRC_OLLAMA,
+        'msg="unable to verify rocm library: no suitable rocm found, falling back to CPU"',
+    ),
+    # --- system calls as Go, Rust and the shell print them ---------------------------------------------
+    AppFormat(
+        "open-eacces",
+        "kfd-eacces",
+        "ermission denied",
+        r"(?P<path>/dev/(?:kfd|dri/renderD\d+))'?\"?:? \(?[Pp]ermission denied",
+        "opening the device node failed with EACCES",
+        SRC_GO_OS,
+        "open /dev/kfd: permission denied",
+    ),
+    AppFormat(
+        "os-error-13",
+        "eacces",
+        "(os error 13)",
+        r"Permission denied \(os error 13\)",
+        "an open failed with EACCES; the node is the one the lines above name",
+        SRC_RUST_IO,
+        "called `Result::unwrap()` on an `Err` value: Permission denied (os error 13)",
+    ),
+    AppFormat(
+        "usermod-no-group",
+        "group-missing",
+        "does not exist",
+        r"usermod: group '(?P<group>[^']+)' does not exist",
+        "the group does not exist on this system: udev gives the nodes to another group",
+        SRC_USERMOD,
+        "usermod: group 'render' does not exist",
+    ),
+    AppFormat(
+        "clinfo-device",
+        "runtime-gpu",
+        "Device #",
+        rf"`-- Device #\d+: (?P<gfx>{GFX})\b",
+        "ROCm's OpenCL listed a GPU: KFD added it and this user could open it",
+        SRC_CLINFO,
+        " `-- Device #0: gfx1033",
+    ),
+    # --- containers -------------------------------------------------------------------------------------
+    AppFormat(
+        "docker-device-missing",
+        "container-device-missing",
+        "error gathering device information",
+        r"error gathering device information while adding (?:custom )?device \\?\"(?P<path>/dev/[^\"\\]+)"
+        r"\\?\"?[:,]\s*(?:stat \S+:\s*)?(?P<error>no such file or directory)",
+        "the container runtime's host has no such device node",
+        SRC_DOCKER,
+        "docker: Error response from daemon: error gathering device information while adding custom "
+        'device "/dev/kfd": no such file or directory.',
+    ),
+    # --- DKMS ------------------------------------------------------------------------------------------
+    AppFormat(
+        "dkms-compile-error",
+        "dkms-build-error",
+        "/var/lib/dkms/",
+        r"/var/lib/dkms/(?P<module>amdgpu|amdkfd)/(?P<version>[^/\s]+)/build/\S+:\d+:(?:\d+:)? (?:fatal )?error:",
+        "the amdgpu DKMS module does not compile for this kernel",
+        SRC_DKMS,
+        "/var/lib/dkms/amdgpu/1.8-192/build/amd/amdgpu/amdgpu_atpx_handler.c:577:19: error: initialization "
+        "from incompatible pointer type",
+    ),
+    AppFormat(
+        "dkms-bad-status",
+        "dkms-build-error",
+        "Bad return status for module build",
+        r"Bad return status for module build on kernel: (?P<release>\S+)",
+        "dkms could not build the module for this kernel",
+        SRC_DKMS,
+        "Error! Bad return status for module build on kernel: 4.15.0-33-generic (x86_64)",
+    ),
+    AppFormat(
+        "dkms-status",
+        "dkms-status",
+        "amdgpu",
+        r"^amdgpu[,/] ?(?P<version>[^,\s]+), (?P<release>\d+\.\d+[^,\s]*), (?P<arch>[\w-]+): installed",
+        "dkms status: a kernel the amdgpu DKMS module is built and installed for",
+        SRC_DKMS,
+        "amdgpu, 1.8-192, 4.15.0-29-generic, x86_64: installed",
+    ),
+    # --- amdgpu bound to a GPU, as lspci -k, busybox lspci and lsmod show it ---------------------------
+    AppFormat(
+        "lspci-driver-in-use",
+        "amdgpu-bound",
+        "Kernel driver in use: amdgpu",
+        r"Kernel driver in use: amdgpu\b",
+        "amdgpu drives this GPU (lspci -k)",
+        "pciutils/pciutils ls-kernel.c show_kernel() ('Kernel driver in use')",
+        "\tKernel driver in use: amdgpu",
+    ),
+    AppFormat(
+        "busybox-lspci",
+        "amdgpu-bound",
+        " amdgpu",
+        r"^[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] Class 03[0-9a-f]{2}: (?P<vendor>1002):(?P<device>[0-9a-f]{4}) amdgpu$",
+        "amdgpu drives this GPU (busybox lspci: slot, class, ids, driver)",
+        "mirror/busybox util-linux/lspci.c (prints the uevent DRIVER after the ids)",
+        "05:00.0 Class 0300: 1002:1638 amdgpu",
+    ),
+    AppFormat(
+        "lsmod-amdgpu",
+        "amdgpu-loaded",
+        "amdgpu",
+        r"^amdgpu\s+\d+\s+\d+",
+        "the amdgpu module is loaded (lsmod)",
+        "kmod tools/lsmod.c (name, size, use count, users)",
+        "amdgpu               9682944  0",
+    ),
+    # --- management tools (amdgpu's sysfs, not KFD) ---------------------------------------------------
+    AppFormat(
+        "amd-smi-gpu",
+        "driver-table",
+        "GPU: ",
+        r"^GPU: (?P<index>\d+)\s*$",
+        "amd-smi reports a GPU amdgpu drives",
+        SRC_SMI,
+        "GPU: 0",
+    ),
+)
+
+# rocm-smi prints a banner and then one row per GPU (an index, then temperatures, power, clocks);
+# the rows are recognised inside the banner's block (evidence.text).
+ROCM_SMI_BANNER = "ROCm System Management Interface"
+ROCM_SMI_END = "End of ROCm SMI Log"
+ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\]|\d+(?:\.\d+)?\s*°?[cC])")
+
+# Environment variables that select GPUs: ROCr's filter applies first, then HIP's (and CUDA's, which
+# HIP honours) index into what ROCr left. ROCm docs: "GPU isolation techniques".
+VISIBILITY = re.compile(
+    r"\b(?P<var>ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|CUDA_VISIBLE_DEVICES)=(?P<value>[0-9][0-9,]*)\b"
+)
+OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION=\"?(?P<value>\d+\.\d+\.\d+)")
+
+# Hosts with no amdgpu/KFD kernel driver at all: Windows (and WSL2, whose kernel is Microsoft's and
+# reaches the GPU through /dev/dxg), macOS. The WSL2 kernel release ends in "-microsoft-standard-WSL2".
+FOREIGN_HOST = re.compile(
+    r"\bWSL2?\b|microsoft-standard|\bWindows (?:10|11|Server)\b|\bDocker Desktop\b|/dev/dxg\b|\bwinver\b"
+    r"|\bmacOS\b|\b[A-Z]:\\Users\\",
+    re.IGNORECASE,
+)
+
+# GPUs named in prose. NVIDIA's brands; AMD's retail names map to gfx targets through LLVM's table
+# (llvm/docs/AMDGPUUsage.rst "Processors"), the source of every row below.
+# "GFX 1060" is a common misspelling of GTX 1060; no AMD gfx target has a number from 1050 to 1080
+# (llvm/docs/AMDGPUUsage.rst: gfx1010-gfx1036, gfx1100-gfx1153, gfx1200-gfx1201), so it cannot be one.
+# The word "nvidia" alone (nvidia-smi, "unlike nvidia") names no GPU: a brand needs a model with it.
+NVIDIA = re.compile(
+    r"\b(?:geforce|quadro)\b(?:[ \w-]{0,20}?\b\d{3,4}\b)?|\bnvidia\b[ \w-]{0,20}?\b\d{3,4}\b"
+    r"|\b(?:GTX|RTX)[ -]?\d{3,4}\b|\bGFX ?10[5-8]0\b",
+    re.IGNORECASE,
+)
+# Searched in the lower-cased line (a case-insensitive pattern is slower on every line with "rx").
+RADEON_RX = re.compile(r"\b(?:radeon\s+)?rx[ -]?(?P<number>\d{3,4})(?:\s?(?:xtx|xt|gre|s|m))?\b")
+RX_GFX: tuple[tuple[range, str], ...] = (
+    (range(460, 600), "gfx803"),  # Polaris 10/11/12, Polaris 20/21/30 (RX 460-590)
+    (range(5500, 5600), "gfx1012"),  # Navi 14
+    (range(5600, 5800), "gfx1010"),  # Navi 10
+    (range(6400, 6600), "gfx1034"),  # Navi 24
+    (range(6600, 6700), "gfx1032"),  # Navi 23
+    (range(6700, 6800), "gfx1031"),  # Navi 22
+    (range(6800, 7000), "gfx1030"),  # Navi 21
+    (range(7600, 7700), "gfx1102"),  # Navi 33
+    (range(7700, 7900), "gfx1101"),  # Navi 32
+    (range(7900, 8000), "gfx1100"),  # Navi 31
+    (range(9060, 9070), "gfx1200"),  # Navi 44
+    (range(9070, 9080), "gfx1201"),  # Navi 48
+)
+
+
+# Other retail names that name one target (same source).
+NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bVega ?(?:56|64)\b|\bVega Frontier\b", re.IGNORECASE), "gfx900"),
+    (re.compile(r"\bRadeon VII\b|\bMI50\b|\bMI60\b", re.IGNORECASE), "gfx906"),
+    (re.compile(r"\bMI100\b"), "gfx908"),
+    (re.compile(r"\bMI2[15]0X?\b"), "gfx90a"),
+    (re.compile(r"\bMI300[AX]?\b"), "gfx942"),
+    (re.compile(r"\b(?:Radeon )?680M\b"), "gfx1035"),
+    (re.compile(r"\b(?:Radeon )?7[48]0M\b"), "gfx1103"),
+    (re.compile(r"\b(?:Radeon )?890M\b"), "gfx1150"),
+    (re.compile(r"\b(?:Radeon )?8060S\b"), "gfx1151"),
+)
+
+
+def rx_target(number: int) -> str | None:
+    return next((gfx for span, gfx in RX_GFX if number in span), None)
+
+
+COMPILED: tuple[tuple[AppFormat, re.Pattern[str], tuple[re.Pattern[str], ...]], ...] = tuple(
+    (f, re.compile(f.pattern), tuple(re.compile(x) for x in f.fields)) for f in FORMATS
+)
+# One alternation of every cue: a line without any cue costs one C-level search.
+CUES = re.compile("|".join(re.escape(c) for c in sorted({f.cue for f in FORMATS}, key=len, reverse=True)))
+BY_CUE: dict[str, tuple[int, ...]] = {
+    cue: tuple(i for i, f in enumerate(FORMATS) if f.cue == cue) for cue in {f.cue for f in FORMATS}
+}
+
+__all__ = ["COMPILED", "CUES", "FORMATS", "AppFormat", "rx_target"]
