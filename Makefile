@@ -285,6 +285,11 @@ lintian: deb
 # release, remove, purge).
 SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice purge
 
+# The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
+# empty runs every row. Every row runs SCENARIOS (a row with `only` keeps the
+# scenarios whose header names it, e.g. "# vmlane: bus").
+VM_GUESTS ?=
+
 # A guest's wall limit (it catches a hung guest): a chain of four scenarios took
 # 366-423 s on 2 CPUs with the load of other builds, over vmlane's 420 s default.
 GUEST_TIMEOUT ?= 600
@@ -298,6 +303,7 @@ test-system: deps
 	$(MAKE) --no-print-directory lintian && \
 	$(MAKE) --no-print-directory previous-deb && \
 	$(PYTHON3) vm/vmlane.py suite --lane-start $$start --budget $(LANE_BUDGET) --timeout $(GUEST_TIMEOUT) --deb $(DEB) \
+		$(foreach g,$(VM_GUESTS),--guest $(g)) \
 		$$(for d in $(PREV_DIR)/kfdguard_*_all.deb; do echo "--offer $$d"; done) $(SCENARIOS)
 
 # ---------------------------------------------------------------------------
