@@ -976,8 +976,9 @@ def chroot(root: Path, *args: str, logfile: Path) -> None:
     sh(["chroot", root, *args], logfile=logfile)
 
 
-def configure_bus(etc: Path) -> None:
-    """The image boots the suite's default bus (dbus-daemon); dbus-broker's
+def configure_units(etc: Path) -> None:
+    """The bus generator and the modules-load drop-in (MODULES_LOAD_DROPIN).
+    The image boots the suite's default bus (dbus-daemon); dbus-broker's
     postinst enables itself as the system bus (/etc/systemd/system/dbus.service),
     so that alias goes and the boot flag chooses (BUS_GENERATOR)."""
     alias = etc / "systemd" / "system" / "dbus.service"
@@ -985,11 +986,12 @@ def configure_bus(etc: Path) -> None:
         alias.unlink()
         log("dbus-broker installed, not enabled: the image boots dbus-daemon unless vmlane.bus=dbus-broker")
     write_file(etc / "systemd" / "system-generators" / "vmlane-bus", BUS_GENERATOR, 0o755)
+    write_file(etc / "systemd" / "system" / "systemd-modules-load.service.d" / "vmlane-tcg.conf", MODULES_LOAD_DROPIN)
 
 
 def customise_rootfs(root: Path, ktree: Path, release: str, probe: Path, logfile: Path) -> None:
     etc = root / "etc"
-    configure_bus(etc)
+    configure_units(etc)
     write_file(etc / "hostname", HOSTNAME + "\n")
     write_file(
         etc / "hosts",
@@ -1031,7 +1033,6 @@ def customise_rootfs(root: Path, ktree: Path, release: str, probe: Path, logfile
 
     system = etc / "systemd" / "system"
     write_file(system / "serial-getty@ttyS0.service.d" / "autologin.conf", GETTY_DROPIN)
-    write_file(system / "systemd-modules-load.service.d" / "vmlane-tcg.conf", MODULES_LOAD_DROPIN)
 
     # Runner and stand-in display manager (enabled by hand: no systemctl here).
     unit_dir = root / UNIT_DIR
