@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
     from kfdguard.system import System
 
-DISPLAY_CLASS = 0x03
+# PCI base classes amdgpu binds: display (0x03) and processing accelerator
+# (0x12, Instinct MI300/MI350): the aliases of Debian 13's 6.12 amdgpu.ko
+# include pci:v00001002d*sv*sd*bc12sc00i00* beside bc03sc00 and bc03sc80.
+GPU_CLASSES = frozenset({0x03, 0x12})
 TOPOLOGY_NODE_LIMIT = 256
 
 
@@ -36,7 +39,7 @@ def probe_gpus(reader: Reader) -> list[GpuFacts]:
     for slot in reader.listdir(base):
         dev = base / slot
         pci_class = _hex(reader, dev / "class")
-        if pci_class is None or pci_class >> 16 != DISPLAY_CLASS:
+        if pci_class is None or pci_class >> 16 not in GPU_CLASSES:
             continue
         vendor = _hex(reader, dev / "vendor")
         device = _hex(reader, dev / "device")

@@ -1,4 +1,5 @@
 #!/bin/bash
+# vmlane: bus
 # Scenario "autopkgtest": the package's own installed-package tests
 # (debian/tests/control, DEP-8), run as autopkgtest would run them on a
 # testbed, here in the guest as root against the installed package. vmlane.py

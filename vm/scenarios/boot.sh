@@ -1,4 +1,5 @@
 #!/bin/bash
+# vmlane: bus
 # Scenario "boot": kfdguard at boot on a real kernel with no AMD GPU.
 # Boot 1: the package is installed (by the runner); configure amdgpu's KFD
 #   option cwsr_enable=0, let the service write it to modprobe.d, and load
@@ -15,6 +16,7 @@ SCENARIO=boot
 case $BOOT in
 1)
     installed_checks
+    check "this kernel's amdgpu declares cwsr_enable (modinfo: $(param_desc cwsr_enable))" has_param cwsr_enable
     status=$(systemctl show -p StatusText --value kfdguard.service)
     check "the unit's STATUS= text is the state (got: '$status')" contains "$status" "no-device:"
     write_config <<'EOF'
@@ -61,7 +63,9 @@ check "amdgpu is loaded" test -d /sys/module/amdgpu
 cwsr=$(cat /sys/module/amdgpu/parameters/cwsr_enable 2>/dev/null)
 check "amdgpu's cwsr_enable is the configured 0 (got: ${cwsr:-none})" test "$cwsr" = 0
 sched=$(cat /sys/module/amdgpu/parameters/sched_policy 2>/dev/null)
-check "an option left unconfigured keeps its default (sched_policy ${sched:-none})" test "$sched" = 0
+sched_default=$(param_default sched_policy)
+check "an option left unconfigured keeps the default its module declares (sched_policy ${sched:-none}, modinfo's default ${sched_default:-none})" \
+    test -n "$sched_default" -a "$sched" = "$sched_default"
 
 # /dev/kfd: the configured group and mode
 mode=$(node_line /dev/kfd)

@@ -1,16 +1,17 @@
 #!/bin/bash
 # Scenario "fallback": the kernel-fallback policy through GRUB's own tools.
 # The guest boots its kernel directly (QEMU -kernel), so the scenario lays
-# out what a GRUB machine has: /boot with the running kernel 6.1 and a second,
+# out what a GRUB machine has: /boot with the running kernel (6.1 or 6.12) and a second,
 # newer kernel (placeholder images, real config and modules.dep lines), a
-# Debian-style grub.cfg whose default boots 6.1 and whose "Advanced options"
-# submenu has both, a grubenv made by grub-editenv, and a history in which
-# compute failed on 6.1 and worked on the newer kernel. fallback.policy is
-# oneshot.
+# Debian-style grub.cfg whose default boots the running kernel and whose
+# "Advanced options" submenu has both, a grubenv made by grub-editenv, and a
+# history in which compute failed on the running kernel and worked on the newer
+# one. fallback.policy is oneshot.
 #  1. No AMD GPU (the machine's truth): no fallback is needed, and the boot
 #     loader is left alone.
-#  2. A simulated AMD GPU that 6.1 is too old for (Strix Halo, KFD since
-#     6.9): a PCI device directory bound over /sys/bus/pci/devices (sysfs
+#  2. A simulated AMD GPU that the running kernel is too old for (on 6.1 a
+#     Strix Halo APU, on 6.12 an Instinct MI350X, below): a PCI device
+#     directory bound over /sys/bus/pci/devices (sysfs
 #     itself cannot be written), visible to the service started after it.
 #     The service reports the GPU unavailable (kernel too old), recommends
 #     the newer kernel, records the attempt and sets grubenv's next_entry with
@@ -21,7 +22,20 @@ SCENARIO=fallback
 . ./lib.sh
 
 running=$(uname -r)
-newer=6.12.9-amd64
+# Per kernel series: a GPU whose GC IP this KFD does not drive and a newer
+# kernel that does. kfdguard's knowledge/generated.py, read from Debian's kernel
+# sources, has GC 11.5.1 (Strix Halo, gfx1151) from 6.9 on, not in 6.1, and no
+# GC 9.5.0 (MI350, gfx950) in 6.12. An MI350X is a processing accelerator (PCI
+# class 0x1200, which 6.12's amdgpu.ko binds: alias "bc12sc00"), not a display.
+case $(kernel_series) in
+6.1) newer=6.12.9-amd64 gpu_class=0x030000 gpu_device=0x1586 gpu_rev=0xc1 gpu_gfx=gfx1151 gpu_name="Strix Halo" ;;
+6.12) newer=6.16.12+deb13-amd64 gpu_class=0x120000 gpu_device=0x75a0 gpu_rev=0x00 gpu_gfx=gfx950 gpu_name="MI350X" ;;
+*)
+    not_ok "no simulated GPU is chosen for kernel series $(kernel_series): add one to fallback.sh"
+    finish
+    ;;
+esac
+gpu_id="1002:${gpu_device#0x}"
 entry_new="gnulinux-advanced-kfdroot>gnulinux-$newer-advanced-kfdroot"
 grubenv=/boot/grub/grubenv
 next_entry() { grub-editenv "$grubenv" list | sed -n 's/^next_entry=//p'; }
@@ -45,7 +59,7 @@ mkdir -p "/lib/modules/$newer/kernel/drivers/gpu/drm/amd/amdgpu"
 echo "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz: kernel/drivers/gpu/drm/drm.ko.xz" >"/lib/modules/$newer/modules.dep"
 mkdir -p /boot/grub
 cat >/boot/grub/grub.cfg <<EOF
-# vmlane: the shape of Debian 12's grub.cfg (update-grub), default = 6.1
+# vmlane: the shape of Debian's grub.cfg (update-grub), default = the running kernel
 set default="0"
 if [ -s \$prefix/grubenv ]; then
   load_env
@@ -77,13 +91,13 @@ rm -f "$grubenv"
 check "grub-editenv creates $grubenv" grub-editenv "$grubenv" create
 check "grubenv starts without next_entry" test -z "$(next_entry)"
 
-# The simulated history: compute failed on 6.1 and worked on the newer kernel.
+# The simulated history: compute failed on the running kernel and worked on the newer one.
 mkdir -p /var/lib/kfdguard
 cat >/var/lib/kfdguard/history.json <<EOF
 {"version": 1,
  "kernels": {
-  "$running": {"ok": 0, "failed": 3, "last": "failed", "last_seen": "2026-11-01T08:00:00Z", "gpus": ["1002:1586 gfx1151"]},
-  "$newer": {"ok": 12, "failed": 0, "last": "ok", "last_seen": "2026-10-20T08:00:00Z", "gpus": ["1002:1586 gfx1151"]}
+  "$running": {"ok": 0, "failed": 3, "last": "failed", "last_seen": "2026-11-01T08:00:00Z", "gpus": ["$gpu_id $gpu_gfx"]},
+  "$newer": {"ok": 12, "failed": 0, "last": "ok", "last_seen": "2026-10-20T08:00:00Z", "gpus": ["$gpu_id $gpu_gfx"]}
  },
  "attempts": [],
  "pinned_from": null}
@@ -116,16 +130,16 @@ mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
 cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
 (
     cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
-    echo 0x030000 >class
+    echo "$gpu_class" >class
     echo 0x1002 >vendor
-    echo 0x1586 >device
-    echo 0xc1 >revision
+    echo "$gpu_device" >device
+    echo "$gpu_rev" >revision
     echo 0x1002 >subsystem_vendor
     echo 0x0001 >subsystem_device
     echo 0 >boot_vga
 )
 ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
-check "a simulated GPU 1002:1586 appears in /sys/bus/pci/devices (bind mount)" \
+check "a simulated GPU $gpu_id ($gpu_name, class $gpu_class) appears in /sys/bus/pci/devices (bind mount)" \
     mount --bind /run/vmlane-pci /sys/bus/pci/devices
 restart_service
 check "kfdguard restarted (a new mount namespace sees the GPU) and serves $BUS_NAME" wait_serving 60
@@ -138,7 +152,7 @@ state=$(echo "$json" | json_get State)
 check "the state is unavailable (got: $state)" test "$state" = unavailable
 f=$(finding kernel-too-old)
 note "finding: $f"
-check "finding kernel-too-old: $running is too old for the Strix Halo GPU" contains "$f" "$running is too old"
+check "finding kernel-too-old: $running is too old for the $gpu_name GPU" contains "$f" "$running is too old"
 check "the recommendation is $newer (got: $(echo "$json" | json_get FallbackRecommendation.Kernel))" \
     test "$(echo "$json" | json_get FallbackRecommendation.Kernel)" = "$newer"
 check "Needed is true" test "$(echo "$json" | json_get FallbackRecommendation.Needed)" = true

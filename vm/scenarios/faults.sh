@@ -95,7 +95,25 @@ check "/var/lib/kfdguard/history.json is intact (valid JSON)" \
 leftovers=$(find /etc/modprobe.d /etc/udev/rules.d /var/lib/kfdguard -name '*.tmp*' -o -name '.kfdguard*' 2>/dev/null | tr '\n' ' ')
 check "no temporary files left behind${leftovers:+ (got: $leftovers)}" test -z "$leftovers"
 
-# 4. an option the module does not declare, and an invalid value
+# 4. an option the module does not declare, and an invalid value: both from
+# this kernel's own amdgpu.ko (modinfo), and kfdguard's tables for this series
+# checked against it.
+series=$(kernel_series)
+real=$(param_types)
+known=$(python3 -c '
+import sys
+from kfdguard.knowledge.generated import KERNELS
+k = KERNELS.get(sys.argv[1])
+print("\n".join(sorted(f"{n}:{t}" for n, t in k["params"].items())) if k else "")' "$series")
+check "kfdguard's generated table of amdgpu $series parameters (name:type) is this module's modinfo ($(wc -l <<<"$real") parameters)" \
+    test -n "$known" -a "$known" = "$real"
+if [ "$known" != "$real" ]; then note "modinfo vs kfdguard: $(diff <(echo "$real") <(echo "$known") | grep '^[<>]' | tr '\n' ' ')"; fi
+values=$(param_values sched_policy)
+choices=$(python3 -c 'from kfdguard.knowledge.params import KFD_PARAMS; print(" ".join(map(str, KFD_PARAMS["sched_policy"].choices)))')
+check "kfdguard's sched_policy values ($choices) are the ones this module describes ($values)" test "$choices" = "$values"
+check "this amdgpu declares no enable_iommu ($(param_names | wc -l) parameters, modinfo)" not has_param enable_iommu
+check "7 is none of the sched_policy values this amdgpu describes ($values)" \
+    bash -c '[ -n "$0" ] && ! grep -qw 7 <<<"$0"' "$values"
 write_config <<'EOF'
 version: 1
 module:

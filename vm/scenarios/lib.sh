@@ -44,6 +44,9 @@ check_todo() {
     fi
 }
 
+# not COMMAND...: COMMAND fails (for check, which takes a command).
+not() { ! "$@"; }
+
 # quiet COMMAND...: run it without output (use inside check).
 quiet() { "$@" >/dev/null 2>&1; }
 
@@ -187,8 +190,56 @@ finish() {
     exit 0
 }
 
+# Kernel truths come from this guest's own amdgpu.ko (modinfo), never from
+# constants: the lane runs on Linux 6.1 and 6.12, whose modules differ.
+# modinfo_amdgpu FIELD: modinfo -F FIELD amdgpu, read once a boot (/run is
+# this boot's): modinfo decompresses the whole amdgpu.ko.xz, seconds under TCG.
+modinfo_amdgpu() {
+    local cache=/run/vmlane-modinfo-amdgpu.$1
+    [ -s "$cache" ] || modinfo -F "$1" amdgpu >"$cache" 2>/dev/null
+    cat "$cache"
+}
+# param_names: the parameters amdgpu declares, one a line.
+param_names() { modinfo_amdgpu parm | cut -d: -f1; }
+has_param() { param_names | grep -qx "$1"; }
+# param_desc NAME: its description, e.g. "Scheduling policy (0 = HWS (Default), 1 = ...) (int)".
+param_desc() { modinfo_amdgpu parm | sed -n "s/^$1://p"; }
+# param_default NAME: the value the description calls the default ("0 = HWS (Default)" -> 0).
+param_default() { param_desc "$1" | grep -oiE -- '-?[0-9]+ = [^,()]*\(default\)' | head -n 1 | cut -d' ' -f1; }
+# param_values NAME: the values the description lists ("(0 = Off, 1 = On (Default))" -> "0 1").
+param_values() { param_desc "$1" | grep -oE -- '(\(|, )-?[0-9]+ = ' | grep -oE -- '-?[0-9]+' | tr '\n' ' ' | sed 's/ $//'; }
+# param_types: "name:type" a line, sorted (modinfo -F parmtype).
+param_types() { modinfo_amdgpu parmtype | LC_ALL=C sort; }
+# module_exists NAME: this kernel has a module NAME (modinfo finds its file).
+module_exists() { modinfo -n "$1" >/dev/null 2>&1; }
+# The kernel series, "6.1" or "6.12", for the few facts that are per series.
+kernel_series() { uname -r | cut -d. -f1-2; }
+
+# The system bus this guest was booted with: vmlane.bus= on the kernel command
+# line (vmlane.py's guest table), dbus-daemon without it.
+expected_bus() {
+    local arg
+    for arg in $(cat /proc/cmdline); do
+        case $arg in vmlane.bus=*) echo "${arg#vmlane.bus=}"; return ;; esac
+    done
+    echo dbus-daemon
+}
+# running_bus: what dbus.service runs (dbus-broker's unit runs its launcher).
+running_bus() {
+    local pid exe
+    pid=$(systemctl show -p MainPID --value dbus.service)
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
+    exe=${exe##*/}
+    [ "$exe" = dbus-broker-launch ] && exe=dbus-broker
+    echo "${exe:-none}"
+}
+
 # Every scenario starts with the package the runner installed on boot 1.
 installed_checks() {
+    local bus
+    bus=$(running_bus)
+    check "the system bus is $(expected_bus), as this guest was booted (dbus.service runs: $bus)" \
+        test "$bus" = "$(expected_bus)"
     check "kfdguard $(dpkg-query -W -f='${Version}' kfdguard 2>/dev/null) is installed" \
         quiet dpkg-query -W kfdguard
     local en
@@ -197,4 +248,4 @@ installed_checks() {
     check "kfdguard.service is active" wait_until 30 systemctl -q is-active kfdguard.service
 }
 
-note "scenario ${SCENARIO:-?}, boot $BOOT, uptime $(uptime_s) s, kernel $(uname -r)"
+note "scenario ${SCENARIO:-?}, boot $BOOT, uptime $(uptime_s) s, kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME"), systemd $(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p'), bus $(expected_bus)"

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Scenario "seed-advice": the popular advice for the old amdkfd module on a
-# kernel whose KFD lives inside amdgpu (Linux 4.20+; here 6.1).
+# kernel whose KFD lives inside amdgpu (Linux 4.20+; here 6.1 or 6.12: the
+# guest's own modules say that amdkfd does not exist and enable_iommu is no
+# amdgpu parameter).
 # Boot 1: install the advice: 'amdkfd' in /etc/modules-load.d, and
 #   'softdep amdgpu pre: amdkfd' + 'options amdkfd enable_iommu=1' in
 #   /etc/modprobe.d. Reboot.
@@ -22,6 +24,9 @@ modules_load_error() { journal_of systemd-modules-load.service | grep -F "Failed
 case $BOOT in
 1)
     installed_checks
+    check "this kernel ($(uname -r)) has no amdkfd module (modinfo amdkfd fails)" not module_exists amdkfd
+    check "... and KFD is amdgpu's: amdgpu declares KFD's sched_policy (modinfo)" has_param sched_policy
+    check "enable_iommu is no parameter of this amdgpu (modinfo)" not has_param enable_iommu
     # Start from the package's state, whatever an earlier scenario in this
     # guest left (its configuration, generated files, history).
     write_config <<<"version: 1"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# vmlane: bus
 # Scenario "users": who may do what on org.kfdguard.Guardian1 (bus policy and
 # polkit, the real dbus-daemon, polkitd and logind).
 #   tester (uid 1000) is not in the compute group 'render'; member (1001) is.
