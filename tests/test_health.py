@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kfdguard.facts import Facts
 from kfdguard.health import events, model
 from kfdguard.health.events import from_log, from_uevent, parse_uevent_line
 from kfdguard.health.tracker import Health
@@ -228,3 +229,34 @@ def test_a_simulated_reset_reads_back_on_every_kernel_form(release: str, tmp_pat
     assert gpu.wedged == (1 if release.startswith("7.") else 0)
     if release.startswith("6.1."):
         assert lines[0].split(";", 1)[1].startswith("[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring ")
+
+
+# --- the Prometheus counters --------------------------------------------------------------------
+
+
+def test_the_counters_in_the_textfile_pass_promtool(machine_facts: dict[str, Facts]) -> None:
+    import subprocess
+
+    from kfdguard.assess import assess
+    from kfdguard.fleet.metrics import render as render_metrics
+    from tests.test_fleet_metrics import PROMTOOL, samples
+
+    facts = machine_facts["dgpu-plus-igpu-atomics"]
+    verdict = assess(facts)
+    slots = tuple(g.slot for g in verdict.gpus)
+    assert len(slots) >= 2
+    health = _health(*slots)
+    _feed(health, [f"amdgpu {slots[0]}: amdgpu: GPU reset begin!", f"amdgpu {slots[0]}: amdgpu: GPU reset(1) succeeded!",
+                   f"amdgpu {slots[0]}: amdgpu: GPU reset begin!"])  # fmt: skip
+    text = render_metrics(verdict, facts, 1_796_000_000.0, health=health.counts())
+    got = samples(text)
+    assert {labels["slot"]: value for labels, value in got["kfdguard_gpu_resets_total"]} == {slots[0]: 2} | {
+        s: 0 for s in slots[1:]
+    }
+    assert "# TYPE kfdguard_gpu_resets_total counter" in text
+    assert "kfdguard_gpu_resets_total" not in render_metrics(verdict, facts, 1.0), "a one-off run counts nothing"
+    if PROMTOOL is None:
+        pytest.skip("promtool (Debian's prometheus package) is not installed")
+    result = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
+                            check=False)  # fmt: skip
+    assert result.returncode == 0 and result.stdout == result.stderr == "", result.stdout + result.stderr
