@@ -27,6 +27,9 @@ class HealthFeed:
     def __init__(self, service: Service, checks: Checks) -> None:
         self.service = service
         self.checks = checks
+        # Imported now (after READY, off the boot path) rather than when the first reset line comes:
+        # the patterns' compilation would otherwise be part of that reaction.
+        import kfdguard.health.events  # noqa: F401
 
     def log_line(self, raw: str) -> None:
         from kfdguard.health.events import from_log
