@@ -250,9 +250,9 @@ def test_the_counters_in_the_textfile_pass_promtool(machine_facts: dict[str, Fac
                    f"amdgpu {slots[0]}: amdgpu: GPU reset begin!"])  # fmt: skip
     text = render_metrics(verdict, facts, 1_796_000_000.0, health=health.counts())
     got = samples(text)
-    assert {labels["slot"]: value for labels, value in got["kfdguard_gpu_resets_total"]} == {slots[0]: 2} | {
-        s: 0 for s in slots[1:]
-    }
+    assert {labels["slot"]: value for labels, value in got["kfdguard_gpu_resets_total"]} == {
+        slots[0]: 2
+    } | dict.fromkeys(slots[1:], 0)
     assert "# TYPE kfdguard_gpu_resets_total counter" in text
     assert "kfdguard_gpu_resets_total" not in render_metrics(verdict, facts, 1.0), "a one-off run counts nothing"
     if PROMTOOL is None:
@@ -260,3 +260,98 @@ def test_the_counters_in_the_textfile_pass_promtool(machine_facts: dict[str, Fac
     result = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
                             check=False)  # fmt: skip
     assert result.returncode == 0 and result.stdout == result.stderr == "", result.stdout + result.stderr
+
+
+# --- following the journal (the loop's side), with a stand-in for systemd's Reader --------------
+
+
+class _Reader:
+    """journal.Reader's methods that JournalFollower uses, over a list; fileno() is a pipe to wake the loop."""
+
+    def __init__(self) -> None:
+        import os
+
+        self.entries: list[dict[str, object]] = []
+        self.position = 0
+        self.read_fd, self.write_fd = os.pipe()
+        self.sought: list[str] = []
+        self.invalidate = False
+
+    def this_boot(self) -> None: ...
+    def add_match(self, **_: str) -> None: ...
+    def seek_tail(self) -> None:
+        self.position = len(self.entries)
+
+    def get_previous(self) -> dict[str, object]:
+        return {}
+
+    def fileno(self) -> int:
+        return self.read_fd
+
+    def process(self) -> int:
+        import os
+
+        os.read(self.read_fd, 4096)
+        from systemd import journal
+
+        return int(journal.INVALIDATE if self.invalidate else journal.APPEND)
+
+    def seek_cursor(self, cursor: str) -> None:
+        self.sought.append(cursor)
+        self.position = next(n for n, e in enumerate(self.entries) if e["__CURSOR"] == cursor)
+
+    def get_next(self) -> dict[str, object]:
+        if self.position >= len(self.entries):
+            return {}
+        entry = self.entries[self.position]
+        self.position += 1
+        return entry
+
+    def close(self) -> None:
+        import os
+
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+    def append(self, n: int, message: str | bytes) -> None:
+        import datetime
+
+        self.entries.append({"__CURSOR": f"c{n}", "__MONOTONIC_TIMESTAMP": datetime.timedelta(seconds=n),
+                             "MESSAGE": message})  # fmt: skip
+
+    def wake(self) -> None:
+        import os
+
+        os.write(self.write_fd, b"x")
+
+
+def test_the_journal_follower_hands_on_new_kernel_lines_in_batches_and_keeps_its_cursor() -> None:
+    import asyncio
+
+    from kfdguard.health.follow import BATCH, JournalFollower
+
+    reader = _Reader()
+    reader.append(0, "old: before the service followed")
+    lines: list[str] = []
+
+    async def run() -> None:
+        follower = JournalFollower(asyncio.get_running_loop(), lines.append, reader)
+        for n in range(1, BATCH + 11):
+            reader.append(n, "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!" if n == 5 else f"line {n}".encode())
+        reader.wake()
+        await asyncio.sleep(0.05)
+        assert len(lines) == BATCH + 10, "a batch, then the rest on the next turn of the loop"
+        # Rotation: the journal says INVALIDATE; the follower goes back to the last entry it handed on.
+        reader.invalidate = True
+        reader.append(BATCH + 11, "after rotation")
+        reader.wake()
+        await asyncio.sleep(0.05)
+        follower.close()
+
+    asyncio.run(run())
+    assert "old" not in lines[0], "the follower starts at the tail"
+    assert lines[4] == "[    5.000000] localhost kernel: amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"
+    event = from_log(lines[4])
+    assert event is not None and event.kind == model.RESET_BEGIN and event.slot == GPU
+    assert reader.sought == [f"c{BATCH + 10}"] and lines[-1].endswith("after rotation")
+    assert len(lines) == BATCH + 11, "nothing handed on twice after the rotation"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from kfdguard import log
 
@@ -28,13 +29,14 @@ BUFFER_LIMIT = 64 << 10  # a FIFO writer that never ends its line cannot grow th
 class JournalFollower:
     """The journal's kernel lines from now on, handed to ``on_line`` as short-monotonic lines."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_line: Callable[[str], None]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_line: Callable[[str], None], reader: Any = None) -> None:
         from systemd import journal
 
         self.journal = journal
         self.loop = loop
         self.on_line = on_line
-        self.reader = journal.Reader()
+        # ``reader``: a test's stand-in with journal.Reader's methods; the service opens the system journal.
+        self.reader = journal.Reader() if reader is None else reader
         self.reader.this_boot()
         self.reader.add_match(_TRANSPORT="kernel")
         self.reader.seek_tail()
@@ -68,8 +70,7 @@ class JournalFollower:
             if not entry:
                 return
             self.cursor = str(entry.get("__CURSOR", "")) or self.cursor
-            mono = entry.get("__MONOTONIC_TIMESTAMP")
-            usec = int(getattr(mono, "timestamp", mono).total_seconds() * 1e6) if mono is not None else 0
+            usec = _usec(entry.get("__MONOTONIC_TIMESTAMP"))
             message = entry.get("MESSAGE", "")
             if isinstance(message, bytes):
                 message = message.decode("utf-8", errors="replace")
@@ -81,6 +82,14 @@ class JournalFollower:
     def close(self) -> None:
         self.loop.remove_reader(self.fd)
         self.reader.close()
+
+
+def _usec(mono: Any) -> int:
+    """systemd-python's Monotonic (timestamp: timedelta, bootid) or a bare timedelta -> microseconds."""
+    try:
+        return int(getattr(mono, "timestamp", mono).total_seconds() * 1_000_000)
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return 0
 
 
 class FifoFollower:
