@@ -157,7 +157,7 @@ class Service:
             if last is None or last.facts.software is not None:
                 return None
             try:
-                return software_status(self.system.root, last, self.status, self.loaded.config.software)
+                return software_status(self.system.root, last, self.base, self.loaded.config.software)
             except Exception as exc:  # the inventory is extra: its failure must not touch the service
                 log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
                 return None
