@@ -100,24 +100,7 @@ def render(
         "1 when at least one AMD GPU can compute for the configured group (state ready or degraded), else 0.",
         [((), verdict.ready)],
     )
-    out.family(
-        "kfdguard_gpu_compute_ready",
-        "gauge",
-        "1 when this AMD GPU can compute: a KFD topology node, the version ioctl answers, the group can open "
-        "/dev/kfd and its render node.",
-        [
-            (
-                (
-                    ("slot", bounded(g.slot, PCI_SLOT)),
-                    ("device_id", f"{g.device:04x}" if 0 <= g.device <= 0xFFFF else ""),
-                    ("gfx_target", bounded(g.gfx, GFX_TARGET)),
-                    ("name", known_name(g)),
-                ),
-                g.compute_ready,
-            )
-            for g in verdict.gpus
-        ],
-    )
+    _gpu_ready(out, verdict)
     out.family(
         "kfdguard_state",
         "gauge",
@@ -170,6 +153,27 @@ def render(
         ],
     )
     return "\n".join(out.lines) + "\n"
+
+
+def _gpu_ready(out: _Families, verdict: Verdict) -> None:
+    out.family(
+        "kfdguard_gpu_compute_ready",
+        "gauge",
+        "1 when this AMD GPU can compute: a KFD topology node, the version ioctl answers, the group can open "
+        "/dev/kfd and its render node.",
+        [
+            (
+                (
+                    ("slot", bounded(g.slot, PCI_SLOT)),
+                    ("device_id", f"{g.device:04x}" if 0 <= g.device <= 0xFFFF else ""),
+                    ("gfx_target", bounded(g.gfx, GFX_TARGET)),
+                    ("name", known_name(g)),
+                ),
+                g.compute_ready,
+            )
+            for g in verdict.gpus
+        ],
+    )
 
 
 def _health_counters(out: _Families, verdict: Verdict, health: dict[str, GpuHealth]) -> None:

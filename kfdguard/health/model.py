@@ -23,3 +23,17 @@ class HealthEvent:
     process: str = ""  # "python3 (pid 4242)" when the kernel names one
     line: str = ""  # what the kernel said, cleaned and bounded
     count: int | None = None  # the kernel's own gpu_reset_counter, where printed
+
+
+# Keys added to each Devices dictionary (additive: clients that do not know them ignore them).
+DEVICE_KEYS = {
+    "Health": "s",
+    "Resets": "u",
+    "ResetFailures": "u",
+    "RingTimeouts": "u",
+    "Hangs": "u",
+    "WedgedEvents": "u",
+    "LastHealthEvent": "t",
+    "LastHealthLine": "s",
+    "LastProcess": "s",
+}

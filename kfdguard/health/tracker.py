@@ -14,6 +14,7 @@ Memory is bounded: one small record per PCI slot, at most MAX_GPUS of them.
 from __future__ import annotations
 
 from kfdguard.health.model import (
+    DEVICE_KEYS,
     HANG,
     PROCESS,
     RESET_BEGIN,
@@ -35,18 +36,6 @@ if TYPE_CHECKING:
 MAX_GPUS = 64
 OK, RESETTING, HUNG, RESET_FAILED_STATE, WEDGED_STATE = "ok", "resetting", "hung", "reset-failed", "wedged"
 FINDING = "gpu-hang"  # the code the log rules give runtime hangs and resets (knowledge/logrules.py)
-# Keys added to each Devices dictionary (additive: clients that do not know them ignore them).
-DEVICE_KEYS = {
-    "Health": "s",
-    "Resets": "u",
-    "ResetFailures": "u",
-    "RingTimeouts": "u",
-    "Hangs": "u",
-    "WedgedEvents": "u",
-    "LastHealthEvent": "t",
-    "LastHealthLine": "s",
-    "LastProcess": "s",
-}
 _WHAT = {
     RESETTING: "is being reset by amdgpu; running GPU programs lose their work",
     HUNG: "stopped making progress (a ring or the scheduler hung); a reset usually follows",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kfdguard import __version__
 from kfdguard.access import NodeStat
 from kfdguard.facts import Facts
-from kfdguard.health.tracker import DEVICE_KEYS as HEALTH_KEYS
+from kfdguard.health.model import DEVICE_KEYS as HEALTH_KEYS
 from kfdguard.record import dataclass, field
 from kfdguard.verdict import Verdict
 
