@@ -283,7 +283,7 @@ lintian: deb
 # autopkgtest runs debian/tests/* against the installed package; purge gets a
 # guest of its own without the package (install, upgrade from the previous
 # release, remove, purge).
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice purge
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice+consumer purge
 
 # A guest's wall limit (it catches a hung guest): a chain of four scenarios took
 # 366-423 s on 2 CPUs with the load of other builds, over vmlane's 420 s default.
