@@ -239,9 +239,9 @@ def _daemon(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    from kfdguard.readiness.cli import run
+    from kfdguard.readiness.cli import finish, run
 
-    return run(args)
+    finish(run(args))  # the command's end: no interpreter teardown on the consumers' start path
 
 
 def _metrics(args: argparse.Namespace) -> int:

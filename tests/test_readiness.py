@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kfdguard.readiness.cli import EXIT_READY, EXIT_TIMEOUT
 from kfdguard.readiness.condition import normal_slot, satisfied
 from kfdguard.readiness.marker import Marker, MarkerPublisher, parse, publish, read, render, wanted
 from kfdguard.root import READY_MARKER, Root
@@ -168,7 +169,7 @@ def test_wait_usage_errors(bad: list[str]) -> None:
 
 
 @pytest.mark.root
-def test_wait_over_the_bus_ready_already() -> None:
+def test_wait_over_the_bus_ready_already(each_bus: str) -> None:
     with guardian("rx7900xtx-ubuntu2404") as g:
         rc, out, _, _ = _wait("--timeout", "10", bus=g.address, root=g.root)
         assert rc == 0 and "compute is ready" in out and "no system bus" not in out
@@ -177,7 +178,7 @@ def test_wait_over_the_bus_ready_already() -> None:
 
 
 @pytest.mark.root
-def test_wait_over_the_bus_ready_later_after_a_device_event() -> None:
+def test_wait_over_the_bus_ready_later_after_a_device_event(each_bus: str) -> None:
     with guardian("kfd-perms-0600", enforce=False) as g:
         assert not (g.root / READY_MARKER.lstrip("/")).exists()
         root = Root(g.root)
@@ -199,14 +200,23 @@ def test_wait_over_the_bus_ready_later_after_a_device_event() -> None:
 
 
 @pytest.mark.root
-def test_wait_over_the_bus_never_ready() -> None:
+def test_wait_over_the_bus_never_ready(each_bus: str) -> None:
     with guardian("nvidia-only") as g:
-        rc, out, _, _ = _wait("--any", "--timeout", "1", bus=g.address, root=g.root)
-        assert rc == 1 and "no-device" in out
+        rc, out, elapsed, cpu = _wait("--any", "--timeout", "2", bus=g.address, root=g.root)
+        assert rc == EXIT_TIMEOUT == 1 and "no-device" in out and "after 2.0 s" in out
+        assert 1.9 < elapsed < 15 and cpu < 1.5, (elapsed, cpu)
+
+
+def test_the_exit_codes_are_in_the_help() -> None:
+    result = subprocess.run([sys.executable, "-m", "kfdguard", "wait", "--help"], cwd=REPO, capture_output=True,
+                            text=True, timeout=60, check=True)  # fmt: skip
+    assert f"  {EXIT_READY}   compute is ready" in result.stdout
+    assert f"  {EXIT_TIMEOUT}   not ready within --timeout" in result.stdout
+    assert "  64  usage error" in result.stdout
 
 
 @pytest.mark.root
-def test_wait_for_a_service_that_is_not_running_yet(tmp_path: Path) -> None:
+def test_wait_for_a_service_that_is_not_running_yet(each_bus: str, tmp_path: Path) -> None:
     from tools.privatebus import PrivateBus
 
     (tmp_path / "bus").mkdir()

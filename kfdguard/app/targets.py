@@ -31,6 +31,9 @@ class EventSource:
 
     kind: str  # "udev" or "fifo"
     path: str = ""  # the FIFO's path for "fifo"
+    # Where the live kernel log comes from (kfdguard/health): "" is the journal; a simulated
+    # machine's kernel writes its records into a FIFO of its own.
+    log: str = ""
 
 
 UDEV = EventSource("udev")
@@ -113,7 +116,7 @@ def _directory(root: Root) -> Target:
     from kfdguard.simulate.system import SimulatedSystem
 
     # The simulated kernel and udev announce their uevents in this FIFO.
-    fifo = EventSource("fifo", state.uevent_fifo(root))
+    fifo = EventSource("fifo", state.uevent_fifo(root), state.kmsg_fifo(root))
     return Target(SimulatedSystem(root), _machine_name(state.sim_dir(root)), fifo, needs_root=False)
 
 
@@ -135,7 +138,7 @@ def _bundled(machine: str) -> Target:
 
     from kfdguard.simulate.bundled import render_bundled
     from kfdguard.simulate.spec import SpecError
-    from kfdguard.simulate.state import uevent_fifo
+    from kfdguard.simulate.state import kmsg_fifo, uevent_fifo
     from kfdguard.simulate.system import SimulatedSystem
 
     tmp = tempfile.TemporaryDirectory(prefix=f"kfdguard-{machine}-")
@@ -147,7 +150,7 @@ def _bundled(machine: str) -> Target:
     except BaseException:
         tmp.cleanup()
         raise
-    fifo = EventSource("fifo", uevent_fifo(rendered))
+    fifo = EventSource("fifo", uevent_fifo(rendered), kmsg_fifo(rendered))
     return Target(SimulatedSystem(rendered), machine, fifo, needs_root=False, tempdir=tmp)
 
 

@@ -20,7 +20,7 @@ class Trigger(StrEnum):
     DBUS_RELOAD = "dbus-reload"
     CLI = "cli"
     DIAGNOSE = "diagnose"  # Diagnose over D-Bus, kfdguard diagnose: the whole kernel log, never acting
-    RESUME = "resume"  # reserved: nothing sends it yet
+    RESUME = "resume"  # logind's PrepareForSleep(false): the machine woke up (service/sleep.py)
 
 
 @dataclass(frozen=True)

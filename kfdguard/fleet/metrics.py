@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from kfdguard.facts import Facts
+    from kfdguard.health.tracker import GpuHealth
     from kfdguard.verdict import Verdict
 
 CONTENT_TYPE = "text/plain; version=0.0.4"
@@ -66,8 +67,32 @@ class _Families:
             self.lines.append(f"{name}{labels} {_number(value)}")
 
 
-def render(verdict: Verdict, facts: Facts, now: float, version: str = __version__) -> str:
-    """The textfile for one check at ``now`` (seconds since the epoch)."""
+# Live health counters (kfdguard/health): the family, the GpuHealth attribute, its HELP text.
+HEALTH_COUNTERS = (
+    ("kfdguard_gpu_resets_total", "resets", "GPU resets amdgpu began on this GPU since kfdguard started "
+     "(GPU reset begin!, or a GPU reset(N) succeeded! whose begin was not seen)."),
+    ("kfdguard_gpu_reset_failures_total", "reset_failures", "GPU resets that failed on this GPU since kfdguard "
+     "started."),
+    ("kfdguard_gpu_ring_timeouts_total", "ring_timeouts", "Ring timeouts (a job stopped making progress) on this "
+     "GPU since kfdguard started, soft-recovered ones included."),
+    ("kfdguard_gpu_hangs_total", "hangs", "Times the hardware scheduler (HWS) or MES stopped answering on this GPU "
+     "since kfdguard started."),
+    ("kfdguard_gpu_wedged_events_total", "wedged", "DRM WEDGED= uevents for this GPU since kfdguard started."),
+)  # fmt: skip
+
+
+def render(
+    verdict: Verdict,
+    facts: Facts,
+    now: float,
+    version: str = __version__,
+    health: dict[str, GpuHealth] | None = None,
+) -> str:
+    """The textfile for one check at ``now`` (seconds since the epoch).
+
+    ``health``: the running service's live counts per slot; None for a one-off run
+    (``kfdguard metrics``), which has seen no resets and so writes no counters rather than zeros.
+    """
     out = _Families()
     out.family(
         "kfdguard_compute_ready",
@@ -75,24 +100,7 @@ def render(verdict: Verdict, facts: Facts, now: float, version: str = __version_
         "1 when at least one AMD GPU can compute for the configured group (state ready or degraded), else 0.",
         [((), verdict.ready)],
     )
-    out.family(
-        "kfdguard_gpu_compute_ready",
-        "gauge",
-        "1 when this AMD GPU can compute: a KFD topology node, the version ioctl answers, the group can open "
-        "/dev/kfd and its render node.",
-        [
-            (
-                (
-                    ("slot", bounded(g.slot, PCI_SLOT)),
-                    ("device_id", f"{g.device:04x}" if 0 <= g.device <= 0xFFFF else ""),
-                    ("gfx_target", bounded(g.gfx, GFX_TARGET)),
-                    ("name", known_name(g)),
-                ),
-                g.compute_ready,
-            )
-            for g in verdict.gpus
-        ],
-    )
+    _gpu_ready(out, verdict)
     out.family(
         "kfdguard_state",
         "gauge",
@@ -126,6 +134,8 @@ def render(verdict: Verdict, facts: Facts, now: float, version: str = __version_
         "kfdguard still writes the file.",
         [((), now)],
     )
+    if health is not None:
+        _health_counters(out, verdict, health)
     kfd = facts.kfd.version
     out.family(
         "kfdguard_info",
@@ -143,3 +153,38 @@ def render(verdict: Verdict, facts: Facts, now: float, version: str = __version_
         ],
     )
     return "\n".join(out.lines) + "\n"
+
+
+def _gpu_ready(out: _Families, verdict: Verdict) -> None:
+    out.family(
+        "kfdguard_gpu_compute_ready",
+        "gauge",
+        "1 when this AMD GPU can compute: a KFD topology node, the version ioctl answers, the group can open "
+        "/dev/kfd and its render node.",
+        [
+            (
+                (
+                    ("slot", bounded(g.slot, PCI_SLOT)),
+                    ("device_id", f"{g.device:04x}" if 0 <= g.device <= 0xFFFF else ""),
+                    ("gfx_target", bounded(g.gfx, GFX_TARGET)),
+                    ("name", known_name(g)),
+                ),
+                g.compute_ready,
+            )
+            for g in verdict.gpus
+        ],
+    )
+
+
+def _health_counters(out: _Families, verdict: Verdict, health: dict[str, GpuHealth]) -> None:
+    from kfdguard.health.tracker import GpuHealth
+
+    # Every GPU of the check gets its series from the start (0 until something happens), so
+    # rate() and increase() see the first reset; a slot no check found is not in health at all.
+    zero = GpuHealth()
+    for name, attribute, text in HEALTH_COUNTERS:
+        samples = []
+        for g in verdict.gpus:
+            value = getattr(health.get(g.slot, zero), attribute)
+            samples.append(((("slot", bounded(g.slot, PCI_SLOT)),), value))
+        out.family(name, "counter", text, samples)

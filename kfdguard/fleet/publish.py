@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 
     from kfdguard.config import FleetConfig
     from kfdguard.facts import Facts
+    from kfdguard.health.tracker import GpuHealth
     from kfdguard.root import Root
     from kfdguard.service.core import Service
+    from kfdguard.service.status import Status
     from kfdguard.verdict import Verdict
 
 # The service rewrites the files on every state change and at least every REFRESH
@@ -43,7 +45,13 @@ class Written:
 
 
 def write(
-    root: Root, paths: FleetConfig, verdict: Verdict, facts: Facts, now: float, checked: float | None = None
+    root: Root,
+    paths: FleetConfig,
+    verdict: Verdict,
+    facts: Facts,
+    now: float,
+    checked: float | None = None,
+    health: dict[str, GpuHealth] | None = None,
 ) -> list[Written]:
     """Write every enabled fleet output at ``now`` for the check made at ``checked`` (default: now).
 
@@ -55,7 +63,8 @@ def write(
 
     wanted: list[tuple[str, str, str]] = []
     if paths.textfile:
-        wanted.append(("textfile", paths.textfile, metrics.render(verdict, facts, now if checked is None else checked)))
+        when = now if checked is None else checked
+        wanted.append(("textfile", paths.textfile, metrics.render(verdict, facts, when, health=health)))
     if paths.nfd:
         wanted.append(("nfd", paths.nfd, nfd.render(verdict, now, NFD_TTL)))
     return [_write_one(root, output, shown, text) for output, shown, text in wanted]
@@ -88,6 +97,14 @@ def _current(service: Service) -> tuple[Verdict, Facts, float | None] | None:
     checked = status.last_check / 1e6 if status.last_check else None
     if last is not None and str(last.verdict.state) == status.state:
         return last.verdict, last.facts, checked
+    if last is not None and str(last.verdict.state) == service.base.state:
+        # Live health changed the state since the check (a GPU resetting): publish the check's
+        # GPUs with the state and readiness the service shows now.
+        from kfdguard.record import replace
+
+        gpus = tuple(g if _computing(status, g.slot) else replace(g, compute_ready=False) for g in last.verdict.gpus)
+        shown = replace(last.verdict, state=State(status.state), ready=status.ready, gpus=gpus)
+        return shown, last.facts, checked
     if last is None or status.state == "starting":
         return None  # nothing checked yet: keep what the previous run wrote until it expires
     try:
@@ -103,7 +120,12 @@ def publish(service: Service, now: float) -> list[Written]:
     if current is None:
         return []
     verdict, facts, checked = current
-    return write(service.system.root, service.loaded.config.fleet, verdict, facts, now, checked)
+    health = service.health.counts()
+    return write(service.system.root, service.loaded.config.fleet, verdict, facts, now, checked, health)
+
+
+def _computing(status: Status, slot: str) -> bool:
+    return any(d.get("Slot") == slot and bool(d.get("ComputeReady")) for d in status.devices)
 
 
 async def serve(service: Service, interval: float = REFRESH) -> None:

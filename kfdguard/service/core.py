@@ -72,6 +72,11 @@ class Service:
         self.config = config
         self.enforce = enforce  # False: --no-enforce, every trigger only observes
         self.status: Status = starting()
+        # What the last check said, before live health (kfdguard/health) is laid over it.
+        self.base: Status = self.status
+        from kfdguard.health.tracker import Health
+
+        self.health = Health()
         self.last: PassResult | None = None
         from kfdguard.readiness.marker import MarkerPublisher
 
@@ -93,7 +98,9 @@ class Service:
     # --- the one transition point ------------------------------------------------------
 
     def transition(self, new: Status, reason: str) -> None:
-        new = self._with_history_problem(new)
+        self.base = new = self._with_history_problem(new)
+        self.health.know(tuple(str(d.get("Slot", "")) for d in new.devices))
+        new = self.health.overlay(new)
         old = self.status
         self.status = new
         if (old.state, old.summary) != (new.state, new.summary):
@@ -112,8 +119,8 @@ class Service:
         return status if findings == status.findings else replace(status, findings=findings)
 
     def republish(self, reason: str) -> None:
-        """Publish the current status again with what changed outside a check (the history)."""
-        self.transition(self.status, reason)
+        """Publish the current status again with what changed outside a check (the history, live health)."""
+        self.transition(self.base, reason)
 
     # --- checks (blocking) ---------------------------------------------------------------
 
@@ -150,7 +157,7 @@ class Service:
             if last is None or last.facts.software is not None:
                 return None
             try:
-                return software_status(self.system.root, last, self.status, self.loaded.config.software)
+                return software_status(self.system.root, last, self.base, self.loaded.config.software)
             except Exception as exc:  # the inventory is extra: its failure must not touch the service
                 log.error(f"software inventory failed: {type(exc).__name__}: {exc}")
                 return None

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from kfdguard.app.targets import EventSource
 
 SUBSYSTEMS = ("kfd", "drm", "pci")
+# The uevent properties kfdguard/health reads (drm_dev_wedged_event); every other one is ignored.
+HEALTH_PROPERTIES = ("WEDGED", "PID", "TASK")
+# (action, subsystem, name, properties): an event's content, for the health tracker.
+UeventSink = Callable[[str, str, str, dict[str, str]], None]
 # Events come in bursts (udev's add of a device and its change events, a card's
 # drm nodes: within a few milliseconds of each other; a real GPU's kfd and drm
 # nodes are seconds apart, no window folds those). The first event of a burst
@@ -45,7 +49,9 @@ class Debouncer:
         self.action(", ".join(dict.fromkeys(reasons)))
 
 
-def watch_udev(loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> object | None:
+def watch_udev(
+    loop: asyncio.AbstractEventLoop, poke: Callable[[str], None], sink: UeventSink | None = None
+) -> object | None:
     """pyudev's monitor on the loop's own reader: no thread."""
     try:
         import pyudev
@@ -69,6 +75,11 @@ def watch_udev(loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> 
                 return
             if device is None:
                 return
+            if sink is not None and device.properties.get("WEDGED") is not None:
+                props = {
+                    k: str(device.properties[k]) for k in HEALTH_PROPERTIES if device.properties.get(k) is not None
+                }
+                sink(str(device.action), str(device.subsystem), str(device.sys_name), props)
             poke(f"udev {device.action} {device.subsystem} {device.sys_name}")
 
     loop.add_reader(monitor.fileno(), readable)
@@ -76,15 +87,19 @@ def watch_udev(loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> 
     return kept
 
 
-def watch(source: EventSource, loop: asyncio.AbstractEventLoop, poke: Callable[[str], None]) -> object | None:
+def watch(
+    source: EventSource, loop: asyncio.AbstractEventLoop, poke: Callable[[str], None], sink: UeventSink | None = None
+) -> object | None:
     """Start the source the target names; None when it is unavailable (then SIGHUP and Reload remain)."""
     if source.kind == "fifo":
-        return watch_fifo(loop, source.path, poke)
-    return watch_udev(loop, poke)
+        return watch_fifo(loop, source.path, poke, sink)
+    return watch_udev(loop, poke, sink)
 
 
-def watch_fifo(loop: asyncio.AbstractEventLoop, fifo: str, poke: Callable[[str], None]) -> int | None:
-    """Uevents as lines "ACTION SUBSYSTEM NAME" written into a FIFO."""
+def watch_fifo(
+    loop: asyncio.AbstractEventLoop, fifo: str, poke: Callable[[str], None], sink: UeventSink | None = None
+) -> int | None:
+    """Uevents as lines "ACTION SUBSYSTEM NAME [KEY=VALUE ...]" written into a FIFO."""
     try:
         if not os.path.exists(fifo):
             os.mkfifo(fifo, 0o600)
@@ -104,9 +119,16 @@ def watch_fifo(loop: asyncio.AbstractEventLoop, fifo: str, poke: Callable[[str],
         while b"\n" in buffer:
             line, _, rest = bytes(buffer).partition(b"\n")
             buffer[:] = rest
-            text = line.decode(errors="replace").strip()[:200]
-            if text:
-                poke(f"uevent {text}")
+            text = line.decode(errors="replace").strip()[:1024]
+            if not text:
+                continue
+            if sink is not None and "=" in text:
+                from kfdguard.health.events import parse_uevent_line
+
+                parts = parse_uevent_line(text)
+                if parts is not None:
+                    sink(*parts)
+            poke(f"uevent {' '.join(text.split()[:3])[:200]}")
 
     loop.add_reader(fd, readable)
     return fd

@@ -49,12 +49,24 @@ class Loop:
         keep_writing_when_full(bus)
         api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit, checks=self.checks)
         bus.add_message_handler(api.handle)
+        # Before anything can change the status: the adapter's cache follows every transition.
+        self.service.listeners.append(api.publish)
+        debouncer = Debouncer(loop, SETTLE, self.device_event)
+        # Live health (kfdguard/health): the kernel log followed, uevents' WEDGED= read.
+        from kfdguard.health.follow import follow
+        from kfdguard.service.health import HealthFeed
+
+        feed = HealthFeed(self.service, self.checks)
+        self.follower = follow(loop, self.events.log, feed.log_line)
+        # The watcher stays referenced for the loop's lifetime (a collected monitor closes its socket).
+        self.watcher = watch(self.events, loop, debouncer.poke, feed.uevent)
+        # All of it before the name is taken: a client that sees the name sees every change from then on.
+        await self._watch_sleep(bus, backend)
         reply = await bus.request_name(BUS_NAME, backend.NameFlag.DO_NOT_QUEUE)
         if reply not in (backend.RequestNameReply.PRIMARY_OWNER, backend.RequestNameReply.ALREADY_OWNER):
             log.error(f"cannot own {BUS_NAME} on the bus ({reply}): is another kfdguard running?")
             return 1
         log.info(f"serving {BUS_NAME} ({backend.name})")
-        self.service.listeners.append(api.publish)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: self.checks.request(Trigger.SIGHUP, "SIGHUP"))
@@ -63,9 +75,6 @@ class Loop:
         if signal.SIGHUP in early_signals:
             log.info("SIGHUP arrived during start-up: reloading the configuration and checking again")
             self.checks.request(Trigger.SIGHUP, "SIGHUP during start-up")
-        debouncer = Debouncer(loop, SETTLE, self.device_event)
-        # The watcher stays referenced for the loop's lifetime (a collected monitor closes its socket).
-        self.watcher = watch(self.events, loop, debouncer.poke)
         tasks = [loop.create_task(self._after_boot())]
         # Fleet hook (kfdguard.fleet.publish): node_exporter textfile and NFD file, on each transition and a timer.
         tasks.append(loop.create_task(fleet_publish(self.service)))
@@ -86,6 +95,16 @@ class Loop:
         log.info("stopping")
         bus.disconnect()
         return 0
+
+    async def _watch_sleep(self, bus: object, backend: object) -> None:
+        """Re-check after a resume (logind's PrepareForSleep(false)); without the match, only events remain."""
+        from kfdguard.service.sleep import SleepWatch
+
+        self.sleep = SleepWatch(bus, backend, self.checks)
+        try:
+            await self.sleep.start()
+        except Exception as exc:  # the library hands over why the call failed
+            log.warning(f"cannot watch for resume from sleep ({exc}): devices are re-checked on their events only")
 
     @staticmethod
     async def _bus_lost(bus: object) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kfdguard import __version__
 from kfdguard.access import NodeStat
 from kfdguard.facts import Facts
+from kfdguard.health.model import DEVICE_KEYS as HEALTH_KEYS
 from kfdguard.record import dataclass, field
 from kfdguard.verdict import Verdict
 
@@ -83,6 +84,8 @@ DEVICE_KEYS = {
     "ComputeReady": "b",
     "RenderNode": "s",
     "Reason": "s",
+    # Live health since the service started (kfdguard/health): added by Service.transition.
+    **HEALTH_KEYS,
 }
 FALLBACK_KEYS = {"Needed": "b", "Kernel": "s", "Reason": "s", "AlreadyDefault": "b", "Command": "s"}
 

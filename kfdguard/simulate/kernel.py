@@ -99,6 +99,8 @@ class SimKernel:
             path = os.path.join(state.sim_dir(self.root), "kmsg")
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write("".join(line + "\n" for line in self.kmsg))
+            # A service following the log hears the records as the journal would hand them on.
+            state.send_kmsg(self.root, self.kmsg)
             self.kmsg = []
         if self.journal:
             with open(os.path.join(state.sim_dir(self.root), "journal"), "a", encoding="utf-8") as handle:

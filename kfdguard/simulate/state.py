@@ -15,7 +15,8 @@ from kfdguard.access import AclEntry, NodeStat
 from kfdguard.root import Root
 
 SIM_DIR = ".kfdguard-sim"
-UEVENT_FIFO = "uevent.fifo"  # the simulated machine's udev monitor: lines "ACTION SUBSYSTEM NAME"
+UEVENT_FIFO = "uevent.fifo"  # the simulated machine's udev monitor: lines "ACTION SUBSYSTEM NAME [KEY=VALUE...]"
+KMSG_FIFO = "kmsg.fifo"  # the simulated kernel's live log: the kmsg records it prints while a service follows
 
 
 def sim_dir(root: Root) -> str:
@@ -37,10 +38,23 @@ def uevent_fifo(root: Root) -> str:
     return os.path.join(sim_dir(root), UEVENT_FIFO)
 
 
+def kmsg_fifo(root: Root) -> str:
+    return os.path.join(sim_dir(root), KMSG_FIFO)
+
+
 def send_uevents(root: Root, lines: list[str]) -> bool:
     """Tell a listening service what udev would announce; False when nobody listens."""
+    return _send(uevent_fifo(root), lines)
+
+
+def send_kmsg(root: Root, records: list[str]) -> bool:
+    """Hand new kernel log records to a service following the log; False when nobody follows."""
+    return _send(kmsg_fifo(root), records)
+
+
+def _send(fifo: str, lines: list[str]) -> bool:
     try:
-        fd = os.open(uevent_fifo(root), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:  # no FIFO yet (ENOENT) or no reader (ENXIO): events are lost, as with no monitor
         return False
     try:
