@@ -166,3 +166,53 @@ def test_unreadable_component_gives_unknown_not_missing() -> None:
     verdict = assess_software(SoftwareFacts((broken,)), [RX7900])
     assert verdict.findings == ()
     assert verdict.rows[0].status == "unknown"
+
+
+# Two GPUs as the KFD topology numbers them: node 0 is the CPU, the GPUs are nodes 1 and 2.
+NODE1_7900 = GpuTarget("0000:03:00.0", "AMD Radeon RX 7900 XTX", "gfx1100", node=1)
+NODE2_6700 = GpuTarget("0000:0b:00.0", "AMD Radeon RX 6700 XT", "gfx1031", node=2)
+
+
+def test_per_node_override_applies_to_its_node_only() -> None:
+    per = EnvSetting("HSA_OVERRIDE_GFX_VERSION_2", "10.3.0", "ollama.service (u)", "ollama.service")
+    findings = assess_software(SoftwareFacts((rocm(),), (per,)), [NODE1_7900, NODE2_6700]).findings
+    overrides = [(f.code, f.gpu) for f in findings if f.code.startswith("userspace-override")]
+    assert overrides == [("userspace-override-workaround", NODE2_6700.slot)]
+    (workaround,) = [f for f in findings if f.code == "userspace-override-workaround"]
+    assert "HSA_OVERRIDE_GFX_VERSION_2=10.3.0 in the ollama.service (u)" in workaround.message
+
+
+def test_per_node_override_wins_over_the_global_one() -> None:
+    env = (
+        EnvSetting("HSA_OVERRIDE_GFX_VERSION", "11.0.0", "caller environment"),
+        EnvSetting("HSA_OVERRIDE_GFX_VERSION_2", "10.3.0", "caller environment"),
+    )
+    findings = assess_software(SoftwareFacts((rocm(),), env), [NODE1_7900, NODE2_6700]).findings
+    by_slot = {f.gpu: f for f in findings if f.code.startswith("userspace-override")}
+    assert {slot: f.code for slot, f in by_slot.items()} == {
+        NODE1_7900.slot: "userspace-override-unneeded",
+        NODE2_6700.slot: "userspace-override-workaround",
+    }
+    assert "HSA_OVERRIDE_GFX_VERSION=11.0.0 in the caller environment" in by_slot[NODE1_7900.slot].message
+    assert "HSA_OVERRIDE_GFX_VERSION_2=10.3.0 in the caller environment" in by_slot[NODE2_6700.slot].message
+
+
+def test_workaround_names_the_per_node_variable_where_gpus_differ() -> None:
+    _, remedy, _ = one(SoftwareFacts((rocm(),)), "userspace-target-unsupported", NODE1_7900, NODE2_6700)
+    assert "HSA_OVERRIDE_GFX_VERSION_2=10.3.0" in remedy  # the global one would move the 7900 XTX too
+    _, remedy, _ = one(SoftwareFacts((rocm(),)), "userspace-target-unsupported", NODE2_6700)
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in remedy  # one GPU: the global one is enough
+
+
+def test_per_node_override_of_a_cpu_node_is_named() -> None:
+    # ollama's documentation writes HSA_OVERRIDE_GFX_VERSION_0: on a usual machine node 0 is the CPU.
+    env = (EnvSetting("HSA_OVERRIDE_GFX_VERSION_0", "10.3.0", "ollama.service (u)", "ollama.service"),)
+    message, remedy, evidence = one(SoftwareFacts((rocm(),), env), "userspace-override-node", NODE1_7900, NODE2_6700)
+    assert "names KFD node 0, which is no GPU here" in message
+    assert "node 2 gfx1031 (AMD Radeon RX 6700 XT)" in message
+    assert remedy.startswith("rename it to HSA_OVERRIDE_GFX_VERSION_1 or HSA_OVERRIDE_GFX_VERSION_2")
+    assert evidence[0] == "HSA_OVERRIDE_GFX_VERSION_0=10.3.0 (ollama.service (u))"
+    # It never reaches a GPU: the 6700 XT is still without code and without an override.
+    assert "userspace-target-unsupported" in codes(SoftwareFacts((rocm(),), env), NODE1_7900, NODE2_6700)
+    # Without the topology (no node numbers) nothing can be said about node numbers.
+    assert "userspace-override-node" not in codes(SoftwareFacts((rocm(),), env), RX7900, RX6700)
