@@ -23,15 +23,13 @@ from __future__ import annotations
 import os
 import stat
 
-from elftools.common.exceptions import ELFError
-from elftools.construct import ConstructError
-from elftools.elf.elffile import ELFFile
-
 from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
+
+    from elftools.elf.elffile import ELFFile
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN = ".hip_fatbin"
@@ -43,10 +41,16 @@ SEGMENT_MAGIC = 0x48495046
 MAX_SECTIONS = 4096
 EM_AMDGPU = 224
 STRTAB_LIMIT = 1 << 20
-# What pyelftools raises on a malformed file: its own ELFError (ELFParseError wraps construct's errors in
-# struct_parse, but not every read goes through it), construct's errors, and the int conversions of a
-# seek to an absurd offset (OverflowError) or a negative one (ValueError).
-_LIBRARY_ERRORS = (ELFError, ConstructError, ValueError, OverflowError, KeyError)
+
+
+def _library_errors() -> tuple[type[Exception], ...]:
+    """What pyelftools raises on a malformed file: its own ELFError (ELFParseError wraps construct's errors
+    in struct_parse, but not every read goes through it), construct's errors, and the int conversions of
+    a seek to an absurd offset (OverflowError) or a negative one (ValueError)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
+
+    return (ELFError, ConstructError, ValueError, OverflowError, KeyError)
 
 
 class ElfError(ValueError):
@@ -83,6 +87,9 @@ def _open(stream: BinaryIO, size: int) -> ELFFile:
     # The whole ELF header must be there before pyelftools parses it (52 bytes for ELFCLASS32, 64 for 64).
     if size < (64 if ident[4] == 2 else 52):
         raise ElfError("truncated ELF header")
+    # Imported here: ~70 ms that a scan of Tensile file names alone, and every boot pass, never pays.
+    from elftools.elf.elffile import ELFFile
+
     return ELFFile(stream)
 
 
@@ -159,8 +166,10 @@ def hip_sections(stream: BinaryIO, size: int) -> HipSections:
     """The .hip_fatbin and .hipFatBinSegment sections of the ELF file in ``stream`` of ``size`` bytes."""
     try:
         return _hip_sections(stream, size)
-    except _LIBRARY_ERRORS as exc:
-        if isinstance(exc, ElfError):
+    except ElfError:
+        raise
+    except Exception as exc:
+        if not isinstance(exc, _library_errors()):
             raise
         raise ElfError(f"malformed ELF headers: {exc or type(exc).__name__}") from None
 
