@@ -128,6 +128,8 @@ def test_ollama_unit_does_not_reach_other_stacks_when_ollama_bundles_rocm() -> N
         ("ROCR_VISIBLE_DEVICES", "", True),
         ("CUDA_VISIBLE_DEVICES", "1,2", True),
         ("HIP_VISIBLE_DEVICES", "0", False),
+        ("HIP_VISIBLE_DEVICES", "", False),  # rocclr reads an empty list as none (then CUDA_VISIBLE_DEVICES)
+        ("HIP_VISIBLE_DEVICES", "1,0", True),  # it stops at the first index that is no GPU of its own
         ("ROCR_VISIBLE_DEVICES", "GPU-4b2c1a3e5f6d7e8f", False),
     ],
 )
@@ -216,3 +218,27 @@ def test_per_node_override_of_a_cpu_node_is_named() -> None:
     assert "userspace-target-unsupported" in codes(SoftwareFacts((rocm(),), env), NODE1_7900, NODE2_6700)
     # Without the topology (no node numbers) nothing can be said about node numbers.
     assert "userspace-override-node" not in codes(SoftwareFacts((rocm(),), env), RX7900, RX6700)
+
+
+def test_environment_visibility_as_rocr_then_hip_apply_it() -> None:
+    from kfdguard.userspace.assess import environment_visibility
+
+    assert environment_visibility({}, 2) == (
+        True, "no visibility variable is set: ROCm programs started here see every AMD GPU"
+    )  # fmt: skip
+    assert environment_visibility({"HIP_VISIBLE_DEVICES": ""}, 2)[0] is True  # empty: HIP filters nothing
+    assert environment_visibility({"ROCR_VISIBLE_DEVICES": ""}, 2)[0] is False  # set: ROCr filters, to nothing
+    assert environment_visibility({"HIP_VISIBLE_DEVICES": "", "CUDA_VISIBLE_DEVICES": "7"}, 2)[0] is False
+    assert environment_visibility({"ROCR_VISIBLE_DEVICES": "2,3"}, 2)[1].startswith(
+        "ROCR_VISIBLE_DEVICES='2,3' hides every AMD GPU (the 2 on this machine)"
+    )
+    # ROCr keeps GPU 1 only; HIP then numbers what is left from 0, so HIP's 1 is nothing.
+    visible, why = environment_visibility({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, 2)
+    assert not visible and why.startswith("HIP_VISIBLE_DEVICES='1' hides every AMD GPU (the 1 left by")
+    # HIP_VISIBLE_DEVICES wins over CUDA_VISIBLE_DEVICES: CUDA's empty list is not read.
+    assert environment_visibility({"HIP_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": ""}, 1) == (
+        True, "HIP_VISIBLE_DEVICES='0' leaves 1 of 1"
+    )  # fmt: skip
+    visible, why = environment_visibility({"ROCR_VISIBLE_DEVICES": "GPU-4a2c1b"}, 1)
+    assert visible and "by UUID" in why
+    assert environment_visibility({}, 0) == (False, "this machine has no AMD GPU for ROCm to see")

@@ -23,7 +23,7 @@ from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from kfdguard.facts import Facts
     from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
@@ -242,24 +242,70 @@ def _missing_remedy(stack: Stack, gfx: str, m: Match, var: str = "HSA_OVERRIDE_G
     return remedy
 
 
-def _hides(value: str, count: int) -> bool:
-    """Whether a visibility list leaves none of ``count`` GPUs: empty, or only indices outside 0..count-1."""
-    items = [x.strip() for x in value.split(",")]
+def _visible_count(name: str, value: str, count: int) -> int | None:
+    """How many of ``count`` GPUs a visibility variable leaves; None when that cannot be told (UUIDs).
+
+    ROCr filters whenever ROCR_VISIBLE_DEVICES is set, empty included (ROCR-Runtime flag.h:
+    filter_visible_gpus_ = IsEnvVarSet). HIP (rocclr device/rocm/rocdevice.cpp) reads
+    HIP_VISIBLE_DEVICES, or CUDA_VISIBLE_DEVICES when that is empty, filters only a non-empty
+    list, and stops at the first entry that is not an index of a GPU it has ("anything to the
+    right of invalid deviceId has to be discarded")."""
+    rocr = name == "ROCR_VISIBLE_DEVICES"
     if value.strip() == "":
-        return True
-    indices = []
-    for item in items:
-        try:
-            indices.append(int(item, 10))
-        except ValueError:
-            return False  # a UUID (GPU-...) cannot be checked here
-    return all(i < 0 or i >= count for i in indices)
+        return 0 if rocr else count
+    indices = set()
+    for item in value.split(","):
+        text = item.strip()
+        if text.startswith("GPU-"):
+            return None
+        valid = text.isascii() and text.isdigit() and str(int(text)) == text and int(text) < count
+        if not valid:
+            if rocr:
+                continue  # ROCr's handling of a bad entry is not established here: count the good ones
+            break
+        indices.add(int(text))
+    return len(indices)
+
+
+def _hides(name: str, value: str, count: int) -> bool:
+    """Whether a visibility variable leaves none of ``count`` GPUs."""
+    return _visible_count(name, value, count) == 0
+
+
+def environment_visibility(env: Mapping[str, str], count: int) -> tuple[bool, str]:
+    """Whether an environment leaves any of ``count`` AMD GPUs visible to ROCm, and why (pure).
+
+    ROCr applies ROCR_VISIBLE_DEVICES to its agents first; HIP then indexes what is left with
+    HIP_VISIBLE_DEVICES, or CUDA_VISIBLE_DEVICES when that is unset (HIP honours both)."""
+    if count == 0:
+        return False, "this machine has no AMD GPU for ROCm to see"
+    said = []
+    left, narrowed = count, False
+    hip = "HIP_VISIBLE_DEVICES" if env.get("HIP_VISIBLE_DEVICES", "") != "" else "CUDA_VISIBLE_DEVICES"
+    for name in ("ROCR_VISIBLE_DEVICES", hip):
+        if name not in env:
+            continue
+        value = env[name]
+        if value == "" and name != "ROCR_VISIBLE_DEVICES":
+            continue  # HIP reads an empty list as no list
+        visible = _visible_count(name, value, left)
+        if visible is None:
+            said.append(f"{name}={value!r} names GPUs by UUID, which only ROCm can match")
+            continue
+        if visible == 0:
+            of = f"the {left} left by ROCR_VISIBLE_DEVICES" if narrowed else f"the {count} on this machine"
+            return False, f"{name}={value!r} hides every AMD GPU ({of}): ROCm programs started here see no GPU"
+        said.append(f"{name}={value!r} leaves {visible} of {left}")
+        left, narrowed = visible, True
+    if not said:
+        return True, "no visibility variable is set: ROCm programs started here see every AMD GPU"
+    return True, "; ".join(said)
 
 
 def _environment(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> list[Finding]:
     findings = []
     for s in software.env:
-        if s.name in VISIBILITY and gpus and _hides(s.value, len(gpus)):
+        if s.name in VISIBILITY and gpus and _hides(s.name, s.value, len(gpus)):
             findings.append(
                 Finding(
                     "userspace-gpus-hidden",
