@@ -192,6 +192,23 @@ def _override(
             tuple(evidence),
             gpu.slot,
         )
+    # Another instruction set is wrong whatever the stack carries: ROCm reports the GPU as that target
+    # and loads its code, even when the stack has the GPU's own.
+    if wanted != gfx and not neighbours(gfx, wanted):
+        return Finding(
+            "userspace-override-wrong",
+            E,
+            f"{where} makes ROCm load code built for {wanted} on {gfx} ({gpu.name}), another "
+            "instruction set: kernels fail to load ('invalid device function') or fault the GPU",
+            (
+                f"remove {setting.name}={value} from the {setting.origin}"
+                if m.status in ("exact", "generic")
+                else _missing_remedy(stack, gfx, m, var)
+                + f"; and remove {setting.name}={value} from the {setting.origin}"
+            ),
+            tuple(evidence),
+            gpu.slot,
+        )
     if m.status in ("exact", "generic"):
         own = "names the GPU's own target" if wanted == gfx else f"makes {stack.name} run code built for {wanted}"
         return Finding(
@@ -199,16 +216,6 @@ def _override(
             W,
             f"{where} {own}, but {stack.name} has code for {gfx} ({gpu.name}): the override is not needed",
             f"remove {setting.name} from the {setting.origin}",
-            tuple(evidence),
-            gpu.slot,
-        )
-    if not neighbours(gfx, wanted):
-        return Finding(
-            "userspace-override-wrong",
-            E,
-            f"{where} makes ROCm load code built for {wanted} on {gfx} ({gpu.name}), another "
-            "instruction set: kernels fail to load ('invalid device function') or fault the GPU",
-            _missing_remedy(stack, gfx, m, var) + f"; and remove {setting.name}={value} from the {setting.origin}",
             tuple(evidence),
             gpu.slot,
         )
