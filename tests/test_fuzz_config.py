@@ -111,6 +111,10 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
                           st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
     "nfdfile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/{t[1]}",) * 2),
                          st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
+    # fleet.cdi: a .json path not named amd*, true (the default path) or false-like: off.
+    "cdifile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/k{t[1]}.json",) * 2),
+                         st.sampled_from(["true", "yes"]).map(lambda v: (v, "/run/cdi/kfdguard.json")),
+                         st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
 _QUOTABLE = {"group", "policy", "initramfs", "mode", "require"}
@@ -233,6 +237,7 @@ _INVALID: dict[str, list[str]] = {
     "paths": ["/srv", "[relative]", "[[/srv]]"],
     "textfile": ["relative.prom", "/srv/gpu.txt", "true", "[/a.prom]"],
     "nfdfile": ["relative", "/srv/.hidden", "/srv/../x", "yes", "{a: b}"],
+    "cdifile": ["relative.json", "/run/cdi/amd.json", "/run/cdi/spec.yaml", "/srv/../x.json", "[/a.json]"],
 }
 
 
