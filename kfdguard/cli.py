@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from kfdguard import __version__
@@ -478,6 +479,8 @@ def cmd_client(args: argparse.Namespace) -> int:
 
     member = {"status": "GetStatus", "reload": "Reload", "access": "CheckAccess", "diagnose": "Diagnose"}[args.command]
     try:
+        if args.command == "access":
+            return _access(args)
         body = call(member, args.bus, interactive=args.command == "reload")
     except ServiceError as exc:
         if exc.unreachable and args.command == "diagnose":
@@ -492,32 +495,69 @@ def cmd_client(args: argparse.Namespace) -> int:
     if args.command == "status":
         status = body[0]
         if args.json:
-            print(json.dumps(status, indent=2))
+            # The D-Bus dictionary as it is, plus the contract's version (a key no property has: lower case).
+            print(json.dumps({"schema_version": _schema_version(), **status}, indent=2))
         else:
             sys.stdout.write(status_text(status))
         return {"ready": 0, "degraded": 1, "unavailable": 2, "no-device": 3}.get(str(status.get("State")), 4)
-    if args.command == "access":
-        allowed, text = body
-        if args.json:
-            print(json.dumps({"allowed": allowed, "explanation": text}, indent=2))
-        else:
-            print(("yes: " if allowed else "no: ") + text)
-        return 0 if allowed else 1
     if args.command == "reload":
         state = body[0]
-        print(json.dumps({"state": state}) if args.json else f"checked again: {state}")
+        print(
+            json.dumps({"schema_version": _schema_version(), "state": state})
+            if args.json
+            else f"checked again: {state}"
+        )
         return 0
     findings = findings_from_bus(body[0])
     if args.json:
         from kfdguard.report import finding_json
 
-        print(json.dumps({"findings": [finding_json(f) for f in findings]}, indent=2))
+        print(
+            json.dumps({"schema_version": _schema_version(), "findings": [finding_json(f) for f in findings]}, indent=2)
+        )
     else:
         from kfdguard.report import render_findings
 
         lines = ["kfdguard diagnose (from the service)", "", *render_findings(findings), ""]
         sys.stdout.write("\n".join(lines))
     return 2 if any(f.severity == "error" for f in findings) else 0
+
+
+def _schema_version() -> str:
+    from kfdguard.report import SCHEMA_VERSION
+
+    return SCHEMA_VERSION
+
+
+# What this process's environment says about the GPUs ROCm programs started from it would see: sent to
+# CheckAccessWithEnvironment (the service reads no caller's environment of its own).
+VISIBILITY_VARIABLES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+
+
+def _access(args: argparse.Namespace) -> int:
+    """kfdguard access: CheckAccessWithEnvironment with this shell's visibility variables, or CheckAccess
+    from a service that predates it (UnknownMethod)."""
+    from kfdguard.client import ServiceError, call
+
+    env = {name: os.environ[name] for name in VISIBILITY_VARIABLES if name in os.environ}
+    visible: bool | None = None
+    why: str | None = None
+    try:
+        allowed, text, visible, why = call("CheckAccessWithEnvironment", args.bus, signature="a{ss}", body=[env])
+    except ServiceError as exc:
+        if exc.name != "org.freedesktop.DBus.Error.UnknownMethod":
+            raise
+        allowed, text = call("CheckAccess", args.bus)
+    if args.json:
+        out: dict[str, object] = {"schema_version": _schema_version(), "allowed": allowed, "explanation": text}
+        if visible is not None:
+            out |= {"visible": visible, "environment": why}
+        print(json.dumps(out, indent=2))
+    else:
+        print(("yes: " if allowed else "no: ") + text)
+        if visible is not None:
+            print(("GPUs visible here: " if visible else "no GPU visible here: ") + str(why))
+    return 0 if allowed and visible is not False else 1
 
 
 def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
@@ -546,7 +586,8 @@ def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
     except Exception as exc:
         print(f"kfdguard: check failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         if args.json:
-            print(json.dumps({"state": str(State.ERROR), "ready": False, "error": str(exc)}))
+            failed = {"schema_version": _schema_version(), "state": str(State.ERROR), "ready": False, "error": str(exc)}
+            print(json.dumps(failed))
         return EXIT_CODES[State.ERROR]
     finally:
         target.close()

@@ -39,7 +39,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-async def _call(member: str, bus_address: str | None, interactive: bool) -> list[Any]:
+async def _call(
+    member: str, bus_address: str | None, interactive: bool, signature: str = "", body: list[Any] | None = None
+) -> list[Any]:
     from kfdguard.service.backend import load
 
     b = load()
@@ -51,7 +53,10 @@ async def _call(member: str, bus_address: str | None, interactive: bool) -> list
         raise ServiceError("kfdguard.NoBus", f"cannot connect to the system bus: {exc}") from None
     try:
         flags = b.MessageFlag.ALLOW_INTERACTIVE_AUTHORIZATION if interactive else b.MessageFlag.NONE
-        msg = b.Message(destination=BUS_NAME, path=OBJECT_PATH, interface=INTERFACE, member=member, flags=flags)
+        msg = b.Message(
+            destination=BUS_NAME, path=OBJECT_PATH, interface=INTERFACE, member=member, flags=flags,
+            signature=signature, body=body or [],
+        )  # fmt: skip
         timeout = INTERACTIVE_TIMEOUT if interactive else TIMEOUT
         reply = await asyncio.wait_for(bus.call(msg), timeout)
     except TimeoutError:
@@ -63,5 +68,12 @@ async def _call(member: str, bus_address: str | None, interactive: bool) -> list
     return [_plain(v) for v in reply.body]
 
 
-def call(member: str, bus_address: str | None = None, *, interactive: bool = False) -> list[Any]:
-    return asyncio.run(_call(member, bus_address, interactive))
+def call(
+    member: str,
+    bus_address: str | None = None,
+    *,
+    interactive: bool = False,
+    signature: str = "",
+    body: list[Any] | None = None,
+) -> list[Any]:
+    return asyncio.run(_call(member, bus_address, interactive, signature, body))

@@ -14,7 +14,7 @@ import os
 import re
 
 from kfdguard.record import dataclass, field
-from kfdguard.root import FLEET_NFD, FLEET_TEXTFILE
+from kfdguard.root import FLEET_CDI, FLEET_NFD, FLEET_TEXTFILE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ class FleetConfig:
     # exists; None (false in the file) turns one off.
     textfile: str | None = FLEET_TEXTFILE  # node_exporter textfile collector (*.prom)
     nfd: str | None = FLEET_NFD  # Node Feature Discovery feature file
+    cdi: str | None = None  # kfdguard's own CDI spec: off unless asked for (true: FLEET_CDI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "log": {"sources": "sources", "previous_boots": "boots"},
     "compute": {"require": "require", "wait_timeout": "seconds"},
     "software": {"units": "units", "paths": "paths"},
-    "fleet": {"textfile": "textfile", "nfd": "nfdfile"},
+    "fleet": {"textfile": "textfile", "nfd": "nfdfile", "cdi": "cdifile"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -312,6 +313,8 @@ def _fleet_file(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> st
     """An absolute file path for a fleet output, or None for false/null (turned off)."""
     if tag == "null" or (tag == "bool" and text.lower() in ("false", "no", "off", "n")):
         return None
+    if kind == "cdifile" and tag == "bool" and text.lower() in ("true", "yes", "on", "y"):
+        return FLEET_CDI
     name = text.rsplit("/", 1)[-1]
     if tag != "str" or not text.startswith("/") or len(text) > 4096 or "\0" in text or not name:
         raise _Invalid(node, key, f"{text!r:.60} is not an absolute file path (or false to turn it off)")
@@ -320,13 +323,18 @@ def _fleet_file(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> st
     # node_exporter's textfile collector reads only *.prom; nfd-worker skips dot files.
     if kind == "textfile" and not name.endswith(".prom"):
         raise _Invalid(node, key, f"{name!r:.60}: node_exporter reads only files ending in .prom")
+    # Container engines read *.json and *.yaml specs; kfdguard writes JSON. amd*.json is what kfdguard
+    # checks as AMD's toolkit's spec: its own must not look like one.
+    if kind == "cdifile" and (not name.endswith(".json") or name.startswith("amd")):
+        raise _Invalid(node, key, f"{name!r:.60}: a CDI spec file ending in .json, not named amd*")
     if name.startswith("."):
         raise _Invalid(node, key, f"{name!r:.60}: a file name starting with a dot is skipped by its reader")
     return text
 
 
 _SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer,
-            "version": _integer, "seconds": _seconds, "textfile": _fleet_file, "nfdfile": _fleet_file}  # fmt: skip
+            "version": _integer, "seconds": _seconds, "textfile": _fleet_file, "nfdfile": _fleet_file,
+            "cdifile": _fleet_file}  # fmt: skip
 
 
 class _AnyKeys(tuple[str, ...]):

@@ -40,6 +40,8 @@ VOLUME_DEVICES = ("/dev/md", "/dev/mapper/", "/dev/dm-")
 # local feature files, and where CDI specs live (the CDI spec's static and dynamic dirs).
 FLEET_TEXTFILE = "/var/lib/prometheus/node-exporter/kfdguard.prom"
 FLEET_NFD = "/etc/kubernetes/node-feature-discovery/features.d/kfdguard"
+# kfdguard's own CDI spec (fleet.cdi: true): /run, since it describes this boot's device nodes.
+FLEET_CDI = "/run/cdi/kfdguard.json"
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 DRI_DIR = "/dev/dri"  # render and card nodes, as CDI specs name them
 

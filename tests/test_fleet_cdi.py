@@ -24,6 +24,7 @@ from kfdguard.assess import assess
 from kfdguard.facts import Facts
 from kfdguard.fleet.cdi import check, parse_spec
 from kfdguard.probe import probe
+from kfdguard.simulate import bundled
 from kfdguard.simulate.system import SimulatedSystem
 
 Make = Callable[[str], SimulatedSystem]
@@ -223,3 +224,110 @@ def test_no_spec_no_finding(machine_facts: dict[str, Facts]) -> None:
     for facts in machine_facts.values():
         assert facts.cdi == ()
         assert check(facts, facts.cdi) == []
+
+
+# --- kfdguard's own spec ------------------------------------------------------------------------
+
+REPO_SCHEMA = Path(__file__).resolve().parents[1] / "schema/cdi"
+
+
+def committed_cdi_validator() -> Any:
+    """The CDI schema committed in schema/cdi (the project's current one, see its README), as one document."""
+    from jsonschema import Draft7Validator
+
+    schema = json.loads((REPO_SCHEMA / "schema.json").read_text())
+    defs = json.loads((REPO_SCHEMA / "defs.json").read_text())
+    text = json.dumps(schema).replace('"defs.json#/definitions/', '"#/definitions/')
+    merged = json.loads(text) | {"definitions": defs["definitions"]}
+    Draft7Validator.check_schema(merged)
+    return Draft7Validator(merged)
+
+
+def _own(name: str, fresh_machine: Make) -> tuple[Facts, dict[str, Any] | None]:
+    from kfdguard.fleet.cdi import render_spec
+
+    system = fresh_machine(name)
+    facts = probe(system)
+    text = render_spec(assess(facts), facts)
+    return facts, None if text is None else json.loads(text)
+
+
+@pytest.mark.parametrize("name", bundled.names())
+def test_own_spec_of_every_bundled_machine_is_a_valid_cdi_spec(name: str, fresh_machine: Make) -> None:
+    facts, spec = _own(name, fresh_machine)
+    verdict = assess(facts)
+    ready = [g for g in verdict.gpus if g.compute_ready]
+    if spec is None:
+        # Nothing to offer: no GPU computes (or /dev/kfd is no character device).
+        assert not ready or facts.kfd.node.stat is None
+        return
+    assert [e.message for e in committed_cdi_validator().iter_errors(spec)] == []
+    assert spec["kind"] == "kfdguard.org/gpu" and spec["cdiVersion"] == "0.5.0"
+    names = [d["name"] for d in spec["devices"]]
+    assert names == [*(str(i) for i in range(len(names) - 1)), "all"]
+    # The minimum version (container-device-interface specs-go/version.go): no annotations (0.6.0),
+    # no dots in the kind's class (0.6.0), device names starting with a digit (0.5.0).
+    assert "annotations" not in spec and all("annotations" not in d for d in spec["devices"])
+    assert "." not in spec["kind"].split("/")[1]
+    # Every node is what the host has now: kfdguard's own staleness check finds nothing wrong in it, and
+    # misses only the GPUs that do not compute (left out on purpose: they would hand containers a GPU
+    # that fails).
+    as_amd = json.dumps(spec | {"kind": "amd.com/gpu"})
+    stale = [e for f in check(facts, (parse_spec("/run/cdi/kfdguard.json", as_amd.encode()),)) for e in f.evidence]
+    idle = {f"/dev/dri/{g.render_node}" for g in verdict.gpus if not g.compute_ready and g.render_node}
+    assert all(e.split(": has no ")[1].split(":")[0] in idle for e in stale if ": has no " in e), stale
+    assert all(": has no " in e for e in stale), stale
+
+
+def test_own_spec_also_valid_under_debians_cdi_schema(fresh_machine: Make) -> None:
+    _, spec = _own("rx7900xtx-ubuntu2404", fresh_machine)
+    assert spec is not None
+    assert [e.message for e in cdi_validator().iter_errors(spec)] == []
+
+
+def test_own_spec_is_written_when_enabled_and_removed_when_nothing_computes(fresh_machine: Make) -> None:
+    from kfdguard.config import FleetConfig
+    from kfdguard.fleet.publish import write
+
+    system = fresh_machine("rx7900xtx-ubuntu2404")
+    (system.root.path / "run/cdi").mkdir(parents=True, exist_ok=True)
+    facts = probe(system)
+    paths = FleetConfig(textfile=None, nfd=None, cdi="/run/cdi/kfdguard.json")
+    (result,) = write(system.root, paths, assess(facts), facts, 1_700_000_000.0)
+    assert result.status == "written"
+    spec = json.loads((system.root.path / "run/cdi/kfdguard.json").read_text())
+    assert spec["devices"][-1]["name"] == "all"
+    broken = fresh_machine("no-hsa-amd")
+    (broken.root.path / "run/cdi").mkdir(parents=True, exist_ok=True)
+    (broken.root.path / "run/cdi/kfdguard.json").write_text(json.dumps(spec))  # left from an earlier boot
+    facts = probe(broken)
+    (result,) = write(broken.root, paths, assess(facts), facts, 1_700_000_000.0)
+    assert (result.status, result.detail) == ("removed", "no AMD GPU can compute")
+    assert not (broken.root.path / "run/cdi/kfdguard.json").exists()
+    # Off by default: the default configuration writes no CDI spec.
+    assert FleetConfig().cdi is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected", "error"),
+    [
+        ("true", "/run/cdi/kfdguard.json", None),
+        ("false", None, None),
+        ("/etc/cdi/kfdguard.json", "/etc/cdi/kfdguard.json", None),
+        ("/etc/cdi/amd.json", None, "not named amd*"),
+        ("/run/cdi/kfdguard.yaml", None, "ending in .json"),
+        ("relative.json", None, "not an absolute file path"),
+    ],
+)
+def test_fleet_cdi_setting(tmp_path: Path, value: str, expected: str | None, error: str | None) -> None:
+    from kfdguard.config import load_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(f"version: 1\nfleet:\n  cdi: {value}\n")
+    loaded = load_config(path, "/etc/kfdguard/config.yaml")
+    if error is None:
+        assert loaded.errors == () or not loaded.errors
+        assert loaded.config.fleet.cdi == expected
+    else:
+        assert any(error in str(e) for e in loaded.errors), loaded.errors
+        assert loaded.config.fleet.cdi is None  # a bad file: the default (off)

@@ -151,6 +151,21 @@ def test_the_unit_still_denies_ip() -> None:
     assert "AF_INET" not in families  # nor AF_INET6: fleets read files, never a port
 
 
+def test_the_unit_lets_the_service_write_the_fleet_directories() -> None:
+    import os.path
+
+    from kfdguard.root import FLEET_CDI
+
+    unit = (REPO / "units" / "kfdguard.service").read_text()
+    lines = [line.strip() for line in unit.splitlines() if not line.lstrip().startswith("#")]
+    writable = {
+        p.lstrip("-") for line in lines if line.startswith("ReadWritePaths=") for p in line.split("=", 1)[1].split()
+    }
+    for default in (FLEET_TEXTFILE, FLEET_NFD, FLEET_CDI):
+        assert os.path.dirname(default) in writable, default
+    assert "IPAddressDeny=any" in lines  # writing files, still no network
+
+
 def test_the_fleet_code_uses_no_network_module() -> None:
     banned = {"socket", "http", "urllib", "asyncio.start_server", "ssl"}
     for path in sorted((REPO / "kfdguard" / "fleet").glob("*.py")):

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from kfdguard.config import (
     _SECTIONS,
+    ASSESS,
     INITRAMFS,
     POLICIES,
     REQUIRE,
@@ -91,6 +92,7 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "group": names.map(lambda v: (v, v)),
     "mode": _mode(),
     "policy": st.sampled_from(POLICIES).map(lambda v: (v, v)),
+    "assess": st.sampled_from(ASSESS).map(lambda v: (v, v)),
     "require": st.sampled_from(REQUIRE).map(lambda v: (v, v)),
     "seconds": _seconds(),
     "uid": st.integers(0, 2**32 - 2).map(lambda n: (str(n), n)),
@@ -111,9 +113,13 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
                           st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
     "nfdfile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/{t[1]}",) * 2),
                          st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
+    # fleet.cdi: a .json path not named amd*, true (the default path) or false-like: off.
+    "cdifile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/k{t[1]}.json",) * 2),
+                         st.sampled_from(["true", "yes"]).map(lambda v: (v, "/run/cdi/kfdguard.json")),
+                         st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
-_QUOTABLE = {"group", "policy", "initramfs", "mode", "require"}
+_QUOTABLE = {"group", "policy", "assess", "initramfs", "mode", "require"}
 
 
 @st.composite
@@ -222,6 +228,7 @@ _INVALID: dict[str, list[str]] = {
     "group": ["'ren der'", "-render", "x" * 33, "ä"],
     "mode": ["0x1", "9", "0066", "1000", "0o", "[0660]"],
     "policy": ["oneshott", "PIN", "''", "{}"],
+    "assess": ["sometimes", "If-Fallback", "''", "[always]"],
     "require": ["every", "some", "ALL", "''", "[any]"],
     "seconds": ["9000", "0", "abc", ".nan", "-1", "'5'"],
     "uid": ["-1", "abc", "4294967295", "1.5"],
@@ -233,6 +240,7 @@ _INVALID: dict[str, list[str]] = {
     "paths": ["/srv", "[relative]", "[[/srv]]"],
     "textfile": ["relative.prom", "/srv/gpu.txt", "true", "[/a.prom]"],
     "nfdfile": ["relative", "/srv/.hidden", "/srv/../x", "yes", "{a: b}"],
+    "cdifile": ["relative.json", "/run/cdi/amd.json", "/run/cdi/spec.yaml", "/srv/../x.json", "[/a.json]"],
 }
 
 

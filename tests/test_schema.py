@@ -108,9 +108,30 @@ def test_the_schema_refuses_what_breaks_the_contract(capsys: pytest.CaptureFixtu
     assert errors("check", good | {"findings": [bad_finding]})
 
 
-def test_a_failed_check_has_its_own_shape() -> None:
-    assert errors("checkFailed", {"state": "error", "ready": False, "error": "boom"}) == []
-    assert errors("checkFailed", {"state": "ready", "ready": True, "error": "boom"})
+def test_a_failed_check_has_its_own_shape(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from kfdguard.app import pipeline
+
+    def broken(*_: object, **__: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "check", broken)
+    code = cli.main(["check", "--machine", "kfd-perms-0600", "--json"])
+    captured = capsys.readouterr()
+    failed = json.loads(captured.out)
+    assert code == 4 and "check failed: RuntimeError: boom" in captured.err
+    assert failed == {"schema_version": SCHEMA_VERSION, "state": "error", "ready": False, "error": "boom"}
+    assert errors("checkFailed", failed) == []
+    assert errors("checkFailed", {"state": "error", "ready": False, "error": "boom"})  # schema_version is required
+    assert errors("checkFailed", failed | {"state": "ready", "ready": True})
+
+
+def test_access_and_reload_documents() -> None:
+    both = {"schema_version": SCHEMA_VERSION, "allowed": True, "explanation": "x", "visible": False, "environment": "y"}
+    assert errors("access", both) == []
+    assert errors("access", {k: v for k, v in both.items() if k not in ("visible", "environment")}) == []
+    assert errors("access", {k: v for k, v in both.items() if k != "environment"})  # one without the other
+    assert errors("reload", {"schema_version": SCHEMA_VERSION, "state": "ready"}) == []
+    assert errors("reload", {"schema_version": SCHEMA_VERSION, "state": "asleep"})
 
 
 def test_the_bookworm_validator_accepts_the_same(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -172,4 +193,13 @@ def test_getstatus_status_json_and_diagnose_json_from_the_service(name: str) -> 
         )  # fmt: skip
         answered = json.loads(diagnosis.stdout)
         assert errors("serviceDiagnosis", answered) == []
+        assert plain["schema_version"] == answered["schema_version"] == SCHEMA_VERSION
+        for argv, part in ((["access", "--json"], "access"), (["reload", "--json"], "reload")):
+            other = subprocess.run(
+                [sys.executable, "-m", "kfdguard", *argv, "--bus", g.address],
+                capture_output=True, text=True, timeout=120, env=g.env() | {"ROCR_VISIBLE_DEVICES": ""}, check=False,
+            )  # fmt: skip
+            doc = json.loads(other.stdout)
+            assert errors(part, doc) == [], (argv, doc)
+        assert doc["state"] in ("ready", "degraded", "unavailable", "no-device", "error")
         assert answered["findings"], "the service's diagnosis of a machine with a problem names it"

@@ -85,7 +85,9 @@ def test_the_running_service_exposes_exactly_the_xml_contract(backend: str) -> N
         # Every method answers with its declared out-signature (or an authorization error).
         for method, out in methods.items():
             assert got[method]["result"] == out
-            reply = call(method, env=env, check=False)
+            assert got[method]["signature"] == INS.get(method, "-"), method  # busctl writes "-" for none
+            args = ("a{ss}", "0") if method in INS else ()
+            reply = call(method, *args, env=env, check=False)
             if reply.returncode == 0:
                 assert reply.stdout.split()[0] == out, (method, reply.stdout)
             else:  # the fallback methods on a machine with nothing to fall back to
@@ -125,6 +127,58 @@ def test_check_access_for_the_caller() -> None:
         # dbus-daemon drops callers it cannot look up: use a real system account (daemon, uid 1).
         member = call("CheckAccess", env=env, user=1, groups=(render_gid,)).stdout
         assert member.startswith("bs true") and "can open /dev/kfd, /dev/dri/renderD128" in member
+
+
+# The methods that take arguments (every other one takes none), as the XML declares them.
+INS = {"CheckAccessWithEnvironment": "a{ss}"}
+
+
+@pytest.mark.usefixtures("each_bus")
+def test_check_access_with_the_callers_environment() -> None:
+    with guardian("rx7900xtx-ubuntu2404", enforce=False) as g:
+        plain = call("CheckAccessWithEnvironment", "a{ss}", "0", env=g.env()).stdout  # busctl, an a{ss} of none
+        assert plain.startswith("bsbs true ") and 'true "no visibility variable is set' in plain
+
+        def ask(env: dict[str, str]) -> list[Any]:
+            return py_call("CheckAccessWithEnvironment", g.address, signature="a{ss}", body=[env])
+
+        allowed, text, visible, why = ask({"ROCR_VISIBLE_DEVICES": ""})
+        assert allowed is True and text == "root (uid 0) can open /dev/kfd, /dev/dri/renderD128"
+        assert visible is False
+        assert (
+            why
+            == "ROCR_VISIBLE_DEVICES='' hides every AMD GPU (the 1 on this machine): ROCm programs started here see no GPU"
+        )
+        _, _, visible, why = ask({"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "1"})
+        assert visible is False and why.startswith(
+            "HIP_VISIBLE_DEVICES='1' hides every AMD GPU (the 1 left by ROCR_VISIBLE_DEVICES)"
+        )
+        _, _, visible, why = ask({"CUDA_VISIBLE_DEVICES": "0", "PATH": "/bin"})
+        assert visible is True and why == "CUDA_VISIBLE_DEVICES='0' leaves 1 of 1"
+        # The old method is unchanged: a client written before the new one keeps working.
+        assert call("CheckAccess", env=g.env()).stdout.startswith("bs true")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.usefixtures("each_bus")
+def test_hostile_environments_get_invalid_args(backend: str) -> None:
+    with guardian("rx7900xtx-ubuntu2404", backend=backend, enforce=False) as g:
+        member = "CheckAccessWithEnvironment"
+        cases: list[tuple[str, list[Any], str]] = [
+            ("", [], "takes (a{ss})"),
+            ("s", ["x"], "takes (a{ss})"),
+            ("a{ss}", [{f"V{i}": "0" for i in range(65)}], "65 entries (at most 64)"),
+            ("a{ss}", [{"ROCR_VISIBLE_DEVICES": "0," * 4000}], "name or value too long"),
+            ("a{ss}", [{"X" * 300: ""}], "name or value too long"),
+        ]
+        for sig, body, text in cases:
+            name, message = raw_call(g.address, backend, NAME, member, sig, body)
+            assert name == ERROR_PREFIX + "InvalidArgs", (sig, name, message)
+            assert text in message and "Traceback" not in message
+        assert raw_call(g.address, backend, NAME, member, "a{ss}", [{"HIP_VISIBLE_DEVICES": "\u2603,-1"}]) == (
+            None, "bsbs"
+        )  # fmt: skip
+        assert g.proc.poll() is None
 
 
 # What each bus says when its policy refuses a method call (dbus-daemon 1.14 bus/bus.c wording;
@@ -294,6 +348,12 @@ def test_cli_clients(tmp_path: Path) -> None:
         assert status.returncode == 2 and json.loads(status.stdout)["State"] == "unavailable"
         access = kfd("access", user=NOBODY)
         assert access.returncode == 1 and access.stdout.startswith("no: nobody (uid 65534) cannot open /dev/kfd")
+        # The CLI sends its visibility variables: whatever /dev/kfd allows, this shell hides the GPU.
+        hidden = run_as([sys.executable, "-m", "kfdguard", "access", "--json", "--bus", g.address],
+                        env={**g.env(), "HIP_VISIBLE_DEVICES": "5"}, check=False)  # fmt: skip
+        said = json.loads(hidden.stdout)
+        assert hidden.returncode == 1 and said["visible"] is False and said["explanation"].startswith("root (uid 0)")
+        assert said["environment"].startswith("HIP_VISIBLE_DEVICES='5' hides every AMD GPU"), said
         diag = kfd("diagnose", "--json", user=NOBODY)
         codes = {f["code"] for f in json.loads(diag.stdout)["findings"]}
         assert "device-permissions" in codes and diag.returncode == 2

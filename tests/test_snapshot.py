@@ -234,3 +234,58 @@ def test_a_uki_read_in_pieces_replays_from_a_sparse_copy(tmp_path: Path) -> None
     assert copy.stat().st_blocks * 512 < 1 << 20, "only the pieces read are stored"
     replay = probe(ReplaySystem(Root(tmp_path / "bundle")), log="never").bootloader
     assert replay == live
+
+
+def test_a_bundle_carries_the_software_inventory_and_replays_the_same_software_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from kfdguard.simulate.render import render
+    from kfdguard.simulate.spec import spec_from_dict
+
+    data = Path(__file__).resolve().parent / "data/userspace/machines/780m-ollama.yaml"
+    root = render(spec_from_dict("780m-ollama", yaml.safe_load(data.read_text())), tmp_path / "machine")
+    assert main(["check", "--root", str(root.path), "--json"]) == 0  # ready: the override is a warning
+    live = json.loads(capsys.readouterr().out)
+    assert live["software"]["stacks"], "the machine has a stack to carry"
+    dest = tmp_path / "bundle"
+    assert main(["snapshot", "--root", str(root.path), str(dest)]) == 0
+    capsys.readouterr()
+    record = json.loads((dest / MANIFEST).read_text())["software"]
+    (stack,) = record["stacks"]
+    assert stack["path"] == "/usr/lib/ollama" and stack["components"][0]["targets"][:2] == ["gfx1030", "gfx1100"]
+    # Not the libraries: the bundle's tree has none of the stack's files, only the record.
+    assert not (dest / "usr/lib/ollama").exists()
+    assert main(["check", "--root", str(dest), "--json"]) == 0
+    replay = json.loads(capsys.readouterr().out)
+    assert replay["software"] == live["software"]
+    assert [f["code"] for f in replay["findings"]] == [f["code"] for f in live["findings"]]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: s.update(stacks={}), r"manifest.software.stacks: expected a list"),
+        (lambda s: s["stacks"][0]["components"][0].update(source="guess"), r"source: 'guess' \(known: bundles, name\)"),
+        (lambda s: s["stacks"][0]["components"][0].update(targets=[1]), "targets: expected a list of strings"),
+        (lambda s: s["stacks"][0]["components"][0].update(files=-1), "files: -1 is out of range"),
+        (lambda s: s["stacks"][0].update(components=[{}] * 5000), r"components: 5000 entries \(at most 4096\)"),
+        (lambda s: s.update(ld_paths=[["/a"]]), r"ld_paths\[0\]: expected \[directory, file\]"),
+        (lambda s: s["env"].append({"name": "X", "value": 3, "origin": "o"}), r"env\[\d+\].value: expected a string"),
+    ],
+)
+def test_a_malformed_software_record_is_a_specific_error(tmp_path: Path, change: object, message: str) -> None:
+    from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
+    from kfdguard.userspace.record import software_record
+
+    bundle = _bundle(tmp_path)
+    lib = Component("rocblas/library", "/opt/rocm/lib/rocblas/library", ("gfx1100",), "name", 1)
+    sw = SoftwareFacts((Stack("rocm", "ROCm 6.2.4", "/opt/rocm", "6.2.4", (lib,)),), (EnvSetting("A", "b", "c"),))
+    doc = json.loads((bundle / MANIFEST).read_text())
+    doc["software"] = software_record(sw)
+    assert callable(change)
+    change(doc["software"])
+    (bundle / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(SnapshotError, match=message):
+        ReplaySystem(Root(bundle))

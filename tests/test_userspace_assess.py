@@ -128,6 +128,8 @@ def test_ollama_unit_does_not_reach_other_stacks_when_ollama_bundles_rocm() -> N
         ("ROCR_VISIBLE_DEVICES", "", True),
         ("CUDA_VISIBLE_DEVICES", "1,2", True),
         ("HIP_VISIBLE_DEVICES", "0", False),
+        ("HIP_VISIBLE_DEVICES", "", False),  # rocclr reads an empty list as none (then CUDA_VISIBLE_DEVICES)
+        ("HIP_VISIBLE_DEVICES", "1,0", True),  # it stops at the first index that is no GPU of its own
         ("ROCR_VISIBLE_DEVICES", "GPU-4b2c1a3e5f6d7e8f", False),
     ],
 )
@@ -166,3 +168,77 @@ def test_unreadable_component_gives_unknown_not_missing() -> None:
     verdict = assess_software(SoftwareFacts((broken,)), [RX7900])
     assert verdict.findings == ()
     assert verdict.rows[0].status == "unknown"
+
+
+# Two GPUs as the KFD topology numbers them: node 0 is the CPU, the GPUs are nodes 1 and 2.
+NODE1_7900 = GpuTarget("0000:03:00.0", "AMD Radeon RX 7900 XTX", "gfx1100", node=1)
+NODE2_6700 = GpuTarget("0000:0b:00.0", "AMD Radeon RX 6700 XT", "gfx1031", node=2)
+
+
+def test_per_node_override_applies_to_its_node_only() -> None:
+    per = EnvSetting("HSA_OVERRIDE_GFX_VERSION_2", "10.3.0", "ollama.service (u)", "ollama.service")
+    findings = assess_software(SoftwareFacts((rocm(),), (per,)), [NODE1_7900, NODE2_6700]).findings
+    overrides = [(f.code, f.gpu) for f in findings if f.code.startswith("userspace-override")]
+    assert overrides == [("userspace-override-workaround", NODE2_6700.slot)]
+    (workaround,) = [f for f in findings if f.code == "userspace-override-workaround"]
+    assert "HSA_OVERRIDE_GFX_VERSION_2=10.3.0 in the ollama.service (u)" in workaround.message
+
+
+def test_per_node_override_wins_over_the_global_one() -> None:
+    env = (
+        EnvSetting("HSA_OVERRIDE_GFX_VERSION", "11.0.0", "caller environment"),
+        EnvSetting("HSA_OVERRIDE_GFX_VERSION_2", "10.3.0", "caller environment"),
+    )
+    findings = assess_software(SoftwareFacts((rocm(),), env), [NODE1_7900, NODE2_6700]).findings
+    by_slot = {f.gpu: f for f in findings if f.code.startswith("userspace-override")}
+    assert {slot: f.code for slot, f in by_slot.items()} == {
+        NODE1_7900.slot: "userspace-override-unneeded",
+        NODE2_6700.slot: "userspace-override-workaround",
+    }
+    assert "HSA_OVERRIDE_GFX_VERSION=11.0.0 in the caller environment" in by_slot[NODE1_7900.slot].message
+    assert "HSA_OVERRIDE_GFX_VERSION_2=10.3.0 in the caller environment" in by_slot[NODE2_6700.slot].message
+
+
+def test_workaround_names_the_per_node_variable_where_gpus_differ() -> None:
+    _, remedy, _ = one(SoftwareFacts((rocm(),)), "userspace-target-unsupported", NODE1_7900, NODE2_6700)
+    assert "HSA_OVERRIDE_GFX_VERSION_2=10.3.0" in remedy  # the global one would move the 7900 XTX too
+    _, remedy, _ = one(SoftwareFacts((rocm(),)), "userspace-target-unsupported", NODE2_6700)
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in remedy  # one GPU: the global one is enough
+
+
+def test_per_node_override_of_a_cpu_node_is_named() -> None:
+    # ollama's documentation writes HSA_OVERRIDE_GFX_VERSION_0: on a usual machine node 0 is the CPU.
+    env = (EnvSetting("HSA_OVERRIDE_GFX_VERSION_0", "10.3.0", "ollama.service (u)", "ollama.service"),)
+    message, remedy, evidence = one(SoftwareFacts((rocm(),), env), "userspace-override-node", NODE1_7900, NODE2_6700)
+    assert "names KFD node 0, which is no GPU here" in message
+    assert "node 2 gfx1031 (AMD Radeon RX 6700 XT)" in message
+    assert remedy.startswith("rename it to HSA_OVERRIDE_GFX_VERSION_1 or HSA_OVERRIDE_GFX_VERSION_2")
+    assert evidence[0] == "HSA_OVERRIDE_GFX_VERSION_0=10.3.0 (ollama.service (u))"
+    # It never reaches a GPU: the 6700 XT is still without code and without an override.
+    assert "userspace-target-unsupported" in codes(SoftwareFacts((rocm(),), env), NODE1_7900, NODE2_6700)
+    # Without the topology (no node numbers) nothing can be said about node numbers.
+    assert "userspace-override-node" not in codes(SoftwareFacts((rocm(),), env), RX7900, RX6700)
+
+
+def test_environment_visibility_as_rocr_then_hip_apply_it() -> None:
+    from kfdguard.userspace.assess import environment_visibility
+
+    assert environment_visibility({}, 2) == (
+        True, "no visibility variable is set: ROCm programs started here see every AMD GPU"
+    )  # fmt: skip
+    assert environment_visibility({"HIP_VISIBLE_DEVICES": ""}, 2)[0] is True  # empty: HIP filters nothing
+    assert environment_visibility({"ROCR_VISIBLE_DEVICES": ""}, 2)[0] is False  # set: ROCr filters, to nothing
+    assert environment_visibility({"HIP_VISIBLE_DEVICES": "", "CUDA_VISIBLE_DEVICES": "7"}, 2)[0] is False
+    assert environment_visibility({"ROCR_VISIBLE_DEVICES": "2,3"}, 2)[1].startswith(
+        "ROCR_VISIBLE_DEVICES='2,3' hides every AMD GPU (the 2 on this machine)"
+    )
+    # ROCr keeps GPU 1 only; HIP then numbers what is left from 0, so HIP's 1 is nothing.
+    visible, why = environment_visibility({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, 2)
+    assert not visible and why.startswith("HIP_VISIBLE_DEVICES='1' hides every AMD GPU (the 1 left by")
+    # HIP_VISIBLE_DEVICES wins over CUDA_VISIBLE_DEVICES: CUDA's empty list is not read.
+    assert environment_visibility({"HIP_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": ""}, 1) == (
+        True, "HIP_VISIBLE_DEVICES='0' leaves 1 of 1"
+    )  # fmt: skip
+    visible, why = environment_visibility({"ROCR_VISIBLE_DEVICES": "GPU-4a2c1b"}, 1)
+    assert visible and "by UUID" in why
+    assert environment_visibility({}, 0) == (False, "this machine has no AMD GPU for ROCm to see")

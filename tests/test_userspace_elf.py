@@ -1,4 +1,5 @@
-"""kfdguard's bounded ELF section reader against pyelftools, the well-kept library, on real and hostile files."""
+"""kfdguard's bounded ELF section reader (pyelftools' layouts, kfdguard's bounds) against pyelftools' own
+section walk (iter_sections, name lookup) on real files, and its errors on hostile ones."""
 
 from __future__ import annotations
 

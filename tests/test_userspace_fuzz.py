@@ -112,3 +112,55 @@ def test_mutated_elf_file(toy_elf: bytes, data: st.DataObject) -> None:
             assert all(parse_target(t) is not None for t in result.targets)
     finally:
         Path(name).unlink()
+
+
+def _header_fields(raw: bytes) -> list[tuple[int, int]]:
+    """(offset, width) of every ELF64 header field after e_ident and of every field of every section header."""
+    fields = [(16, 2), (18, 2), (20, 4), (24, 8), (32, 8), (40, 8), (48, 4), (52, 2), (54, 2), (56, 2), (58, 2)]
+    fields += [(60, 2), (62, 2)]
+    shoff = int.from_bytes(raw[40:48], "little")
+    shnum = int.from_bytes(raw[60:62], "little")
+    widths = [4, 4, 8, 8, 8, 8, 4, 4, 8, 8]  # Elf64_Shdr
+    for i in range(shnum):
+        at = shoff + 64 * i
+        for w in widths:
+            fields.append((at, w))
+            at += w
+    return [(at, w) for at, w in fields if at + w <= len(raw)]
+
+
+@settings(
+    max_examples=examples(200, campaign=10_000),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(st.data())
+def test_hostile_elf_header_values(toy_elf: bytes, data: st.DataObject) -> None:
+    # Random bytes rarely land on a header; here each mutation writes an edge value (0, 1, a count past
+    # the file, 2**63, all ones, SHN_XINDEX...) into one field of the ELF header or a section header:
+    # whatever pyelftools makes of it, the scan answers with targets or an error, in bounded time.
+    import time
+
+    raw = bytearray(toy_elf)
+    fields = _header_fields(toy_elf)
+    for _ in range(data.draw(st.integers(1, 4), label="mutations")):
+        at, width = data.draw(st.sampled_from(fields), label="field")
+        top = (1 << (8 * width)) - 1
+        value = data.draw(
+            st.sampled_from([0, 1, 2, 0xFF00, 0xFFFF, len(raw), len(raw) - 1, top, top >> 1, 1 << (8 * width - 1)])
+            | st.integers(0, top),
+            label="value",
+        )
+        raw[at : at + width] = (value & top).to_bytes(width, "little")
+    fd, name = tempfile.mkstemp(suffix=".so")
+    try:
+        os.write(fd, bytes(raw))
+        os.close(fd)
+        started = time.monotonic()
+        result = scan_file(name, explicit=True)
+        assert time.monotonic() - started < 2.0
+        assert result is not None
+        if result.error:
+            assert result.targets == () and result.error.isprintable()
+    finally:
+        Path(name).unlink()

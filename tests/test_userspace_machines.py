@@ -58,9 +58,16 @@ def test_wrong_override_in_ollama_service_names_unit_and_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc = check(tmp_path, capsys, "rx6800-ollama-wrong-override")
-    f = findings(doc)["userspace-override-unneeded"]
+    # ollama has gfx1030 code, but the override makes ROCm report the card as gfx1100 and load gfx1100's:
+    # wrong (another instruction set), not merely unneeded.
+    f = findings(doc)["userspace-override-wrong"]
     assert "HSA_OVERRIDE_GFX_VERSION=11.0.0 in the ollama.service (/etc/systemd/system/ollama.service)" in str(
         f["message"]
     )
-    assert "has code for gfx1030" in str(f["message"])
-    assert f["severity"] == "warning"
+    assert "code built for gfx1100 on gfx1030" in str(f["message"]) and "another instruction set" in str(f["message"])
+    assert f["severity"] == "error"
+    assert (
+        f["remedy"]
+        == "remove HSA_OVERRIDE_GFX_VERSION=11.0.0 from the ollama.service (/etc/systemd/system/ollama.service)"
+    )
+    assert "userspace-override-unneeded" not in findings(doc)

@@ -173,3 +173,18 @@ def test_configured_units_and_paths(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert {s["kind"] for s in doc["software"]["stacks"]} == {"rocm", "ollama", "pytorch"}
     hidden = [f for f in doc["findings"] if f["code"] == "userspace-gpus-hidden"]
     assert len(hidden) == 1 and "llama-server.service" in hidden[0]["message"]
+
+
+def test_per_node_overrides_are_read_from_units_and_the_caller(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    put(root, "/etc/systemd/system/ollama.service",
+        "[Service]\nEnvironment=HSA_OVERRIDE_GFX_VERSION_1=11.0.0 HSA_OVERRIDE_GFX_VERSION_2=10.3.0\n"
+        "Environment=HSA_OVERRIDE_GFX_VERSION_02=9.0.0 HSA_OVERRIDE_GFX_VERSION_X=1.2.3\n")  # fmt: skip
+    caller = {"HSA_OVERRIDE_GFX_VERSION_0": "10.3.0", "HSA_OVERRIDE_GFX_VERSION_+1": "1.0.0", "PATH": "/bin"}
+    sw = probe_software(Root(root), caller)
+    # libhsakmt builds the name with "%d": a leading zero, a sign or letters are names it never reads.
+    assert sorted((e.name, e.value, e.unit) for e in sw.env) == [
+        ("HSA_OVERRIDE_GFX_VERSION_0", "10.3.0", None),
+        ("HSA_OVERRIDE_GFX_VERSION_1", "11.0.0", "ollama.service"),
+        ("HSA_OVERRIDE_GFX_VERSION_2", "10.3.0", "ollama.service"),
+    ]

@@ -28,6 +28,7 @@ export const INTERFACE_XML = `<node>
     <property name="Devices" type="aa{sv}" access="read"/>
     <property name="Findings" type="a(ssss)" access="read"/>
     <property name="LastCheck" type="t" access="read"/>
+    <property name="Software" type="a(sssasas)" access="read"/>
     <method name="CheckAccess">
       <arg name="allowed" type="b" direction="out"/>
       <arg name="explanation" type="s" direction="out"/>
@@ -161,8 +162,8 @@ export const GuardianClient = GObject.registerClass({
      * What the service says now, as plain values.
      *
      * @returns {object} present, state, ready, summary, kernel, kfdVersion,
-     *   devices, findings, version, lastCheck (GLib.DateTime or null),
-     *   transition, error
+     *   devices, findings, software, version, lastCheck (GLib.DateTime or
+     *   null), transition, error
      */
     snapshot() {
         const base = {present: false, error: this._proxyError, transition: this._lastTransition};
@@ -184,6 +185,10 @@ export const GuardianClient = GObject.registerClass({
             devices: unpack(p, 'Devices', []),
             findings: unpack(p, 'Findings', []).map(([code, severity, message, remedy]) =>
                 ({code, severity, message, remedy})),
+            // Empty until the service's first scan after start-up (a service older than the
+            // property has none: the same empty list).
+            software: unpack(p, 'Software', []).map(([name, kind, path, targets, verdicts]) =>
+                ({name, kind, path, targets, verdicts})),
         };
     }
 
@@ -282,6 +287,47 @@ function severityLabel(severity, _) {
     }
 }
 
+// One verdict of the Software property: "<slot> <gfx> <status>: <detail>" (kfdguard/service/status.py).
+const VERDICT = /^(\S+) (\S+) ([a-z-]+): (.*)$/;
+
+/**
+ * One line per installed compute stack: "PyTorch 2.4.1+rocm6.1: no code for gfx1103".
+ *
+ * @param {Array<object>} software - snapshot().software
+ * @param {Function} _ - gettext
+ * @returns {Array<object>} [{text, ok}]: ok when every GPU has code in it
+ */
+export function softwareLines(software, _) {
+    return (software ?? []).map(stack => {
+        const parts = [];
+        let ok = true;
+        for (const verdict of stack.verdicts ?? []) {
+            const m = VERDICT.exec(verdict);
+            if (!m) {
+                // A verdict of a newer service, in a shape this one does not know: shown as it is.
+                parts.push(verdict);
+                ok = false;
+                continue;
+            }
+            const [, , gfx, status] = m;
+            if (status === 'runs' || status === 'runs-generic') {
+                parts.push(format(_('runs on %s'), gfx));
+            } else {
+                ok = false;
+                if (status === 'no-code')
+                    parts.push(format(_('no code for %s'), gfx));
+                else if (status === 'override')
+                    parts.push(format(_('no code for %s (runs a neighbour\'s with an override)'), gfx));
+                else
+                    parts.push(format(_('%s: targets unknown'), gfx));
+            }
+        }
+        const text = parts.length > 0 ? `${stack.name}: ${parts.join('; ')}`
+            : format(_('%s: code for %s'), stack.name, (stack.targets ?? []).join(' ') || _('no known target'));
+        return {text, ok};
+    });
+}
+
 /**
  * What the indicator shows for a snapshot: pure, so tests check it directly.
  *
@@ -289,7 +335,7 @@ function severityLabel(severity, _) {
  * @param {Function} _ - gettext
  * @returns {object} label, iconName, styleClass, present, title, lines,
  *   devices [{title, detail, ready}], findings [{severity, severityLabel,
- *   code, message, remedy}], footer
+ *   code, message, remedy}], software [{text, ok}], footer
  */
 export function describe(snap, _) {
     if (!snap.present) {
@@ -303,6 +349,7 @@ export function describe(snap, _) {
                 : _('The kfdguard service does not answer on the system bus. Start it with: sudo systemctl start kfdguard')],
             devices: [],
             findings: [],
+            software: [],
             footer: '',
         };
     }
@@ -339,6 +386,7 @@ export function describe(snap, _) {
         lines,
         devices,
         findings,
+        software: softwareLines(snap.software, _),
         footer: footer.join(' · '),
     };
 }

@@ -176,6 +176,16 @@ class KfdguardIndicator extends PanelMenu.Button {
                 }));
             }
         }
+        // What the installed stacks can run: "PyTorch 2.4.1+rocm6.1: no code for gfx1103".
+        if (view.software.length > 0) {
+            section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('Software')));
+            for (const line of view.software) {
+                section.addMenuItem(new TextItem(line.text, {
+                    iconName: line.ok ? 'object-select-symbolic' : 'dialog-warning-symbolic',
+                    iconStyle: line.ok ? 'kfdguard-ready' : 'kfdguard-warning',
+                }));
+            }
+        }
         // An info finding that only repeats the summary says nothing new.
         const findings = view.findings.filter(f => f.remedy || f.severity !== 'info' || f.message !== view.title);
         if (findings.length > 0) {

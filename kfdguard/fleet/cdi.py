@@ -23,8 +23,10 @@ from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kfdguard.access import NodeStat
     from kfdguard.facts import Facts
     from kfdguard.probe.reader import Reader
+    from kfdguard.verdict import Verdict
 
 SPEC_LIMIT = 1 << 20  # real specs are a few KiB; more is not a spec the toolkit wrote
 DRI = DRI_DIR + "/"
@@ -202,3 +204,53 @@ def _differences(facts: Facts, spec: CdiSpec) -> list[str]:
         if DRI + render not in seen and current.get(DRI + render) is not None:
             out.append(f"{spec.path}: has no {DRI + render}: containers cannot use that GPU through it")
     return out
+
+
+# --- kfdguard's own spec ------------------------------------------------------------------------
+
+# kfdguard's own kind, not AMD's: the CDI registry refuses two specs that define the same device of
+# one kind, and amd-ctk's amd.com/gpu spec may be there too. Containers ask for
+# --device kfdguard.org/gpu=all (or =0, =1, ...).
+OWN_KIND = "kfdguard.org/gpu"
+# The oldest version with what the spec uses (container-device-interface specs-go/version.go):
+# device names that start with a digit need 0.5.0; no annotations (0.6.0), no hostPath difference.
+OWN_CDI_VERSION = "0.5.0"
+
+
+def _device_node(path: str, stat: NodeStat) -> dict[str, object]:
+    # What engines create in the container: a character device with the host's numbers, mode and group,
+    # and a device cgroup rule for it ("rw": ROCm opens both nodes read-write; no mknod). fileMode is the
+    # permission bits only: runc adds S_IFCHR from "type" when it makes the node.
+    return {"path": path, "type": "c", "major": stat.major, "minor": stat.minor, "fileMode": stat.mode & 0o7777,
+            "permissions": "rw", "uid": 0, "gid": stat.gid}  # fmt: skip
+
+
+def render_spec(verdict: Verdict, facts: Facts) -> str | None:
+    """kfdguard's CDI spec: one device per AMD GPU that can compute (its render node and /dev/kfd), and
+    ``all``; None when no GPU can compute (no spec is better than one that hands out broken nodes)."""
+    import json
+
+    kfd = facts.kfd.node.stat
+    if kfd is None or kfd.kind != "char":
+        return None
+    devices: list[dict[str, object]] = []
+    every: list[dict[str, object]] = []
+    for index, g in enumerate(g for g in verdict.gpus if g.compute_ready and g.render_node):
+        assert g.render_node is not None
+        render = facts.render_nodes.get(g.render_node)
+        if render is None or render.stat is None or render.stat.kind != "char":
+            continue
+        node = _device_node(DRI + g.render_node, render.stat)
+        devices.append({"name": str(index), "containerEdits": {"deviceNodes": [node]}})
+        every.append(node)
+    if not devices:
+        return None
+    devices.append({"name": "all", "containerEdits": {"deviceNodes": every}})
+    spec = {
+        "cdiVersion": OWN_CDI_VERSION,
+        "kind": OWN_KIND,
+        "devices": devices,
+        # /dev/kfd is shared by every GPU: it goes with any device asked for.
+        "containerEdits": {"deviceNodes": [_device_node(facts.kfd.node.path, kfd)]},
+    }
+    return json.dumps(spec, indent=2, sort_keys=True) + "\n"

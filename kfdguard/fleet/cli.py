@@ -12,8 +12,10 @@ from kfdguard.verdict import EXIT_CODES, EXIT_USAGE, State
 DESCRIPTION = """\
 Probe this machine (or --root/--machine) once, read-only, and print what the
 service writes for fleets: the node_exporter textfile (default), or with
---format nfd the Node Feature Discovery feature file. The service writes the
-same files by itself when fleet.textfile / fleet.nfd are set in config.yaml.
+--format nfd the Node Feature Discovery feature file, with --format cdi
+kfdguard's own CDI spec (kind kfdguard.org/gpu; nothing when no GPU can
+compute). The service writes the same files by itself when fleet.textfile /
+fleet.nfd / fleet.cdi are set in config.yaml.
 """
 
 EPILOG = """\
@@ -25,6 +27,7 @@ examples:
   kfdguard metrics > /var/lib/prometheus/node-exporter/kfdguard.prom.$$ &&
       mv /var/lib/prometheus/node-exporter/kfdguard.prom.$$ /var/lib/prometheus/node-exporter/kfdguard.prom
   kfdguard metrics --format nfd --machine kfd-perms-0600
+  kfdguard metrics --format cdi --machine rx7900xtx-ubuntu2404
 """
 
 
@@ -42,9 +45,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--config", metavar="FILE", help="configuration file (default: ROOT/etc/kfdguard/config.yaml)")
     parser.add_argument(
         "--format",
-        choices=["prometheus", "nfd"],
+        choices=["prometheus", "nfd", "cdi"],
         default="prometheus",
-        help="prometheus: node_exporter textfile (default); nfd: Node Feature Discovery feature file",
+        help="prometheus: node_exporter textfile (default); nfd: Node Feature Discovery feature file; "
+        "cdi: kfdguard's Container Device Interface spec",
     )
 
 
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace, open_of: object) -> int:
     """``open_of(args)`` is the CLI's own: (target, configuration source), or None after saying why."""
     from kfdguard.app import pipeline
     from kfdguard.app.triggers import Trigger
-    from kfdguard.fleet import metrics, nfd
+    from kfdguard.fleet import cdi, metrics, nfd
     from kfdguard.fleet.publish import NFD_TTL
 
     assert callable(open_of)
@@ -72,6 +76,8 @@ def run(args: argparse.Namespace, open_of: object) -> int:
     now = time.time()
     if args.format == "nfd":
         sys.stdout.write(nfd.render(verdict, now, NFD_TTL))
+    elif args.format == "cdi":
+        sys.stdout.write(cdi.render_spec(verdict, facts) or "")
     else:
         sys.stdout.write(metrics.render(verdict, facts, now))
     return verdict.exit_code

@@ -38,9 +38,9 @@ MODE = 0o644  # both readers run as other users (prometheus, nfd-worker in its c
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    output: str  # "textfile" or "nfd"
+    output: str  # "textfile", "nfd" or "cdi"
     path: str  # as shown on the machine
-    status: str  # "written", "skipped" (its directory does not exist) or "failed"
+    status: str  # "written", "removed" (kfdguard's CDI spec, nothing to offer), "skipped" or "failed"
     detail: str = ""
 
 
@@ -59,18 +59,22 @@ def write(
     now); the textfile's last-check time is ``checked`` (node_exporter's own
     node_textfile_mtime_seconds says when the file was last written).
     """
-    from kfdguard.fleet import metrics, nfd
+    from kfdguard.fleet import cdi, metrics, nfd
 
-    wanted: list[tuple[str, str, str]] = []
+    wanted: list[tuple[str, str, str | None]] = []
     if paths.textfile:
         when = now if checked is None else checked
         wanted.append(("textfile", paths.textfile, metrics.render(verdict, facts, when, health=health)))
     if paths.nfd:
         wanted.append(("nfd", paths.nfd, nfd.render(verdict, now, NFD_TTL)))
+    if paths.cdi:
+        wanted.append(("cdi", paths.cdi, cdi.render_spec(verdict, facts)))
     return [_write_one(root, output, shown, text) for output, shown, text in wanted]
 
 
-def _write_one(root: Root, output: str, shown: str, text: str) -> Written:
+def _write_one(root: Root, output: str, shown: str, text: str | None) -> Written:
+    """Write ``text`` to the file; None: nothing may be offered now (kfdguard's CDI spec without a GPU
+    that computes), so a file written earlier is removed rather than left handing out broken nodes."""
     from kfdguard.files import atomic_write
 
     try:
@@ -79,6 +83,14 @@ def _write_one(root: Root, output: str, shown: str, text: str) -> Written:
         return Written(output, shown, "failed", str(exc))
     if not path.parent.is_dir():
         return Written(output, shown, "skipped", f"{os.path.dirname(shown)} does not exist")
+    if text is None:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return Written(output, shown, "skipped", "nothing to offer: no AMD GPU can compute")
+        except OSError as exc:
+            return Written(output, shown, "failed", exc.strerror or str(exc))
+        return Written(output, shown, "removed", "no AMD GPU can compute")
     try:
         atomic_write(path, text.encode("utf-8", errors="replace"), MODE)
     except OSError as exc:

@@ -180,6 +180,12 @@ class Service:
             state=status.state,
         )
 
+    def environment_visibility(self, env: dict[str, str]) -> tuple[bool, str]:
+        """CheckAccessWithEnvironment: whether a caller's environment leaves any AMD GPU visible to ROCm."""
+        from kfdguard.userspace.assess import environment_visibility
+
+        return environment_visibility(env, len(self.status.devices))
+
     def record_and_fallback(self, result: PassResult) -> str:
         """After a check: write the history and let the fallback policy act."""
         from kfdguard.fallback.apply import after_check

@@ -44,13 +44,21 @@ XML = (Path(__file__).resolve().parent / "org.kfdguard.Guardian1.xml").read_text
 AUTH: dict[str, str | None] = {
     "GetStatus": None,
     "CheckAccess": None,
+    "CheckAccessWithEnvironment": None,
     "Diagnose": None,
     "Reload": ACTION_RELOAD,
     "ApplyFallback": ACTION_MANAGE,
     "ClearFallback": ACTION_MANAGE,
 }
-OUT = {"GetStatus": "a{sv}", "CheckAccess": "bs", "Diagnose": "a(ssss)", "Reload": "s",
-       "ApplyFallback": "s", "ClearFallback": "s"}  # fmt: skip
+OUT = {"GetStatus": "a{sv}", "CheckAccess": "bs", "CheckAccessWithEnvironment": "bsbs", "Diagnose": "a(ssss)",
+       "Reload": "s", "ApplyFallback": "s", "ClearFallback": "s"}  # fmt: skip
+# The in-signature of the methods that take arguments; every other method takes none.
+IN = {"CheckAccessWithEnvironment": "a{ss}"}
+# A caller's environment as CheckAccessWithEnvironment accepts it: the CLI sends the few
+# variables that decide what ROCm sees; more, or longer, is not an environment but a flood.
+ENV_ENTRIES = 64
+ENV_NAME_LIMIT = 256
+ENV_VALUE_LIMIT = 4096
 MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback"})
 PER_CALLER = 4  # calls in flight per connection; more get Busy at once
 IN_FLIGHT = 64  # calls in flight overall
@@ -265,7 +273,7 @@ class GuardianAPI:
         no_reply = bool(msg.flags & self.b.MessageFlag.NO_REPLY_EXPECTED)
         try:
             await self._authorize(msg, member, sender)
-            body = await getattr(self, f"_do_{member}")(sender)
+            body = await getattr(self, f"_do_{member}")(sender, *msg.body)
             reply = self._reply(msg, OUT[member], body)
         except CallError as exc:
             reply = self.b.Message.new_error(msg, exc.name, exc.text)
@@ -312,6 +320,12 @@ class GuardianAPI:
         allowed, text = await self._in_thread(self.service.access_for, int(uid), session)
         return [allowed, text]
 
+    async def _do_CheckAccessWithEnvironment(self, sender: str, environment: Any) -> list[Any]:
+        env = _environment_argument(environment)
+        allowed, text = await self._do_CheckAccess(sender)
+        visible, why = self.service.environment_visibility(env)
+        return [allowed, text, visible, why]
+
     async def _do_Diagnose(self, sender: str) -> list[Any]:
         # Concurrent callers share one fresh diagnosis instead of each starting a probe.
         if self.diagnosing is None or self.diagnosing.done():
@@ -345,8 +359,31 @@ def _check_method(msg: Any) -> None:
         raise CallError("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {iface!r} at {PATH}")
     if member not in AUTH:
         raise CallError("org.freedesktop.DBus.Error.UnknownMethod", f"no method {member!r} in {INTERFACE}")
-    if msg.signature != "":
-        raise CallError(ERROR_INVALID_ARGS, f"{member} takes no arguments (got signature {msg.signature!r:.40})")
+    wanted = IN.get(member, "")
+    if msg.signature != wanted:
+        if not wanted:
+            raise CallError(ERROR_INVALID_ARGS, f"{member} takes no arguments (got signature {msg.signature!r:.40})")
+        raise CallError(ERROR_INVALID_ARGS, f"{member} takes ({wanted}) (got signature {msg.signature!r:.40})")
+
+
+def _environment_argument(value: Any) -> dict[str, str]:
+    """CheckAccessWithEnvironment's a{ss}, bounded: a clear InvalidArgs for a flood, never a crash."""
+    if not isinstance(value, dict):
+        raise CallError(ERROR_INVALID_ARGS, "the environment must be a{ss}")
+    if len(value) > ENV_ENTRIES:
+        raise CallError(ERROR_INVALID_ARGS, f"the environment has {len(value)} entries (at most {ENV_ENTRIES})")
+    env = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise CallError(ERROR_INVALID_ARGS, "the environment must be a{ss}")
+        if len(name) > ENV_NAME_LIMIT or len(text) > ENV_VALUE_LIMIT:
+            raise CallError(
+                ERROR_INVALID_ARGS,
+                f"environment entry {name[:40]!r}: name or value too long "
+                f"(at most {ENV_NAME_LIMIT} and {ENV_VALUE_LIMIT} characters)",
+            )
+        env[name] = text
+    return env
 
 
 def _no_arguments(msg: Any) -> None:

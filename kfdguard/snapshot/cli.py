@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, open_of: object) -> int:
             names=args.include_names,
             log_sources=config.log.sources,
             previous_boots=boots,
+            software=config.software,
         )
     except SnapshotError as exc:
         print(f"kfdguard: snapshot: {exc}", file=sys.stderr)

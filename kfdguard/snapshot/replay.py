@@ -99,6 +99,11 @@ class ReplaySystem(System):
                 for index, item in enumerate(journal.items("entries")):
                     entry = Fields(item, f"journal.entries[{index}]")
                     self.journal.append((entry.number("boot", low=-10_000, high=0) or 0, _lines(entry)))
+        # The software inventory the machine took (kfdguard/userspace/record.py), when the bundle has one.
+        from kfdguard.userspace.record import software_from_record
+
+        software = doc.obj("software", optional=True)
+        self.software = None if software is None else software_from_record(software.value, "manifest.software")
         self.runs: list[RunResult] = []
         for index, item in enumerate(doc.items("runs", optional=True)):
             run = Fields(item, f"runs[{index}]")

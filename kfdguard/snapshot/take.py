@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from kfdguard.config import SoftwareConfig
     from kfdguard.facts import Facts
     from kfdguard.system import System
 
@@ -41,6 +42,7 @@ def take(
     names: bool = False,
     log_sources: tuple[str, ...] = ("journal", "kmsg"),
     previous_boots: int = 0,
+    software: SoftwareConfig | None = None,
 ) -> Snapshot:
     """Probe ``system`` once, recording, and write the bundle to ``dest`` (new or empty).
 
@@ -51,10 +53,14 @@ def take(
     import time
 
     from kfdguard import __version__
+    from kfdguard.config import SoftwareConfig
     from kfdguard.probe import probe
     from kfdguard.snapshot.bundle import manifest, write_tree
     from kfdguard.snapshot.recorder import FILE, RecordingReader, RecordingSystem
     from kfdguard.snapshot.redact import GROUP, PASSWD, NameMap
+    from kfdguard.userspace.cli import os_label
+    from kfdguard.userspace.probe import probe_software
+    from kfdguard.userspace.record import software_record
 
     check_dest(dest)
     reader = RecordingReader(system.root)
@@ -62,6 +68,11 @@ def take(
     # The configuration decides part of the verdict: it travels with the machine.
     reader.data(system.root.etc / "kfdguard/config.yaml")
     facts = probe(recording, log="always", log_sources=log_sources, previous_boots=previous_boots, reader=reader)
+    # The software inventory as read (stacks, versions, the targets their files name): not the libraries,
+    # which are gigabytes; replayed as it is (kfdguard/userspace/record.py). No caller's environment:
+    # the bundle describes the machine, not the shell that took it.
+    config = software or SoftwareConfig()
+    inventory = probe_software(system.root, None, units=config.units, paths=config.paths, os_name=os_label(facts))
     redact: NameMap | None = None
     redacted = [REDACTED_LOG]
     if not names:
@@ -79,6 +90,7 @@ def take(
             "redacted": redacted,
             "notes": notes,
             "files": sorted(k for k, v in reader.entries.items() if v == FILE and k in reader.data_of),
+            "software": software_record(inventory),
         }
         doc = manifest(recording, meta)
         with open(partial / MANIFEST, "w", encoding="utf-8") as handle:

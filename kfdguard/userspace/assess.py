@@ -9,6 +9,7 @@ environment: the caller's environment arrives as inventory records.
 from __future__ import annotations
 
 from kfdguard.record import dataclass
+from kfdguard.userspace.model import PER_NODE_OVERRIDE, override_node
 from kfdguard.userspace.targets import (
     GENERIC,
     family,
@@ -22,7 +23,7 @@ from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from kfdguard.facts import Facts
     from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
@@ -47,6 +48,7 @@ class GpuTarget:
     slot: str
     name: str
     gfx: str | None
+    node: int | None = None  # its KFD topology node: what HSA_OVERRIDE_GFX_VERSION_<n> names
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ def gpu_targets(facts: Facts) -> tuple[GpuTarget, ...]:
         asic, name = knowledge.identify(g.device, g.revision)
         node = nodes.get(g.slot)
         gfx = (node.gfx if node is not None else None) or (asic.gfx if asic is not None else None)
-        out.append(GpuTarget(g.slot, name or f"AMD GPU {g.ids}", gfx))
+        out.append(GpuTarget(g.slot, name or f"AMD GPU {g.ids}", gfx, node.index if node is not None else None))
     return tuple(out)
 
 
@@ -165,10 +167,10 @@ def _evidence(stack: Stack, components: Sequence[Component]) -> list[str]:
 
 
 def _override(
-    stack: Stack, gpu: GpuTarget, gfx: str, m: Match, setting: EnvSetting, processors: Sequence[str]
+    stack: Stack, gpu: GpuTarget, gfx: str, m: Match, setting: EnvSetting, processors: Sequence[str], var: str
 ) -> Finding:
     value = setting.value
-    where = f"HSA_OVERRIDE_GFX_VERSION={value} in the {setting.origin}"
+    where = f"{setting.name}={value} in the {setting.origin}"
     evidence = [where, f"{gpu.slot}: {gfx}", *_evidence(stack, ())]
     wanted = gfx_of_override(value)
     if wanted is None:
@@ -186,7 +188,24 @@ def _override(
             W,
             f"{where} names the GPU's own target, so it changes nothing, and {stack.name} has no code for {gfx} "
             f"({gpu.name})",
-            _missing_remedy(stack, gfx, m),
+            _missing_remedy(stack, gfx, m, var),
+            tuple(evidence),
+            gpu.slot,
+        )
+    # Another instruction set is wrong whatever the stack carries: ROCm reports the GPU as that target
+    # and loads its code, even when the stack has the GPU's own.
+    if wanted != gfx and not neighbours(gfx, wanted):
+        return Finding(
+            "userspace-override-wrong",
+            E,
+            f"{where} makes ROCm load code built for {wanted} on {gfx} ({gpu.name}), another "
+            "instruction set: kernels fail to load ('invalid device function') or fault the GPU",
+            (
+                f"remove {setting.name}={value} from the {setting.origin}"
+                if m.status in ("exact", "generic")
+                else _missing_remedy(stack, gfx, m, var)
+                + f"; and remove {setting.name}={value} from the {setting.origin}"
+            ),
             tuple(evidence),
             gpu.slot,
         )
@@ -196,17 +215,7 @@ def _override(
             "userspace-override-unneeded",
             W,
             f"{where} {own}, but {stack.name} has code for {gfx} ({gpu.name}): the override is not needed",
-            f"remove HSA_OVERRIDE_GFX_VERSION from the {setting.origin}",
-            tuple(evidence),
-            gpu.slot,
-        )
-    if not neighbours(gfx, wanted):
-        return Finding(
-            "userspace-override-wrong",
-            E,
-            f"{where} makes ROCm load code built for {wanted} on {gfx} ({gpu.name}), another "
-            "instruction set: kernels fail to load ('invalid device function') or fault the GPU",
-            _missing_remedy(stack, gfx, m) + f"; and remove HSA_OVERRIDE_GFX_VERSION={value} from the {setting.origin}",
+            f"remove {setting.name} from the {setting.origin}",
             tuple(evidence),
             gpu.slot,
         )
@@ -215,7 +224,7 @@ def _override(
             "userspace-override-wrong",
             E,
             f"{where} makes ROCm look for code built for {wanted}, which {stack.name} has none of either",
-            _missing_remedy(stack, gfx, m),
+            _missing_remedy(stack, gfx, m, var),
             tuple(evidence),
             gpu.slot,
         )
@@ -224,40 +233,86 @@ def _override(
         W,
         f"{stack.name} has no code for {gfx} ({gpu.name}); {where} makes it run code built for {wanted}: "
         "the unsupported workaround AMD warns about (it may crash or compute wrong results)",
-        _missing_remedy(stack, gfx, m),
+        _missing_remedy(stack, gfx, m, var),
         tuple(evidence),
         gpu.slot,
     )
 
 
-def _missing_remedy(stack: Stack, gfx: str, m: Match) -> str:
+def _missing_remedy(stack: Stack, gfx: str, m: Match, var: str = "HSA_OVERRIDE_GFX_VERSION") -> str:
     remedy = "use " + REBUILD.get(stack.kind, "a build of it for {gfx}").format(gfx=gfx)
     if m.nearest:
         remedy += (
-            f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={override_for(m.nearest)} in the program's "
+            f"; the unsupported workaround is {var}={override_for(m.nearest)} in the program's "
             f"environment (runs code built for {m.nearest}; it may crash or compute wrongly)"
         )
     return remedy
 
 
-def _hides(value: str, count: int) -> bool:
-    """Whether a visibility list leaves none of ``count`` GPUs: empty, or only indices outside 0..count-1."""
-    items = [x.strip() for x in value.split(",")]
+def _visible_count(name: str, value: str, count: int) -> int | None:
+    """How many of ``count`` GPUs a visibility variable leaves; None when that cannot be told (UUIDs).
+
+    ROCr filters whenever ROCR_VISIBLE_DEVICES is set, empty included (ROCR-Runtime flag.h:
+    filter_visible_gpus_ = IsEnvVarSet). HIP (rocclr device/rocm/rocdevice.cpp) reads
+    HIP_VISIBLE_DEVICES, or CUDA_VISIBLE_DEVICES when that is empty, filters only a non-empty
+    list, and stops at the first entry that is not an index of a GPU it has ("anything to the
+    right of invalid deviceId has to be discarded")."""
+    rocr = name == "ROCR_VISIBLE_DEVICES"
     if value.strip() == "":
-        return True
-    indices = []
-    for item in items:
-        try:
-            indices.append(int(item, 10))
-        except ValueError:
-            return False  # a UUID (GPU-...) cannot be checked here
-    return all(i < 0 or i >= count for i in indices)
+        return 0 if rocr else count
+    indices = set()
+    for item in value.split(","):
+        text = item.strip()
+        if text.startswith("GPU-"):
+            return None
+        valid = text.isascii() and text.isdigit() and str(int(text)) == text and int(text) < count
+        if not valid:
+            if rocr:
+                continue  # ROCr's handling of a bad entry is not established here: count the good ones
+            break
+        indices.add(int(text))
+    return len(indices)
+
+
+def _hides(name: str, value: str, count: int) -> bool:
+    """Whether a visibility variable leaves none of ``count`` GPUs."""
+    return _visible_count(name, value, count) == 0
+
+
+def environment_visibility(env: Mapping[str, str], count: int) -> tuple[bool, str]:
+    """Whether an environment leaves any of ``count`` AMD GPUs visible to ROCm, and why (pure).
+
+    ROCr applies ROCR_VISIBLE_DEVICES to its agents first; HIP then indexes what is left with
+    HIP_VISIBLE_DEVICES, or CUDA_VISIBLE_DEVICES when that is unset (HIP honours both)."""
+    if count == 0:
+        return False, "this machine has no AMD GPU for ROCm to see"
+    said = []
+    left, narrowed = count, False
+    hip = "HIP_VISIBLE_DEVICES" if env.get("HIP_VISIBLE_DEVICES", "") != "" else "CUDA_VISIBLE_DEVICES"
+    for name in ("ROCR_VISIBLE_DEVICES", hip):
+        if name not in env:
+            continue
+        value = env[name]
+        if value == "" and name != "ROCR_VISIBLE_DEVICES":
+            continue  # HIP reads an empty list as no list
+        visible = _visible_count(name, value, left)
+        if visible is None:
+            said.append(f"{name}={value!r} names GPUs by UUID, which only ROCm can match")
+            continue
+        if visible == 0:
+            of = f"the {left} left by ROCR_VISIBLE_DEVICES" if narrowed else f"the {count} on this machine"
+            return False, f"{name}={value!r} hides every AMD GPU ({of}): ROCm programs started here see no GPU"
+        said.append(f"{name}={value!r} leaves {visible} of {left}")
+        left, narrowed = visible, True
+    if not said:
+        return True, "no visibility variable is set: ROCm programs started here see every AMD GPU"
+    return True, "; ".join(said)
 
 
 def _environment(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> list[Finding]:
     findings = []
     for s in software.env:
-        if s.name in VISIBILITY and gpus and _hides(s.value, len(gpus)):
+        if s.name in VISIBILITY and gpus and _hides(s.name, s.value, len(gpus)):
             findings.append(
                 Finding(
                     "userspace-gpus-hidden",
@@ -296,6 +351,47 @@ def _environment(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> list[Fin
     return findings
 
 
+def _override_of(ctx: dict[str, EnvSetting], gpu: GpuTarget) -> EnvSetting | None:
+    """The override libhsakmt applies to the GPU in one environment: its node's own variable, else the global one."""
+    own = ctx.get(f"{PER_NODE_OVERRIDE}{gpu.node}") if gpu.node is not None else None
+    return own or ctx.get("HSA_OVERRIDE_GFX_VERSION")
+
+
+def _override_var(gpu: GpuTarget, gpus: Sequence[GpuTarget]) -> str:
+    """The variable a workaround for this GPU should set: the per-node one where GPUs of other targets would
+    get the global override too."""
+    others = {g.gfx for g in gpus if g.slot != gpu.slot}
+    if gpu.node is not None and others - {gpu.gfx}:
+        return f"{PER_NODE_OVERRIDE}{gpu.node}"
+    return "HSA_OVERRIDE_GFX_VERSION"
+
+
+def _unused_node_overrides(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> list[Finding]:
+    """Per-node overrides naming a node that is no GPU: libhsakmt never reads them (CPU nodes skip the override)."""
+    nodes = {g.node: g for g in gpus if g.node is not None}
+    if not nodes:
+        return []  # without the KFD topology the nodes are not known: nothing to say
+    findings = []
+    shown = ", ".join(f"node {n} {g.gfx or '?'} ({g.name})" for n, g in sorted(nodes.items()))
+    for s in software.env:
+        node = override_node(s.name)
+        if node is None or node in nodes:
+            continue
+        fix = " or ".join(f"{PER_NODE_OVERRIDE}{n}" for n in sorted(nodes))
+        findings.append(
+            Finding(
+                "userspace-override-node",
+                W,
+                f"{s.name}={s.value} in the {s.origin} names KFD node {node}, which is no GPU here "
+                f"(the GPUs are {shown}): ROCm never applies it. The number is the KFD topology node "
+                "(rocminfo's 'Node:'), where CPUs come first, not the GPU's index in a program",
+                f"rename it to {fix} (the GPU it is meant for) in the {s.origin}, or remove it",
+                (f"{s.name}={s.value} ({s.origin})", f"GPU nodes: {shown}"),
+            )
+        )
+    return findings
+
+
 def _mixed(software: SoftwareFacts) -> list[Finding]:
     """Two ROCm releases on one library search path (ld.so.conf, or an LD_LIBRARY_PATH)."""
 
@@ -330,7 +426,11 @@ def _mixed(software: SoftwareFacts) -> list[Finding]:
 
 
 def assess_software(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> SoftwareVerdict:
-    findings: list[Finding] = [*_environment(software, gpus), *_mixed(software)]
+    findings: list[Finding] = [
+        *_environment(software, gpus),
+        *_unused_node_overrides(software, gpus),
+        *_mixed(software),
+    ]
     rows: list[Row] = []
     covered: list[str] = []
     for stack in software.stacks:
@@ -340,13 +440,10 @@ def assess_software(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> Softw
                 rows.append(Row(stack.name, gpu.slot, None, "unknown", "the GPU's gfx target is unknown"))
                 continue
             m, lacking = _stack_match(stack, gpu.gfx)
-            overrides = [
-                ctx["HSA_OVERRIDE_GFX_VERSION"]
-                for _, ctx in _contexts(software, stack)
-                if "HSA_OVERRIDE_GFX_VERSION" in ctx
-            ]
+            var = _override_var(gpu, gpus)
+            overrides = [o for o in (_override_of(ctx, gpu) for _, ctx in _contexts(software, stack)) if o is not None]
             for setting in overrides:
-                findings.append(_override(stack, gpu, gpu.gfx, m, setting, processors))
+                findings.append(_override(stack, gpu, gpu.gfx, m, setting, processors, var))
             if m.status == "unknown":
                 rows.append(Row(stack.name, gpu.slot, gpu.gfx, "unknown", "no target list could be read"))
             elif m.status == "missing":
@@ -361,7 +458,7 @@ def assess_software(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> Softw
                             f"{stack.name} ({stack.path}) has no code for {gpu.gfx} ({gpu.name}) "
                             f"in {names}: programs using it fail with 'invalid device function' "
                             "or 'no kernel image'",
-                            _missing_remedy(stack, gpu.gfx, m),
+                            _missing_remedy(stack, gpu.gfx, m, var),
                             tuple(_evidence(stack, lacking)),
                             gpu.slot,
                         )

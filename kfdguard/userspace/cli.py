@@ -195,14 +195,22 @@ def with_inventory(facts: Facts, target: Target, config: Config | None = None) -
 
     from kfdguard.config import Config
     from kfdguard.record import replace
+    from kfdguard.snapshot.replay import ReplaySystem
     from kfdguard.userspace.probe import probe_software
 
+    if isinstance(target.system, ReplaySystem) and target.system.software is not None:
+        # A snapshot bundle holds the inventory its machine took (not the libraries): replay that.
+        return replace(facts, software=target.system.software)
     # The caller's environment says something only about this host (a --root or --machine is another machine).
     environ = dict(os.environ) if target.root.is_host else None
-    names = {"debian": "Debian", "ubuntu": "Ubuntu", "fedora": "Fedora", "arch": "Arch"}
-    os_name = names.get(facts.os.id, facts.os.id.capitalize() or "distribution")
     software_config = (config or Config()).software
     software = probe_software(
-        target.root, environ, units=software_config.units, paths=software_config.paths, os_name=os_name
+        target.root, environ, units=software_config.units, paths=software_config.paths, os_name=os_label(facts)
     )
     return replace(facts, software=software)
+
+
+def os_label(facts: Facts) -> str:
+    """The distribution's name as a stack's label says it ("Debian rocBLAS 5.5.1+dfsg-7")."""
+    names = {"debian": "Debian", "ubuntu": "Ubuntu", "fedora": "Fedora", "arch": "Arch"}
+    return names.get(facts.os.id, facts.os.id.capitalize() or "distribution")

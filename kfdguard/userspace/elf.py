@@ -1,31 +1,35 @@
-"""The HIP sections of an ELF file, found from the section headers alone: three bounded reads.
+"""The HIP sections of an ELF file, found from the section headers alone, with pyelftools.
 
-A reader of its own rather than pyelftools (which the tests keep as the
-oracle it agrees with, tests/test_userspace_elf.py): what is needed is the
-ELF header, the section header table and the section-name string table,
-~60 lines of struct; pyelftools costs 66 ms to import and 5.7 ms per file
-(its construct-based parser builds every structure; measured on Debian 13's
-librocblas.so), which a PyTorch torch/lib of forty libraries multiplies, and
-it raises a dozen kinds of exceptions on hostile files. Here every bound is
-explicit (section count, table and string-table sizes, all within the file)
-and every malformation is an ``ElfError`` saying which.
+pyelftools (eliben/pyelftools, python3-pyelftools in Debian) identifies the
+file (class, byte order), parses the ELF header, resolves extended section
+numbering (section 0's sh_size and sh_link when e_shnum is 0 or e_shstrndx is
+SHN_XINDEX) and lays out Elf32_Shdr/Elf64_Shdr in either byte order. It reads
+through the stream with seeks, so a 450 MB library costs the header reads
+only. What stays here is what a hostile file needs and the library does not
+promise: every bound is checked *before* the library is asked to read (section
+count, table and name-table sizes, all within the file), the section headers
+are parsed from one bounded read of the table instead of through
+``ELFFile.get_section`` (which builds symbol and version sections that follow
+their sh_link, unbounded recursion on a file whose symbol table links to
+itself), and every exception the library raises on a malformed file
+(``ELFError``, construct's errors, a seek past 2**63) becomes an ``ElfError``
+saying what was wrong.
 
-Layout: the System V gABI, "ELF Header" and "Sections" (Elf32_Ehdr/Elf64_Ehdr,
-Elf32_Shdr/Elf64_Shdr; extended numbering through section 0's sh_size and
-sh_link when e_shnum is 0 or e_shstrndx is SHN_XINDEX).
+Layout: the System V gABI, "ELF Header" and "Sections".
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import struct
 
 from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
+
+    from elftools.elf.elffile import ELFFile
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN = ".hip_fatbin"
@@ -36,6 +40,17 @@ SEGMENT_MAGIC = 0x48495046
 # An executable or library has a few dozen sections; more than this is hostile.
 MAX_SECTIONS = 4096
 EM_AMDGPU = 224
+STRTAB_LIMIT = 1 << 20
+
+
+def _library_errors() -> tuple[type[Exception], ...]:
+    """What pyelftools raises on a malformed file: its own ELFError (ELFParseError wraps construct's errors
+    in struct_parse, but not every read goes through it), construct's errors, and the int conversions of
+    a seek to an absurd offset (OverflowError) or a negative one (ValueError)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
+
+    return (ELFError, ConstructError, ValueError, OverflowError, KeyError)
 
 
 class ElfError(ValueError):
@@ -60,120 +75,81 @@ def is_elf(head: bytes) -> bool:
     return head[:4] == ELF_MAGIC
 
 
-MACHINES = {3: "EM_386", 62: "EM_X86_64", 183: "EM_AARCH64", 224: "EM_AMDGPU", 243: "EM_RISCV"}
-SHT_NOBITS = 8
-SHN_XINDEX = 0xFFFF
-STRTAB_LIMIT = 1 << 20
-
-
-def _ident(stream: BinaryIO) -> tuple[bytes, bool, bool]:
-    """The ELF header's first 64 bytes, whether the file is little-endian, and whether it is 64-bit."""
+def _open(stream: BinaryIO, size: int) -> ELFFile:
+    """pyelftools' view of the file, after the checks its constructor does not make."""
     stream.seek(0)
-    ident = stream.read(64)
-    if len(ident) < 52 or ident[:4] != ELF_MAGIC:
-        raise ElfError("truncated ELF header" if ident[:4] == ELF_MAGIC else "not an ELF file")
-    klass, data = ident[4], ident[5]
-    if klass not in (1, 2) or data not in (1, 2):
+    ident = stream.read(6)
+    if ident[:4] != ELF_MAGIC:
+        raise ElfError("not an ELF file")
+    if len(ident) < 6 or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+        klass, data = (ident[4], ident[5]) if len(ident) == 6 else (0, 0)
         raise ElfError(f"ELF class {klass} / data encoding {data} (known: 1 or 2)")
-    wide = klass == 2
-    if wide and len(ident) < 64:
+    # The whole ELF header must be there before pyelftools parses it (52 bytes for ELFCLASS32, 64 for 64).
+    if size < (64 if ident[4] == 2 else 52):
         raise ElfError("truncated ELF header")
-    return ident, data == 1, wide
+    # Imported here: ~70 ms that a scan of Tensile file names alone, and every boot pass, never pays.
+    from elftools.elf.elffile import ELFFile
+
+    return ELFFile(stream)
 
 
-def _section_fields(ident: bytes, end: str, wide: bool) -> tuple[int, int, int, int, str, int]:
-    """e_shoff, e_shentsize, e_shnum, e_shstrndx, and the struct format and size of one section header."""
-    if wide:
-        (shoff,) = struct.unpack_from(end + "Q", ident, 40)
-        entsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 58)
-        return shoff, entsize, shnum, shstrndx, end + "IIQQQQIIQQ", 64
-    (shoff,) = struct.unpack_from(end + "I", ident, 32)
-    entsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 46)
-    return shoff, entsize, shnum, shstrndx, end + "IIIIIIIIII", 40
-
-
-def _extended_numbering(
-    stream: BinaryIO, shoff: int, fmt: str, need: int, shnum: int, shstrndx: int, size: int
-) -> tuple[int, int]:
-    """The section count and name-table index, from section 0's sh_size and sh_link where the ELF header defers."""
-    # Before the seek: an offset of 2**63 and more cannot even be sought (ValueError, not OSError).
-    if shoff + need > size:
+def _bounded_table(elf: ELFFile, size: int) -> tuple[int, int, int, int]:
+    """e_shoff, e_shentsize, the section count and the name-table index, each checked against the file."""
+    shoff, entsize = int(elf["e_shoff"]), int(elf["e_shentsize"])
+    need = int(elf.structs.Elf_Shdr.sizeof())
+    if entsize < need:
+        raise ElfError(f"section header size {entsize} (at least {need})")
+    # Extended numbering reads section 0: it must lie within the file before pyelftools seeks to it.
+    if (elf["e_shnum"] == 0 or elf["e_shstrndx"] == 0xFFFF) and shoff + need > size:
         raise ElfError("section header 0 beyond the end of the file")
-    stream.seek(shoff)
-    raw = stream.read(need)
-    if len(raw) < need:
-        raise ElfError("section header 0 beyond the end of the file")
-    first: tuple[int, ...] = struct.unpack(fmt, raw)
-    return shnum or first[5], first[6] if shstrndx == SHN_XINDEX else shstrndx
-
-
-def _section_table(
-    stream: BinaryIO, shoff: int, entsize: int, shnum: int, fmt: str, size: int
-) -> list[tuple[int, ...]]:
-    """Every section header, the table refused when it runs past the file's ``size`` bytes."""
+    shnum, shstrndx = int(elf.num_sections()), int(elf.get_shstrndx())
+    if shnum > MAX_SECTIONS:
+        raise ElfError(f"{shnum} sections (more than {MAX_SECTIONS})")
     if shoff + shnum * entsize > size:
         raise ElfError(f"section header table (0x{shoff:x}, {shnum} x {entsize}) beyond the file's 0x{size:x} bytes")
-    stream.seek(shoff)
-    table = stream.read(shnum * entsize)
-    return [struct.unpack_from(fmt, table, i * entsize) for i in range(shnum)]
-
-
-def _section_names(stream: BinaryIO, headers: list[tuple[int, ...]], shstrndx: int, size: int) -> bytes:
-    """The section-name string table, refused when its index, size or place is out of bounds."""
-    shnum = len(headers)
     if not 0 < shstrndx < shnum:
         raise ElfError(f"section-name table index {shstrndx} outside 1..{shnum - 1}")
-    str_off, str_size = headers[shstrndx][4], headers[shstrndx][5]
+    return shoff, entsize, shnum, shstrndx
+
+
+def _headers(elf: ELFFile, stream: BinaryIO, size: int) -> list[tuple[str, Any]]:
+    """(name, parsed Elf_Shdr) of every section; the names from one bounded read of the name table."""
+    shoff, entsize, shnum, shstrndx = _bounded_table(elf, size)
+    stream.seek(shoff)
+    table = stream.read(shnum * entsize)
+    parse = elf.structs.Elf_Shdr.parse
+    headers = [parse(table[i * entsize : (i + 1) * entsize]) for i in range(shnum)]
+    str_off, str_size = int(headers[shstrndx]["sh_offset"]), int(headers[shstrndx]["sh_size"])
     if str_size > STRTAB_LIMIT or str_off + str_size > size:
         raise ElfError(f"section-name table (0x{str_off:x}, 0x{str_size:x} bytes) too large or beyond the file")
     stream.seek(str_off)
-    return stream.read(str_size)
+    names = stream.read(str_size)
+    out = []
+    for header in headers:
+        at = int(header["sh_name"])
+        stop = names.find(b"\0", at) if at < len(names) else -1
+        out.append((names[at : stop if stop >= 0 else len(names)].decode("latin-1"), header))
+    return out
 
 
-def _hip_headers(headers: list[tuple[int, ...]], names: bytes) -> list[tuple[str, str, int, int]]:
-    """(name, type, offset, size) of the sections named .hip_fatbin or .hipFatBinSegment."""
-    found = []
-    for fields in headers:
-        at = fields[0]
-        if at >= len(names):
-            continue
-        stop = names.find(b"\0", at)
-        section = names[at : stop if stop >= 0 else len(names)]
-        if section in (b".hip_fatbin", b".hipFatBinSegment"):
-            kind = "SHT_NOBITS" if fields[1] == SHT_NOBITS else f"type {fields[1]}"
-            found.append((section.decode(), kind, fields[4], fields[5]))
-    return found
+def _machine(elf: ELFFile) -> str:
+    machine = elf["e_machine"]
+    # pyelftools names the machines it knows ("EM_X86_64") and leaves others as their number.
+    return machine if isinstance(machine, str) else f"machine {machine}"
 
 
-def _headers(stream: BinaryIO, size: int) -> tuple[str, bool, int, list[tuple[str, str, int, int]]]:
-    """Machine, endianness, section count, and (name, type, offset, size) of the HIP sections."""
-    ident, little, wide = _ident(stream)
-    end = "<" if little else ">"
-    (machine,) = struct.unpack_from(end + "H", ident, 18)
-    shoff, entsize, shnum, shstrndx, fmt, need = _section_fields(ident, end, wide)
-    name = MACHINES.get(machine, f"machine {machine}")
-    if shoff == 0:
-        return name, little, 0, []
-    if entsize < need:
-        raise ElfError(f"section header size {entsize} (at least {need})")
-    if shnum == 0 or shstrndx == SHN_XINDEX:
-        shnum, shstrndx = _extended_numbering(stream, shoff, fmt, need, shnum, shstrndx, size)
-    if shnum > MAX_SECTIONS:
-        return name, little, shnum, []
-    headers = _section_table(stream, shoff, entsize, shnum, fmt, size)
-    names = _section_names(stream, headers, shstrndx, size)
-    return name, little, shnum, _hip_headers(headers, names)
-
-
-def hip_sections(stream: BinaryIO, size: int) -> HipSections:
-    """The .hip_fatbin and .hipFatBinSegment sections of the ELF file in ``stream`` of ``size`` bytes."""
-    machine, little, count, found = _headers(stream, size)
-    if count > MAX_SECTIONS:
-        raise ElfError(f"{count} sections (more than {MAX_SECTIONS})")
+def _hip_sections(stream: BinaryIO, size: int) -> HipSections:
+    elf = _open(stream, size)
+    machine = _machine(elf)
+    if elf["e_shoff"] == 0:
+        return HipSections(machine, None, None, segment_magic=False)
     sections: dict[str, Section] = {}
-    for name, kind, offset, length in found:
-        if kind == "SHT_NOBITS":
+    for name, header in _headers(elf, stream, size):
+        if name not in (FATBIN, SEGMENT):
+            continue
+        if header["sh_type"] == "SHT_NOBITS":
             raise ElfError(f"section {name} has no data in the file (SHT_NOBITS)")
+        offset, length = int(header["sh_offset"]), int(header["sh_size"])
         if offset + length > size:
             raise ElfError(f"section {name}: offset 0x{offset:x} size 0x{length:x} beyond the file's 0x{size:x}")
         sections.setdefault(name, Section(offset, length))
@@ -182,8 +158,20 @@ def hip_sections(stream: BinaryIO, size: int) -> HipSections:
     if segment is not None and segment.size >= 4:
         stream.seek(segment.offset)
         word = stream.read(4)
-        magic = len(word) == 4 and int.from_bytes(word, "little" if little else "big") == SEGMENT_MAGIC
+        magic = len(word) == 4 and int.from_bytes(word, "little" if elf.little_endian else "big") == SEGMENT_MAGIC
     return HipSections(machine, sections.get(FATBIN), segment, magic)
+
+
+def hip_sections(stream: BinaryIO, size: int) -> HipSections:
+    """The .hip_fatbin and .hipFatBinSegment sections of the ELF file in ``stream`` of ``size`` bytes."""
+    try:
+        return _hip_sections(stream, size)
+    except ElfError:
+        raise
+    except Exception as exc:
+        if not isinstance(exc, _library_errors()):
+            raise
+        raise ElfError(f"malformed ELF headers: {exc or type(exc).__name__}") from None
 
 
 def open_regular(path: str) -> tuple[int, int]:

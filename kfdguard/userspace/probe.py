@@ -28,7 +28,7 @@ from kfdguard.root import (
     SYSTEMD_UNIT_DIRS,
     Root,
 )
-from kfdguard.userspace.model import ENV_NAMES, Component, EnvSetting, SoftwareFacts, Stack
+from kfdguard.userspace.model import ENV_NAMES, Component, EnvSetting, SoftwareFacts, Stack, override_node, wanted_env
 from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
 
 TYPE_CHECKING = False
@@ -333,7 +333,7 @@ class _Probe:
                     settings += [EnvSetting(n, v, f"{unit} ({self.show(path)})", unit) for n, v in _assignments(value)]
                 elif key == "EnvironmentFile":
                     settings += self.environment_file(value, unit)
-        return [s for s in settings if s.name in ENV_NAMES]
+        return [s for s in settings if wanted_env(s.name)]
 
     def ld_paths(self) -> list[tuple[str, str]]:
         out = []
@@ -432,6 +432,8 @@ def probe_software(
     env: list[EnvSetting] = []
     if environ is not None:
         env += [EnvSetting(n, environ[n], "caller environment") for n in ENV_NAMES if n in environ]
+        per_node = sorted(n for n in environ if override_node(n) is not None)
+        env += [EnvSetting(n, environ[n], "caller environment") for n in per_node]
     for unit in dict.fromkeys(units):
         try:
             env += probe.unit_env(unit)

@@ -145,3 +145,43 @@ def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path, versio
     for shot in (ready, problem, absent):
         width, height = png_size(shot)
         assert 200 <= width <= SCREEN[0] and 100 <= height <= SCREEN[1], (shot, width, height)
+
+
+@pytest.mark.parametrize("version", ["43", "48"])
+def test_software_lines_in_headless_gnome_shell(tmp_path: Path, version: str) -> None:
+    """A Radeon 780M (gfx1103) with ollama's bundled ROCm, which has no gfx1103 code: the menu's Software
+    section says so, from the Software property the service publishes after its first scan."""
+    import yaml
+
+    from kfdguard.simulate.spec import spec_from_dict
+
+    chroot = None
+    if version == "48":
+        chroot = trixie_chroot()
+        if chroot is None:
+            pytest.skip("GNOME Shell 48 runs in a Debian 13 chroot: build it once with scripts/trixie-chroot")
+    data = Path(__file__).resolve().parents[1] / "data/userspace/machines/780m-ollama.yaml"
+    spec = spec_from_dict("780m-ollama", yaml.safe_load(data.read_text()))
+    built = build(tmp_path / "build")
+    extension, helper = (built["shell43"], HELPER) if version == "43" else (built["shell45"], helper_45(tmp_path / "h"))
+    with PrivateBus() as bus, guardian(spec, bus=bus, enforce=False) as g:
+        shell = HeadlessShell(extension, bus.address, groups=(render_gid(g),), user=NOBODY, chroot=chroot,
+                              helper=helper)  # fmt: skip
+        try:
+            shell.start()
+            shell.wait_label("GPU ready")
+            shell.open_menu()
+            line = shell.wait_text("ollama (bundled ROCm): ")
+            assert line == "ollama (bundled ROCm): no code for gfx1103 (runs a neighbour's with an override)"
+            texts = shell.indicator()["menuTexts"]
+            # The section comes before the findings, among them the override's (message, then its tag).
+            tag = next(i for i, t in enumerate(texts) if t.endswith("warning · userspace-override-workaround"))
+            assert texts.index(line) < tag, texts
+        except BaseException:
+            print(shell.log_text()[-20000:])
+            raise
+        finally:
+            shell.stop()
+    assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
+        "the Shell logged errors:\n" + shell.final_log[-5000:]
+    )

@@ -13,7 +13,7 @@ import Gio from 'gi://Gio';
 import GLib from 'gi://GLib';
 import System from 'system';
 
-import {GuardianClient, describe, format} from '../../../gnome-extension/src/client.js';
+import {GuardianClient, describe, format, softwareLines} from '../../../gnome-extension/src/client.js';
 
 Gio._promisify(Gio.Subprocess.prototype, 'wait_async');
 
@@ -146,6 +146,35 @@ test('describe: every state has a short label; unknown states are shown as they 
     ]}, _).findings.map(f => f.code);
     assertEqual(findings, ['c', 'd', 'a', 'b'], 'errors first, unknown severities last');
     assertEqual(format('Kernel %s, KFD %s', '6.8', '1.14'), 'Kernel 6.8, KFD 1.14', 'format');
+});
+
+test('describe: one Software line per stack, saying which GPU it has no code for', () => {
+    const base = {present: true, state: 'ready', summary: 's', kernel: '', kfdVersion: '', version: '',
+        lastCheck: null, devices: [], findings: []};
+    // The Software property as kfdguard/service/status.py writes it (a(sssasas)).
+    const software = [
+        {name: 'PyTorch 2.4.1+rocm6.1', kind: 'pytorch', path: '/home/ada/venv/lib/python3.11/site-packages/torch',
+            targets: ['gfx1030', 'gfx1100'], verdicts: ['0000:c4:00.0 gfx1103 no-code: no code for gfx1103 (nearest gfx1100)']},
+        {name: 'ROCm 6.2.4', kind: 'rocm', path: '/opt/rocm', targets: ['gfx11-generic'],
+            verdicts: ['0000:c4:00.0 gfx1103 runs-generic: code for gfx11-generic']},
+        {name: 'ollama (bundled ROCm)', kind: 'ollama', path: '/usr/lib/ollama', targets: ['gfx1100'],
+            verdicts: ['0000:c4:00.0 gfx1103 override: no code for gfx1103 (nearest gfx1100)']},
+        {name: 'llama.cpp (libggml-hip.so)', kind: 'llama.cpp', path: '/opt/llama/libggml-hip.so', targets: ['gfx1030'],
+            verdicts: []},
+        {name: 'odd', kind: 'rocm', path: '/x', targets: [], verdicts: ['a verdict of a later service']},
+    ];
+    const view = describe({...base, software}, _);
+    assertEqual(view.software, [
+        {text: 'PyTorch 2.4.1+rocm6.1: no code for gfx1103', ok: false},
+        {text: 'ROCm 6.2.4: runs on gfx1103', ok: true},
+        {text: "ollama (bundled ROCm): no code for gfx1103 (runs a neighbour's with an override)", ok: false},
+        {text: 'llama.cpp (libggml-hip.so): code for gfx1030', ok: true},
+        {text: 'odd: a verdict of a later service', ok: false},
+    ], 'software lines');
+    assertEqual(describe({...base}, _).software, [], 'no Software property (an older service): no lines');
+    assertEqual(softwareLines([{name: 'x', verdicts: ['0000:03:00.0 gfx1100 runs: code for gfx1100',
+        '0000:0b:00.0 gfx1031 no-code: no code for gfx1031']}], _)[0].text,
+    'x: runs on gfx1100; no code for gfx1031', 'two GPUs');
 });
 
 // --- against the service ---------------------------------------------------------
