@@ -91,7 +91,8 @@ def test_only_the_enforce_unit_holds_the_module_powers() -> None:
     caps = {u.name: set(directives(u)["CapabilityBoundingSet"].split()) for u in (UNIT, ENFORCE, FALLBACK)}
     assert caps == {
         "kfdguard.service": set(),
-        "kfdguard-enforce.service": {"CAP_SYS_MODULE", "CAP_CHOWN"},
+        # CAP_LINUX_IMMUTABLE too: the fallback policy (oneshot, pin) acts from the boot pass itself.
+        "kfdguard-enforce.service": {"CAP_SYS_MODULE", "CAP_CHOWN", "CAP_LINUX_IMMUTABLE"},
         "kfdguard-fallback@.service": {"CAP_LINUX_IMMUTABLE"},
     }
     assert directives(UNIT)["ProtectKernelModules"] == "yes" and directives(ENFORCE)["ProtectKernelModules"] == "no"
