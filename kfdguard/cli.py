@@ -174,7 +174,10 @@ COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...]
      "kfdguard daemon --root DIR --bus unix:path=/tmp/bus.", None, False,
      ((("--root",), {"metavar": "DIR", "help": "serve the machine whose root directory is DIR"}), BUS,
       (("--backend",), {"choices": ["fast", "next"], "help": "D-Bus library: dbus-fast (default) or dbus-next"}),
-      (("--no-enforce",), {"action": "store_true", "help": "observe only: change nothing on the machine"}))),
+      (("--no-enforce",), {"action": "store_true", "help": "observe only: change nothing on the machine"}),
+      (("--starter",), {"choices": ["systemd", "child"],
+                        "help": "unprivileged: repairs and boot-loader changes go to the privileged oneshots, "
+                                "started through systemd or as a child (a simulated machine)"}))),
     ("machines", "list or render the bundled simulated machines",
      "The simulated machines bundled with kfdguard, for trying it out and for tests. "
      "'render NAME DIR' writes one out as a directory tree usable with --root.", None, False,
@@ -222,7 +225,8 @@ def build_parser() -> Parser:
 def _daemon(args: argparse.Namespace) -> int:
     from kfdguard.service.main import main as service_main
 
-    argv = [f"--{k}={v}" for k, v in (("root", args.root), ("bus", args.bus), ("backend", args.backend)) if v]
+    pairs = (("root", args.root), ("bus", args.bus), ("backend", args.backend), ("starter", args.starter))
+    argv = [f"--{k}={v}" for k, v in pairs if v]
     return service_main(argv + (["--no-enforce"] if args.no_enforce else []))
 
 

@@ -14,7 +14,6 @@ of the boot that a settimeofday cannot move, so "finished after I asked" is a pl
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -77,6 +76,8 @@ def now() -> int:
 
 def write(root: Root, record: RunRecord) -> Path:
     """Write the record atomically (mode 0644: the resident service reads it as another user)."""
+    import json
+
     from kfdguard.files import atomic_write
 
     if record.kind not in KINDS:
@@ -107,6 +108,8 @@ def read(root: Root, kind: str) -> RunRecord:
         raise RunStateError(f"{shown} cannot be read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+    import json
+
     if len(data) > SIZE_LIMIT:
         raise RunStateError(f"{shown} is larger than {SIZE_LIMIT} bytes")
     try:

@@ -1,0 +1,115 @@
+"""The resident service's side of privilege separation (issue 21).
+
+With ``--starter``, the service acts on nothing itself: its checks are read-only (the Service is
+built with ``enforce=False``), and what needs privilege goes to a oneshot through the starter.
+This module holds what the service knows of those runs:
+
+- at start, the record kfdguard-enforce.service left from the boot pass;
+- for a check whose trigger asks for repairs (Reload, SIGHUP), a run of kfdguard-enforce.service
+  first, then the read-only look at what it left;
+- for ApplyFallback/ClearFallback, a run of kfdguard-fallback@apply/clear.service;
+- the problems the last enforce run met (a write that failed...), and a run that left no record,
+  as findings on the published status.
+
+A record counts only when it finished after the request (``runstate`` stamps are
+CLOCK_MONOTONIC); an older one means the run did not get as far as writing it.
+"""
+
+from __future__ import annotations
+
+from kfdguard import log
+from kfdguard.app import runstate
+from kfdguard.record import replace
+from kfdguard.verdict import Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+
+    from kfdguard.root import Root
+    from kfdguard.service.starter import ChildStarter, SystemdStarter
+    from kfdguard.service.status import Status
+
+# kfdguard-enforce.service's TimeoutStartSec is 60 s; a little longer, so that systemd's own end
+# of the job (JobRemoved "timeout") is what the service reports.
+RUN_TIMEOUT = 75.0
+NO_RECORD = "enforce-not-run"
+RUN_FAILED = "enforce-run-failed"
+
+
+class Privsep:
+    """Built before READY (no asyncio yet: tests/test_boot_path.py); the loop gives it its starter."""
+
+    def __init__(self, starter_kind: str, root: Root, timeout: float = RUN_TIMEOUT) -> None:
+        self.starter_kind = starter_kind  # "systemd" or "child": the command line's choice
+        self.starter: ChildStarter | SystemdStarter | None = None
+        self.root = root
+        self.timeout = timeout
+        self.lock: asyncio.Lock | None = None  # made in the loop: one oneshot run at a time
+        self.record: runstate.RunRecord | None = None
+        self.problem: str | None = None  # why there is no usable record of the last enforce run
+
+    def load(self) -> None:
+        """The record the boot pass left (blocking: a small file; before the loop)."""
+        try:
+            self.record, self.problem = runstate.read(self.root, "enforce"), None
+        except runstate.RunStateError as exc:
+            self.record, self.problem = None, f"kfdguard-enforce.service has left no usable result: {exc}"
+            log.warning(self.problem)
+
+    async def _run(self, kind: str) -> tuple[runstate.RunRecord | None, str]:
+        """Run one oneshot; its record, or None and why not."""
+        import asyncio
+
+        if self.starter is None:
+            return None, "no starter (the service is not connected to the bus yet)"
+        if self.lock is None:
+            self.lock = asyncio.Lock()
+        async with self.lock:
+            asked = runstate.now()
+            started = await self.starter.start(kind, self.timeout)
+            loop = asyncio.get_running_loop()
+            try:
+                record = await loop.run_in_executor(None, runstate.read, self.root, kind)
+            except runstate.RunStateError as exc:
+                return None, f"{started.detail}; {exc}"
+            if record.stamp < asked:
+                return None, f"{started.detail}; it left no result of this run (only an earlier one)"
+            return record, started.detail
+
+    async def enforce(self, reason: str) -> None:
+        """Run kfdguard-enforce.service for a check that asks for repairs; keep what it says."""
+        log.info(f"starting kfdguard-enforce.service ({reason})")
+        record, detail = await self._run("enforce")
+        if record is None:
+            self.problem = f"kfdguard-enforce.service ({reason}) did not complete: {detail}"
+            log.warning(self.problem)
+            return
+        self.record, self.problem = record, None
+        log.info(f"kfdguard-enforce.service ({reason}): {detail}; {record.state}: {record.message}")
+
+    async def fallback(self, clear: bool) -> tuple[bool, str]:
+        kind = "fallback-clear" if clear else "fallback-apply"
+        record, detail = await self._run(kind)
+        if record is None:
+            message = f"kfdguard-fallback@{kind.removeprefix('fallback-')}.service did not complete: {detail}"
+            log.warning(message)
+            return False, message
+        log.emit(log.NOTICE if record.ok else log.WARNING, f"{kind.replace('-', ' ')}: {record.message}")
+        return record.ok, record.message
+
+    def annotate(self, status: Status) -> Status:
+        """The status with the last enforce run's own problems, or the lack of a run, as findings."""
+        own = (NO_RECORD, RUN_FAILED)
+        findings = [f for f in status.findings if f[0] not in own]
+        if self.problem is not None:
+            remedy = "see 'journalctl -u kfdguard-enforce.service'; 'systemctl reload kfdguard' runs it again"
+            findings.append((RUN_FAILED if self.record else NO_RECORD, str(Severity.WARNING), self.problem, remedy))
+        if self.record is not None:
+            known = {f[0] for f in findings}
+            findings += [f for f in self.record.findings if f[0] not in known]
+        merged = tuple(findings)
+        return status if merged == status.findings else replace(status, findings=merged)
+
+
+__all__ = ["RUN_TIMEOUT", "Privsep"]
