@@ -354,14 +354,14 @@ def cmd_fallback(args: argparse.Namespace) -> int:
 
 
 def cmd_enforce(args: argparse.Namespace) -> int:
+    if args.record:  # the boot path (kfdguard-enforce.service): the report's modules are not needed
+        return _enforce_record(args)
     from kfdguard.app import pipeline
     from kfdguard.app.triggers import Trigger
     from kfdguard.enforce import EnforceReport
     from kfdguard.report import enforce_json, enforce_text
     from kfdguard.verdict import EXIT_CODES, State
 
-    if args.record:
-        return _enforce_record(args)
     opened = _open(args)
     if opened is None:
         return EXIT_USAGE

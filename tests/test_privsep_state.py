@@ -147,3 +147,42 @@ def test_fallback_record_arranges_and_clears(tmp_path: Path) -> None:
     cleared = kfdguard("fallback", "clear", "--record", "--root", str(machine))
     record = runstate.read(Root(machine), "fallback-clear")
     assert cleared.returncode == 0 and record.kind == "fallback-clear" and record.ok, cleared.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "parsed"),
+    [
+        (["enforce", "--record"], ("enforce", None, False)),
+        (["enforce", "--root", "/m", "--record"], ("enforce", "/m", False)),
+        (["enforce", "--record", "--root=/m"], ("enforce", "/m", False)),
+        (["fallback", "apply", "--record", "--pin"], ("fallback-apply", None, True)),
+        (["fallback", "clear", "--record"], ("fallback-clear", None, False)),
+        # Anything else is the full command line's to parse and to report.
+        (["enforce"], None),
+        (["enforce", "--record", "--dry-run"], None),
+        (["enforce", "--record", "--record"], None),
+        (["enforce", "--record", "--root"], None),
+        (["enforce", "--record", "--root", "--pin"], None),
+        (["enforce", "--record", "--pin"], None),
+        (["fallback", "clear", "--record", "--pin"], None),
+        (["fallback", "status", "--record"], None),
+        (["check", "--record"], None),
+        ([], None),
+    ],
+)
+def test_the_oneshots_command_lines_are_recognized_exactly(argv: list[str], parsed: object) -> None:
+    from kfdguard.app.oneshot import fast_argv
+
+    assert fast_argv(argv) == parsed
+
+
+def test_the_fast_path_and_the_full_command_line_record_the_same(machine: Path) -> None:
+    fast = kfdguard("enforce", "--record", "--root", str(machine))
+    first = runstate.read(Root(machine), "enforce")
+    full = subprocess.run([sys.executable, "-c", "import sys; from kfdguard.cli import main; sys.exit(main())",
+                           "enforce", "--record", "--root", str(machine)], cwd=TOP, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    second = runstate.read(Root(machine), "enforce")
+    assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
+    assert (first.kind, first.state, first.message, first.ok) == (second.kind, second.state, second.message, second.ok)
+    assert first.changes and second.changes == ()  # the first repaired; the second found nothing to do

@@ -86,4 +86,73 @@ def fallback(system: System, config: ConfigSource, action: str, *, pin: bool) ->
     return record
 
 
-__all__ = ["enforce", "fallback"]
+def fast_argv(argv: list[str]) -> tuple[str, str | None, bool] | None:
+    """The oneshots' own command lines, recognized without argparse: (command, --root, --pin).
+
+    ``enforce --record [--root DIR]`` and ``fallback apply|clear --record [--root DIR] [--pin]``,
+    options in any order, nothing else; any other command line (or a mistake in one of these)
+    is None and goes to the full command line, which parses and reports it. The display manager
+    waits for kfdguard-enforce.service to exit: argparse and the CLI's other modules cost about
+    as much as the pass itself on a healthy machine (benchmarks/bench_privsep.py).
+    """
+    if argv[:1] == ["enforce"]:
+        command, rest = "enforce", argv[1:]
+    elif argv[:1] == ["fallback"] and argv[1:2] in (["apply"], ["clear"]):
+        command, rest = f"fallback-{argv[1]}", argv[2:]
+    else:
+        return None
+    root: str | None = None
+    record = pin = False
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--record" and not record:
+            record = True
+        elif arg == "--pin" and command == "fallback-apply" and not pin:
+            pin = True
+        elif arg == "--root" and root is None and rest and rest[0] and not rest[0].startswith("-"):
+            root = rest.pop(0)
+        elif arg.startswith("--root=") and root is None and len(arg) > len("--root="):
+            root = arg.removeprefix("--root=")
+        else:
+            return None
+    return (command, root, pin) if record else None
+
+
+def main(argv: list[str]) -> int | None:
+    """Run a oneshot's command line (``fast_argv``); None when it is not one."""
+    parsed = fast_argv(list(argv))
+    if parsed is None:
+        return None
+    import os
+    import sys
+
+    from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.app.targets import TargetError, open_target
+    from kfdguard.verdict import EXIT_CODES, EXIT_USAGE, State
+
+    command, root, pin = parsed
+    log.set_journal("JOURNAL_STREAM" in os.environ)
+    try:
+        target = open_target(root, None)
+    except TargetError as exc:
+        sys.stderr.write(f"kfdguard: {exc}\n")
+        return EXIT_USAGE
+    try:
+        if target.needs_root and os.geteuid() != 0:
+            sys.stderr.write(f"kfdguard: {command.replace('-', ' ')} --record: run it as root\n")
+            return EXIT_USAGE
+        path = target.root.etc / "kfdguard/config.yaml"
+        config = ConfigSource(path, target.root.display(path))
+        if command == "enforce":
+            return enforce(target.system, config)[1].exit_code
+        action = command.removeprefix("fallback-")
+        pin = pin or config.loaded.config.fallback.policy == "pin"
+        return fallback(target.system, config, action, pin=pin).exit_code
+    except Exception as exc:  # the unit fails with the reason in its journal; the service reports it
+        sys.stderr.write(f"kfdguard: {command.replace('-', ' ')} failed: {type(exc).__name__}: {exc}\n")
+        return EXIT_CODES[State.ERROR] if command == "enforce" else 1
+    finally:
+        target.close()
+
+
+__all__ = ["enforce", "fallback", "fast_argv", "main"]
