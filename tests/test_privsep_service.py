@@ -82,6 +82,11 @@ def test_the_service_starts_from_the_boot_pass_record() -> None:
     with guardian("kfd-perms-0600", args=CHILD, prepare=boot_pass) as g:
         assert state(g.env()) == 's "ready"'
         assert "enforce-not-run" not in findings(g.env())
+        # KFD's version is root's answer from the record (the service does not open /dev/kfd).
+        argv = ["busctl", "--system", "get-property", "org.kfdguard.Guardian1", "/org/kfdguard/Guardian1",
+                "org.kfdguard.Guardian1", "KfdVersion"]  # fmt: skip
+        shown = subprocess.run(argv, env=g.env(), capture_output=True, text=True, timeout=30, check=True).stdout
+        assert shown.strip() == f's "{runstate.read(Root(g.root), "enforce").kfd_version}"' != 's ""'
         _code, log = g.stop()
     assert "kfdguard-enforce.service" not in log  # it read the record; it started nothing
 

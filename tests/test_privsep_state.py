@@ -186,3 +186,41 @@ def test_the_fast_path_and_the_full_command_line_record_the_same(machine: Path) 
     assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
     assert (first.kind, first.state, first.message, first.ok) == (second.kind, second.state, second.message, second.ok)
     assert first.changes and second.changes == ()  # the first repaired; the second found nothing to do
+
+
+def test_root_s_kfd_version_travels_in_the_record(machine: Path) -> None:
+    kfdguard("enforce", "--record", "--root", str(machine))
+    record = runstate.read(Root(machine), "enforce")
+    assert record.kfd_version and runstate.version_tuple(record.kfd_version) is not None
+    with pytest.raises(RunStateError, match=r"'kfd_version' is not MAJOR\.MINOR"):
+        runstate.parse({**record.to_json(), "kfd_version": "1.x"})
+
+
+@pytest.mark.parametrize(
+    ("record", "version", "codes"),
+    [
+        # The version root read; the same verdict as root's.
+        (RunRecord("enforce", True, "ready", "", kfd_version="1.17"), (1, 17), set()),
+        # No record yet (or one that says nothing): KFD answered through sysfs, which is not an error.
+        (None, None, {"kfd-ioctl-denied"}),
+        # Root's own failure is replayed with its errno: a broken KFD stays an error.
+        (RunRecord("enforce", True, "error", "", kfd_error="ioctl: Inappropriate ioctl", kfd_errno=25), None,
+         {"kfd-ioctl-failed"}),
+    ],
+)  # fmt: skip
+def test_the_unprivileged_service_reads_kfds_version_from_the_record(
+    tmp_path: Path, record: RunRecord | None, version: tuple[int, int] | None, codes: set[str]
+) -> None:
+    from kfdguard.assess import assess
+    from kfdguard.config import Config
+    from kfdguard.probe import probe
+    from kfdguard.service.privsep import Privsep, UnprivilegedSystem
+    from kfdguard.simulate.system import SimulatedSystem
+
+    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m")
+    privsep = Privsep("child", root)
+    privsep.record = record
+    facts = probe(UnprivilegedSystem(SimulatedSystem(root), privsep), log="never")
+    assert facts.kfd.version == version
+    found = {f.code for f in assess(facts, Config()).findings} & {"kfd-ioctl-denied", "kfd-ioctl-failed"}
+    assert found == codes

@@ -49,9 +49,17 @@ def enforce(system: System, config: ConfigSource) -> tuple[Outcome, runstate.Run
         ),
         exit_code=1 if code == 0 and failed else code,
         stamp=runstate.now(),
+        kfd_version=_kfd_version(outcome),
+        kfd_error=outcome.facts.kfd.version_error or "",
+        kfd_errno=outcome.facts.kfd.version_errno or 0,
     )
     runstate.write(system.root, record)
     return outcome, record
+
+
+def _kfd_version(outcome: Outcome) -> str:
+    version = outcome.facts.kfd.version
+    return "" if version is None else f"{version[0]}.{version[1]}"
 
 
 def _after_check(system: System, outcome: Outcome) -> None:

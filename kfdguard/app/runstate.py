@@ -46,6 +46,11 @@ class RunRecord:
     changes: tuple[str, ...] = ()  # "status: what" per action that did something
     exit_code: int = 0
     stamp: int = 0  # CLOCK_MONOTONIC ns at the end of the run
+    # enforce: what root's AMDKFD_IOC_GET_VERSION said ("1.11"), or how it failed (errno, text): the
+    # unprivileged service may not open /dev/kfd (it is no compute user) and reads it here instead.
+    kfd_version: str = ""
+    kfd_error: str = ""
+    kfd_errno: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -58,6 +63,9 @@ class RunRecord:
             "changes": list(self.changes),
             "exit_code": self.exit_code,
             "stamp": self.stamp,
+            "kfd_version": self.kfd_version,
+            "kfd_error": self.kfd_error,
+            "kfd_errno": self.kfd_errno,
         }
 
 
@@ -144,7 +152,7 @@ def parse(value: object, shown: str = "the record") -> RunRecord:
     if not isinstance(changes, list) or not all(_valid(c) for c in changes):
         raise RunStateError(f"{shown}: 'changes' is not a list of strings")
     numbers = {}
-    for key in ("exit_code", "stamp"):
+    for key in ("exit_code", "stamp", "kfd_errno"):
         number = value.get(key)
         if not isinstance(number, int) or isinstance(number, bool) or number < 0 or number >= 1 << 63:
             raise RunStateError(f"{shown}: {key!r} is not a non-negative integer")
@@ -158,7 +166,25 @@ def parse(value: object, shown: str = "the record") -> RunRecord:
         changes=tuple(changes),
         exit_code=numbers["exit_code"],
         stamp=numbers["stamp"],
+        kfd_version=_kfd_version(_text(value, "kfd_version", shown), shown),
+        kfd_error=_text(value, "kfd_error", shown),
+        kfd_errno=numbers["kfd_errno"],
     )
+
+
+def _kfd_version(text: str, shown: str) -> str:
+    major, dot, minor = text.partition(".")
+    if text and not (dot and major.isdigit() and minor.isdigit() and len(text) <= 21):
+        raise RunStateError(f"{shown}: 'kfd_version' is not MAJOR.MINOR")
+    return text
+
+
+def version_tuple(text: str) -> tuple[int, int] | None:
+    """A record's "1.11" as the probe's (1, 11); None when there is none."""
+    if not text:
+        return None
+    major, _, minor = text.partition(".")
+    return int(major), int(minor)
 
 
 def _valid(text: object) -> bool:
@@ -181,4 +207,16 @@ def _text(value: dict[str, object], key: str, shown: str) -> str:
     return text
 
 
-__all__ = ["KINDS", "VERSION", "RunRecord", "RunStateError", "file_for", "now", "parse", "path", "read", "write"]
+__all__ = [
+    "KINDS",
+    "VERSION",
+    "RunRecord",
+    "RunStateError",
+    "file_for",
+    "now",
+    "parse",
+    "path",
+    "read",
+    "version_tuple",
+    "write",
+]

@@ -101,14 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     config_path = root.etc / "kfdguard/config.yaml"
     config = ConfigSource(config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache")
     privsep = None
+    system = target.system
     if opts.starter is not None and opts.enforce:
-        from kfdguard.service.privsep import Privsep
+        from kfdguard.service.privsep import Privsep, UnprivilegedSystem
 
         # The boot pass was kfdguard-enforce.service's (ordered before this unit): read what it left.
         privsep = Privsep(opts.starter, root)
         privsep.load()
+        system = UnprivilegedSystem(system, privsep)
     # With a starter this process changes nothing itself: every check is read-only.
-    service = Service(target.system, config, enforce=opts.enforce and privsep is None)
+    service = Service(system, config, enforce=opts.enforce and privsep is None)
     service.privsep = privsep
     for error in service.loaded.errors:
         log.error(f"configuration: {error}")

@@ -17,16 +17,23 @@ CLOCK_MONOTONIC); an older one means the run did not get as far as writing it.
 
 from __future__ import annotations
 
+import errno
+
 from kfdguard import log
 from kfdguard.app import runstate
 from kfdguard.record import replace
+from kfdguard.system import KfdIoctlError, System
 from kfdguard.verdict import Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Sequence
+    from pathlib import Path
 
+    from kfdguard.access import NodeStat
     from kfdguard.root import Root
+    from kfdguard.runner import RunResult
     from kfdguard.service.starter import ChildStarter, SystemdStarter
     from kfdguard.service.status import Status
 
@@ -112,4 +119,48 @@ class Privsep:
         return status if merged == status.findings else replace(status, findings=merged)
 
 
-__all__ = ["RUN_TIMEOUT", "Privsep"]
+class UnprivilegedSystem(System):
+    """The machine as the unprivileged service sees it: the real System's answers, except KFD's version.
+
+    Opening /dev/kfd needs the compute group (root:render 0660), which the service does not have and
+    must not (it would be a compute user); its unit's DevicePolicy=closed refuses the open too. Root
+    asked the ioctl in kfdguard-enforce.service this boot: the record's answer is replayed, its
+    failure with its errno. Without a record that says, the open is "denied" (EPERM), which assess
+    reads as KFD answering through sysfs only (kfd-ioctl-denied, info), not as a broken KFD.
+    Nothing here writes: the service acts through the oneshots only.
+    """
+
+    def __init__(self, inner: System, privsep: Privsep) -> None:
+        self.inner = inner
+        self.privsep = privsep
+        self.root = inner.root
+        self.provenance = inner.provenance
+
+    def kfd_version(self, path: Path) -> tuple[int, int]:
+        record = self.privsep.record
+        if record is not None and record.kfd_version:
+            version = runstate.version_tuple(record.kfd_version)
+            assert version is not None
+            return version
+        if record is not None and record.kfd_error:
+            raise KfdIoctlError("open (kfdguard-enforce.service)", record.kfd_errno, record.kfd_error)
+        raise KfdIoctlError("open", errno.EPERM, "the unprivileged service does not open /dev/kfd, and "
+                            "kfdguard-enforce.service has not read its version this boot")  # fmt: skip
+
+    def stat_node(self, path: Path) -> NodeStat | None:
+        return self.inner.stat_node(path)
+
+    def read_kmsg(self) -> list[str]:
+        return self.inner.read_kmsg()
+
+    def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
+        return self.inner.read_journal(boots)
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
+        return self.inner.run(argv, timeout=timeout)
+
+    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+        raise PermissionError(errno.EPERM, "the unprivileged service changes no device node")
+
+
+__all__ = ["RUN_TIMEOUT", "Privsep", "UnprivilegedSystem"]

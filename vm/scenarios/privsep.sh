@@ -24,7 +24,7 @@ invocation_changed() { [ "$(invocation "$1")" != "$2" ]; }
 installed_checks
 # --- 1. the layout the package installed --------------------------------------
 check "the system user kfdguard exists (sysusers.d)" quiet id kfdguard
-check "/run/kfdguard is drwxrwx--T root:kfdguard (got: $(stat -c '%A %U:%G' /run/kfdguard))" \
+check "/run/kfdguard is drwxrwxr-t root:kfdguard (got: $(stat -c '%A %U:%G' /run/kfdguard))" \
     test "$(stat -c '%a %U:%G' /run/kfdguard)" = "1775 root:kfdguard"
 en=$(systemctl is-enabled kfdguard-enforce.service 2>&1)
 check "kfdguard-enforce.service is enabled by the package (got: $en)" test "$en" = enabled
@@ -88,8 +88,9 @@ check "as root outside it, the same chown succeeds (got: $got)" test "$got" = OK
 # --- 3. Reload from a render-group user, systemctl reload, and a stranger ------
 id alice >/dev/null 2>&1 || useradd -m -G render alice
 id bob >/dev/null 2>&1 || useradd -m bob
-# Something the resident service cannot repair: /dev/kfd's mode (the udev rule would on the next event).
-chmod 0600 /dev/kfd
+# Something only the oneshot can do: write /etc/modprobe.d (read-only for the resident service).
+rm -f /etc/modprobe.d/kfdguard.conf
+printf 'version: 1\nmodule:\n  options:\n    cwsr_enable: 0\n' | write_config
 before=$(invocation kfdguard-enforce.service)
 reply=$(runuser -u alice -- busctl --system call "$BUS_NAME" "$BUS_PATH" "$BUS_NAME" Reload 2>&1)
 note "Reload by alice (render): $reply"
@@ -97,8 +98,8 @@ check "Reload from a render-group user is answered with a state (got: $reply)" c
 check "... and it ran kfdguard-enforce.service again" invocation_changed kfdguard-enforce.service "$before"
 check "... which succeeded (Result=$(mono kfdguard-enforce.service Result))" \
     test "$(mono kfdguard-enforce.service Result)" = success
-check "... and /dev/kfd is crw-rw---- root:render again (got: $(node_line))" \
-    test "$(node_line)" = "crw-rw---- root:render"
+check "... which read the new configuration and wrote 'options amdgpu cwsr_enable=0' to modprobe.d" \
+    contains "$(cat /etc/modprobe.d/kfdguard.conf 2>/dev/null)" "options amdgpu cwsr_enable=0"
 check "the resident service's journal says it started the oneshot" \
     contains "$(journal_of kfdguard.service)" "starting kfdguard-enforce.service (Reload by"
 before=$(invocation kfdguard-enforce.service)
@@ -126,20 +127,33 @@ done
 mkdir -p "/lib/modules/$newer/kernel/drivers/gpu/drm/amd/amdgpu"
 echo "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz: kernel/drivers/gpu/drm/drm.ko.xz" >"/lib/modules/$newer/modules.dep"
 mkdir -p /boot/grub
+# The shape of Debian 12's grub.cfg, as vm/scenarios/fallback.sh lays it out.
 cat >/boot/grub/grub.cfg <<EOF
+# vmlane: the shape of Debian 12's grub.cfg (update-grub), default = 6.1
 set default="0"
 if [ -s \$prefix/grubenv ]; then
   load_env
 fi
-menuentry 'Debian GNU/Linux' \$menuentry_id_option 'gnulinux-simple-kfdroot' {
+if [ "\${next_entry}" ] ; then
+   set default="\${next_entry}"
+   set next_entry=
+   save_env next_entry
+   set boot_once=true
+else
+   set default="0"
+fi
+menuentry 'Debian GNU/Linux' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-simple-kfdroot' {
 	linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
+	initrd	/boot/initrd.img-$running
 }
 submenu 'Advanced options for Debian GNU/Linux' \$menuentry_id_option 'gnulinux-advanced-kfdroot' {
-	menuentry 'Debian GNU/Linux, with Linux $newer' \$menuentry_id_option 'gnulinux-$newer-advanced-kfdroot' {
+	menuentry 'Debian GNU/Linux, with Linux $newer' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$newer-advanced-kfdroot' {
 		linux	/boot/vmlinuz-$newer root=/dev/vda ro quiet
+		initrd	/boot/initrd.img-$newer
 	}
-	menuentry 'Debian GNU/Linux, with Linux $running' \$menuentry_id_option 'gnulinux-$running-advanced-kfdroot' {
+	menuentry 'Debian GNU/Linux, with Linux $running' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$running-advanced-kfdroot' {
 		linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
+		initrd	/boot/initrd.img-$running
 	}
 }
 EOF
