@@ -164,6 +164,8 @@ endif
 	@# Compute-ready (kfdguard wait): neither has an [Install] section; the units that need the GPU pull them in.
 	install -D -m 0644 units/kfdguard-compute.target $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target
 	install -D -m 0644 units/kfdguard-wait.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service
+	@# Boot assessment (fallback.policy: assess): installed, enabled only by the administrator.
+	install -D -m 0644 units/kfdguard-boot-check.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-boot-check.service
 	install -D -m 0644 schema/kfdguard.schema.json $(DESTDIR)$(DATADIR)/kfdguard.schema.json
 	install -D -m 0644 dbus/org.kfdguard.Guardian1.conf $(DESTDIR)$(DBUSSYSTEMCONFDIR)/org.kfdguard.Guardian1.conf
 	install -D -m 0644 dbus/org.kfdguard.Guardian1.service $(DESTDIR)$(DBUSSYSTEMSERVICEDIR)/org.kfdguard.Guardian1.service
@@ -190,6 +192,7 @@ uninstall:
 		$(DESTDIR)$(POLKITRULESDIR)/50-kfdguard-units.rules \
 		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target \
 		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service \
+		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-boot-check.service \
 		$(DESTDIR)$(DATADIR)/kfdguard.schema.json \
 		$(DESTDIR)$(DBUSSYSTEMCONFDIR)/org.kfdguard.Guardian1.conf \
 		$(DESTDIR)$(DBUSSYSTEMSERVICEDIR)/org.kfdguard.Guardian1.service \

@@ -123,6 +123,27 @@ examples:
   sudo kfdguard fallback clear
 """
 
+BOOT_CHECK_DESCRIPTION = (
+    "With fallback.policy: assess, kfdguard-boot-check.service (RequiredBy=boot-complete.target) runs this "
+    "after the boot pass: it probes and assesses once, read-only, and fails when compute did not come up "
+    "because of the running kernel (too old for the GPU, built without KFD, amdgpu-dkms not built for it or "
+    "refused by Secure Boot) - only when another installed kernel can run it (the one 'kfdguard fallback' "
+    "recommends), unless fallback.assess is 'always'. boot-complete.target is then not reached, "
+    "systemd-bless-boot does not mark the boot loader entry good, and once its tries run out systemd-boot "
+    "starts the next entry by itself, even for a kernel that hangs before kfdguard runs. Compute that is "
+    "down for another reason (permissions, a missing library) never marks a boot bad. With any other policy "
+    "it reports and exits 0. GRUB has no boot counting: there, use fallback.policy oneshot (grub-reboot), "
+    "which kfdguard arms only after it saw the running kernel fail."
+)
+BOOT_CHECK_EPILOG = """exit status: 0 the boot is good (or not kfdguard's to judge), 1 the kernel kept
+compute from coming up, 64 usage error.
+
+examples:
+  kfdguard boot-check                         what kfdguard-boot-check.service would decide now
+  kfdguard boot-check --machine legacy-4.15-amdkfd --json
+  sudo systemctl enable kfdguard-boot-check.service   (with fallback.policy: assess)
+"""
+
 # Options, one row each: (flags, argparse keywords). Commands below name the rows they take.
 Option = tuple[tuple[str, ...], dict[str, object]]
 JSON: Option = (("--json",), {"action": "store_true", "help": "print one JSON object"})
@@ -158,6 +179,8 @@ COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...]
      ((("action",), {"nargs": "?", "choices": ["status", "apply", "clear"], "default": "status"}),
       (("--pin",), {"action": "store_true", "help": "apply: make it the default instead of next boot only"}),
       JSON, RECORD)),
+    ("boot-check", "was this boot good for compute? (systemd's Automatic Boot Assessment)",
+     BOOT_CHECK_DESCRIPTION, BOOT_CHECK_EPILOG, True, (JSON,)),
     ("status", "show what the running service reports",
      "Ask the kfdguard service (org.kfdguard.Guardian1 on the system bus) for its current status: state, "
      "GPUs, findings and the fallback recommendation. Needs no privileges.", None, False, (JSON, BUS)),
@@ -279,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         "diagnose": cmd_diagnose,
         "enforce": cmd_enforce,
         "fallback": cmd_fallback,
+        "boot-check": cmd_boot_check,
         "status": cmd_client,
         "reload": cmd_client,
         "access": cmd_client,
@@ -351,6 +375,45 @@ def cmd_fallback(args: argparse.Namespace) -> int:
     finally:
         target.close()
     return 0 if outcome is None or outcome.ok else 1
+
+
+def cmd_boot_check(args: argparse.Namespace) -> int:
+    from kfdguard.app import pipeline
+    from kfdguard.app.triggers import Trigger
+    from kfdguard.fallback.assessment import assess_boot, counted
+
+    opened = _open(args)
+    if opened is None:
+        return EXIT_USAGE
+    target, config = opened
+    try:
+        look = pipeline.check(target.system, config, Trigger.CLI, may_repair=False)
+        rec = look.verdict.fallback
+        assert rec is not None
+        fallback = config.loaded.config.fallback
+        result = assess_boot(look.verdict, rec, fallback.policy, fallback.assess,
+                             counted(look.facts.bootloader.entries, rec.running))  # fmt: skip
+    finally:
+        target.close()
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "good": result.good,
+                    "reason": result.reason,
+                    "running": result.running,
+                    "fallback": result.fallback,
+                    "counted": result.counted,
+                    "policy": result.policy,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"kfdguard boot-check: {'good' if result.good else 'bad'}: {result.reason}")
+        if not result.good and not result.counted:
+            print("  (the running kernel's boot loader entry carries no boot counter: nothing falls back by itself)")
+    return 0 if result.good else 1
 
 
 def cmd_enforce(args: argparse.Namespace) -> int:

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     import yaml
 
 CONFIG_LIMIT = 256 * 1024
-POLICIES = ("off", "notify", "oneshot", "pin")
+POLICIES = ("off", "notify", "oneshot", "pin", "assess")
+# fallback.policy assess: which failed boots kfdguard-boot-check.service counts as bad.
+ASSESS = ("if-fallback", "always")
 LOG_SOURCES = ("journal", "kmsg")
 INITRAMFS = ("report", "regenerate")
 # What "compute is ready" means for kfdguard-compute.target, the runtime marker and kfdguard wait.
@@ -57,6 +59,10 @@ class UsersConfig:
 @dataclass(frozen=True, slots=True)
 class FallbackConfig:
     policy: str = "notify"
+    # if-fallback: a boot is bad only when another installed, bootable kernel can run compute (known
+    # good here, or able by kfdguard's tables): marking the only usable kernel bad leaves nothing better
+    # to boot; always: whenever the kernel is the cause
+    assess: str = "if-fallback"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +147,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "module": {"options": "options", "load": "bool", "reload": "bool", "repair": "bool", "initramfs": "initramfs"},
     "device": {"group": "group", "mode": "mode", "udev_rule": "bool"},
     "users": {"add_to_group": "names", "min_uid": "uid"},
-    "fallback": {"policy": "policy"},
+    "fallback": {"policy": "policy", "assess": "assess"},
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
     "compute": {"require": "require", "wait_timeout": "seconds"},
@@ -296,7 +302,7 @@ def _seconds(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> objec
 
 
 def _choice(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
-    choices = {"policy": POLICIES, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
+    choices = {"policy": POLICIES, "assess": ASSESS, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
     if text not in choices:
         raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
     return text

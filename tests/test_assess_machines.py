@@ -91,7 +91,7 @@ def test_permissions_finding_shows_the_node_and_the_fix(machine_facts: dict[str,
 
 def test_log_evidence_confirms_the_causes(machine_facts: dict[str, Facts]) -> None:
     legacy = assess(machine_facts["legacy-4.15-amdkfd"]).by_code("kernel-too-old")[0]
-    assert "kfd kfd: DID 67df is missing in supported_devices" in " ".join(legacy.evidence)
+    assert "amdgpu 0000:01:00.0: kfd not supported on this ASIC" in " ".join(legacy.evidence)
     atomics = assess(machine_facts["dgpu-plus-igpu-atomics"]).by_code("pcie-atomics")[0]
     assert "skipped device 1002:67df, PCI rejects atomics" in " ".join(atomics.evidence)
     sched = assess(machine_facts["bad-sched-policy"]).by_code("kfd-init-failed")[0]

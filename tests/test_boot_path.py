@@ -3,7 +3,8 @@
 asyncio, the D-Bus library, pyudev and systemd-python come after READY
 (READY itself is the bare datagram); dataclasses, inspect, typing and
 threading not at all (kfdguard.record, _thread); yaml only when the config
-file changed since it was last cached (this machine has none). A regression here
+file changed since it was last cached (this machine has none); kfdguard's
+own modules that only other commands or other machines need, not at all. A regression here
 shows up as a slower boot long before anyone runs the benchmark.
 """
 
@@ -17,7 +18,10 @@ from kfdguard.simulate import bundled
 from kfdguard.simulate.render import render
 
 HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect", "typing", "threading", "logging",
-         "socket", "systemd.daemon", "yaml")  # fmt: skip
+         "socket", "systemd.daemon", "yaml",
+         # the snapshot's recorder and writer (a target directory is only asked whether it is a bundle),
+         # the PE reader (only where a UKI is found), the marker's reader side
+         "kfdguard.snapshot.bundle", "kfdguard.snapshot.recorder", "kfdguard.probe.pe", "kfdguard.snapshot.take")  # fmt: skip
 PROBE = """
 import sys
 import kfdguard.service.main as main

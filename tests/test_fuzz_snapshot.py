@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from kfdguard.probe import probe
 from kfdguard.root import Root
-from kfdguard.snapshot import MANIFEST, SnapshotError
+from kfdguard.snapshot import MANIFEST
+from kfdguard.snapshot.bundle import SnapshotError
 from kfdguard.snapshot.replay import ReplaySystem
 from tests.fuzzing import examples
 

@@ -15,9 +15,10 @@ from kfdguard.probe import probe
 from kfdguard.root import Root
 from kfdguard.simulate import bundled
 from kfdguard.simulate.system import SimulatedSystem
-from kfdguard.snapshot import MANIFEST, SnapshotError, take
-from kfdguard.snapshot.bundle import minimal_module
+from kfdguard.snapshot import MANIFEST
+from kfdguard.snapshot.bundle import SnapshotError, minimal_module
 from kfdguard.snapshot.replay import ReplaySystem
+from kfdguard.snapshot.take import take
 from kfdguard.verdict import Verdict
 
 

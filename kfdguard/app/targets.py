@@ -99,7 +99,7 @@ def _directory(root: Root) -> Target:
 
     if is_bundle(root.path):
         # A bundle written by 'kfdguard snapshot' answers from what was recorded.
-        from kfdguard.snapshot import SnapshotError
+        from kfdguard.snapshot.bundle import SnapshotError
         from kfdguard.snapshot.replay import ReplaySystem
 
         try:

@@ -9,7 +9,7 @@ from kfdguard.facts import Attempt, BootEntry, BootloaderFacts, History, Install
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.osrelease import parse_os_release
-from kfdguard.probe import bootspec, pe
+from kfdguard.probe import bootspec
 from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
@@ -191,6 +191,8 @@ def _uki(reader: Reader, path: Path) -> dict[str, str]:
             raise _Unreadable
         return got[0]
 
+    from kfdguard.probe import pe  # only where a UKI is found: not on every boot path
+
     return pe.sections(read, size, UKI_SECTIONS)
 
 
@@ -202,6 +204,8 @@ def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
         path = directory / name
         if name.startswith(".") or not name.lower().endswith(".efi") or not reader.is_file(path):
             continue
+        from kfdguard.probe import pe
+
         try:
             counted = bootspec.split_tries(name)
             texts = _uki(reader, path)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.parsers.osrelease import parse_os_release
 from kfdguard.readiness.condition import satisfied
 from kfdguard.record import dataclass
 
@@ -61,6 +60,8 @@ def render(marker: Marker) -> str:
 
 def parse(text: str) -> Marker | None:
     """A marker's content; None when it is not one (truncated, foreign, garbage)."""
+    from kfdguard.parsers.osrelease import parse_os_release  # readers only: the service writes before READY
+
     values = parse_os_release(text[:MARKER_LIMIT])
     state, since = values.get("STATE", ""), values.get("SINCE", "")
     if state not in ("ready", "degraded") or not (since.isascii() and since.isdigit() and len(since) <= 12):

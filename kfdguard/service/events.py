@@ -16,11 +16,15 @@ if TYPE_CHECKING:
     from kfdguard.app.targets import EventSource
 
 SUBSYSTEMS = ("kfd", "drm", "pci")
-# Events come in bursts (a module load creates the kfd and drm nodes within
-# milliseconds). The first event of a burst starts a short settle window and
-# later ones join it without pushing it back, so a reaction never waits more
-# than the window; what arrives during the check itself folds into one more.
-SETTLE = 0.02
+# Events come in bursts (udev's add of a device and its change events, a card's
+# drm nodes: within a few milliseconds of each other; a real GPU's kfd and drm
+# nodes are seconds apart, no window folds those). The first event of a burst
+# starts a short settle window and later ones join it without pushing it back,
+# so a reaction never waits more than the window; what arrives during the check
+# itself folds into one more. The window is every reaction's floor (make bench,
+# goal 50 ms from event to signal): 10 ms folds a burst and leaves the rest to
+# the check.
+SETTLE = 0.01
 
 
 class Debouncer:

@@ -152,8 +152,9 @@ class SimKernel:
 
     @property
     def pr(self) -> str:
-        # pr_fmt("amdgpu: ") once KFD lived inside amdgpu.
-        return "amdgpu: " if self.merged else "kfd: "
+        # pr_fmt("amdgpu: ") once KFD lived inside amdgpu. The standalone amdkfd.ko had no pr_fmt:
+        # a real 4.15.0-36 boot prints "Creating topology SYSFS entries" bare (ROCm/ROCm#593).
+        return "amdgpu: " if self.merged else ""
 
     @property
     def kfd_dev(self) -> str:
@@ -341,11 +342,14 @@ class SimKernel:
         self.write("sys/devices/virtual/kfd/kfd/dev", f"{KFD_MAJOR}:0\n")
         self.write("sys/devices/virtual/kfd/kfd/uevent", f"MAJOR={KFD_MAJOR}\nMINOR=0\nDEVNAME=kfd\n")
         self.link("sys/class/kfd/kfd", "../../devices/virtual/kfd/kfd")
-        if any(name == "ignore_crat" for name, _kind, _default in amdgpu_params(self.version, True, True)):
-            # kfd_crat.c prints it where the module still has ignore_crat (6.1); 6.12's does not.
-            self.printk(f"{self.pr}CRAT table not found")
-        self.printk(f"{self.pr}Virtual CRAT table created for CPU")
-        self.printk(f"{self.pr}Topology: Add CPU node")
+        if self.merged:
+            if any(name == "ignore_crat" for name, _kind, _default in amdgpu_params(self.version, True, True)):
+                # kfd_crat.c prints it where the module still has ignore_crat (6.1); 6.12's does not.
+                self.printk(f"{self.pr}CRAT table not found")
+            self.printk(f"{self.pr}Virtual CRAT table created for CPU")
+            self.printk(f"{self.pr}Topology: Add CPU node")
+        # The standalone amdkfd.ko's topology lines depend on the firmware's ACPI CRAT and are not
+        # attested for a machine without one: it prints none rather than invented ones.
         topo = "sys/devices/virtual/kfd/kfd/topology"
         self.write(
             f"{topo}/system_properties",
@@ -390,9 +394,12 @@ class SimKernel:
             self._probe_failed(gpu, -22)
             return
         card = self._bind(gpu, "amdgpu")
+        if kfd_ok:
+            self._kfd_outcome(gpu, chip, card)
+        self._initialized(gpu, card)
+
+    def _kfd_outcome(self, gpu: GpuSpec, chip: hardware.Chip, card: int) -> None:
         lower = f"{gpu.vendor:x}:{gpu.device:x}"
-        if not kfd_ok:
-            return
         outcome = gpu.outcome
         if outcome == "added":
             self.printk(f"{self.kfd_dev}Allocated 3969056 bytes on gart")
@@ -420,6 +427,10 @@ class SimKernel:
             self.printk(f"{self.kfd_dev}skipped device {lower}, PCI rejects atomics{detail}")
         elif outcome == "not-supported":
             self._not_supported(chip)
+        elif outcome == "asic-not-in-kfd":
+            # amdgpu_amdkfd_device_probe()'s default case: the ASIC type is not in amdgpu's switch;
+            # Ubuntu's 4.15.0-10 and 4.15.0-36 print it for a POLARIS10 (tests/data/kernel-lines-4.15.txt).
+            self.printk(f"{self.gpu_dev(gpu)}kfd not supported on this ASIC")
         elif outcome == "missing-did":
             self.printk(f"{self.kfd_dev}DID {gpu.device:04x} is missing in supported_devices", WARNING)
             self.printk(f"{self.kfd_dev}kgd2kfd_probe failed", ERROR)
@@ -457,9 +468,12 @@ class SimKernel:
             self.write(f"{devpath}/drm/{name}/uevent", f"MAJOR={DRM_MAJOR}\nMINOR={minor}\nDEVNAME=dri/{name}\n")
             self.link(f"sys/class/drm/{name}", f"../../devices/pci{gpu.slot[:4]}:00/{gpu.slot}/drm/{name}")
             self.add_node(f"/dev/dri/{name}", "drm", name, DRM_MAJOR, minor, f"0x{gpu.vendor:04x}")
-        if gpu.vendor == 0x1002:
-            self.printk(f"[drm] Initialized amdgpu {_kms(self.version)} 20150101 for {gpu.slot} on minor {card}")
         return card
+
+    def _initialized(self, gpu: GpuSpec, card: int) -> None:
+        # drm_dev_register() comes after amdgpu's device init, so KFD's lines for the device are
+        # printed before this one (real logs of 4.15 and 6.x alike).
+        self.printk(f"[drm] Initialized amdgpu {_kms(self.version)} 20150101 for {gpu.slot} on minor {card}")
 
     def bind_foreign(self, gpu: GpuSpec) -> None:
         if gpu.driver:
@@ -730,13 +744,22 @@ def _slot_parts(slot: str) -> tuple[int, int, int]:
     return int(domain, 16), int(bus, 16), int(dev, 16) << 3 | int(fn, 16)
 
 
+# KMS versions of series whose source the generator cannot read, as their own boots print them:
+# 4.15: "[drm] Initialized amdgpu 3.23.0 20150101" on Ubuntu's 4.15.0-10 and 4.15.0-36 (in-tree
+# amdgpu; tests/data/kernel-lines-4.15.txt names the reports).
+ATTESTED_KMS = {(4, 15): "3.23.0"}
+
+
 def _kms(version: tuple[int, int]) -> str:
     """amdgpu's KMS version (KMS_DRIVER_* of amdgpu_drv.c): read for the series the knowledge
-    generator read (6.1: 3.49.0); 3.57.0 (Ubuntu 24.04's 6.8) otherwise, not checked."""
+    generator read (6.1: 3.49.0), attested by real boots for 4.15; 3.57.0 (Ubuntu 24.04's 6.8)
+    otherwise, not checked."""
     from kfdguard.knowledge.generated import KERNELS
 
     kernel = KERNELS.get(f"{version[0]}.{version[1]}")
-    return kernel["kms"] if kernel else "3.57.0"
+    if kernel:
+        return str(kernel["kms"])
+    return ATTESTED_KMS.get(version, "3.57.0")
 
 
 def _firmware_name(version: tuple[int, int], prefix: str) -> str:

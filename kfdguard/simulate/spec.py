@@ -15,6 +15,7 @@ OUTCOMES = (
     "added",  # KFD adds the GPU: topology node, "added device"
     "atomics",  # KFD skips it: "PCI rejects atomics"
     "not-supported",  # KFD does not know the IP: "... not supported in kfd"
+    "asic-not-in-kfd",  # amdgpu does not hand the ASIC to KFD at all (4.15, Polaris): "kfd not supported on this ASIC"
     "missing-did",  # old static table lacks the id: "DID ... is missing in supported_devices"
     "iommu",  # APU needing IOMMUv2 with the IOMMU off
     "firmware",  # amdgpu cannot load firmware: no DRM nodes, no KFD

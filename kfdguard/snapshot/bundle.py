@@ -20,6 +20,7 @@ import os
 import posixpath
 import struct
 
+from kfdguard.snapshot import MANIFEST
 from kfdguard.snapshot.recorder import ABSENT, DIR, FIFO, FILE, LINK
 
 TYPE_CHECKING = False
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
     from kfdguard.snapshot.recorder import RecordingReader, RecordingSystem
 
-MANIFEST = ".kfdguard-snapshot.json"
 FORMAT = "kfdguard-snapshot"
 VERSION = 1
 MANIFEST_LIMIT = 64 << 20
@@ -39,12 +39,6 @@ LINK_HOPS = 40
 
 class SnapshotError(ValueError):
     """A bundle that cannot be written or read; the message says which part and why."""
-
-
-def is_bundle(path: Path) -> bool:
-    # Present at all, not "a regular file": a manifest that is a link or a FIFO makes the
-    # directory a broken bundle, to be refused, not a plain machine root to be probed.
-    return os.path.lexists(path / MANIFEST)
 
 
 # --- writing -------------------------------------------------------------------------------

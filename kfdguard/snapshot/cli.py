@@ -57,7 +57,8 @@ def run(args: argparse.Namespace, open_of: object) -> int:
     """``open_of(args)`` is the CLI's own: (target, configuration source), or None after saying why."""
     from pathlib import Path
 
-    from kfdguard.snapshot import SnapshotError, take
+    from kfdguard.snapshot.bundle import SnapshotError
+    from kfdguard.snapshot.take import take
 
     if args.boots is not None and args.boots < 0:
         print("kfdguard: --boots takes a number of earlier boots, 0 or more", file=sys.stderr)

@@ -1,0 +1,101 @@
+"""Taking a snapshot: one recorded probe pass, written as a bundle (``bundle.py`` has the layout)."""
+
+from __future__ import annotations
+
+import os
+
+from kfdguard.record import dataclass
+from kfdguard.snapshot import MANIFEST
+from kfdguard.snapshot.bundle import SnapshotError, check_dest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kfdguard.facts import Facts
+    from kfdguard.system import System
+
+__all__ = ["Snapshot", "take"]
+
+REDACTED_NAMES = (
+    "user and group names of uid/gid 1000 and up (but nobody) replaced by user<uid>/group<gid> in /etc/passwd, "
+    "/etc/group and /etc/kfdguard/config.yaml; their GECOS fields and home directories blanked"
+)
+REDACTED_LOG = "kernel log: only the lines a kfdguard log rule classifies, at their line numbers; the rest blank"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: Path
+    files: int
+    redacted: tuple[str, ...]
+    notes: tuple[str, ...]
+    facts: Facts
+
+
+def take(
+    system: System,
+    dest: Path,
+    *,
+    source: str,
+    names: bool = False,
+    log_sources: tuple[str, ...] = ("journal", "kmsg"),
+    previous_boots: int = 0,
+) -> Snapshot:
+    """Probe ``system`` once, recording, and write the bundle to ``dest`` (new or empty).
+
+    Raises SnapshotError when ``dest`` is unusable; the bundle appears whole
+    or not at all (it is written beside ``dest`` and renamed into place).
+    """
+    import json
+    import time
+
+    from kfdguard import __version__
+    from kfdguard.probe import probe
+    from kfdguard.snapshot.bundle import manifest, write_tree
+    from kfdguard.snapshot.recorder import FILE, RecordingReader, RecordingSystem
+    from kfdguard.snapshot.redact import GROUP, PASSWD, NameMap
+
+    check_dest(dest)
+    reader = RecordingReader(system.root)
+    recording = RecordingSystem(system)
+    # The configuration decides part of the verdict: it travels with the machine.
+    reader.data(system.root.etc / "kfdguard/config.yaml")
+    facts = probe(recording, log="always", log_sources=log_sources, previous_boots=previous_boots, reader=reader)
+    redact: NameMap | None = None
+    redacted = [REDACTED_LOG]
+    if not names:
+        text = {k: reader.data_of.get(k, b"").decode("utf-8", errors="replace") for k in (PASSWD, GROUP)}
+        redact = NameMap(text[PASSWD], text[GROUP])
+        redacted.insert(0, REDACTED_NAMES)
+    partial = dest.parent / f".{dest.name}.partial-{os.getpid()}"
+    try:
+        partial.mkdir(parents=True)
+        notes = write_tree(partial, reader, redact)
+        meta: dict[str, object] = {
+            "kfdguard": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "source": source,
+            "redacted": redacted,
+            "notes": notes,
+            "files": sorted(k for k, v in reader.entries.items() if v == FILE and k in reader.data_of),
+        }
+        doc = manifest(recording, meta)
+        with open(partial / MANIFEST, "w", encoding="utf-8") as handle:
+            json.dump(doc, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        if dest.exists():
+            dest.rmdir()  # empty: check_dest said so
+        os.rename(partial, dest)
+    except OSError as exc:
+        _remove_tree(partial)
+        raise SnapshotError(f"{dest}: {exc.strerror or exc}") from None
+    files = meta["files"]
+    assert isinstance(files, list)
+    return Snapshot(dest, len(files), tuple(redacted), tuple(notes), facts)
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
