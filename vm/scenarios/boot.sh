@@ -117,7 +117,7 @@ check "kfdguard check shows KFD up with its topology (interface $probe, 0 GPU + 
     contains "$human" "interface $probe, topology 0 GPU + 1 CPU node"
 
 # The journal of this boot
-log=$(journal_of kfdguard.service)
+log=$(kfdguard_journal)
 check "the journal has kfdguard's READY line with the state" bash -c 'grep -qiE "ready.*no-device" <<<"$0"' "$log"
 errors=$(journalctl -b --no-pager -o cat -u kfdguard.service -p err | grep -v '^-- ' | head -n 3)
 check "kfdguard logged no errors this boot${errors:+ (got: $errors)}" test -z "$errors"
