@@ -106,6 +106,8 @@ DATADIR ?= $(PREFIX)/share/kfdguard
 CONFDIR ?= /etc/kfdguard
 pkgvar = $(shell pkg-config --variable=$(2) $(1) 2>/dev/null)
 SYSTEMDSYSTEMUNITDIR ?= $(or $(call pkgvar,systemd,systemdsystemunitdir),/lib/systemd/system)
+SYSUSERSDIR ?= $(or $(call pkgvar,systemd,sysusersdir),/usr/lib/sysusers.d)
+TMPFILESDIR ?= $(or $(call pkgvar,systemd,tmpfilesdir),/usr/lib/tmpfiles.d)
 DBUSDATADIR ?= $(or $(call pkgvar,dbus-1,datadir),/usr/share)
 DBUSSYSTEMCONFDIR ?= $(DBUSDATADIR)/dbus-1/system.d
 DBUSSYSTEMSERVICEDIR ?= $(or $(call pkgvar,dbus-1,system_bus_services_dir),/usr/share/dbus-1/system-services)
@@ -118,7 +120,9 @@ POLKITRULESDIR ?= $(dir $(POLKITACTIONDIR))rules.d
 PYTHONDIR ?= $(shell $(PYTHON3) -c 'import sys, sysconfig as s; p = sys.argv[1].rstrip("/"); n = s.get_scheme_names(); \
 	sch, b = ("deb_system", p) if p == "/usr" and "deb_system" in n else ("posix_local", "/usr") if p == "/usr/local" and "posix_local" in n else ("posix_prefix", p); \
 	print(s.get_path("purelib", sch, {"base": b, "platbase": b}))' $(PREFIX))
-# debian/rules installs the unit through dh_installsystemd instead.
+# debian/rules installs the unit through dh_installsystemd instead, and the
+# sysusers.d and tmpfiles.d snippets through dh_installsysusers and
+# dh_installtmpfiles (their postinst creates the user and /run/kfdguard).
 INSTALL_UNIT ?= yes
 PYINSTALL := build/pyinstall
 
@@ -150,7 +154,13 @@ install-python:
 install-data:
 ifeq ($(INSTALL_UNIT),yes)
 	install -D -m 0644 units/kfdguard.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service
+	install -D -m 0644 units/kfdguard-enforce.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-enforce.service
+	install -D -m 0644 units/kfdguard.sysusers $(DESTDIR)$(SYSUSERSDIR)/kfdguard.conf
+	install -D -m 0644 units/kfdguard.tmpfiles $(DESTDIR)$(TMPFILESDIR)/kfdguard.conf
+	@echo "make install: run 'systemd-sysusers kfdguard.conf; systemd-tmpfiles --create kfdguard.conf' (the user, /run/kfdguard)"
 endif
+	@# Issue 21: the boot-loader oneshots (a template without [Install]; the resident service starts its instances).
+	install -D -m 0644 'units/kfdguard-fallback@.service' '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-fallback@.service'
 	@# Compute-ready (kfdguard wait): neither has an [Install] section; the units that need the GPU pull them in.
 	install -D -m 0644 units/kfdguard-compute.target $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target
 	install -D -m 0644 units/kfdguard-wait.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service
@@ -162,6 +172,7 @@ endif
 	install -D -m 0644 dbus/org.kfdguard.Guardian1.xml $(DESTDIR)$(DBUSINTERFACESDIR)/org.kfdguard.Guardian1.xml
 	install -D -m 0644 polkit/org.kfdguard.policy $(DESTDIR)$(POLKITACTIONDIR)/org.kfdguard.policy
 	install -D -m 0644 polkit/49-kfdguard.rules $(DESTDIR)$(POLKITRULESDIR)/49-kfdguard.rules
+	install -D -m 0644 polkit/50-kfdguard-units.rules $(DESTDIR)$(POLKITRULESDIR)/50-kfdguard-units.rules
 	install -D -m 0644 udev/71-kfdguard.rules.in $(DESTDIR)$(DATADIR)/71-kfdguard.rules.in
 	install -D -m 0644 man/kfdguard.8 $(DESTDIR)$(MANDIR)/man8/kfdguard.8
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then \
@@ -174,6 +185,11 @@ endif
 # Removes what install put there, except the configuration.
 uninstall:
 	rm -f $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service \
+		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-enforce.service \
+		'$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-fallback@.service' \
+		$(DESTDIR)$(SYSUSERSDIR)/kfdguard.conf \
+		$(DESTDIR)$(TMPFILESDIR)/kfdguard.conf \
+		$(DESTDIR)$(POLKITRULESDIR)/50-kfdguard-units.rules \
 		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target \
 		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service \
 		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-boot-check.service \
@@ -286,7 +302,7 @@ lintian: deb
 # autopkgtest runs debian/tests/* against the installed package; purge gets a
 # guest of its own without the package (install, upgrade from the previous
 # release, remove, purge).
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice+consumer purge
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice+consumer purge privsep
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty runs every row. Every row runs SCENARIOS (a row with `only` keeps the

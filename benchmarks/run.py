@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.common import Result
 
-BENCHES = ("boot", "dbus", "memory", "kernellog", "reaction", "scale", "userspace")
+BENCHES = ("boot", "privsep", "dbus", "memory", "kernellog", "reaction", "scale", "userspace")
 DOC_INTRO = """# Performance
 
 kfdguard runs on the boot's critical path before the display manager and

@@ -1,3 +1,14 @@
-from kfdguard.cli import main
+import sys
 
-raise SystemExit(main())
+code = None
+if sys.argv[1:2] in (["enforce"], ["fallback"]) and "--record" in sys.argv:
+    # The privileged oneshots' command lines (kfdguard-enforce.service, kfdguard-fallback@.service)
+    # are on the boot path: they skip argparse and the full command line (kfdguard/app/oneshot.py).
+    from kfdguard.app.oneshot import main as oneshot_main
+
+    code = oneshot_main(sys.argv[1:])
+if code is None:
+    from kfdguard.cli import main
+
+    code = main()
+raise SystemExit(code)

@@ -96,6 +96,10 @@ ENFORCE_DESCRIPTION = (
 )
 ENFORCE_EPILOG = """exit status: the state after enforcing, as for 'check' (0 ready, 1 degraded, 2 unavailable,
 3 no-device, 4 error); 1 instead of 0 when an action failed; 64 usage error.
+With --record (kfdguard-enforce.service): the same codes; the pass also keeps the kernel history
+and applies the fallback policy, logs to the journal instead of printing the report, and writes
+its result to /run/kfdguard/enforce.json (under --root DIR: DIR/run/kfdguard/enforce.json),
+which the resident kfdguard.service reads; 4 (error) as well when that file cannot be written.
 
 examples:
   sudo kfdguard enforce --dry-run        show the plan and the diffs, change nothing
@@ -111,6 +115,8 @@ FALLBACK_DESCRIPTION = (
     "bootctl; 'clear' undoes it. kfdguard never reboots by itself."
 )
 FALLBACK_EPILOG = """exit status: 0 done (or nothing to do), 1 refused or failed, 64 usage error.
+With --record (kfdguard-fallback@apply/clear.service): apply pins when fallback.policy is pin (as
+the service did), the outcome is logged and written to /run/kfdguard/fallback.json.
 
 examples:
   kfdguard fallback                  same as 'fallback status'
@@ -144,6 +150,10 @@ Option = tuple[tuple[str, ...], dict[str, object]]
 JSON: Option = (("--json",), {"action": "store_true", "help": "print one JSON object"})
 VERBOSE: Option = (("-v", "--verbose"), {"action": "store_true", "help": "show all evidence for each finding"})
 BUS: Option = (("--bus",), {"metavar": "ADDRESS", "help": "bus address (default: the system bus)"})
+RECORD: Option = (
+    ("--record",),
+    {"action": "store_true", "help": "run as the privileged oneshot: log, and write the result under /run/kfdguard"},
+)
 
 # One row per command: name, help, description, epilog, takes --root/--machine/--config, options.
 COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...] = (
@@ -163,12 +173,13 @@ COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...]
     ("enforce", "bring the machine to the configured state (modprobe.d, module, permissions)",
      ENFORCE_DESCRIPTION, ENFORCE_EPILOG, True,
      ((("-n", "--dry-run"), {"action": "store_true", "help": "show what would change, with diffs"}),
-      JSON, (("-v", "--verbose"), {"action": "store_true", "help": "show diffs and all evidence"}))),
+      JSON, (("-v", "--verbose"), {"action": "store_true", "help": "show diffs and all evidence"}),
+      RECORD)),
     ("fallback", "the kernel-fallback policy: which kernel can run compute, and booting it",
      FALLBACK_DESCRIPTION, FALLBACK_EPILOG, True,
      ((("action",), {"nargs": "?", "choices": ["status", "apply", "clear"], "default": "status"}),
       (("--pin",), {"action": "store_true", "help": "apply: make it the default instead of next boot only"}),
-      JSON)),
+      JSON, RECORD)),
     ("boot-check", "was this boot good for compute? (systemd's Automatic Boot Assessment)",
      BOOT_CHECK_DESCRIPTION, BOOT_CHECK_EPILOG, True, (JSON,)),
     ("status", "show what the running service reports",
@@ -187,7 +198,10 @@ COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...]
      "kfdguard daemon --root DIR --bus unix:path=/tmp/bus.", None, False,
      ((("--root",), {"metavar": "DIR", "help": "serve the machine whose root directory is DIR"}), BUS,
       (("--backend",), {"choices": ["fast", "next"], "help": "D-Bus library: dbus-fast (default) or dbus-next"}),
-      (("--no-enforce",), {"action": "store_true", "help": "observe only: change nothing on the machine"}))),
+      (("--no-enforce",), {"action": "store_true", "help": "observe only: change nothing on the machine"}),
+      (("--starter",), {"choices": ["systemd", "child"],
+                        "help": "unprivileged: repairs and boot-loader changes go to the privileged oneshots, "
+                                "started through systemd or as a child (a simulated machine)"}))),
     ("machines", "list or render the bundled simulated machines",
      "The simulated machines bundled with kfdguard, for trying it out and for tests. "
      "'render NAME DIR' writes one out as a directory tree usable with --root.", None, False,
@@ -235,7 +249,8 @@ def build_parser() -> Parser:
 def _daemon(args: argparse.Namespace) -> int:
     from kfdguard.service.main import main as service_main
 
-    argv = [f"--{k}={v}" for k, v in (("root", args.root), ("bus", args.bus), ("backend", args.backend)) if v]
+    pairs = (("root", args.root), ("bus", args.bus), ("backend", args.backend), ("starter", args.starter))
+    argv = [f"--{k}={v}" for k, v in pairs if v]
     return service_main(argv + (["--no-enforce"] if args.no_enforce else []))
 
 
@@ -336,6 +351,8 @@ def cmd_fallback(args: argparse.Namespace) -> int:
     from kfdguard.probe import probe
     from kfdguard.report import fallback_json, fallback_text
 
+    if args.record:
+        return _fallback_record(args)
     opened = _open(args)
     if opened is None:
         return EXIT_USAGE
@@ -401,6 +418,8 @@ def cmd_boot_check(args: argparse.Namespace) -> int:
 
 
 def cmd_enforce(args: argparse.Namespace) -> int:
+    if args.record:  # the boot path (kfdguard-enforce.service): the report's modules are not needed
+        return _enforce_record(args)
     from kfdguard.app import pipeline
     from kfdguard.app.triggers import Trigger
     from kfdguard.enforce import EnforceReport
@@ -428,6 +447,63 @@ def cmd_enforce(args: argparse.Namespace) -> int:
         sys.stdout.write(enforce_text(report, before, after, target.where, verbose=args.verbose))
     code = after.exit_code
     return 1 if code == 0 and report.failed else code
+
+
+def _oneshot_open(args: argparse.Namespace, what: str) -> tuple[Target, ConfigSource] | None:
+    """The machine of a --record run, with the service's logging (the journal reads stderr)."""
+    import os
+
+    from kfdguard import log
+
+    log.set_level(log.INFO)
+    log.set_journal("JOURNAL_STREAM" in os.environ)
+    if getattr(args, "dry_run", False) or getattr(args, "json", False):
+        print("kfdguard: --record takes neither --dry-run nor --json", file=sys.stderr)
+        return None
+    opened = _open(args)
+    if opened is not None and _needs_root(opened[0], what):
+        opened[0].close()
+        return None
+    return opened
+
+
+def _enforce_record(args: argparse.Namespace) -> int:
+    from kfdguard.app import oneshot
+    from kfdguard.verdict import EXIT_CODES, State
+
+    opened = _oneshot_open(args, "enforce changes system files and devices")
+    if opened is None:
+        return EXIT_USAGE
+    target, config = opened
+    try:
+        _outcome, record = oneshot.enforce(target.system, config)
+    except Exception as exc:  # the unit fails with the reason in the journal; the service reports it
+        print(f"kfdguard: enforce failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_CODES[State.ERROR]
+    finally:
+        target.close()
+    return record.exit_code
+
+
+def _fallback_record(args: argparse.Namespace) -> int:
+    from kfdguard.app import oneshot
+
+    if args.action not in ("apply", "clear"):
+        print("kfdguard: fallback --record: the action is apply or clear", file=sys.stderr)
+        return EXIT_USAGE
+    opened = _oneshot_open(args, f"fallback {args.action} changes the boot loader")
+    if opened is None:
+        return EXIT_USAGE
+    target, config = opened
+    try:
+        pin = args.pin or config.loaded.config.fallback.policy == "pin"
+        record = oneshot.fallback(target.system, config, args.action, pin=pin)
+    except Exception as exc:
+        print(f"kfdguard: fallback {args.action} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        target.close()
+    return record.exit_code
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

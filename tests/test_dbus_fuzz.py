@@ -177,11 +177,11 @@ def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: s
 # --- the fuzzer and the load generator against the real service ------------------------------------
 
 
-def _fuzz(backend: str, seconds: float, seed: int) -> Any:
+def _fuzz(backend: str, seconds: float, seed: int, layout: str = "single") -> Any:
     from tools.dbusfuzz import Options, fuzz_service
 
     report, _ = fuzz_service("rx7900xtx-ubuntu2404", backend, Options(seed=seed, duration=seconds, connections=2,
-                                                                       max_string=1 << 16))  # fmt: skip
+                                                                       max_string=1 << 16), layout)  # fmt: skip
     return report
 
 
@@ -221,6 +221,14 @@ def test_a_short_fuzz_run(backend: str, each_bus: str) -> None:
 
 @as_root
 @pytest.mark.fuzz
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_short_fuzz_run_against_the_split_service(backend: str) -> None:
+    """Issue 21: the same properties hold for the unprivileged service that hands repairs to its oneshot."""
+    _check_fuzz_report(_fuzz(backend, 1.5, seed=1, layout="split"))
+
+
+@as_root
+@pytest.mark.fuzz
 @campaign_only
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_long_fuzz_run(backend: str) -> None:
@@ -241,12 +249,12 @@ def test_the_fuzzer_documents_itself() -> None:
         assert section in out
 
 
-def _load(backend: str, clients: int, calls: int, limit: float = 600.0) -> Any:
+def _load(backend: str, clients: int, calls: int, limit: float = 600.0, layout: str = "single") -> Any:
     """Run tools.dbusload against a fresh service."""
     from tools.dbusfuzz import Target
     from tools.dbusload import run_load
 
-    target = Target("rx7900xtx-ubuntu2404", backend)
+    target = Target("rx7900xtx-ubuntu2404", backend, layout)
     try:
         target.wait_ready()
         result = asyncio.run(run_load(target.address, clients, calls, target.proc.pid, limit=limit))
@@ -264,6 +272,13 @@ def _load(backend: str, clients: int, calls: int, limit: float = 600.0) -> Any:
 @pytest.mark.fuzz
 def test_load_20_clients_x_100_calls() -> None:
     result = _load("fast", 20, 100)
+    assert not result.errors and result.calls == 20 * 100, result.text()
+
+
+@as_root
+@pytest.mark.fuzz
+def test_load_20_clients_x_100_calls_against_the_split_service() -> None:
+    result = _load("fast", 20, 100, layout="split")
     assert not result.errors and result.calls == 20 * 100, result.text()
 
 

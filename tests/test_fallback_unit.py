@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 TOP = Path(__file__).resolve().parent.parent
-UNIT = TOP / "units/kfdguard.service"
+# Issue 21: the boot-loader actions run in their own oneshot, the only unit with this capability.
+UNIT = TOP / "units/kfdguard-fallback@.service"
 
 
 def bounding_set(unit_text: str) -> list[str]:

@@ -1344,7 +1344,7 @@ def quiet_bus(directory: Path) -> Any:
 class Target:
     """A private bus with the service on a simulated machine; the service's stderr goes to a file."""
 
-    def __init__(self, machine: str, backend: str) -> None:
+    def __init__(self, machine: str, backend: str, layout: str = "single") -> None:
         from kfdguard.simulate import bundled
         from kfdguard.simulate.render import render
 
@@ -1362,6 +1362,13 @@ class Target:
         env.pop("JOURNAL_STREAM", None)
         argv = [sys.executable, "-m", "kfdguard.service", "--root", str(root), "--bus", self.bus.address,
                 "--backend", backend, "--no-enforce"]  # fmt: skip
+        if layout == "split":
+            # Issue 21: the unprivileged service, which hands repairs to the oneshot (run as a child
+            # here); the oneshot's boot pass first, as systemd orders it.
+            top = Path(__file__).resolve().parents[1]
+            subprocess.run([sys.executable, "-m", "kfdguard", "enforce", "--record", "--root", str(root)],
+                           capture_output=True, timeout=120, check=False, cwd=top)  # fmt: skip
+            argv[-1:] = ["--starter", "child"]
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(argv, env=env, stderr=log, stdout=subprocess.DEVNULL,
                                          cwd=Path(__file__).resolve().parents[1])  # fmt: skip
@@ -1410,9 +1417,9 @@ class Target:
         return self.proc.returncode, log
 
 
-def fuzz_service(machine: str, backend: str, opts: Options) -> tuple[Report, str]:
-    """Start the service, fuzz it, stop it: the report and the service's log."""
-    target = Target(machine, backend)
+def fuzz_service(machine: str, backend: str, opts: Options, layout: str = "single") -> tuple[Report, str]:
+    """Start the service (``layout`` split: unprivileged, with its oneshot), fuzz it, stop it: report and log."""
+    target = Target(machine, backend, layout)
     try:
         target.wait_ready()
         report = asyncio.run(run(target.address, opts, target.proc.pid))
@@ -1444,6 +1451,13 @@ def parser() -> argparse.ArgumentParser:
     target.add_argument("--machine", default=DEFAULT_MACHINE, metavar="NAME",
                         help=f"bundled simulated machine the service runs on (default {DEFAULT_MACHINE}; "
                         "'python -m kfdguard machines' lists them); needs root to own the name")  # fmt: skip
+    target.add_argument(
+        "--layout",
+        choices=("single", "split"),
+        default="single",
+        help="single: one service that acts itself (--no-enforce); split: the unprivileged "
+        "service with --starter child and its oneshot (issue 21)",
+    )
     target.add_argument("--backend", choices=("fast", "next"), default="fast",
                         help="the service's D-Bus library: dbus-fast (default) or dbus-next")  # fmt: skip
     target.add_argument("--address", metavar="ADDRESS",
@@ -1509,7 +1523,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.address is not None:
             report = asyncio.run(run(args.address, opts, args.pid))
         else:
-            report, log = fuzz_service(args.machine, args.backend, opts)
+            report, log = fuzz_service(args.machine, args.backend, opts, args.layout)
             if args.service_log:
                 Path(args.service_log).write_text(log)
     except (OSError, RuntimeError, TimeoutError) as exc:

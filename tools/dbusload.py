@@ -139,9 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=1000, help="calls per client (default 1000)")
     p.add_argument("--machine", default="rx7900xtx-ubuntu2404", help="bundled simulated machine for the service")
     p.add_argument("--backend", choices=("fast", "next"), default="fast", help="the service's D-Bus library")
+    p.add_argument(
+        "--layout",
+        choices=("single", "split"),
+        default="single",
+        help="split: the unprivileged service and its oneshot (issue 21)",
+    )
     p.add_argument("--limit", type=float, default=600.0, help="seconds the whole run may take (default 600)")
     args = p.parse_args(argv)
-    target = Target(args.machine, args.backend)
+    target = Target(args.machine, args.backend, args.layout)
     try:
         target.wait_ready()
         result = asyncio.run(run_load(target.address, args.clients, args.calls, target.proc.pid, limit=args.limit))

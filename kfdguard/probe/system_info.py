@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from kfdguard.facts import DkmsModule, KernelFacts, ModuleFacts, OsFacts
@@ -163,7 +164,13 @@ def _probe_module(
     if exists:
         pdir = sysdir / "parameters"
         names = reader.listdir(pdir)
+        unprivileged = os.geteuid() != 0
         for param in names:
+            # Parameters the module declares 0600 (amdgpu's vramlimit, gartsize, gttsize, moverate)
+            # are root's: the unprivileged service (issue 21) skips them instead of reporting each one
+            # unreadable; the KFD options kfdguard reads are 0444.
+            if unprivileged and not os.access(pdir / param, os.R_OK):
+                continue
             value = reader.value(pdir / param)
             if value is not None:
                 params[param] = value

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from kfdguard import log
-from kfdguard.app.triggers import Trigger, fold
+from kfdguard.app.triggers import Trigger, fold, policy
 from kfdguard.service.core import PassResult, Service
 
 
@@ -55,6 +55,9 @@ class Checks:
         loop = asyncio.get_running_loop()
         service = self.service
         try:
+            if service.privsep is not None and policy(trigger).repair:
+                # Issue 21: the repairs are kfdguard-enforce.service's; this check then looks at what it left.
+                await service.privsep.enforce(reason)
             result: PassResult = await loop.run_in_executor(None, service.check, trigger)
         except Exception as exc:
             log.error(f"re-check after {reason} failed: {type(exc).__name__}: {exc}")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kfdguard.app.pipeline import ConfigSource
     from kfdguard.config import LoadedConfig
     from kfdguard.facts import Facts
+    from kfdguard.service.privsep import Privsep
     from kfdguard.system import System
     from kfdguard.verdict import Verdict
 
@@ -90,6 +91,8 @@ class Service:
         self.pending: Background | None = None
         self.history_problem: str | None = None  # writing /var/lib/kfdguard/history.json failed
         self.ready_sent = False  # until READY=1, notifications avoid systemd-python's import cost
+        # Issue 21: set when the privileged work is the oneshots' (service/privsep.py); None: it is ours.
+        self.privsep: Privsep | None = None
 
     @property
     def loaded(self) -> LoadedConfig:
@@ -142,6 +145,8 @@ class Service:
             # Problems met while repairing are findings like the others.
             merged = sorted((*verdict.findings, *outcome.report.findings), key=lambda f: f.key())
             status = replace(status, findings=tuple((f.code, str(f.severity), f.message, f.remedy) for f in merged))
+        if self.privsep is not None:
+            status = self.privsep.annotate(status)  # what the last enforce run met, which this look cannot see
         return PassResult(status, facts, verdict)
 
     def take_inventory(self) -> PassResult | None:
@@ -190,6 +195,8 @@ class Service:
         """After a check: write the history and let the fallback policy act."""
         from kfdguard.fallback.apply import after_check
 
+        if self.privsep is not None:
+            return "kept by kfdguard-enforce.service"  # the history is root's, written by the oneshot's pass
         rec = result.verdict.fallback
         if rec is None:
             return "no recommendation"

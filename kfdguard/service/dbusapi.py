@@ -339,14 +339,20 @@ class GuardianAPI:
         result = await self.checks.run(Trigger.DBUS_RELOAD, f"Reload by {sender}")
         return [result.status.state]
 
+    async def _fallback(self, clear: bool) -> tuple[bool, str]:
+        if self.service.privsep is not None:  # issue 21: kfdguard-fallback@apply/clear.service does it
+            return await self.service.privsep.fallback(clear)
+        result: tuple[bool, str] = await self._in_thread(self.service.fallback, clear)
+        return result
+
     async def _do_ApplyFallback(self, sender: str) -> list[Any]:
-        ok, message = await self._in_thread(self.service.fallback, False)
+        ok, message = await self._fallback(False)
         if not ok:
             raise CallError(ERROR_FAILED, message)
         return [message]
 
     async def _do_ClearFallback(self, sender: str) -> list[Any]:
-        ok, message = await self._in_thread(self.service.fallback, True)
+        ok, message = await self._fallback(True)
         if not ok:
             raise CallError(ERROR_FAILED, message)
         return [message]

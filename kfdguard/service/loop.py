@@ -19,6 +19,7 @@ from kfdguard.service.notify import notify, watchdog_interval
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.service.main import Options
+    from kfdguard.service.starter import ChildStarter, SystemdStarter
 
 
 def serve(service: Service, opts: Options, events: EventSource = UDEV) -> int:
@@ -47,6 +48,8 @@ class Loop:
             log.error(f"cannot connect to the bus: {exc}")
             return 1
         keep_writing_when_full(bus)
+        if self.service.privsep is not None:
+            self.service.privsep.starter = _starter(self.service.privsep.starter_kind, self.opts, bus, backend)
         api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit, checks=self.checks)
         bus.add_message_handler(api.handle)
         # Before anything can change the status: the adapter's cache follows every transition.
@@ -147,3 +150,12 @@ class Loop:
 
     def device_event(self, reason: str) -> None:
         self.checks.request(Trigger.DEVICE_EVENT, reason)
+
+
+def _starter(kind: str, opts: Options, bus: object, backend: object) -> ChildStarter | SystemdStarter:
+    """The command line's choice of starter (issue 21), given the connected bus."""
+    from kfdguard.service.starter import ChildStarter, SystemdStarter
+
+    if kind == "systemd":
+        return SystemdStarter(bus, backend)
+    return ChildStarter(opts.root)

@@ -20,10 +20,15 @@ from kfdguard.service.notify import notify
 BOOT_DEADLINE = 20.0
 early_signals: list[int] = []  # signals that arrived before the event loop took them over
 USAGE = """usage: python3 -m kfdguard.service [--root DIR] [--bus ADDRESS] [--backend fast|next] [--no-enforce]
+                                  [--starter systemd|child]
 
 The kfdguard system service (see kfdguard(8)); systemd starts it. --root serves
 a machine directory (a simulated machine for the demo and the tests), --bus
 connects to another bus than the system bus, --no-enforce only observes.
+--starter: run unprivileged (issue 21): checks are read-only, and repairs and
+boot-loader changes are the privileged oneshots' (kfdguard-enforce.service,
+kfdguard-fallback@.service), started through systemd (systemd) or, where there
+is no systemd (a simulated machine on a private bus), as a child (child).
 """
 
 
@@ -34,6 +39,7 @@ class Options:
         self.backend: str | None = None
         self.enforce = True
         self.deadline = BOOT_DEADLINE
+        self.starter: str | None = None  # None: one process does everything (the single-unit layout)
 
 
 def parse(argv: list[str]) -> Options:
@@ -49,7 +55,7 @@ def parse(argv: list[str]) -> Options:
             opts.enforce = False
             continue
         key, sep, value = arg.partition("=")
-        if key not in ("--root", "--bus", "--backend", "--deadline"):
+        if key not in ("--root", "--bus", "--backend", "--deadline", "--starter"):
             raise SystemExit(f"kfdguard service: unknown option {arg!r}\n{USAGE}")
         if not sep:
             if not args:
@@ -57,6 +63,8 @@ def parse(argv: list[str]) -> Options:
             value = args.pop(0)
         if key == "--deadline":
             opts.deadline = float(value)
+        elif key == "--starter" and value not in ("systemd", "child"):
+            raise SystemExit(f"kfdguard service: --starter is systemd or child, not {value!r}")
         else:
             setattr(opts, key[2:], value)
     return opts
@@ -92,7 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     root = target.root
     config_path = root.etc / "kfdguard/config.yaml"
     config = ConfigSource(config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache")
-    service = Service(target.system, config, enforce=opts.enforce)
+    privsep = None
+    system = target.system
+    if opts.starter is not None and opts.enforce:
+        from kfdguard.service.privsep import Privsep, UnprivilegedSystem
+
+        # The boot pass was kfdguard-enforce.service's (ordered before this unit): read what it left.
+        privsep = Privsep(opts.starter, root)
+        privsep.load()
+        system = UnprivilegedSystem(system, privsep)
+    # With a starter this process changes nothing itself: every check is read-only.
+    service = Service(system, config, enforce=opts.enforce and privsep is None)
+    service.privsep = privsep
     for error in service.loaded.errors:
         log.error(f"configuration: {error}")
     result = boot_pass(service, opts.deadline)

@@ -41,16 +41,23 @@ esac
 
 # --- boot 2 -------------------------------------------------------------------
 check "kfdguard.service is active" systemctl -q is-active kfdguard.service
+# Issue 21: the boot pass is kfdguard-enforce.service's (a oneshot): the display manager waits for
+# its exit; the unprivileged kfdguard.service starts after it and is READY when it has read the result.
+en_start=$(mono kfdguard-enforce.service ExecMainStartTimestampMonotonic)
+en_exit=$(mono kfdguard-enforce.service ExecMainExitTimestampMonotonic)
 kg_start=$(mono kfdguard.service InactiveExitTimestampMonotonic)
 kg_ready=$(mono kfdguard.service ActiveEnterTimestampMonotonic)
 dm_start=$(mono display-manager.service InactiveExitTimestampMonotonic)
 ml_done=$(mono systemd-modules-load.service ActiveEnterTimestampMonotonic)
-note "monotonic us: modules-load done $ml_done, kfdguard start $kg_start, ready $kg_ready, display-manager start $dm_start"
-check "kfdguard started after systemd-modules-load finished" test "$ml_done" -gt 0 -a "$ml_done" -le "$kg_start"
-check "kfdguard was READY ($((kg_ready / 1000)) ms) before the display manager started ($((dm_start / 1000)) ms)" \
-    test "$kg_ready" -gt 0 -a "$kg_ready" -le "$dm_start"
+note "monotonic us: modules-load done $ml_done, enforce $en_start-$en_exit, kfdguard start $kg_start, ready $kg_ready, display-manager start $dm_start"
+check "kfdguard-enforce started after systemd-modules-load finished" test "$ml_done" -gt 0 -a "$ml_done" -le "$en_start"
+check "kfdguard-enforce had exited ($((en_exit / 1000)) ms) before the display manager started ($((dm_start / 1000)) ms)" \
+    test "$en_exit" -gt 0 -a "$en_exit" -le "$dm_start"
+check "kfdguard-enforce took $(((en_exit - en_start) / 1000)) ms, under its TimeoutStartSec (60 s)" \
+    test $((en_exit - en_start)) -lt 60000000
+check "kfdguard.service started after it ($((kg_start / 1000)) ms)" test "$kg_start" -ge "$en_exit"
 check "kfdguard took $(((kg_ready - kg_start) / 1000)) ms to READY, under its TimeoutStartSec (30 s)" \
-    test $((kg_ready - kg_start)) -lt 30000000
+    test "$kg_ready" -gt 0 -a $((kg_ready - kg_start)) -lt 30000000
 check "display-manager.service is active" systemctl -q is-active display-manager.service
 status=$(systemctl show -p StatusText --value kfdguard.service)
 check "systemctl status kfdguard shows its STATUS= text (got: '$status')" contains "$status" "no-device:"
@@ -114,7 +121,7 @@ check "kfdguard check shows KFD up with its topology (interface $probe, 0 GPU + 
     contains "$human" "interface $probe, topology 0 GPU + 1 CPU node"
 
 # The journal of this boot
-log=$(journal_of kfdguard.service)
+log=$(kfdguard_journal)
 check "the journal has kfdguard's READY line with the state" bash -c 'grep -qiE "ready.*no-device" <<<"$0"' "$log"
 errors=$(journalctl -b --no-pager -o cat -u kfdguard.service -p err | grep -v '^-- ' | head -n 3)
 check "kfdguard logged no errors this boot${errors:+ (got: $errors)}" test -z "$errors"

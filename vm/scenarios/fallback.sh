@@ -162,7 +162,7 @@ h = json.load(open("/var/lib/kfdguard/history.json"))
 print(" ".join("{from}->{to}:{mode}:{result}".format(**a) for a in h["attempts"]))')
 check "history.json records one pending oneshot attempt $running -> $newer (got: $attempts)" \
     test "$attempts" = "$running->$newer:oneshot:pending"
-log=$(journal_of kfdguard.service)
+log=$(kfdguard_journal)
 check "the journal says what was arranged: \"$newer will boot at the next boot only\"" \
     contains "$log" "$newer will boot at the next boot only"
 rule=$(cat /etc/udev/rules.d/71-kfdguard.rules 2>/dev/null)

@@ -68,7 +68,7 @@ status=$(systemctl show -p StatusText --value kfdguard.service)
 check "its STATUS= text is the state (got: '$status')" contains "$status" "$state0:"
 wait_serving 60
 check "after the restart: config-invalid still reported" bash -c '[ -n "$0" ]' "$(finding config-invalid)"
-journal=$(journal_of kfdguard.service)
+journal=$(kfdguard_journal)
 check "the journal has the configuration error with its position" \
     bash -c 'grep -q "configuration: .*config.yaml:3:[0-9]*: device.mode" <<<"$0"' "$journal"
 

@@ -158,6 +158,11 @@ print(value if isinstance(value, str) else json.dumps(value))
 
 # Journal lines of this boot from a unit, or kfdguard's.
 journal_of() { journalctl -b --no-pager -o cat -u "$1"; }
+# kfdguard's journal as a whole: the resident service and its privileged oneshots (issue 21: the
+# boot pass, the repairs and the fallback actions are kfdguard-enforce's and kfdguard-fallback@'s).
+kfdguard_journal() {
+    journalctl -b --no-pager -o cat -u kfdguard.service -u kfdguard-enforce.service -u 'kfdguard-fallback@*'
+}
 
 # A stand-in for a GPU that udev would load amdgpu for: load it at boot
 # through modules-load.d (no AMD GPU in the VM; KFD comes up CPU-only).

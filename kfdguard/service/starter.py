@@ -1,0 +1,159 @@
+"""Starting a privileged oneshot and waiting for its end (issue 21).
+
+The resident service holds no privilege: a repair or a boot-loader change is the work of
+kfdguard-enforce.service or kfdguard-fallback@apply/clear.service. A *starter* runs one and
+waits, with a timeout, until it has ended; what it did is in its state file (app/runstate.py),
+which the caller reads. Two starters, chosen by the command line (``--starter``), never by
+looking at the machine:
+
+- ``systemd``: ``StartUnit(name, "replace")`` on org.freedesktop.systemd1, then the job's
+  ``JobRemoved`` signal. A shipped polkit rule (polkit/50-kfdguard-units.rules) lets the user
+  kfdguard start these three units and nothing else.
+- ``child``: the test bed (a simulated machine on a private bus, no systemd there) runs the same
+  command the unit runs, ``python3 -m kfdguard ... --record --root DIR``, through the one
+  subprocess runner.
+
+``COMMANDS`` is what each unit's ExecStart runs after ``/usr/bin/python3 -I -m kfdguard``;
+tests/test_privsep_service.py holds the units to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+from kfdguard import log
+from kfdguard.record import dataclass
+
+UNITS = {
+    "enforce": "kfdguard-enforce.service",
+    "fallback-apply": "kfdguard-fallback@apply.service",
+    "fallback-clear": "kfdguard-fallback@clear.service",
+}
+COMMANDS = {
+    "enforce": ("enforce", "--record"),
+    "fallback-apply": ("fallback", "apply", "--record"),
+    "fallback-clear": ("fallback", "clear", "--record"),
+}
+STARTERS = ("systemd", "child")
+SYSTEMD = "org.freedesktop.systemd1"
+SYSTEMD_PATH = "/org/freedesktop/systemd1"
+MANAGER = "org.freedesktop.systemd1.Manager"
+JOB_REMOVED_MATCH = f"type='signal',sender='{SYSTEMD}',path='{SYSTEMD_PATH}',interface='{MANAGER}',member='JobRemoved'"
+
+
+@dataclass(frozen=True)
+class Started:
+    """How the run ended, as the starter saw it (the state file says what it did)."""
+
+    ok: bool  # systemd: the job's result was "done"; child: the command ended with a state (0-4)
+    detail: str  # for messages: "done", "failed", "timeout", an error
+
+
+class ChildStarter:
+    """Runs the oneshot's command as a child (the test bed, where there is no systemd)."""
+
+    def __init__(self, root: str | None, python: str = sys.executable) -> None:
+        self.root = root
+        self.python = python
+
+    def argv(self, kind: str) -> list[str]:
+        return [self.python, "-m", "kfdguard", *COMMANDS[kind], *(("--root", self.root) if self.root else ())]
+
+    async def start(self, kind: str, timeout: float) -> Started:
+        import kfdguard
+        from kfdguard.runner import Runner
+
+        # The same kfdguard as this process, whatever the runner's clean environment says.
+        top = os.path.dirname(os.path.dirname(os.path.abspath(kfdguard.__file__)))
+        runner = Runner(extra_env={"PYTHONPATH": top, "PYTHONDONTWRITEBYTECODE": "1"})
+        argv = self.argv(kind)
+        result = await asyncio.get_running_loop().run_in_executor(None, lambda: runner.run(argv, timeout=timeout))
+        for line in result.stderr.splitlines()[-50:]:
+            log.info(f"{UNITS[kind]}: {line.removeprefix('kfdguard: ')}")
+        if result.timed_out:
+            return Started(False, f"timeout after {timeout:g} s")
+        if result.returncode is None:
+            return Started(False, result.error or "could not run")
+        return Started(result.returncode in (0, 1, 2, 3, 4), f"exit status {result.returncode}")
+
+
+class SystemdStarter:
+    """StartUnit on org.freedesktop.systemd1 and the job's JobRemoved signal."""
+
+    def __init__(self, bus: Any, backend: Any) -> None:
+        self.bus = bus
+        self.backend = backend
+        self.results: dict[str, asyncio.Future[str]] = {}  # job path -> its result
+        self.early: dict[str, str] = {}  # JobRemoved that came before StartUnit's reply
+        self.subscribed = False
+
+    def handle(self, msg: Any) -> None:
+        """The bus's message handler: JobRemoved (u job, o path, s unit, s result) of systemd's jobs."""
+        if msg.message_type != self.backend.MessageType.SIGNAL or msg.member != "JobRemoved":
+            return
+        if msg.interface != MANAGER or msg.path != SYSTEMD_PATH or msg.signature != "uoss":
+            return
+        _id, job, unit, result = msg.body
+        waiter = self.results.get(job)
+        if waiter is not None:
+            if not waiter.done():
+                waiter.set_result(result)
+        elif unit in UNITS.values():
+            # Only ours, and only the last few: a job of ours ends once, and is looked up at once.
+            if len(self.early) >= 16:
+                del self.early[next(iter(self.early))]
+            self.early[job] = result
+
+    async def _call(self, destination: str, path: str, interface: str, member: str, signature: str,
+                    body: list[Any], timeout: float) -> Any:  # fmt: skip
+        msg = self.backend.Message(
+            destination=destination, path=path, interface=interface, member=member, signature=signature, body=body
+        )
+        reply = await asyncio.wait_for(self.bus.call(msg), timeout)
+        if reply.message_type != self.backend.MessageType.METHOD_RETURN:
+            raise RuntimeError(f"{reply.error_name}: {reply.body[0] if reply.body else ''}")
+        return reply
+
+    async def _subscribe(self, timeout: float) -> None:
+        if self.subscribed:
+            return
+        self.bus.add_message_handler(self.handle)
+        await self._call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", "s",
+                         [JOB_REMOVED_MATCH], timeout)  # fmt: skip
+        # systemd sends JobRemoved only while some client is subscribed (org.freedesktop.systemd1(5)).
+        await self._call(SYSTEMD, SYSTEMD_PATH, MANAGER, "Subscribe", "", [], timeout)
+        self.subscribed = True
+
+    async def start(self, kind: str, timeout: float) -> Started:
+        unit = UNITS[kind]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            await self._subscribe(timeout)
+            reply = await self._call(SYSTEMD, SYSTEMD_PATH, MANAGER, "StartUnit", "ss", [unit, "replace"],
+                                     max(0.1, deadline - loop.time()))  # fmt: skip
+        except (RuntimeError, TimeoutError, OSError, EOFError) as exc:
+            detail = "timeout" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+            return Started(False, f"StartUnit {unit}: {detail}")
+        if reply.signature != "o":
+            return Started(False, f"StartUnit {unit} answered {reply.signature!r:.20} instead of a job")
+        job = reply.body[0]
+        if job in self.early:
+            result = self.early.pop(job)
+        else:
+            waiter: asyncio.Future[str] = loop.create_future()
+            self.results[job] = waiter
+            try:
+                result = await asyncio.wait_for(waiter, max(0.1, deadline - loop.time()))
+            except TimeoutError:
+                return Started(False, f"{unit}: no end of job {job} within {timeout:g} s")
+            finally:
+                self.results.pop(job, None)
+        # done, canceled, timeout, failed, dependency, skipped (org.freedesktop.systemd1(5), JobRemoved)
+        return Started(result == "done", f"{unit}: job {result}")
+
+
+__all__ = ["COMMANDS", "STARTERS", "UNITS", "ChildStarter", "Started", "SystemdStarter"]
