@@ -1297,10 +1297,15 @@ async def _unprivileged(address: str, opts: Options) -> dict[str, Any] | None:
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                                                 env=env, cwd="/")  # fmt: skip
     out, err = await proc.communicate()
-    if proc.returncode not in (0, 1):
-        failure = f"the unprivileged fuzzer failed ({proc.returncode}): {err.decode()[-500:]}"
+    try:
+        # Exit status 1 is also Python's for an uncaught exception: only a report on stdout is a result.
+        result: dict[str, Any] = json.loads(out) if proc.returncode in (0, 1) else {}
+    except ValueError:
+        result = {}
+    if not isinstance(result, dict) or "violation_count" not in result:
+        tail = err.decode(errors="replace")[-800:]
+        failure = f"the unprivileged fuzzer failed ({proc.returncode}), no report: {tail}"
         return {"role": f"uid {uid}", "calls": 0, "violation_count": 1, "violations": [failure]}
-    result: dict[str, Any] = json.loads(out)
     result["role"] = f"uid {uid}"
     return result
 
@@ -1501,6 +1506,17 @@ def _terminate(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through fuzz_service's cleanup: no orphaned bus or service
 
 
+def _worker(address: str, opts: Options) -> int:
+    """The unprivileged half: its report on stdout, or why it could not run on stderr (exit 2)."""
+    try:
+        report = asyncio.run(run(address, opts, None, role="worker"))
+    except (OSError, RuntimeError, TimeoutError) as exc:
+        print(f"dbusfuzz worker: cannot run: {exc!r}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_json()))
+    return 1 if report.violation_count else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     p = parser()
@@ -1516,9 +1532,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         if args.address is None:
             return 64
-        report = asyncio.run(run(args.address, opts, None, role="worker"))
-        print(json.dumps(report.to_json()))
-        return 1 if report.violation_count else 0
+        return _worker(args.address, opts)
     try:
         if args.address is not None:
             report = asyncio.run(run(args.address, opts, args.pid))
