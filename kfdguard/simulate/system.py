@@ -211,30 +211,24 @@ class SimulatedSystem(System):
         return self.runner.run(args, timeout=timeout)
 
     def _bootctl(self, args: tuple[str, ...]) -> RunResult:
-        from kfdguard.files import atomic_write
-        from kfdguard.probe.boot import LOADER_GUID
-
+        # Real bootctl writes EFI variables: set-oneshot LoaderEntryOneShot, set-default LoaderEntryDefault
+        # (loader.conf stays the administrator's); an empty id removes the variable.
+        variables = {"set-oneshot": "LoaderEntryOneShot", "set-default": "LoaderEntryDefault"}
         verb = args[1] if len(args) > 1 else ""
+        if verb not in variables:
+            return RunResult(args, 1, stderr=f"bootctl: simulated bootctl does not know '{verb}'\n")
+        from kfdguard.files import atomic_write
+        from kfdguard.simulate.bootloader import efi_value
+        from kfdguard.simulate.kernel import LOADER_GUID
+
         value = args[2] if len(args) > 2 else ""
-        if verb == "set-oneshot":
-            var = self.root.sys / f"firmware/efi/efivars/LoaderEntryOneShot-{LOADER_GUID}"
-            if value:
-                var.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(var, b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"), 0o644)
-            elif var.exists():
-                var.unlink()
-            return RunResult(args, 0)
-        if verb == "set-default":
-            # Real bootctl writes the LoaderEntryDefault EFI variable (an empty id removes it); loader.conf
-            # stays the administrator's.
-            var = self.root.sys / f"firmware/efi/efivars/LoaderEntryDefault-{LOADER_GUID}"
-            if value:
-                var.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(var, b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"), 0o644)
-            elif var.exists():
-                var.unlink()
-            return RunResult(args, 0)
-        return RunResult(args, 1, stderr=f"bootctl: simulated bootctl does not know '{verb}'\n")
+        var = self.root.sys / f"firmware/efi/efivars/{variables[verb]}-{LOADER_GUID}"
+        if value:
+            var.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(var, efi_value(value), 0o644)
+        elif var.exists():
+            var.unlink()
+        return RunResult(args, 0)
 
     def _modprobe(self, args: tuple[str, ...]) -> RunResult:
         remove = False
