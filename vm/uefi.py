@@ -83,10 +83,13 @@ ROOT_SIZE = "3G"
 ESP_MOUNT = "boot/efi"
 # vmlane.run starts the runner; vmlane.timeout is test.sh's limit in each boot.
 KERNEL_CMDLINE = "root=/dev/vda2 rw console=ttyS0 panic=-1 quiet vmlane.run vmlane.timeout=600"
+# The 9p share waits for udev's coldplug (systemd-udev-settle): with initramfs-tools the
+# mount could come before udev had loaded 9pnet_virtio and bound the device ("9pnet_virtio:
+# no channels available for device host", the runner never started; 1 boot in 2, measured).
 UEFI_FSTAB = f"""# vmlane UEFI guest
 /dev/vda2 / ext4 rw,noatime 0 1
 /dev/vda1 /{ESP_MOUNT} vfat umask=0077,noatime 0 0
-host /mnt/host 9p trans=virtio,version=9p2000.L,msize=262144,nofail 0 0
+host /mnt/host 9p trans=virtio,version=9p2000.L,msize=262144,nofail,x-systemd.requires=systemd-udev-settle.service 0 0
 """
 # MODULES=list: the initramfs needs only what mounts the root (a few MiB instead of
 # ~40 MiB each on the ESP with MODULES=most).
