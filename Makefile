@@ -19,7 +19,7 @@ STAMP := $(VENV)/.kfdguard-deps
 ROOTCMD := $(if $(filter 0,$(shell id -u)),,sudo)
 DEMO_MACHINES ?= rx7900xtx-ubuntu2404 780m-ubuntu2204-ga kfd-perms-0600
 
-.PHONY: all demo test test-fast check test-system deps lint bench fuzz clean help \
+.PHONY: all demo test test-fast check test-system test-uefi deps lint bench fuzz clean help \
 	install install-python install-data uninstall deb deb-host lintian previous-deb
 
 all: help
@@ -29,6 +29,7 @@ help:
 	@echo "make test          run the whole test suite, the VM lane included"
 	@echo "make test-fast     run the test suite without the VM lane (also: make check)"
 	@echo "make test-system   build the .deb and run the VM lane's scenarios"
+	@echo "make test-uefi     the UEFI guest: OVMF, systemd-boot, two kernels, boot counting (vm/uefi.py)"
 	@echo "make fuzz          the long fuzz and load campaign (about 30 min on 2 CPUs)"
 	@echo "make bench         measure boot, D-Bus, memory, log and scale; write docs/PERFORMANCE.md"
 	@echo "make install       install (DESTDIR=... PREFIX=/usr|/usr/local)"
@@ -326,6 +327,19 @@ test-system: deps
 	$(PYTHON3) vm/vmlane.py suite --lane-start $$start --budget $(LANE_BUDGET) --timeout $(GUEST_TIMEOUT) --deb $(DEB) \
 		$(foreach g,$(VM_GUESTS),--guest $(g)) \
 		$$(for d in $(PREV_DIR)/kfdguard_*_all.deb; do echo "--offer $$d"; done) $(SCENARIOS)
+
+# The UEFI guest (vm/uefi.py, vm/README.md "UEFI guest"): OVMF, real systemd-boot,
+# bookworm's 6.1 and bookworm-backports' 6.12 with boot counting; four boots of
+# one guest. Its own target, not part of test-system: see vm/README.md for its time.
+UEFI_SCENARIOS ?= uefi-fallback
+UEFI_TIMEOUT ?= 2700
+
+test-uefi: deps
+	@start=$$(date +%s); \
+	$(PYTHON3) vm/uefi.py host-deps && \
+	$(MAKE) --no-print-directory deb && \
+	$(PYTHON3) vm/uefi.py suite --lane-start $$start --budget $(UEFI_TIMEOUT) --timeout $(UEFI_TIMEOUT) \
+		--boot-timeout 480 --deb $(DEB) $(UEFI_SCENARIOS)
 
 # ---------------------------------------------------------------------------
 # The GNOME Shell extension (docs/GNOME.md).

@@ -1503,22 +1503,15 @@ def run_attempt(cache: Path, share: Path, args: argparse.Namespace, accel: list[
     deadline = t_start + args.timeout
     with tempfile.TemporaryDirectory(prefix="vmlane-run-") as tmp:
         overlay = Path(tmp) / "overlay.qcow2"
-        sh(
-            [
-                "qemu-img",
-                "create",
-                "-q",
-                "-f",
-                "qcow2",
-                "-F",
-                "raw",
-                "-b",
-                cache / ROOTFS,
-                overlay,
-            ]
-        )
+        # args.boot_hook: a guest with its own disk and firmware (vm/uefi.py's UefiGuest); None: the table's.
+        hook = getattr(args, "boot_hook", None)
+        base = cache / ROOTFS if hook is None else hook.base_image(cache)
+        sh(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, overlay])
         drive = f"file={overlay},format=qcow2,if=virtio"
-        argv = qemu_argv(cache, share, accel, cmdline, drive, interactive=False)
+        if hook is None:
+            argv = qemu_argv(cache, share, accel, cmdline, drive, interactive=False)
+        else:
+            argv = hook.qemu_argv(share, accel, Path(tmp), overlay)
         reason = ""
         watcher: SerialWatcher | None = None
         for boot in range(1, MAX_BOOTS + 1):
@@ -1627,7 +1620,12 @@ def run_lane(args: argparse.Namespace) -> tuple[int, Attempt]:
     cache = image_dir(root, guest)
     share: Path = args.share.resolve()
     t_all = time.monotonic()
-    check_image_and_tools(root, guest)
+    hook = getattr(args, "boot_hook", None)  # vm/uefi.py: its disk is in root itself, checked by the hook
+    if hook is None:
+        check_image_and_tools(root, guest)
+    else:
+        cache = root
+        hook.check(root)
     debs = [Path(d).resolve() for d in args.deb]
     accel, accel_name = accel_args(args.accel)
     guest_timeout = max(60, args.timeout - 150)
