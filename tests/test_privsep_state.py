@@ -224,3 +224,19 @@ def test_the_unprivileged_service_reads_kfds_version_from_the_record(
     assert facts.kfd.version == version
     found = {f.code for f in assess(facts, Config()).findings} & {"kfd-ioctl-denied", "kfd-ioctl-failed"}
     assert found == codes
+
+
+def test_a_broken_config_keeps_the_last_good_one_in_the_enforce_pass(machine: Path) -> None:
+    # Found in the VM lane's faults scenario: the oneshot read config.yaml without the service's cache of
+    # the last good file, so a broken file made it fall back to the defaults and rewrite kfdguard.conf.
+    config = machine / "etc/kfdguard/config.yaml"
+    conf = machine / "etc/modprobe.d/kfdguard.conf"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("version: 1\nmodule:\n  options:\n    cwsr_enable: 0\n")
+    assert kfdguard("enforce", "--record", "--root", str(machine)).returncode == 0
+    good = conf.read_text()
+    assert "options amdgpu cwsr_enable=0" in good
+    config.write_text("version: 1\nmodule: [broken\n")
+    assert kfdguard("enforce", "--record", "--root", str(machine)).returncode == 0
+    assert conf.read_text() == good
+    assert "config-invalid" in kfdguard("check", "--root", str(machine), "--json").stdout

@@ -150,7 +150,9 @@ def main(argv: list[str]) -> int | None:
             sys.stderr.write(f"kfdguard: {command.replace('-', ' ')} --record: run it as root\n")
             return EXIT_USAGE
         path = target.root.etc / "kfdguard/config.yaml"
-        config = ConfigSource(path, target.root.display(path))
+        # The last configuration that validated, as the resident service keeps it: a broken file must not
+        # make the repair pass fall back to the defaults and undo the administrator's options.
+        config = ConfigSource(path, target.root.display(path), target.root.var_lib / "kfdguard/config.cache")
         if command == "enforce":
             return enforce(target.system, config)[1].exit_code
         action = command.removeprefix("fallback-")
