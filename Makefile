@@ -303,7 +303,7 @@ lintian: deb
 # autopkgtest runs debian/tests/* against the installed package; purge gets a
 # guest of its own without the package (install, upgrade from the previous
 # release, remove, purge).
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice+consumer purge privsep
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty runs every row. Every row runs SCENARIOS (a row with `only` keeps the
