@@ -15,7 +15,9 @@ SCENARIO=consumer
 . ./lib.sh
 
 CONSUMER=vmlane-consumer.service
-SIM=/var/lib/kfdguard/vmlane-sim # the service's StateDirectory: writable in its sandbox
+# Where the resident service may write in its sandbox (ReadWritePaths=/run/kfdguard): the simulated
+# machine's event FIFOs are made there by the service itself, which runs as user kfdguard.
+SIM=/run/kfdguard/vmlane-sim
 DROPIN=/run/systemd/system/kfdguard.service.d/vmlane-sim.conf
 WAIT_TIMEOUT=15
 
@@ -79,6 +81,7 @@ from kfdguard.simulate import bundled
 from kfdguard.simulate.render import render
 print(render(bundled.load("kfd-perms-0600"), Path(sys.argv[1])).path)' "$SIM")
 check "a simulated machine (kfd-perms-0600) is rendered at ${machine:-nowhere}" test -d "$machine/.kfdguard-sim"
+if id kfdguard >/dev/null 2>&1; then chown -R kfdguard:kfdguard "$SIM"; fi
 mkdir -p "$(dirname $DROPIN)"
 cat >$DROPIN <<EOF
 [Service]
