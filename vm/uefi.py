@@ -52,7 +52,7 @@ from vmlane import LaneError, log, sh
 
 SELF = Path(__file__).resolve()
 UEFI_CACHE = vmlane.DEFAULT_CACHE / "uefi"
-KEY_FILE = "key.json"
+KEY_FILE = vmlane.KEY_FILE  # stored_key (vmlane.stored_key) reads this file
 DISK = "disk.img"
 PACKAGES_TXT = "guest-packages.txt"
 ENTRIES_TXT = "entries.txt"  # the ESP's loader entries and bootctl's view of them at build time
@@ -260,17 +260,12 @@ def compute_key() -> dict[str, object]:
     return parts
 
 
-def stored_key(cache: Path) -> dict[str, object] | None:
-    try:
-        data = json.loads((cache / KEY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+# The BIOS image's key file and its reader: the same layout, the UEFI disk's own artefacts.
+stored_key = vmlane.stored_key
 
 
 def cache_is_warm(cache: Path, key: dict[str, object]) -> bool:
-    stored = stored_key(cache)
-    return stored is not None and stored.get("key") == key["key"] and all((cache / n).exists() for n in ARTEFACTS)
+    return vmlane.cache_is_warm(cache, key, ARTEFACTS)
 
 
 def check_host() -> None:

@@ -1143,11 +1143,12 @@ def stored_key(cache: Path) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-def cache_is_warm(cache: Path, key: dict[str, object]) -> bool:
+def cache_is_warm(cache: Path, key: dict[str, object], artefacts: tuple[str, ...] = ARTEFACTS) -> bool:
+    """The stored key matches and every artefact is there (``artefacts``: an image kind's own, e.g. uefi.py's)."""
     stored = stored_key(cache)
     if stored is None or stored.get("key") != key["key"]:
         return False
-    return all((cache / name).exists() for name in ARTEFACTS)
+    return all((cache / name).exists() for name in artefacts)
 
 
 def key_difference(old: dict[str, object], new: dict[str, object]) -> str:
