@@ -12,31 +12,13 @@ the usual boot). The goal: no worse than 1.2 times.
 from __future__ import annotations
 
 import compileall
-import subprocess
-import sys
-import time
 
-from benchmarks.bench_boot import PACKAGE, bootstrap
+from benchmarks.bench_boot import PACKAGE, bootstrap, enforce_once
 from benchmarks.common import Result, bus, machine, median, scratch
 from tools.launch import launch
 
 RUNS = 15
 GOAL = 1.2
-
-
-def enforce_argv(root: str) -> list[str]:
-    # python3 -m kfdguard enforce --record, as the unit runs it: kfdguard/__main__.py with these arguments.
-    code = bootstrap(run_service=False)[2] + "; import runpy; runpy.run_module('kfdguard', run_name='__main__')"
-    return [sys.executable, "-S", "-c", code, "enforce", "--record", "--root", root]
-
-
-def enforce_once(root: str) -> float:
-    start = time.monotonic()
-    result = subprocess.run(enforce_argv(root), capture_output=True, text=True, check=False)
-    elapsed = time.monotonic() - start
-    if result.returncode not in (0, 1, 2, 3, 4):
-        raise RuntimeError(f"kfdguard enforce --record failed ({result.returncode}): {result.stderr[-2000:]}")
-    return elapsed
 
 
 def main() -> list[Result]:

@@ -21,7 +21,9 @@ HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect"
          "socket", "systemd.daemon", "yaml",
          # the snapshot's recorder and writer (a target directory is only asked whether it is a bundle),
          # the PE reader (only where a UKI is found), the marker's reader side
-         "kfdguard.snapshot.bundle", "kfdguard.snapshot.recorder", "kfdguard.probe.pe", "kfdguard.snapshot.take")  # fmt: skip
+         "kfdguard.snapshot.bundle", "kfdguard.snapshot.recorder", "kfdguard.probe.pe", "kfdguard.snapshot.take",
+         # what only a pasted text needs: the userspace message formats and their rules (assess.rules.text_only)
+         "kfdguard.knowledge.appformats", "kfdguard.assess.app_rules", "kfdguard.assess.claims")  # fmt: skip
 PROBE = """
 import sys
 import kfdguard.service.main as main
@@ -40,3 +42,21 @@ def test_nothing_heavy_before_ready(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [], f"imported before READY: {result.stdout}"
+
+
+ONESHOT = """
+import sys
+from kfdguard.app.oneshot import main
+code = main(["enforce", "--record", "--root", {root!r}])
+print(" ".join(m for m in {heavy!r} if m in sys.modules))
+raise SystemExit(code)
+"""
+
+
+def test_nothing_heavy_in_the_enforce_oneshot(tmp_path: Path) -> None:
+    """kfdguard-enforce.service is what the display manager waits for since the privilege split."""
+    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
+    code = ONESHOT.format(heavy=HEAVY, root=str(root))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"imported by the enforce oneshot: {result.stdout}"

@@ -11,7 +11,7 @@ Both log what they did as the service logged it, for the journal.
 from __future__ import annotations
 
 from kfdguard import log
-from kfdguard.app import pipeline, runstate, usecases
+from kfdguard.app import pipeline, runstate
 from kfdguard.app.triggers import Trigger
 
 TYPE_CHECKING = False
@@ -80,6 +80,8 @@ def _after_check(system: System, outcome: Outcome) -> None:
 
 def fallback(system: System, config: ConfigSource, action: str, *, pin: bool) -> runstate.RunRecord:
     """``apply`` (``pin``: as the default) or ``clear``, recorded."""
+    from kfdguard.app import usecases  # not on the boot pass: only the boot-loader oneshot needs it
+
     if action == "clear":
         result = usecases.fallback_clear(system)
         ok, message = result.ok, result.message
