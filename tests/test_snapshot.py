@@ -10,7 +10,7 @@ import pytest
 
 from kfdguard.assess import assess
 from kfdguard.cli import main
-from kfdguard.config import load_config
+from kfdguard.config import SoftwareConfig, load_config
 from kfdguard.probe import probe
 from kfdguard.root import Root
 from kfdguard.simulate import bundled
@@ -261,6 +261,31 @@ def test_a_bundle_carries_the_software_inventory_and_replays_the_same_software_s
     replay = json.loads(capsys.readouterr().out)
     assert replay["software"] == live["software"]
     assert [f["code"] for f in replay["findings"]] == [f["code"] for f in live["findings"]]
+
+
+def test_a_redacted_bundle_names_no_person_in_the_software_record(tmp_path: Path) -> None:
+    """A virtualenv in a home directory names its owner: the record's paths are redacted like the config."""
+    import yaml
+
+    from kfdguard.simulate.render import render
+    from kfdguard.simulate.spec import spec_from_dict
+
+    data = yaml.safe_load((Path(__file__).resolve().parent / "data/userspace/machines/780m-ollama.yaml").read_text())
+    venv = "/home/alice/venvs/torch"
+    data["files"]["/etc/kfdguard/config.yaml"] = f"software:\n  paths: [{venv}]\n"
+    data["files"][f"{venv}/lib/python3.12/site-packages/torch/lib/libtorch_hip.so"] = ""
+    root = render(spec_from_dict("home-venv", data), tmp_path / "machine")
+    system = SimulatedSystem(root)
+    software = SoftwareConfig(paths=(venv,))  # what `kfdguard snapshot` passes from config.yaml
+    take(system, tmp_path / "named", source="x", names=True, software=software)
+    named = (tmp_path / "named" / MANIFEST).read_text()
+    assert venv in named, "the scan found no stack in the home directory: the test would prove nothing"
+    take(system, tmp_path / "bundle", source="x", software=software)
+    for path in (tmp_path / "bundle").rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert "alice" not in path.read_bytes().decode(errors="replace"), f"alice left in {path}"
+    software = json.loads((tmp_path / "bundle" / MANIFEST).read_text())["software"]
+    assert "/home/user1000/venvs/torch" in json.dumps(software)
 
 
 @pytest.mark.parametrize(
