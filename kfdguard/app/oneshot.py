@@ -17,7 +17,7 @@ from kfdguard.app.triggers import Trigger
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.app.pipeline import ConfigSource, Outcome
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 
 def enforce(system: System, config: ConfigSource) -> tuple[Outcome, runstate.RunRecord]:
@@ -103,7 +103,7 @@ def fast_argv(argv: list[str]) -> tuple[str, str | None, bool] | None:
     options in any order, nothing else; any other command line (or a mistake in one of these)
     is None and goes to the full command line, which parses and reports it. The display manager
     waits for kfdguard-enforce.service to exit: argparse and the CLI's other modules cost about
-    as much as the pass itself on a healthy machine (benchmarks/bench_privsep.py).
+    as much as the pass itself on a healthy machine (benchmarks/bench_boot.py).
     """
     if argv[:1] == ["enforce"]:
         command, rest = "enforce", argv[1:]

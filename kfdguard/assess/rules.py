@@ -764,7 +764,7 @@ def text_only(name: str) -> Callable[[Reasoning], None]:
 
     Every one of them returns at once on a machine, and importing them compiles the message formats of
     ``knowledge/appformats.py`` (about a third of the enforce oneshot's CPU time, which the display
-    manager waits for: benchmarks/bench_privsep.py). So the module is imported when a text is reasoned
+    manager waits for: benchmarks/bench_boot.py). So the module is imported when a text is reasoned
     about, not on the boot pass; the rule keeps its place in the one ordered list.
     """
 
