@@ -59,6 +59,7 @@ class HealthFeed:
         if not health.feed(event, time.time_ns() // 1000):
             return
         self.service.republish(f"{via}: {event.line}")
+        self.service.keep_health()  # after the publication: the reaction is not held by a disk write
         back = before - set(health.in_trouble())
         if back:
             self.checks.request(Trigger.DEVICE_EVENT, f"GPU {', '.join(sorted(back))} recovered ({event.line})")
