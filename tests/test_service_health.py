@@ -212,6 +212,17 @@ def test_resets_under_load_end_in_a_history_that_records_the_kernel_unstable_and
         # Not in the history yet (the resident cannot write it); the recommendation already counts it.
         now = _fallback_json(g.root)
         assert (now["unstable"], now["needed"], now["recommended"]) == (True, False, OLDER)
+        # The service's own re-check after the recovery says so on the bus, with a warning finding.
+        deadline = time.monotonic() + 10
+        while True:  # the re-check the last recovery asked for may still be running
+            on_bus_out = busctl("--json=short", "get-property", NAME, PATH, NAME, "FallbackRecommendation", env=g.env())
+            on_bus = {k: v["data"] for k, v in json.loads(on_bus_out.stdout)["data"].items()}
+            if on_bus["Unstable"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert (on_bus["Unstable"], on_bus["Needed"], on_bus["Kernel"]) == (True, False, OLDER)
+        findings = busctl("--json=short", "get-property", NAME, PATH, NAME, "Findings", env=g.env()).stdout
+        assert [f[1] for f in json.loads(findings)["data"] if f[0] == "kernel-unstable"] == ["warning"]
         g.stop()  # the machine shuts down
         # The next boot: a new boot id, and its enforce pass (root) folds the last boot's health into the history.
         (g.root / "proc/sys/kernel/random/boot_id").write_text("0f3e7c1a-5b2d-4e8f-a1c3-9d7b6e5f4a32\n")
