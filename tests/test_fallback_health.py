@@ -217,9 +217,12 @@ def test_the_assessment_warns_of_an_unstable_running_kernel_without_changing_the
     assert verdict.state == "ready"
     found = [f for f in verdict.findings if f.code == "kernel-unstable"]
     assert len(found) == 1 and str(found[0].severity) == "warning"
-    assert found[0].message.startswith(
-        f"kernel {RUNNING} runs compute, but the GPU reset repeatedly on 1 of its last 2 boots with compute; "
-        f"installed kernel {OLDER} did not (it ran compute on 2 of its 2 boots"
+    assert found[0].message == (
+        f"kernel {RUNNING} runs compute, but the GPU reset repeatedly on 1 of its last 2 boots with compute (latest: "
+        "3 GPU resets in the boot of 2026-11-30, the last at 21:04 UTC: amdgpu reset the GPU (running GPU programs "
+        f"lost their work), kernel: 'GPU reset begin!', llama-server (pid 777)); installed kernel {OLDER} ran compute "
+        "here without being unstable: it ran compute on 2 of its 2 boots kfdguard saw, the last one included (last "
+        "known good), and the GPU stayed healthy (no reset or hang) through its last 2 boots with compute"
     )
     assert (
         found[0].remedy

@@ -15,7 +15,7 @@ from kfdguard.assess.rules import run
 from kfdguard.config import Config, ConfigError
 from kfdguard.evidence.machine import observe
 from kfdguard.facts import Facts
-from kfdguard.fallback.policy import Recommendation, recommend
+from kfdguard.fallback.policy import Recommendation, explain_choice, recommend, unstable_text
 from kfdguard.fleet.cdi import check as check_cdi
 from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
 
@@ -108,12 +108,16 @@ def _unstable(ctx: Context, rec: Recommendation) -> None:
         remedy = f"nothing to do: fallback.unstable is act, so kfdguard arranges {rec.kernel} by itself"
     else:
         remedy = f"{rec.command or 'boot ' + rec.kernel}, or: sudo kfdguard fallback apply"
+    best = next((c for c in rec.choices if c.release == rec.kernel), None)
+    instead = (
+        f"; installed kernel {best.release} ran compute here without being unstable: {explain_choice(best)}"
+        if best is not None
+        else "; no other installed, bootable kernel ran compute here without being unstable"
+    )
     ctx.add(
         "kernel-unstable",
         Severity.WARNING,
-        f"kernel {rec.running} runs compute, but the GPU reset repeatedly on {mine.unstable} of its last "
-        f"{mine.healthy + mine.troubled} boots with compute"
-        + (f"; installed kernel {rec.kernel} did not ({rec.reason})" if rec.kernel else f" ({rec.reason})"),
+        f"kernel {rec.running} runs compute, but {unstable_text(mine)}{instead}",
         remedy,
         [mine.trouble],
     )

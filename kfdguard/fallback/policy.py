@@ -192,7 +192,7 @@ def recommend(
         return Recommendation(policy, running, True, None, None, why, False, tuple(kinds), bootloader)
 
     best = max(eligible, key=lambda c: rank(c, facts))
-    reason = _why(best) + _passed_over(passed_over)
+    reason = explain_choice(best) + _passed_over(passed_over)
     default = facts.bootloader.default_release
     return Recommendation(
         policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader
@@ -204,7 +204,7 @@ def _away_from_unstable(
 ) -> Recommendation:
     """The running kernel runs compute but its GPU was unstable: a kernel that ran compute and was not."""
     running = mine.release
-    state = f"the running {running} runs compute but is unstable: {_unstable_text(mine)}" + (
+    state = f"the running {running} runs compute but is unstable: {unstable_text(mine)}" + (
         "" if act else " (fallback.unstable: report, so kfdguard only recommends)"
     )
     eligible = [
@@ -224,7 +224,7 @@ def _away_from_unstable(
         return Recommendation(policy, running, False, None, None, why, False, tuple(kinds), bootloader, True, act)
     best = max(eligible, key=lambda c: rank(c, facts))
     default = facts.bootloader.default_release
-    return Recommendation(policy, running, False, best.release, best.entry, f"{_why(best)}; {state}",
+    return Recommendation(policy, running, False, best.release, best.entry, f"{explain_choice(best)}; {state}",
                           default == best.release, tuple(kinds), bootloader, True, act)  # fmt: skip
 
 
@@ -244,7 +244,8 @@ def rank(c: KernelChoice, facts: Facts) -> tuple[bool, bool, int, bool, tuple[in
             kernel.version or (0, 0, 0), c.release)  # fmt: skip
 
 
-def _why(c: KernelChoice) -> str:
+def explain_choice(c: KernelChoice) -> str:
+    """Why this kernel is the one to boot, from its history and its health."""
     if c.last == "ok":
         boots = c.ok + c.failed
         seen = (
@@ -270,14 +271,14 @@ def _health(c: KernelChoice) -> str:
     if not c.troubled:
         return f", and the GPU stayed healthy (no reset or hang) through its last {boots} with compute"
     if c.unstable:
-        return f", but it is unstable too: {_unstable_text(c)}"
+        return f", but it is unstable too: {unstable_text(c)}"
     return (
         f"; the GPU stayed healthy through {c.healthy} of its last {boots} with compute"
         f" (the latest trouble: {c.trouble})"
     )
 
 
-def _unstable_text(c: KernelChoice) -> str:
+def unstable_text(c: KernelChoice) -> str:
     watched = c.healthy + c.troubled
     return f"the GPU reset repeatedly on {c.unstable} of its last {watched} boots with compute (latest: {c.trouble})"
 
