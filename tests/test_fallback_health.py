@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -26,6 +28,12 @@ from kfdguard.record import replace
 from kfdguard.root import Root
 from tests.test_fallback_property import facts_for
 from tests.test_fallback_rank import KERNELS, RUNNING, loader
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from kfdguard.service.checks import Checks
+    from kfdguard.service.core import Service
 
 NEWER, OLDER = "6.8.0-1-generic", "6.5.0-1-generic"
 RESET = "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"
@@ -377,3 +385,65 @@ def test_the_configuration_rows(tmp_path: Path) -> None:
         "config.yaml:3:20: fallback.unstable_resets: 0 is out of range (1..1000: a boot without a reset is not "
         "unstable)",
     ]
+
+
+# --- the resident's writes: rate-limited, and never behind the re-check that reads them ----------
+
+
+class _Handle:
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn: Callable[[], None] | None = fn
+
+    def cancel(self) -> None:
+        self.fn = None
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.timers: list[_Handle] = []
+
+    def call_later(self, _delay: float, fn: Callable[[], None]) -> _Handle:
+        self.timers.append(_Handle(fn))
+        return self.timers[-1]
+
+
+class _Service:
+    def __init__(self) -> None:
+        self.health = Health()
+        self.health.know(("0000:03:00.0",))
+        self.writes: list[int] = []  # the ring timeouts counted at each write
+
+    def republish(self, _reason: str) -> None:
+        pass
+
+    def keep_health(self) -> None:
+        self.writes.append(self.health.gpus["0000:03:00.0"].ring_timeouts)
+
+
+class _Checks:
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+
+    def request(self, _trigger: object, reason: str) -> None:
+        self.requests.append(reason)
+
+
+def test_a_storm_of_events_is_one_write_now_and_one_later_and_a_recovery_writes_before_its_recheck() -> None:
+    from kfdguard.service.health import HealthFeed
+
+    service, checks, loop = _Service(), _Checks(), _Loop()
+    feed = HealthFeed(cast("Service", service), cast("Checks", checks), cast("asyncio.AbstractEventLoop", loop))
+    timeout = "amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=7, emitted seq=9"
+    for _ in range(50):
+        feed.log_line(timeout)
+    assert service.writes == [1] and len([t for t in loop.timers if t.fn]) == 1  # the rest is due once, later
+    feed.log_line("amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, but soft recovered")
+    # Back: the record is written (the due one with it) before the re-check that reads it is asked for.
+    assert service.writes == [1, 51] and len(checks.requests) == 1
+    assert all(t.fn is None for t in loop.timers)
+    feed.flush()  # stopping with nothing due: no write
+    assert service.writes == [1, 51]
+    feed.log_line(timeout)
+    assert len(service.writes) == 2 and loop.timers[-1].fn is not None  # within the interval: due later
+    feed.flush()  # stopping: what is due is written
+    assert service.writes == [1, 51, 52]
