@@ -391,8 +391,10 @@ def test_the_configuration_rows(tmp_path: Path) -> None:
 
 
 class _Handle:
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self.fn: Callable[[], None] | None = fn
+    def __init__(self, delay: float, fn: Callable[..., None], args: tuple[object, ...]) -> None:
+        self.delay = delay
+        self.fn: Callable[..., None] | None = fn
+        self.args = args
 
     def cancel(self) -> None:
         self.fn = None
@@ -402,9 +404,19 @@ class _Loop:
     def __init__(self) -> None:
         self.timers: list[_Handle] = []
 
-    def call_later(self, _delay: float, fn: Callable[[], None]) -> _Handle:
-        self.timers.append(_Handle(fn))
+    def call_later(self, delay: float, fn: Callable[..., None], *args: object) -> _Handle:
+        self.timers.append(_Handle(delay, fn, args))
         return self.timers[-1]
+
+    def due(self) -> list[_Handle]:
+        return [t for t in self.timers if t.fn is not None]
+
+    def run(self) -> None:
+        """Let the time pass: every timer fires, the soonest first (one cancelled meanwhile does not)."""
+        for timer in sorted(self.due(), key=lambda t: t.delay):
+            fn, timer.fn = timer.fn, None
+            if fn is not None:
+                fn(*timer.args)
 
 
 class _Service:
@@ -428,22 +440,28 @@ class _Checks:
         self.requests.append(reason)
 
 
-def test_a_storm_of_events_is_one_write_now_and_one_later_and_a_recovery_writes_before_its_recheck() -> None:
-    from kfdguard.service.health import HealthFeed
+def test_a_storm_of_events_is_one_write_and_a_recovery_writes_before_its_recheck() -> None:
+    from kfdguard.service.health import AFTER_PUBLISH, KEEP_INTERVAL, HealthFeed
 
     service, checks, loop = _Service(), _Checks(), _Loop()
     feed = HealthFeed(cast("Service", service), cast("Checks", checks), cast("asyncio.AbstractEventLoop", loop))
     timeout = "amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=7, emitted seq=9"
     for _ in range(50):
         feed.log_line(timeout)
-    assert service.writes == [1] and len([t for t in loop.timers if t.fn]) == 1  # the rest is due once, later
-    feed.log_line("amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, but soft recovered")
-    # Back: the record is written (the due one with it) before the re-check that reads it is asked for.
-    assert service.writes == [1, 51] and len(checks.requests) == 1
-    assert all(t.fn is None for t in loop.timers)
-    feed.flush()  # stopping with nothing due: no write
-    assert service.writes == [1, 51]
+    # Nothing is written in the round that publishes; one write is due, a round later, for all 50.
+    assert service.writes == [] and [t.delay for t in loop.due()] == [AFTER_PUBLISH]
+    loop.run()
+    assert service.writes == [50]
     feed.log_line(timeout)
-    assert len(service.writes) == 2 and loop.timers[-1].fn is not None  # within the interval: due later
+    (due,) = loop.due()
+    assert KEEP_INTERVAL - 0.5 < due.delay <= KEEP_INTERVAL  # within the interval: at its end
+    feed.log_line("amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, but soft recovered")
+    assert checks.requests == []  # not in the publishing round either
+    loop.run()
+    # Back: the record is written (the due one with it, once) before the re-check that reads it is asked for.
+    assert service.writes == [50, 52] and len(checks.requests) == 1 and "recovered" in checks.requests[0]
+    feed.flush()  # stopping with nothing due: no write
+    assert service.writes == [50, 52]
+    feed.log_line(timeout)
     feed.flush()  # stopping: what is due is written
-    assert service.writes == [1, 51, 52]
+    assert service.writes == [50, 52, 53] and loop.due() == []

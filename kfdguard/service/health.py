@@ -28,6 +28,9 @@ _SLOT = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 # This boot's health record (kfdguard/health/store.py) is rewritten at most this often: a storm of
 # ring timeouts must not become a storm of fsyncs on the loop. The last change is always written.
 KEEP_INTERVAL = 1.0
+# ...and never in the loop round that publishes the event: dbus-next sends from the loop's writer
+# callback, one round later, and a write with its fsync (5 to 20 ms measured) must not come first.
+AFTER_PUBLISH = 0.01
 
 
 class HealthFeed:
@@ -58,11 +61,18 @@ class HealthFeed:
     def _keep(self) -> None:
         if self.keep_pending is not None:
             return  # a write is already due, and it takes the counts as they are then
-        wait = self.kept_at + KEEP_INTERVAL - time.monotonic()
-        if self.loop is None or wait <= 0:
+        if self.loop is None:
             self._write()
-        else:
-            self.keep_pending = self.loop.call_later(wait, self._write)
+            return
+        wait = max(self.kept_at + KEEP_INTERVAL - time.monotonic(), AFTER_PUBLISH)
+        self.keep_pending = self.loop.call_later(wait, self._write)
+
+    def _recovered(self, back: list[str], line: str) -> None:
+        # The re-check reads the record (its recommendation counts this boot's resets): written first.
+        # amdgpu reports a recovery once per hung job, after its timeout (amdgpu.lockup_timeout) or a reset,
+        # and only the kernel writes its log: this bypass of the rate limit is bounded by the kernel's pace.
+        self.flush(always=True)
+        self.checks.request(Trigger.DEVICE_EVENT, f"GPU {', '.join(back)} recovered ({line})")
 
     def flush(self, *, always: bool = False) -> None:
         """Write now a record that is still due (the service is stopping), or (``always``) this one."""
@@ -91,13 +101,11 @@ class HealthFeed:
         if not health.feed(event, time.time_ns() // 1000):
             return
         self.service.republish(f"{via}: {event.line}")
-        # After the publication: the reaction is not held by a disk write.
-        back = before - set(health.in_trouble())
-        if back:
-            # The re-check below reads the record (its recommendation counts this boot's resets): written first.
-            # amdgpu reports a recovery once per hung job, after its timeout (amdgpu.lockup_timeout) or a reset,
-            # and only the kernel writes its log: this bypass of the rate limit is bounded by the kernel's pace.
-            self.flush(always=True)
-            self.checks.request(Trigger.DEVICE_EVENT, f"GPU {', '.join(sorted(back))} recovered ({event.line})")
-        else:
+        # After the publication, and (with a loop) a round later: the reaction is not held by a disk write.
+        back = sorted(before - set(health.in_trouble()))
+        if not back:
             self._keep()
+        elif self.loop is None:
+            self._recovered(back, event.line)
+        else:
+            self.loop.call_later(AFTER_PUBLISH, self._recovered, back, event.line)
