@@ -465,3 +465,13 @@ def test_a_storm_of_events_is_one_write_and_a_recovery_writes_before_its_recheck
     feed.log_line(timeout)
     feed.flush()  # stopping: what is due is written
     assert service.writes == [50, 52, 53] and loop.due() == []
+
+
+def test_the_resident_unit_lets_it_write_where_the_store_writes() -> None:
+    # The sandbox (ProtectSystem=strict) makes /var/lib read-only but for the unit's StateDirectory=;
+    # the directory must be the one store.write uses, and the root oneshot's must hold it (it reads it).
+    units = Path(__file__).parent.parent / "units"
+    resident = (units / "kfdguard.service").read_text().splitlines()
+    enforce = (units / "kfdguard-enforce.service").read_text().splitlines()
+    assert f"StateDirectory={store.DIRECTORY}" in resident and "User=kfdguard" in resident
+    assert f"StateDirectory={store.DIRECTORY.split('/')[0]}" in enforce
