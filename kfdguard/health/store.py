@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.health.tracker import Health
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
 VERSION = 1
 DIRECTORY = "kfdguard/health"  # under Root.var_lib
@@ -166,7 +166,7 @@ def write(root: Root, boot: BootHealth) -> Path:
     import json
     import os
 
-    from kfdguard.files import atomic_write
+    from kfdguard.host.files import atomic_write
 
     if not _BOOT_ID.match(boot.boot_id) or not boot.release:
         raise ValueError(f"not a boot to record: {boot.boot_id!r} {boot.release!r}")

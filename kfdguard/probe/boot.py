@@ -15,6 +15,7 @@ from kfdguard.facts import (
     InstalledKernel,
     KernelRecord,
 )
+from kfdguard.host.root import BOOT_DIR
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.osrelease import parse_os_release
@@ -23,7 +24,6 @@ from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
 from kfdguard.record import replace
-from kfdguard.root import BOOT_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
