@@ -27,6 +27,9 @@ CONFIG_LIMIT = 256 * 1024
 POLICIES = ("off", "notify", "oneshot", "pin", "assess")
 # fallback.policy assess: which failed boots kfdguard-boot-check.service counts as bad.
 ASSESS = ("if-fallback", "always")
+# fallback.unstable: whether a running kernel that runs compute but whose GPU resets repeatedly (live health)
+# only gets a recommendation (report), or an automatic fallback under policy oneshot/pin (act).
+UNSTABLE = ("report", "act")
 LOG_SOURCES = ("journal", "kmsg")
 INITRAMFS = ("report", "regenerate")
 # What "compute is ready" means for kfdguard-compute.target, the runtime marker and kfdguard wait.
@@ -63,6 +66,9 @@ class FallbackConfig:
     # good here, or able by kfdguard's tables): marking the only usable kernel bad leaves nothing better
     # to boot; always: whenever the kernel is the cause
     assess: str = "if-fallback"
+    unstable: str = "report"
+    # A boot is unstable when amdgpu reset a GPU this many times in it (or a reset failed): fallback/policy.py.
+    unstable_resets: int = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +154,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "module": {"options": "options", "load": "bool", "reload": "bool", "repair": "bool", "initramfs": "initramfs"},
     "device": {"group": "group", "mode": "mode", "udev_rule": "bool"},
     "users": {"add_to_group": "names", "min_uid": "uid"},
-    "fallback": {"policy": "policy", "assess": "assess"},
+    "fallback": {"policy": "policy", "assess": "assess", "unstable": "unstable", "unstable_resets": "resets"},
     "timeouts": {"modprobe": "seconds", "device_wait": "seconds", "polkit": "seconds", "command": "seconds"},
     "log": {"sources": "sources", "previous_boots": "boots"},
     "compute": {"require": "require", "wait_timeout": "seconds"},
@@ -284,11 +290,13 @@ def _integer(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> objec
     # isdigit() alone admits "²" and other digits int() refuses (YAML's !!int tag forces them here).
     if tag != "int" or not text.isascii() or not text.isdigit():
         raise _Invalid(node, key, f"{text!r:.40} is not a non-negative integer")
-    limit = {"uid": 2**32 - 2, "boots": 10, "version": 1}[kind]
+    limit = {"uid": 2**32 - 2, "boots": 10, "version": 1, "resets": 1000}[kind]
     # Length first: int() refuses more than 4,300 digits, and nothing valid is that long.
     number = int(text) if len(text.lstrip("0")) <= len(str(limit)) else limit + 1
     if number > limit or (kind == "version" and number != 1):
         raise _Invalid(node, key, f"{text:.40} is out of range (max {limit})")
+    if kind == "resets" and number < 1:
+        raise _Invalid(node, key, f"{text:.40} is out of range (1..{limit}: a boot without a reset is not unstable)")
     return number
 
 
@@ -303,7 +311,8 @@ def _seconds(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> objec
 
 
 def _choice(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> object:
-    choices = {"policy": POLICIES, "assess": ASSESS, "initramfs": INITRAMFS, "require": REQUIRE}[kind]
+    choices = {"policy": POLICIES, "assess": ASSESS, "unstable": UNSTABLE, "initramfs": INITRAMFS,
+               "require": REQUIRE}[kind]  # fmt: skip
     if text not in choices:
         raise _Invalid(node, key, f"{text!r:.40} is not valid{_suggest(text, choices)}")
     return text
@@ -332,7 +341,7 @@ def _fleet_file(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> st
     return text
 
 
-_SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer,
+_SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer, "resets": _integer,
             "version": _integer, "seconds": _seconds, "textfile": _fleet_file, "nfdfile": _fleet_file,
             "cdifile": _fleet_file}  # fmt: skip
 

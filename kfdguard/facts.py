@@ -401,6 +401,44 @@ class BootloaderFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class BootHealth:
+    """Live GPU health over one boot (kfdguard/health), summed over its AMD GPUs.
+
+    The resident service writes it to /var/lib/kfdguard/health/ as events come; the root
+    enforce pass folds it into the history (fallback/policy.fold_health). Counts only grow
+    within a boot: a service restarted mid-boot starts again from zero, and folding keeps
+    the larger count of each.
+    """
+
+    boot_id: str
+    release: str  # the kernel that ran that boot
+    resets: int = 0  # GPU resets amdgpu began (or reported done without a begin kfdguard saw)
+    reset_failures: int = 0
+    ring_timeouts: int = 0
+    hangs: int = 0  # HWS/MES stopped answering
+    last_at: str = ""  # ISO time (UTC) of the last event counted
+    last_event: str = ""  # its kind (kfdguard.health.model: reset-begin, ring-timeout, ...)
+    last_line: str = ""  # what the kernel said then (bounded)
+    last_process: str = ""  # the task the kernel named, where it named one
+
+    @property
+    def troubled(self) -> bool:
+        return bool(self.resets or self.reset_failures or self.ring_timeouts or self.hangs)
+
+    def unstable(self, resets: int) -> bool:
+        """Reset repeatedly (``resets`` or more in the boot), or a reset that failed (the GPU stayed down)."""
+        return self.resets >= resets or self.reset_failures > 0
+
+
+@dataclass(frozen=True, slots=True)
+class HealthFiles:
+    """What the resident service left in /var/lib/kfdguard/health/: the recent boots' health."""
+
+    boots: tuple[BootHealth, ...] = ()
+    problems: tuple[str, ...] = ()  # files that could not be used, and why
+
+
+@dataclass(frozen=True, slots=True)
 class KernelRecord:
     """What kfdguard saw on one kernel release, over boots."""
 
@@ -410,6 +448,9 @@ class KernelRecord:
     last_seen: str = ""  # ISO time of the last check
     gpus: tuple[str, ...] = ()
     boot_id: str = ""  # the boot the last check belonged to: later checks of it update, not add
+    # The most recent boots on which compute came up (at most policy.HEALTH_BOOTS, oldest first),
+    # each with the GPU trouble the resident service saw during it: "came up and stayed healthy".
+    boots: tuple[BootHealth, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,6 +496,7 @@ class Facts:
     kernels: tuple[InstalledKernel, ...] = ()
     bootloader: BootloaderFacts = BootloaderFacts("none")
     history: History = History()
+    health: HealthFiles = HealthFiles()  # the resident service's per-boot GPU health (not in History yet)
     cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.fleet.cdi)
     problems: tuple[Problem, ...] = field(default=())
     # The software inventory (kfdguard.userspace.probe): taken by `kfdguard check`, None on the boot pass.

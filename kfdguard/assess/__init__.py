@@ -15,7 +15,7 @@ from kfdguard.assess.rules import run
 from kfdguard.config import Config, ConfigError
 from kfdguard.evidence.machine import observe
 from kfdguard.facts import Facts
-from kfdguard.fallback.policy import Recommendation, recommend
+from kfdguard.fallback.policy import Recommendation, explain_choice, recommend, unstable_text
 from kfdguard.fleet.cdi import check as check_cdi
 from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
 
@@ -50,8 +50,9 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
 
 def _fallback(ctx: Context) -> Recommendation:
     """The kernel-fallback recommendation, and a finding saying what to do with it."""
-    policy = ctx.config.fallback.policy
-    rec = recommend(ctx.facts, {f.code for f in ctx.findings}, policy)
+    fallback = ctx.config.fallback
+    policy = fallback.policy
+    rec = recommend(ctx.facts, {f.code for f in ctx.findings}, policy, fallback.unstable, fallback.unstable_resets)
     if ctx.facts.history.problem:
         ctx.add(
             "history-unusable",
@@ -60,6 +61,17 @@ def _fallback(ctx: Context) -> Recommendation:
             "nothing to do: kfdguard keeps a backup and starts a new history",
             [ctx.facts.history.problem],
         )
+    for problem in ctx.facts.health.problems:
+        ctx.add(
+            "health-record-unusable",
+            Severity.WARNING,
+            f"a live GPU health record cannot be used: {problem}",
+            "nothing to do: the resident service rewrites its record at the next GPU event; this one is ignored",
+            [problem],
+        )
+    if rec.unstable and policy != "off":
+        _unstable(ctx, rec)
+        return rec
     if not rec.needed or policy == "off" or rec.kernel is None:
         return rec
     if rec.already_default:
@@ -82,6 +94,33 @@ def _fallback(ctx: Context) -> Recommendation:
         ],
     )
     return rec
+
+
+def _unstable(ctx: Context, rec: Recommendation) -> None:
+    """The running kernel runs compute but its GPU reset repeatedly: a warning, and what to boot instead."""
+    mine = next(c for c in rec.choices if c.release == rec.running)
+    if rec.kernel is None:
+        remedy = (
+            "see which program the kernel names, and whether newer firmware (firmware-amd-graphics, linux-firmware) "
+            "or another kernel fixes it"
+        )
+    elif rec.act_on_unstable and rec.policy in ("oneshot", "pin"):
+        remedy = f"nothing to do: fallback.unstable is act, so kfdguard arranges {rec.kernel} by itself"
+    else:
+        remedy = f"{rec.command or 'boot ' + rec.kernel}, or: sudo kfdguard fallback apply"
+    best = next((c for c in rec.choices if c.release == rec.kernel), None)
+    instead = (
+        f"; installed kernel {best.release} ran compute here without being unstable: {explain_choice(best)}"
+        if best is not None
+        else "; no other installed, bootable kernel ran compute here without being unstable"
+    )
+    ctx.add(
+        "kernel-unstable",
+        Severity.WARNING,
+        f"kernel {rec.running} runs compute, but {unstable_text(mine)}{instead}",
+        remedy,
+        [mine.trouble],
+    )
 
 
 def _status(gpu: Gpu, ready: bool) -> GpuStatus:

@@ -19,6 +19,7 @@ import time
 from kfdguard import log
 from kfdguard.facts import Attempt, Facts, History
 from kfdguard.fallback.policy import Recommendation, fingerprint
+from kfdguard.health.store import to_json
 from kfdguard.host.files import remove_stale_temporaries
 from kfdguard.host.root import VOLUME_DEVICES
 from kfdguard.record import dataclass, replace
@@ -49,6 +50,8 @@ def history_json(history: History) -> str:
                 "last_seen": r.last_seen,
                 "gpus": list(r.gpus),
                 "boot_id": r.boot_id,
+                # Additive (a reader from before ignores it): each boot with compute and its live GPU health.
+                "boots": [{k: v for k, v in to_json(b).items() if k != "release"} for b in r.boots],
             }
             for rel, r in sorted(history.kernels.items())
         },

@@ -52,8 +52,8 @@ _REMEDY = {
 
 
 class GpuHealth:
-    __slots__ = ("hangs", "last_line", "last_process", "last_usec", "reset_failures", "resets", "ring_timeouts",
-                 "state", "wedged")  # fmt: skip
+    __slots__ = ("hangs", "last_kind", "last_line", "last_process", "last_usec", "reset_failures", "resets",
+                 "ring_timeouts", "state", "wedged")  # fmt: skip
 
     def __init__(self) -> None:
         self.state = OK
@@ -64,6 +64,7 @@ class GpuHealth:
         self.wedged = 0
         self.last_usec = 0
         self.last_line = ""
+        self.last_kind = ""  # the HealthEvent kind of last_line (the per-kernel history says what it meant)
         self.last_process = ""
 
     def keys(self) -> dict[str, object]:
@@ -116,6 +117,7 @@ class Health:
             return False
         gpu.last_usec = now_usec
         gpu.last_line = event.line
+        gpu.last_kind = event.kind
         if event.process:
             gpu.last_process = event.process
         return True

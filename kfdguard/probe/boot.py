@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from functools import cmp_to_key
 
-from kfdguard.facts import Attempt, BootEntry, BootloaderFacts, History, InstalledKernel, KernelRecord
+from kfdguard.facts import (
+    Attempt,
+    BootEntry,
+    BootHealth,
+    BootloaderFacts,
+    HealthFiles,
+    History,
+    InstalledKernel,
+    KernelRecord,
+)
 from kfdguard.host.root import BOOT_DIR
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
@@ -14,6 +23,7 @@ from kfdguard.probe import bootspec
 from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
+from kfdguard.record import replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -407,6 +417,7 @@ def history_from_json(data: object) -> History:
             last_seen=str(rec.get("last_seen", "")),
             gpus=tuple(str(g) for g in rec.get("gpus", [])),
             boot_id=str(rec.get("boot_id", "")),  # absent in files from before it was kept
+            boots=_boots(rec.get("boots", []), str(rel)),  # absent in files from before live health
         )
         for rel, rec in dict(data.get("kernels", {})).items()
     }
@@ -426,3 +437,46 @@ def history_from_json(data: object) -> History:
     )
     pinned = data.get("pinned_from")
     return History(kernels, attempts, bootspec.strip_tries(str(pinned)) if pinned else None)
+
+
+def _boots(value: object, release: str) -> tuple[BootHealth, ...]:
+    from kfdguard.fallback.policy import HEALTH_BOOTS
+    from kfdguard.health.store import from_json
+
+    if not isinstance(value, list):
+        raise TypeError(f"kernels.{release}.boots is not a list")
+    # The newest HEALTH_BOOTS are kept: a longer list was not written by kfdguard, but its tail is still sound.
+    return tuple(replace(from_json(b, f"kernels.{release}.boots"), release=release) for b in value[-HEALTH_BOOTS:])
+
+
+def probe_health(reader: Reader) -> HealthFiles:
+    """The resident service's per-boot health records (kfdguard/health/store.py), newest boots first."""
+    from kfdguard.health import store
+
+    directory = reader.root.var_lib / store.DIRECTORY
+    if not reader.is_dir(directory):
+        return HealthFiles()
+    boots: list[tuple[str, BootHealth]] = []
+    problems: list[str] = []
+    names = [n for n in reader.listdir(directory) if store.file_boot_id(n) is not None]
+    for name in names[: store.READ_LIMIT]:
+        path = directory / name
+        shown = reader.root.display(path)
+        before = len(reader.problems)
+        data = reader.data(path, limit=store.FILE_LIMIT, nofollow=True)
+        if data is None:
+            if len(reader.problems) > before:
+                problems.append(f"{shown}: {reader.problems[-1].reason}")
+            continue
+        try:
+            boot = store.parse_file(data, shown)
+        except store.HealthFileError as exc:
+            problems.append(str(exc))
+            continue
+        if boot.boot_id != store.file_boot_id(name):
+            problems.append(f"{shown}: names boot {boot.boot_id}, not the boot of its file name")
+            continue
+        boots.append((boot.last_at, boot))
+    if len(names) > store.READ_LIMIT:
+        problems.append(f"{reader.root.display(directory)}: {len(names)} records, only {store.READ_LIMIT} read")
+    return HealthFiles(tuple(b for _at, b in sorted(boots, key=lambda x: x[0], reverse=True)), tuple(problems))

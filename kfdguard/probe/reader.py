@@ -25,11 +25,16 @@ class Reader:
     def complain(self, path: Path, reason: str) -> None:
         self.problems.append(Problem(self.root.display(path), reason))
 
-    def data(self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> bytes | None:
+    def data(
+        self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False, nofollow: bool = False
+    ) -> bytes | None:
         # O_NONBLOCK: a FIFO planted where a file belongs must not hang the
         # boot. Regular files and sysfs attributes ignore the flag.
+        # nofollow: a file in a directory that a less privileged user owns (root reading the
+        # resident service's health records) must not be a link to one of root's files.
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(path, flags)
         except FileNotFoundError:
             if report_missing:
                 self.complain(path, "missing")

@@ -296,6 +296,9 @@ def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) ->
         "policy": rec.policy,
         "running": rec.running,
         "needed": rec.needed,
+        # The running kernel runs compute but its GPU reset repeatedly on a recent boot (fallback.unstable).
+        "unstable": rec.unstable,
+        "act_on_unstable": rec.act_on_unstable,
         "recommended": rec.kernel,
         "entry": rec.entry,
         "reason": rec.reason,
@@ -311,6 +314,15 @@ def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) ->
                 "last": c.last,
                 "failed_after_fallback": c.failed_after_fallback,
                 "entry": c.entry,
+                "ok": c.ok,
+                "failed": c.failed,
+                # Its recent boots with compute (live GPU health): stayed healthy, reset or hung, unstable.
+                "health": {
+                    "healthy": c.healthy,
+                    "troubled": c.troubled,
+                    "unstable": c.unstable,
+                    "latest_trouble": c.trouble,
+                },
             }
             for c in rec.choices
         ],
@@ -334,6 +346,10 @@ def _kernel_choices(rec: Recommendation) -> list[str]:
             extra.append(f"last check: {c.last}")
         if c.failed_after_fallback:
             extra.append("failed after a fallback: not chosen again until the installed kernels change")
+        if c.healthy + c.troubled:
+            extra.append(f"stayed healthy on {c.healthy} of its last {c.healthy + c.troubled} boots with compute")
+        if c.unstable:
+            extra.append(f"unstable on {c.unstable} (latest trouble: {c.trouble})")
         lines.append(f"   {mark} {c.release:<24} {state}" + (f" ({'; '.join(c.reasons)})" if c.reasons else ""))
         if extra:
             lines.append(f"     {'':<24} {'; '.join(extra)}")
@@ -350,7 +366,9 @@ def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, ma
         + (f", next boot: {loader.next_entry}" if loader.next_entry else "")
     )
     lines.append(
-        f"  Running  {rec.running}: " + ("cannot run compute on this GPU" if rec.needed else "can run compute")
+        f"  Running  {rec.running}: "
+        + ("cannot run compute on this GPU" if rec.needed else "can run compute")
+        + (", but the GPU resets repeatedly on it" if rec.unstable else "")
     )
     lines.append("")
     lines.append("  Installed kernels")
@@ -363,7 +381,7 @@ def fallback_text(rec: Recommendation, facts: Facts, outcome: Outcome | None, ma
         elif rec.command:
             lines.append(f"  By hand: {rec.command}")
             lines.append("  Or:      sudo kfdguard fallback apply   (next boot only; --pin for every boot)")
-    elif rec.needed:
+    elif rec.needed or rec.unstable:
         lines.append(_wrap(f"Nothing to recommend: {rec.reason}.", "  "))
     else:
         lines.append("  Nothing to do: the running kernel can run compute.")

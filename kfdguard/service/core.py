@@ -90,6 +90,7 @@ class Service:
         # A boot pass that outlived its deadline: the loop publishes its result when done.
         self.pending: Background | None = None
         self.history_problem: str | None = None  # writing /var/lib/kfdguard/history.json failed
+        self.health_write_failed = False  # writing this boot's health record failed (logged once)
         self.ready_sent = False  # until READY=1, notifications avoid systemd-python's import cost
         # Issue 21: set when the privileged work is the oneshots' (service/privsep.py); None: it is ours.
         self.privsep: Privsep | None = None
@@ -210,6 +211,26 @@ class Service:
             log.emit(level, f"fallback: {outcome.message}")
             return outcome.message
         return why
+
+    def keep_health(self) -> None:
+        """This boot's live GPU health, for the per-kernel history (kfdguard/health/store.py). Never raises."""
+        from kfdguard.health import store
+
+        last = self.last
+        if last is None or not last.facts.kernel.boot_id:
+            return  # no check yet (or no boot id): nothing to say which boot and kernel it belongs to
+        boot = store.summary(self.health, last.facts.kernel.boot_id, last.facts.kernel.release)
+        if not boot.troubled:
+            return
+        try:
+            store.write(self.system.root, boot)
+        except (OSError, ValueError) as exc:
+            if not self.health_write_failed:  # once, not at every event of a reset storm
+                shown = self.system.root.display(store.path(self.system.root, boot.boot_id))
+                log.warning(f"live health: {shown} could not be written: {getattr(exc, 'strerror', None) or exc}")
+            self.health_write_failed = True
+        else:
+            self.health_write_failed = False
 
     def fallback(self, clear: bool) -> tuple[bool, str]:
         with self.lock:

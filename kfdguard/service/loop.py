@@ -59,7 +59,7 @@ class Loop:
         from kfdguard.health.follow import follow
         from kfdguard.service.health import HealthFeed
 
-        feed = HealthFeed(self.service, self.checks)
+        feed = HealthFeed(self.service, self.checks, loop)
         self.follower = follow(loop, self.events.log, feed.log_line)
         # The watcher stays referenced for the loop's lifetime (a collected monitor closes its socket).
         self.watcher = watch(self.events, loop, debouncer.poke, feed.uevent)
@@ -88,6 +88,7 @@ class Loop:
         await asyncio.wait([lost, loop.create_task(self.stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             task.cancel()
+        feed.flush()  # a health record still due is written before the service goes (a shutdown, a restart)
         if lost.done():
             # Alive but off the bus nobody can reach us: exit with failure, so that
             # systemd (Restart=on-failure) starts a fresh service on a fresh connection.

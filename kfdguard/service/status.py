@@ -87,7 +87,7 @@ DEVICE_KEYS = {
     # Live health since the service started (kfdguard/health): added by Service.transition.
     **HEALTH_KEYS,
 }
-FALLBACK_KEYS = {"Needed": "b", "Kernel": "s", "Reason": "s", "AlreadyDefault": "b", "Command": "s"}
+FALLBACK_KEYS = {"Needed": "b", "Kernel": "s", "Reason": "s", "AlreadyDefault": "b", "Command": "s", "Unstable": "b"}
 
 
 def starting(summary: str = "kfdguard is checking the GPUs") -> Status:
@@ -155,6 +155,7 @@ def _fallback_dict(rec: Recommendation) -> dict[str, object]:
         "Reason": rec.reason,
         "AlreadyDefault": rec.already_default,
         "Command": rec.command or "",
+        "Unstable": rec.unstable,
     }
 
 

@@ -95,9 +95,11 @@ class RecordingReader(Reader):
             if kind == LINK and target is not None:
                 self.links[current] = target
 
-    def data(self, path: Path, *, limit: int = 4 << 20, report_missing: bool = False) -> bytes | None:
+    def data(
+        self, path: Path, *, limit: int = 4 << 20, report_missing: bool = False, nofollow: bool = False
+    ) -> bytes | None:
         before = len(self.problems)
-        result = super().data(path, limit=limit, report_missing=report_missing)
+        result = super().data(path, limit=limit, report_missing=report_missing, nofollow=nofollow)
         shown = self._note(path)
         if result is not None:
             self.data_of[shown] = result

@@ -140,3 +140,56 @@ def test_no_loop_over_many_boots(world: World, data: st.DataObject) -> None:
     assert all(n == 1 for n in attempts_per_boot.values())
     failures = [a.target for a in history.attempts if a.result == "failed"]
     assert len(failures) == len(set(failures))  # a failed target is never retried
+
+
+@pytest.mark.fuzz
+@settings(max_examples=examples(300))
+@given(worlds(), st.sampled_from(["report", "act"]), st.data())
+def test_live_health_over_many_boots_acts_only_when_asked_and_never_loops(
+    world: World, unstable: str, data: st.DataObject
+) -> None:
+    """Boot again and again under policy oneshot, where compute works but some kernels' GPUs reset
+    (issues 17.4, 18.5): with fallback.unstable report the boot loader is never touched for
+    instability; with act a fallback goes only to a kernel that ran compute without being unstable,
+    at most once per boot, and a failed target is never retried."""
+    from kfdguard.facts import BootHealth, HealthFiles
+
+    kernels, loader, works = world
+    resets = {k.release: data.draw(st.sampled_from([0, 0, 1, 3, 5])) for k in kernels}
+    releases = [k.release for k in kernels]
+    history = History()
+    next_entry: str | None = None
+    for boot in range(10):
+        boot_id = f"boot{boot}"
+        # The one-shot entry if one was arranged, else what the user picked in the menu.
+        running = next_entry or data.draw(st.sampled_from(releases))
+        next_entry = None
+        ready = works[running]
+        # The previous boot's health, as the resident left it, reaches this boot's pass.
+        health = tuple(
+            BootHealth(b.boot_id, rel, resets=resets[rel])
+            for rel, r in history.kernels.items()
+            for b in r.boots[-1:]
+            if resets[rel]
+        )
+        facts = replace(facts_for(kernels, loader, running, history, boot_id), health=HealthFiles(health))
+        history = record_check(history, facts, ready, f"t{boot}")
+        codes = set() if ready else {"kernel-too-old"}
+        rec = recommend(replace(facts, history=history), codes, "oneshot", unstable, 3)
+        mode, _ = auto_action(rec, history, boot_id)
+        if rec.unstable:
+            assert not rec.needed and rec.act_on_unstable == (unstable == "act")
+        if mode is None:
+            continue
+        # report: only a kernel that cannot run compute is fallen back from, never an unstable one.
+        assert rec.needed or (unstable == "act" and rec.unstable)
+        assert rec.kernel is not None and rec.entry is not None and rec.kernel != running
+        chosen = next(c for c in rec.choices if c.release == rec.kernel)
+        if not rec.needed:
+            assert chosen.unstable == 0 and chosen.last == "ok"  # away from instability only to known stable
+        failed = {a.target for a in history.attempts if a.result == "failed"}
+        assert rec.kernel not in failed
+        history = replace(history, attempts=(*history.attempts, Attempt(
+            running, rec.kernel, rec.entry, mode, boot_id, f"t{boot}", fingerprint(tuple(kernels)))))  # fmt: skip
+        assert auto_action(rec, history, boot_id)[0] is None
+        next_entry = rec.kernel

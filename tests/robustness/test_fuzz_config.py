@@ -34,6 +34,7 @@ from kfdguard.config import (
     INITRAMFS,
     POLICIES,
     REQUIRE,
+    UNSTABLE,
     ComputeConfig,
     Config,
     ConfigError,
@@ -93,6 +94,8 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "mode": _mode(),
     "policy": st.sampled_from(POLICIES).map(lambda v: (v, v)),
     "assess": st.sampled_from(ASSESS).map(lambda v: (v, v)),
+    "unstable": st.sampled_from(UNSTABLE).map(lambda v: (v, v)),
+    "resets": st.integers(1, 1000).map(lambda n: (str(n), n)),
     "require": st.sampled_from(REQUIRE).map(lambda v: (v, v)),
     "seconds": _seconds(),
     "uid": st.integers(0, 2**32 - 2).map(lambda n: (str(n), n)),
@@ -119,7 +122,7 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
                          st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
-_QUOTABLE = {"group", "policy", "assess", "initramfs", "mode", "require"}
+_QUOTABLE = {"group", "policy", "assess", "unstable", "initramfs", "mode", "require"}
 
 
 @st.composite
@@ -229,6 +232,8 @@ _INVALID: dict[str, list[str]] = {
     "mode": ["0x1", "9", "0066", "1000", "0o", "[0660]"],
     "policy": ["oneshott", "PIN", "''", "{}"],
     "assess": ["sometimes", "If-Fallback", "''", "[always]"],
+    "unstable": ["always", "Act", "''", "[report]"],
+    "resets": ["0", "1001", "-3", "2.5", "'3'", "x"],
     "require": ["every", "some", "ALL", "''", "[any]"],
     "seconds": ["9000", "0", "abc", ".nan", "-1", "'5'"],
     "uid": ["-1", "abc", "4294967295", "1.5"],

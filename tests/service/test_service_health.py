@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +24,7 @@ from kfdguard.record import replace
 from kfdguard.simulate import bundled, gpureset
 from kfdguard.simulate.kernel import SimKernel
 from kfdguard.simulate.system import SimulatedSystem
-from tests.servicekit import NAME, PATH, Guardian, busctl, guardian
+from tests.servicekit import NAME, PATH, REPO, Guardian, busctl, guardian
 from tools.privatebus import PrivateBus
 
 GPU = "0000:03:00.0"
@@ -156,3 +159,94 @@ def test_resume_rechecks_and_only_logind_can_ask(each_bus: str) -> None:
             assert "resume from sleep" in log
         finally:
             bus.stop()
+
+
+# --- the per-kernel history learns from it (issues 17.4, 18.5) ---------------------------------
+
+OLDER = "6.5.0-44-generic"
+
+
+def _oneshot(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kfdguard", *argv, "--root", str(root)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+
+
+def _fallback_json(root: Path) -> dict[str, Any]:
+    result = _oneshot(root, "fallback", "--json")
+    assert result.returncode == 0, result.stderr
+    value = json.loads(result.stdout)
+    assert isinstance(value, dict)
+    return value
+
+
+def _boot_pass(root: Path) -> None:
+    """kfdguard-enforce.service, which runs (as root) before the resident service at every boot."""
+    result = _oneshot(root, "enforce", "--record")
+    assert result.returncode == 0, result.stderr
+
+
+def test_resets_under_load_end_in_a_history_that_records_the_kernel_unstable_and_a_fallback_that_says_why() -> None:
+    spec = bundled.load("rx7900xtx-ubuntu2404")
+    running = spec.kernel.release
+    # An older kernel that ran compute here before (its history says so), and no fallback policy beyond notify.
+    spec = replace(spec, other_kernels=(replace(spec.kernel, release=OLDER),), history=((OLDER, "ok"), (OLDER, "ok")))
+    with guardian(spec, args=("--starter", "child"), prepare=_boot_pass) as g:
+        root = Root(g.root)
+        first_boot = (g.root / "proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")
+        history = json.loads((root.var_lib / "kfdguard/history.json").read_text())
+        assert [b["boot_id"] for b in history["kernels"][running]["boots"]] == [first_boot]
+        ready = _after(g, 0, "STATUS=ready")
+        for _ in range(3):  # three resets under load, each announced and recovered
+            gpureset.reset(root, GPU, process=("llama-server", 777))
+            ready = _after(g, _after(g, ready + 1, "STATUS=degraded") + 1, "STATUS=ready")
+        record = root.var_lib / "kfdguard/health" / f"boot-{first_boot}.json"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (record.exists() and json.loads(record.read_text())["resets"] == 3):
+            time.sleep(0.05)
+        written = json.loads(record.read_text())
+        assert (written["resets"], written["release"], written["last_process"]) == (
+            3,
+            running,
+            "llama-server (pid 777)",
+        )
+        # Not in the history yet (the resident cannot write it); the recommendation already counts it.
+        now = _fallback_json(g.root)
+        assert (now["unstable"], now["needed"], now["recommended"]) == (True, False, OLDER)
+        # The service's own re-check after the recovery says so on the bus, with a warning finding.
+        deadline = time.monotonic() + 10
+        while True:  # the re-check the last recovery asked for may still be running
+            on_bus_out = busctl("--json=short", "get-property", NAME, PATH, NAME, "FallbackRecommendation", env=g.env())
+            on_bus = {k: v["data"] for k, v in json.loads(on_bus_out.stdout)["data"].items()}
+            if on_bus["Unstable"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert (on_bus["Unstable"], on_bus["Needed"], on_bus["Kernel"]) == (True, False, OLDER)
+        findings = busctl("--json=short", "get-property", NAME, PATH, NAME, "Findings", env=g.env()).stdout
+        assert [f[1] for f in json.loads(findings)["data"] if f[0] == "kernel-unstable"] == ["warning"]
+        g.stop()  # the machine shuts down
+        # The next boot: a new boot id, and its enforce pass (root) folds the last boot's health into the history.
+        (g.root / "proc/sys/kernel/random/boot_id").write_text("0f3e7c1a-5b2d-4e8f-a1c3-9d7b6e5f4a32\n")
+        _boot_pass(g.root)
+        history = json.loads((root.var_lib / "kfdguard/history.json").read_text())
+        boots = history["kernels"][running]["boots"]
+        assert [(b["boot_id"], b["resets"]) for b in boots] == [
+            (first_boot, 3),
+            ("0f3e7c1a5b2d4e8fa1c39d7b6e5f4a32", 0),
+        ]
+        assert (
+            boots[0]["last_event"] in ("reset-done", "wedged") and boots[0]["last_process"] == "llama-server (pid 777)"
+        )
+        shown = _fallback_json(g.root)
+        mine = next(k for k in shown["kernels"] if k["release"] == running)
+        assert mine["health"]["unstable"] == 1 and mine["health"]["healthy"] == 1
+        assert (shown["unstable"], shown["recommended"], shown["act_on_unstable"]) == (True, OLDER, False)
+        assert shown["reason"].startswith(
+            "it ran compute on 2 of its 2 boots kfdguard saw, the last one included (last known good)"
+        )
+        assert (
+            f"; the running {running} runs compute but is unstable: the GPU reset repeatedly on 1 of its last 2 boots with compute (latest: 3 GPU resets, 3 ring timeouts in the boot of "
+            in shown["reason"]
+        )
+        assert shown["reason"].endswith("(fallback.unstable: report, so kfdguard only recommends)")
+        # The boot pass arranged nothing: the policy is notify, and fallback.unstable is report.
+        assert json.loads((root.var_lib / "kfdguard/history.json").read_text())["attempts"] == []
