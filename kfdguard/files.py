@@ -140,12 +140,21 @@ def backup(path: Path, backups: Path, shown: str) -> Path:
 
 @contextlib.contextmanager
 def locked(lockfile: Path, timeout: float) -> Iterator[None]:
-    """Serialise enforcement runs (the daemon, a CLI run, a D-Bus Reload)."""
+    """Serialise enforcement runs (kfdguard-enforce.service, a CLI run).
+
+    The lock must be one only the runner's own user can make: a file another user created
+    (and holds) would stall every pass. ``lockfile`` belongs in a directory only that user
+    writes; a lock file owned by anyone else is refused like a held one (TimeoutError), so the
+    pass reports it instead of crashing or waiting on it.
+    """
     import fcntl
 
     lockfile.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     fd = os.open(lockfile, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
+        owner = os.fstat(fd).st_uid
+        if owner != os.geteuid():
+            raise TimeoutError(f"{lockfile} belongs to uid {owner}, not to this run's user: remove it")
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -102,7 +102,9 @@ def check(
         return _repair(enforcer, trigger, loaded, *look())
     try:
         # The first look is taken under the lock too: a second run must plan from what the first left.
-        with files.locked(system.root.run / "kfdguard/enforce.lock", LOCK_TIMEOUT):
+        # In the state directory, which only root writes: /run/kfdguard is group-writable for the
+        # resident service (its ready marker), which could create the lock there and hold it.
+        with files.locked(system.root.var_lib / "kfdguard/enforce.lock", LOCK_TIMEOUT):
             for directory in (system.root.etc / "modprobe.d", system.root.etc / "udev/rules.d"):
                 files.remove_stale_temporaries(directory)
             return _repair(enforcer, trigger, loaded, *look())
