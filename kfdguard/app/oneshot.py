@@ -88,11 +88,12 @@ def _prepare_fleet(system: System, outcome: Outcome) -> None:
     from kfdguard.fleet import prepare
 
     paths = outcome.loaded.config.fleet
-    if not prepare.enabled(paths):
-        return
+    present = [shown for _output, shown in prepare.enabled(paths) if prepare.directory_exists(system.root, shown)]
+    if not present:
+        return  # the default outputs are on: most machines have none of their readers
     user = prepare.owner()
     if user is None:
-        log.warning(f"fleet: no user {prepare.USER}: the fleet files are written by whoever runs the service")
+        log.warning(f"fleet: no user {prepare.USER}: {', '.join(present)} left to whoever runs the service")
         return
     try:
         results = prepare.prepare(system.root, paths, user)

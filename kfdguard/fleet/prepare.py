@@ -80,6 +80,13 @@ def owner() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+def directory_exists(root: Root, shown: str) -> bool:
+    try:
+        return root.join(shown).parent.is_dir()
+    except ValueError:  # not an absolute path: prepare() reports it
+        return True
+
+
 def enabled(paths: FleetConfig) -> list[tuple[str, str]]:
     return [(o, p) for o, p in (("textfile", paths.textfile), ("nfd", paths.nfd), ("cdi", paths.cdi)) if p]
 
@@ -219,4 +226,4 @@ def _remember(root: Root, shown: list[str]) -> None:
         atomic_write(path, "".join(f"{line}\n" for line in lines).encode(), 0o644)
 
 
-__all__ = ["STAGE", "Prepared", "enabled", "owner", "prepare", "staged"]
+__all__ = ["STAGE", "Prepared", "directory_exists", "enabled", "owner", "prepare", "staged"]
