@@ -125,3 +125,26 @@ def test_the_enforce_oneshot_prepares_the_enabled_outputs(fresh_machine: Make, m
     oneshot.enforce(system, ConfigSource.fixed(config))
     assert os.readlink(root.join(FLEET_TEXTFILE)) == ".kfdguard/kfdguard.prom"
     assert not os.path.lexists(root.join(FLEET_NFD))  # turned off: not touched
+
+
+def test_a_directory_read_only_for_the_service_says_to_restart_it(
+    fresh_machine: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from kfdguard import files
+
+    system = fresh_machine("rx7900xtx-ubuntu2404")
+    _dirs(system.root)
+    outcome = pipeline.check(system, ConfigSource.fixed(Config()), Trigger.DEVICE_EVENT)
+
+    def read_only(*_args: object, **_kwargs: object) -> None:
+        # What a directory made after the service started is in its mount namespace.
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(files, "atomic_write", read_only)
+    written = publish.write(
+        system.root, FleetConfig(textfile=FLEET_TEXTFILE, nfd=None), outcome.verdict, outcome.facts, 1.0
+    )
+    assert [w.status for w in written] == ["failed"]
+    assert "appeared after the service started" in written[0].detail and "restart kfdguard" in written[0].detail

@@ -13,6 +13,7 @@ or a read-only /etc must not stop the service.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from kfdguard.record import dataclass
@@ -106,7 +107,11 @@ def _write_one(root: Root, output: str, shown: str, text: str | None) -> Written
         hint = f"; kfdguard-enforce.service prepares {os.path.dirname(shown)}/{STAGE} ('systemctl reload kfdguard')"
         return Written(output, shown, "failed", (exc.strerror or str(exc)) + (hint if path != stage else ""))
     except OSError as exc:
-        return Written(output, shown, "failed", exc.strerror or str(exc))
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.EROFS:
+            # ReadWritePaths= take a directory that exists when the service starts (docs/FLEET.md).
+            why += f": {os.path.dirname(shown)} appeared after the service started ('systemctl restart kfdguard')"
+        return Written(output, shown, "failed", why)
     return Written(output, shown, "written")
 
 
