@@ -161,3 +161,14 @@ def test_a_lock_file_of_another_user_is_refused_not_waited_on(tmp_path: Path, mo
     monkeypatch.setattr(os, "geteuid", lambda: os.stat(lockfile).st_uid + 1)
     with pytest.raises(TimeoutError, match="belongs to uid"), files.locked(lockfile, 30.0):
         pytest.fail("the lock was taken")
+
+
+def test_a_lock_that_cannot_be_made_is_reported_not_raised(fresh_machine: Make) -> None:
+    # A state directory where nothing can be created (here: a file in its place).
+    system = fresh_machine("kfd-perms-0600")
+    system.root.var_lib.mkdir(parents=True, exist_ok=True)
+    (system.root.var_lib / "kfdguard").write_text("not a directory\n")
+    outcome = pipeline.check(system, ConfigSource.fixed(Config()), Trigger.BOOT)
+    assert outcome.report is not None
+    [busy] = outcome.report.findings
+    assert busy.code == "enforce-busy" and "cannot open" in busy.message
