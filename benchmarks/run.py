@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.common import Result
 
-BENCHES = ("boot", "privsep", "dbus", "memory", "kernellog", "reaction", "scale", "userspace")
+BENCHES = ("boot", "dbus", "memory", "kernellog", "reaction", "scale", "userspace")
 DOC_INTRO = """# Performance
 
 kfdguard runs on the boot's critical path before the display manager and
@@ -108,24 +108,29 @@ def main() -> int:
 EXPLANATIONS = """
 ## What each figure means
 
-- **Boot critical path.** Process start to `READY=1` on the notify socket,
-  against a Python interpreter that starts and exits. Everything before READY
-  is on the display manager's path. The service imports only what the boot
-  pass needs (asyncio, the D-Bus library and pyudev come after READY;
-  `tests/test_boot_path.py` fails if one creeps in), builds its records
-  without `dataclasses` (`kfdguard/record.py`; importing dataclasses and
-  generating ~80 classes with `exec` was half the time) and runs the pass in
-  a `_thread` rather than importing `threading`, skips the second look
-  when enforcement changed nothing, and sends READY as the bare sd_notify
-  datagram (systemd-python's import costs ~4 ms; it serves everything after
-  READY). Before those changes the same measurement was 109 ms, 12x the bare
-  start. Both runs here skip site processing and put the package after the
-  standard library on sys.path, as a packaged install has it (a development
-  virtualenv's editable-install hooks would add ~14 ms to both and flatter
-  the ratio). What remains is mostly imports kfdguard cannot avoid (pathlib
-  pulls in urllib.parse and ipaddress, ~4 ms; about 40 small modules of its
-  own) and the pass itself (~10 ms: a hundred sysfs and /etc reads, the
-  history, assess).
+- **Boot critical path.** Since the privilege split the display manager waits
+  for `kfdguard-enforce.service`, a oneshot: its exec to exit (`python3 -m
+  kfdguard enforce --record`: probe, assess, the plan, the history, the state
+  file) against a Python interpreter that starts and exits. The resident
+  `kfdguard.service` starts after it; its start to `READY=1` (read-only, with
+  the oneshot's state file) has the same goal. The third row is issue 21's:
+  the oneshot against what the display manager waited for before the split,
+  the single root service's exec to READY. The boot path imports only what
+  the pass needs (`tests/service/test_boot_path.py` fails if asyncio, a D-Bus
+  library, pyudev, dataclasses or the userspace message formats creep in):
+  records are built without `dataclasses` (`kfdguard/record.py`), the pass
+  runs in a `_thread`, READY is the bare sd_notify datagram, the rules over
+  userspace messages load only for a text (`assess.rules.text_only`: their
+  compiled formats were a fifth of the oneshot's instructions), and the
+  oneshot leaves with `os._exit` once its files are fsynced (interpreter
+  teardown was a tenth). Every run skips site processing and puts the package
+  after the standard library on sys.path, as a packaged install has it (a
+  development virtualenv's editable-install hooks would add ~14 ms to both and
+  flatter the ratio). What remains is mostly imports: pathlib (with
+  urllib.parse and ipaddress), re and json are a third of the oneshot's
+  instructions (valgrind's callgrind: 55 M of 181 M; a bare interpreter is
+  28 M), about 60 small modules of kfdguard's another third, the pass itself
+  (a hundred sysfs and /etc reads, assess, the history) about a tenth.
 - **GetStatus round trip and throughput.** The service answers GetStatus and
   property reads from a reply built once per state change; the baseline is the
   same library answering the same body from a raw handler

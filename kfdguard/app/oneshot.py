@@ -11,13 +11,13 @@ Both log what they did as the service logged it, for the journal.
 from __future__ import annotations
 
 from kfdguard import log
-from kfdguard.app import pipeline, runstate, usecases
+from kfdguard.app import pipeline, runstate
 from kfdguard.app.triggers import Trigger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.app.pipeline import ConfigSource, Outcome
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 
 def enforce(system: System, config: ConfigSource) -> tuple[Outcome, runstate.RunRecord]:
@@ -109,6 +109,8 @@ def _prepare_fleet(system: System, outcome: Outcome) -> None:
 
 def fallback(system: System, config: ConfigSource, action: str, *, pin: bool) -> runstate.RunRecord:
     """``apply`` (``pin``: as the default) or ``clear``, recorded."""
+    from kfdguard.app import usecases  # not on the boot pass: only the boot-loader oneshot needs it
+
     if action == "clear":
         result = usecases.fallback_clear(system)
         ok, message = result.ok, result.message
@@ -130,7 +132,7 @@ def fast_argv(argv: list[str]) -> tuple[str, str | None, bool] | None:
     options in any order, nothing else; any other command line (or a mistake in one of these)
     is None and goes to the full command line, which parses and reports it. The display manager
     waits for kfdguard-enforce.service to exit: argparse and the CLI's other modules cost about
-    as much as the pass itself on a healthy machine (benchmarks/bench_privsep.py).
+    as much as the pass itself on a healthy machine (benchmarks/bench_boot.py).
     """
     if argv[:1] == ["enforce"]:
         command, rest = "enforce", argv[1:]

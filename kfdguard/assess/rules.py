@@ -759,8 +759,26 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return result
 
 
+def text_only(name: str) -> Callable[[Reasoning], None]:
+    """A rule of ``assess/app_rules.py``: what userspace printed, which only a text shows.
+
+    Every one of them returns at once on a machine, and importing them compiles the message formats of
+    ``knowledge/appformats.py`` (about a third of the enforce oneshot's CPU time, which the display
+    manager waits for: benchmarks/bench_boot.py). So the module is imported when a text is reasoned
+    about, not on the boot pass; the rule keeps its place in the one ordered list.
+    """
+
+    def rule(r: Reasoning) -> None:
+        if r.machine is None:
+            from kfdguard.assess import app_rules
+
+            getattr(app_rules, name)(r)
+
+    rule.__name__ = name
+    return rule
+
+
 def _rules() -> tuple[Callable[[Reasoning], None], ...]:
-    from kfdguard.assess import app_rules as app
     from kfdguard.assess import checks
     from kfdguard.assess.access_rules import rule_access
 
@@ -769,7 +787,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         checks.machine_only(checks.check_config),
         checks.machine_only(checks.check_problems),
         rule_gpus_present,
-        app.rule_nvidia_only,
+        text_only("rule_nvidia_only"),
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_module_mismatch,
@@ -777,26 +795,26 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_same_id_skipped,
         rule_optional_firmware,
         rule_kernel_support,
-        app.rule_dkms,
+        text_only("rule_dkms"),
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
         rule_access,
-        app.rule_rock_not_loaded,
-        app.rule_host_without_kfd,
-        app.rule_kfd_absent_with_amdgpu,
-        app.rule_group_missing,
-        app.rule_denied_by_groups,
+        text_only("rule_rock_not_loaded"),
+        text_only("rule_host_without_kfd"),
+        text_only("rule_kfd_absent_with_amdgpu"),
+        text_only("rule_group_missing"),
+        text_only("rule_denied_by_groups"),
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
         rule_userspace,
-        app.rule_no_code_object,
-        app.rule_no_device,
+        text_only("rule_no_code_object"),
+        text_only("rule_no_device"),
         rule_claims,
         rule_ready,
-        app.rule_runtime_ready,
-        app.rule_driver_tables,
+        text_only("rule_runtime_ready"),
+        text_only("rule_driver_tables"),
         rule_unknown,
     )
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.config import FleetConfig
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
 STAGE = ".kfdguard"
 USER = "kfdguard"
@@ -212,7 +212,7 @@ def _is_ours(dfd: int, name: str, mark: bytes) -> bool:
 
 def _remember(root: Root, shown: list[str]) -> None:
     """Add the links to /var/lib/kfdguard/fleet-links (one path a line) for the package's postrm."""
-    from kfdguard.files import atomic_write
+    from kfdguard.host.files import atomic_write
 
     path = root.var_lib / LINKS
     try:

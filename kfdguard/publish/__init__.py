@@ -1,1 +1,1 @@
-"""What kfdguard shows the outside: the bus names (defined once) and, later, the reports and the client."""
+"""What kfdguard shows the outside: the bus names (defined once), the reports (text and JSON), the bus client."""

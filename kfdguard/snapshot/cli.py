@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, open_of: object) -> int:
     finally:
         target.close()
     if args.json:
-        from kfdguard.report import SCHEMA_VERSION
+        from kfdguard.publish.report import SCHEMA_VERSION
 
         doc = {
             "schema_version": SCHEMA_VERSION,

@@ -4,8 +4,9 @@ A bundle is made to be attached to a public bug report. kfdguard needs uid and
 gid numbers, group membership and the system groups' names (``render``,
 ``video``), not who the users are: accounts of people (uid/gid 1000 and up,
 ``nobody`` aside) are renamed ``user<uid>`` / ``group<gid>``, consistently in
-/etc/passwd, /etc/group and kfdguard's configuration, and their GECOS fields
-and home directories are blanked. The kernel log keeps only the lines a log
+/etc/passwd, /etc/group, kfdguard's configuration and the software record
+(stack and library paths under a home directory), and their GECOS fields and
+home directories are blanked. The kernel log keeps only the lines a log
 rule classifies, at their original line numbers.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.root import ACCOUNTS_FILE, CONFIG_FILE, GROUP_FILE
+from kfdguard.host.root import ACCOUNTS_FILE, CONFIG_FILE, GROUP_FILE
 
 FIRST_PERSON_ID = 1000
 NOBODY_ID = 65534
@@ -70,6 +71,17 @@ class NameMap:
         pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in sorted(self.names, key=len, reverse=True))
                              + r")(?![\w.-])")  # fmt: skip
         return pattern.sub(lambda m: self.names[m.group(1)], text)
+
+    def strings(self, value: object) -> object:
+        """Every string in a JSON-like value through ``words``: the software record names paths, and a
+        virtualenv or a build directory in a person's home names its owner."""
+        if isinstance(value, str):
+            return self.words(value)
+        if isinstance(value, list):
+            return [self.strings(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.strings(v) for k, v in value.items()}
+        return value
 
 
 def classified_lines(lines: list[str]) -> list[tuple[int, str]]:

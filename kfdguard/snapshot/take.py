@@ -14,13 +14,14 @@ if TYPE_CHECKING:
 
     from kfdguard.config import SoftwareConfig
     from kfdguard.facts import Facts
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 __all__ = ["Snapshot", "take"]
 
 REDACTED_NAMES = (
     "user and group names of uid/gid 1000 and up (but nobody) replaced by user<uid>/group<gid> in /etc/passwd, "
-    "/etc/group and /etc/kfdguard/config.yaml; their GECOS fields and home directories blanked"
+    "/etc/group, /etc/kfdguard/config.yaml and the software record's paths; their GECOS fields and home "
+    "directories blanked"
 )
 REDACTED_LOG = "kernel log: only the lines a kfdguard log rule classifies, at their line numbers; the rest blank"
 
@@ -90,7 +91,7 @@ def take(
             "redacted": redacted,
             "notes": notes,
             "files": sorted(k for k, v in reader.entries.items() if v == FILE and k in reader.data_of),
-            "software": software_record(inventory),
+            "software": software_record(inventory) if redact is None else redact.strings(software_record(inventory)),
         }
         doc = manifest(recording, meta)
         with open(partial / MANIFEST, "w", encoding="utf-8") as handle:

@@ -134,7 +134,7 @@ def _exit_code(results: Results) -> int:
 
 
 def _json(gpus: tuple[GpuTarget, ...], results: Results, code: int) -> dict[str, object]:
-    from kfdguard.report import SCHEMA_VERSION
+    from kfdguard.publish.report import SCHEMA_VERSION
 
     return {
         "schema_version": SCHEMA_VERSION,

@@ -1,0 +1,62 @@
+"""What the service imports before READY=1: only what the boot pass needs (issue 9's boot goal).
+
+asyncio, the D-Bus library, pyudev and systemd-python come after READY
+(READY itself is the bare datagram); dataclasses, inspect, typing and
+threading not at all (kfdguard.record, _thread); yaml only when the config
+file changed since it was last cached (this machine has none); kfdguard's
+own modules that only other commands or other machines need, not at all. A regression here
+shows up as a slower boot long before anyone runs the benchmark.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kfdguard.simulate import bundled
+from kfdguard.simulate.render import render
+
+HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect", "typing", "threading", "logging",
+         "socket", "systemd.daemon", "yaml",
+         # the snapshot's recorder and writer (a target directory is only asked whether it is a bundle),
+         # the PE reader (only where a UKI is found), the marker's reader side
+         "kfdguard.snapshot.bundle", "kfdguard.snapshot.recorder", "kfdguard.probe.pe", "kfdguard.snapshot.take",
+         # what only a pasted text needs: the userspace message formats and their rules (assess.rules.text_only)
+         "kfdguard.knowledge.appformats", "kfdguard.assess.app_rules", "kfdguard.assess.claims")  # fmt: skip
+PROBE = """
+import sys
+import kfdguard.service.main as main
+def ready(text, **_):
+    if text.startswith("READY=1"):
+        print(" ".join(m for m in {heavy!r} if m in sys.modules))
+        raise SystemExit(0)
+main.notify = ready
+main.main(["--root", {root!r}])
+"""
+
+
+def test_nothing_heavy_before_ready(tmp_path: Path) -> None:
+    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
+    code = PROBE.format(heavy=HEAVY, root=str(root))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"imported before READY: {result.stdout}"
+
+
+ONESHOT = """
+import sys
+from kfdguard.app.oneshot import main
+code = main(["enforce", "--record", "--root", {root!r}])
+print(" ".join(m for m in {heavy!r} if m in sys.modules))
+raise SystemExit(code)
+"""
+
+
+def test_nothing_heavy_in_the_enforce_oneshot(tmp_path: Path) -> None:
+    """kfdguard-enforce.service is what the display manager waits for since the privilege split."""
+    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
+    code = ONESHOT.format(heavy=HEAVY, root=str(root))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"imported by the enforce oneshot: {result.stdout}"
