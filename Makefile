@@ -303,7 +303,10 @@ lintian: deb
 # autopkgtest runs debian/tests/* against the installed package; purge gets a
 # guest of its own without the package (install, upgrade from the previous
 # release, remove, purge).
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep
+# The fleet scenario scrapes kfdguard's textfile with Debian's node_exporter when its .deb is offered
+# (apt-get download prometheus-node-exporter into the test-data cache); without it, it says so and skips that.
+NODE_EXPORTER_DEB ?= $(lastword $(wildcard /var/cache/kfdguard-testdata/debs/prometheus-node-exporter_*_amd64.deb))
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep+fleet
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty runs every row. Every row runs SCENARIOS (a row with `only` keeps the
@@ -330,7 +333,7 @@ test-system: deps
 	$(MAKE) --no-print-directory previous-deb && \
 	$(PYTHON3) vm/vmlane.py suite --lane-start $$start --budget $(LANE_BUDGET) --timeout $(GUEST_TIMEOUT) --deb $(DEB) \
 		$(foreach g,$(VM_GUESTS),--guest $(g)) \
-		$$(for d in $(PREV_DIR)/kfdguard_*_all.deb; do echo "--offer $$d"; done) $(SCENARIOS)
+		$$(for d in $(PREV_DIR)/kfdguard_*_all.deb $(NODE_EXPORTER_DEB); do echo "--offer $$d"; done) $(SCENARIOS)
 
 # The UEFI guest (vm/uefi.py, vm/README.md "UEFI guest"): OVMF, real systemd-boot,
 # bookworm's 6.1 and bookworm-backports' 6.12 with boot counting; four boots of

@@ -690,7 +690,9 @@ def cmd_machines(args: argparse.Namespace, parser: Parser) -> int:
         return 0
     machines = machine_names()
     if args.json:
-        print(json.dumps([{"name": name, "description": text} for name, text in machines], indent=2))
+        # An object since 1.2 (a list before, outside the contract): schema_version needs a key.
+        listed = [{"name": name, "description": text} for name, text in machines]
+        print(json.dumps({"schema_version": _schema_version(), "machines": listed}, indent=2))
         return 0
     import textwrap
 

@@ -495,7 +495,7 @@ def _read_cache(cache: Path | None) -> tuple[bytes, Config] | None:
         return None
     try:
         with open(cache, "rb") as handle:
-            # Our own file under /var/lib/kfdguard (0600 root): not foreign input.
+            # Our own file under /var/lib/kfdguard (0644 root: only root writes it): not foreign input.
             version, raw, plain = marshal.load(handle)  # noqa: S302
         if version != CACHE_VERSION or not isinstance(raw, bytes):
             return None
@@ -512,8 +512,11 @@ def _write_cache(cache: Path | None, raw: bytes, config: Config) -> None:
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         # The last good configuration is what a broken edit falls back to: it must
-        # survive a crash and a full disk whole (fsync, rename, no half file).
-        atomic_write(cache, marshal.dumps((CACHE_VERSION, raw, config_to_plain(config))), 0o600)
+        # survive a crash and a full disk whole (fsync, rename, no half file). Readable by all, as
+        # config.yaml is: the resident service (user kfdguard, issue 21) falls back to it too, and
+        # with a root-only cache a broken edit made it check with the defaults while the root
+        # oneshot kept the last good options.
+        atomic_write(cache, marshal.dumps((CACHE_VERSION, raw, config_to_plain(config))), 0o644)
     except OSError:
         # Not root (kfdguard check as a user), or a read-only /var/lib: the
         # cache is an optimisation and a fallback, not a requirement.

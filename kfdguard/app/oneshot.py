@@ -33,6 +33,7 @@ def enforce(system: System, config: ConfigSource) -> tuple[Outcome, runstate.Run
     level = log.INFO if verdict.state in ("ready", "no-device") else log.WARNING
     log.emit(level, f"state {verdict.state} (enforce): {verdict.summary}")
     _after_check(system, outcome)
+    _prepare_fleet(system, outcome)
     code = verdict.exit_code
     record = runstate.RunRecord(
         kind="enforce",
@@ -76,6 +77,34 @@ def _after_check(system: System, outcome: Outcome) -> None:
         return
     if acted is not None:
         log.emit(log.NOTICE if acted.ok else log.WARNING, f"fallback: {acted.message}")
+
+
+def _prepare_fleet(system: System, outcome: Outcome) -> None:
+    """The fleet files' stage directories and links for the resident service (fleet/prepare.py).
+
+    Here because this is the process that is root and reads config.yaml: at boot, before the
+    resident starts, and at every Reload, so an output turned on takes effect with the reload.
+    """
+    from kfdguard.fleet import prepare
+
+    paths = outcome.loaded.config.fleet
+    present = [shown for _output, shown in prepare.enabled(paths) if prepare.directory_exists(system.root, shown)]
+    if not present:
+        return  # the default outputs are on: most machines have none of their readers
+    user = prepare.owner()
+    if user is None:
+        log.warning(f"fleet: no user {prepare.USER}: {', '.join(present)} left to whoever runs the service")
+        return
+    try:
+        results = prepare.prepare(system.root, paths, user)
+    except OSError as exc:  # the list for the package's postrm; the pass's record comes first
+        log.error(f"fleet: {exc.strerror or exc}")
+        return
+    for r in results:
+        if r.status == "made":
+            log.info(f"fleet: {r.detail} for the service")
+        elif r.status == "failed":
+            log.warning(f"fleet: the service cannot write {r.path}: {r.detail}")
 
 
 def fallback(system: System, config: ConfigSource, action: str, *, pin: bool) -> runstate.RunRecord:

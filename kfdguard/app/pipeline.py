@@ -102,16 +102,23 @@ def check(
         return _repair(enforcer, trigger, loaded, *look())
     try:
         # The first look is taken under the lock too: a second run must plan from what the first left.
-        with files.locked(system.root.run / "kfdguard/enforce.lock", LOCK_TIMEOUT):
+        # In the state directory, which only root writes: /run/kfdguard is group-writable for the
+        # resident service (its ready marker), which could create the lock there and hold it.
+        with files.locked(system.root.var_lib / "kfdguard/enforce.lock", LOCK_TIMEOUT):
             for directory in (system.root.etc / "modprobe.d", system.root.etc / "udev/rules.d"):
                 files.remove_stale_temporaries(directory)
             return _repair(enforcer, trigger, loaded, *look())
-    except TimeoutError as exc:
+    except (TimeoutError, files.LockError) as exc:
         from kfdguard.enforce import EnforceReport
 
         facts = probe(system, log="never")
         before = assess(facts, settings, loaded.errors)
-        busy = Finding("enforce-busy", Severity.WARNING, str(exc), "wait for the other run to finish", (str(exc),))
+        remedy = (
+            "free space in, or fix, /var/lib/kfdguard (the state directory)"
+            if isinstance(exc, files.LockError)
+            else "wait for the other run to finish"
+        )
+        busy = Finding("enforce-busy", Severity.WARNING, str(exc), remedy, (str(exc),))
         return Outcome(trigger, loaded, facts, before, before, EnforceReport((), (busy,), dry_run))
 
 

@@ -2,7 +2,9 @@
 
 ``write`` renders the enabled outputs and replaces each file atomically
 (``files.atomic_write``: same-directory temporary, fsync, rename), so
-node_exporter and nfd-worker never read half a file. A file is written only
+node_exporter and nfd-worker never read half a file. On an installed system the
+file replaced is ``DIR/.kfdguard/NAME``, which ``DIR/NAME`` links to
+(``fleet/prepare.py``: the service's user may not write the readers' directories). A file is written only
 where its directory exists: the directory belongs to the tool that reads it
 (prometheus-node-exporter's package, NFD's hostPath mount), and a missing one
 means that tool is not here. Failures are returned, never raised: a full disk
@@ -11,6 +13,7 @@ or a read-only /etc must not stop the service.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from kfdguard.record import dataclass
@@ -75,6 +78,7 @@ def write(
 def _write_one(root: Root, output: str, shown: str, text: str | None) -> Written:
     """Write ``text`` to the file; None: nothing may be offered now (kfdguard's CDI spec without a GPU
     that computes), so a file written earlier is removed rather than left handing out broken nodes."""
+    from kfdguard.fleet.prepare import STAGE, staged
     from kfdguard.host.files import atomic_write
 
     try:
@@ -83,6 +87,12 @@ def _write_one(root: Root, output: str, shown: str, text: str | None) -> Written
         return Written(output, shown, "failed", str(exc))
     if not path.parent.is_dir():
         return Written(output, shown, "skipped", f"{os.path.dirname(shown)} does not exist")
+    # The reader's directory is not the service's to write (it runs as the user kfdguard):
+    # kfdguard-enforce.service gives it DIR/.kfdguard/ and links DIR/NAME there (fleet/prepare.py).
+    # Without that stage (a test root, a directory the administrator opened) the file itself.
+    stage = staged(path)
+    if stage.parent.is_dir() and not stage.parent.is_symlink():
+        path = stage
     if text is None:
         try:
             path.unlink()
@@ -93,8 +103,15 @@ def _write_one(root: Root, output: str, shown: str, text: str | None) -> Written
         return Written(output, shown, "removed", "no AMD GPU can compute")
     try:
         atomic_write(path, text.encode("utf-8", errors="replace"), MODE)
+    except PermissionError as exc:
+        hint = f"; kfdguard-enforce.service prepares {os.path.dirname(shown)}/{STAGE} ('systemctl reload kfdguard')"
+        return Written(output, shown, "failed", (exc.strerror or str(exc)) + (hint if path != stage else ""))
     except OSError as exc:
-        return Written(output, shown, "failed", exc.strerror or str(exc))
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.EROFS:
+            # ReadWritePaths= take a directory that exists when the service starts (docs/FLEET.md).
+            why += f": {os.path.dirname(shown)} appeared after the service started ('systemctl restart kfdguard')"
+        return Written(output, shown, "failed", why)
     return Written(output, shown, "written")
 
 

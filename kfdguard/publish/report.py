@@ -19,7 +19,7 @@ MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
 # The version of the JSON contract in schema/kfdguard.schema.json (docs/JSON.md):
 # MAJOR.MINOR; a minor step only adds, a major step may remove or change.
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 def layout(facts: Facts) -> str:
@@ -230,6 +230,7 @@ CHANGE_MARK = {"changed": "+", "would-change": "+", "unchanged": "=", "failed": 
 
 def enforce_json(report: EnforceReport, before: Verdict, after: Verdict) -> dict[str, object]:
     return {
+        "schema_version": SCHEMA_VERSION,
         "dry_run": report.dry_run,
         "changes": [
             {
@@ -293,6 +294,7 @@ def enforce_text(report: EnforceReport, before: Verdict, after: Verdict, where: 
 def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) -> dict[str, object]:
     loader = facts.bootloader
     return {
+        "schema_version": SCHEMA_VERSION,
         "policy": rec.policy,
         "running": rec.running,
         "needed": rec.needed,

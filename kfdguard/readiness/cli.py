@@ -90,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
     outcome = wait(args.bus, want, timeout, lambda: marker.read(system), str(root.join(READY_MARKER).parent))
     what = f"GPU {want.gpu}" if want.gpu else {"all": "every AMD GPU", "any": "an AMD GPU"}[want.require]
     if args.json:
+        from kfdguard.publish.report import SCHEMA_VERSION
+
         doc = {
+            "schema_version": SCHEMA_VERSION,
             "ready": outcome.ready,
             "require": "gpu" if want.gpu else want.require,
             "gpu": want.gpu,

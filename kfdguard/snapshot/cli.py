@@ -87,7 +87,15 @@ def run(args: argparse.Namespace, open_of: object) -> int:
     finally:
         target.close()
     if args.json:
-        doc = {"path": str(snap.path), "files": snap.files, "redacted": list(snap.redacted), "notes": list(snap.notes)}
+        from kfdguard.publish.report import SCHEMA_VERSION
+
+        doc = {
+            "schema_version": SCHEMA_VERSION,
+            "path": str(snap.path),
+            "files": snap.files,
+            "redacted": list(snap.redacted),
+            "notes": list(snap.notes),
+        }
         print(json.dumps(doc, indent=2))
         return 0
     print(f"kfdguard snapshot: {snap.files} files from {source} written to {snap.path}")

@@ -134,7 +134,10 @@ def _exit_code(results: Results) -> int:
 
 
 def _json(gpus: tuple[GpuTarget, ...], results: Results, code: int) -> dict[str, object]:
+    from kfdguard.publish.report import SCHEMA_VERSION
+
     return {
+        "schema_version": SCHEMA_VERSION,
         "gpus": [{"slot": g.slot, "name": g.name, "gfx": g.gfx} for g in gpus],
         "paths": [
             {

@@ -152,13 +152,16 @@ def test_the_unit_still_denies_ip() -> None:
     assert "AF_INET" not in families  # nor AF_INET6: fleets read files, never a port
 
 
-def test_the_unit_lets_the_service_write_the_fleet_directories() -> None:
+@pytest.mark.parametrize("unit", ["kfdguard.service", "kfdguard-enforce.service"])
+def test_the_unit_lets_the_service_write_the_fleet_directories(unit: str) -> None:
+    # The resident writes DIR/.kfdguard/NAME; the enforce oneshot makes that directory and the link
+    # (fleet/prepare.py): both need the directories writable under ProtectSystem=strict.
     import os.path
 
     from kfdguard.host.root import FLEET_CDI
 
-    unit = (REPO / "units" / "kfdguard.service").read_text()
-    lines = [line.strip() for line in unit.splitlines() if not line.lstrip().startswith("#")]
+    text = (REPO / "units" / unit).read_text()
+    lines = [line.strip() for line in text.splitlines() if not line.lstrip().startswith("#")]
     writable = {
         p.lstrip("-") for line in lines if line.startswith("ReadWritePaths=") for p in line.split("=", 1)[1].split()
     }

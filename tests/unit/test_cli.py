@@ -99,7 +99,7 @@ def test_unknown_machine_is_a_clear_error() -> None:
 
 
 def test_machines_lists_every_bundled_machine_with_a_description() -> None:
-    data = json.loads(kfdguard("machines", "--json", check=True).stdout)
+    data = json.loads(kfdguard("machines", "--json", check=True).stdout)["machines"]
     assert [m["name"] for m in data] == MACHINES
     assert all(len(m["description"]) > 60 for m in data)
 

@@ -160,6 +160,16 @@ def test_load_bad_file_uses_last_good_from_cache(tmp_path: Path) -> None:
     assert "not valid YAML" in str(second.errors[0])
 
 
+def test_the_last_good_cache_is_readable_by_the_unprivileged_service(tmp_path: Path) -> None:
+    # Root's oneshot writes it, the resident service (user kfdguard) falls back to it too (issue 21).
+    import stat
+
+    path, cache = tmp_path / "config.yaml", tmp_path / "state" / "config.cache"
+    path.write_text("fallback:\n  policy: pin\n")
+    load_config(path, "config.yaml", cache)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o644
+
+
 def test_unchanged_file_is_served_from_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import kfdguard.config as mod
 

@@ -12,9 +12,14 @@
 #     history written.
 #  3. Upgraded to this build without a terminal (keep the administrator's
 #     configuration, as unattended-upgrades does): the package is configured,
-#     the service restarted, the configuration and the history are kept.
+#     the service restarted, the configuration and the history are kept. The
+#     single root unit became the split (issue 21): the resident runs as
+#     kfdguard with no capability, kfdguard-enforce.service is enabled and ran,
+#     what the old service left in /var/lib/kfdguard and /run/kfdguard is usable
+#     by the process that uses it now, the textfile is linked for the resident,
+#     and systemctl reload and a bus Reload still repair.
 #  4. apt purge: nothing the package or the service created is left in /etc,
-#     /var/lib or /run; a file kfdguard edited is as it was, or its backup is
+#     /var/lib or /run (node_exporter's directory as it was: no link, no .kfdguard); a file kfdguard edited is as it was, or its backup is
 #     named in the purge output; /dev/kfd is as udev's default rule makes it.
 SCENARIO=purge
 . ./lib.sh
@@ -79,6 +84,10 @@ check "a simulated GPU 1002:744c appears in /sys/bus/pci/devices (bind mount)" \
     mount --bind /run/vmlane-pci /sys/bus/pci/devices
 printf '%s\n' "# the administrator's file, from a blog post" "options amdkfd enable_iommu=1" >"$advice"
 advice_sum=$(sha256sum <"$advice")
+# node_exporter's textfile directory as Debian's prometheus-node-exporter ships it (root, 0755): this
+# build links its textfile there (docs/FLEET.md), and the purge must leave the directory as it was.
+prom_dir=/var/lib/prometheus/node-exporter
+mkdir -p "$prom_dir" && chmod 0755 "$prom_dir"
 snapshot before
 mkdir -p "$snap/accounts"
 cp -p /etc/passwd /etc/passwd- /etc/group /etc/group- /etc/shadow /etc/shadow- /etc/gshadow /etc/gshadow- "$snap/accounts/" 2>/dev/null
@@ -149,6 +158,53 @@ missing = [e for e in entries(old) if e not in entries(new)]
 sys.exit(1 if missing else 0)
 ' "$snap/history.before-upgrade" "$history"
 check "the generated files are still there after the upgrade" test -f /etc/modprobe.d/kfdguard.conf -a -f /etc/udev/rules.d/71-kfdguard.rules
+
+# 3b. From the single root unit to the split (issue 21 item 4).
+pid=$(main_pid)
+check "after the upgrade kfdguard.service runs as kfdguard (got: $(ps -o user= -p "$pid"))" \
+    test "$(ps -o user= -p "$pid" | tr -d ' ')" = kfdguard
+for cap in CapEff CapPrm CapBnd CapAmb; do
+    value=$(sed -n "s/^$cap:\t//p" "/proc/$pid/status")
+    check "... with $cap 0 (got: $value)" test "$value" = 0000000000000000
+done
+procs=$(ps -o user= -p "$(tr '\n' ',' </sys/fs/cgroup/system.slice/kfdguard.service/cgroup.procs | sed 's/,$//')" | sort -u | tr -d ' ' | tr '\n' ' ')
+check "every process of kfdguard.service is kfdguard's: nothing of the old root service is left (got: $procs)" \
+    test "$procs" = "kfdguard "
+en=$(systemctl is-enabled kfdguard-enforce.service 2>&1)
+check "kfdguard-enforce.service is enabled by the upgrade (got: $en)" test "$en" = enabled
+check "kfdguard-enforce.service ran after the upgrade and succeeded (Result=$(mono kfdguard-enforce.service Result))" \
+    test "$(mono kfdguard-enforce.service Result)" = success -a -n "$(mono kfdguard-enforce.service InvocationID)"
+check "/run/kfdguard is drwxrwxr-t root:kfdguard after the upgrade (got: $(stat -c '%A %U:%G' /run/kfdguard))" \
+    test "$(stat -c '%a %U:%G' /run/kfdguard)" = "1775 root:kfdguard"
+note "/run/kfdguard after the upgrade: $(find /run/kfdguard -mindepth 1 -printf '%f %m %u:%g; ')"
+note "/var/lib/kfdguard after the upgrade: $(find /var/lib/kfdguard -maxdepth 1 -mindepth 1 -printf '%f %m %u:%g; ')"
+check "the old layout's /run/kfdguard/enforce.lock is gone (the lock is root's, in /var/lib/kfdguard)" \
+    test ! -e /run/kfdguard/enforce.lock
+check "/run/kfdguard/enforce.json is the oneshot's (root)" test "$(stat -c %U /run/kfdguard/enforce.json 2>/dev/null)" = root
+ready_owner=$(stat -c %U /run/kfdguard/ready 2>/dev/null || echo absent)
+check "the compute-ready marker is the resident's or absent, not the old root service's (got: $ready_owner)" \
+    test "$ready_owner" = kfdguard -o "$ready_owner" = absent
+for f in "$history" /var/lib/kfdguard/config.cache; do
+    check "$f, which the old service wrote, is root's (the oneshot writes it now; got: $(stat -c %U "$f" 2>&1))" \
+        test "$(stat -c %U "$f" 2>/dev/null)" = root
+done
+got=$(runuser -u kfdguard -- python3 -c 'open("/var/lib/kfdguard/config.cache", "rb").read(); print("readable")' 2>&1 | tail -n 1)
+check "... and the last good configuration is readable by the resident's user (got: $got)" test "$got" = readable
+check "the upgrade linked the textfile for the resident: $prom_dir/kfdguard.prom -> .kfdguard/kfdguard.prom" \
+    test "$(readlink "$prom_dir/kfdguard.prom")" = .kfdguard/kfdguard.prom
+check "... which the resident service wrote (owner: $(stat -c %U "$prom_dir/.kfdguard/kfdguard.prom" 2>&1))" \
+    wait_until 30 bash -c '[ "$(stat -c %U "$0/.kfdguard/kfdguard.prom" 2>/dev/null)" = kfdguard ]' "$prom_dir"
+rm -f /etc/modprobe.d/kfdguard.conf
+check "systemctl reload kfdguard still repairs (through kfdguard-enforce.service)" reload_service
+check "... /etc/modprobe.d/kfdguard.conf is back" wait_until 30 test -f /etc/modprobe.d/kfdguard.conf
+rm -f /etc/modprobe.d/kfdguard.conf
+reply=$(busctl --system call "$BUS_NAME" "$BUS_PATH" "$BUS_NAME" Reload 2>&1)
+note "bus Reload after the upgrade: $reply"
+check "a bus Reload still repairs: /etc/modprobe.d/kfdguard.conf is back" wait_until 30 test -f /etc/modprobe.d/kfdguard.conf
+check "the resident's journal says it started the oneshot" \
+    contains "$(journal_of kfdguard.service)" "starting kfdguard-enforce.service"
+check "no kfdguard unit failed after the upgrade (got: $(systemctl list-units --failed --plain --no-legend 'kfdguard*' | tr '\n' ' '))" \
+    test -z "$(systemctl list-units --failed --plain --no-legend 'kfdguard*')"
 
 # 4. Remove, then purge (apt, as an administrator does).
 out=$(apt-get remove -y kfdguard 2>&1)

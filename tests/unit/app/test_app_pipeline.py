@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,3 +124,51 @@ def test_a_dbus_reload_during_a_device_event_waits_for_its_own_check(fresh_machi
     # One more check for both folded requests, with the Reload's trigger: it repaired.
     assert service.seen == [Trigger.DEVICE_EVENT, Trigger.DBUS_RELOAD]
     assert result.status.state == "ready" and _kfd_mode(system) == 0o660
+
+
+def test_the_enforce_lock_is_in_roots_state_directory_and_a_held_one_is_reported(
+    fresh_machine: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+    import os
+
+    # /run/kfdguard is group-writable for the resident service: the lock must not be there
+    # (issue 21), where it could make the file before root and hold it.
+    system = fresh_machine("kfd-perms-0600")
+    lockfile = system.root.var_lib / "kfdguard/enforce.lock"
+    lockfile.parent.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(pipeline, "LOCK_TIMEOUT", 0.2)
+    fd = os.open(lockfile, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        outcome = pipeline.check(system, ConfigSource.fixed(Config()), Trigger.BOOT)
+    finally:
+        os.close(fd)
+    assert outcome.report is not None
+    assert [f.code for f in outcome.report.findings] == ["enforce-busy"]
+    assert _kfd_mode(system) == 0o600  # nothing was repaired without the lock
+    assert not (system.root.run / "kfdguard/enforce.lock").exists()
+
+
+def test_a_lock_file_of_another_user_is_refused_not_waited_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kfdguard.host import files
+
+    lockfile = tmp_path / "enforce.lock"
+    lockfile.write_bytes(b"")
+    # The file is this process's; seen from another euid it is "someone else's lock".
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(lockfile).st_uid + 1)
+    with pytest.raises(TimeoutError, match="belongs to uid"), files.locked(lockfile, 30.0):
+        pytest.fail("the lock was taken")
+
+
+def test_a_lock_that_cannot_be_made_is_reported_not_raised(fresh_machine: Make) -> None:
+    # A state directory where nothing can be created (here: a file in its place).
+    system = fresh_machine("kfd-perms-0600")
+    system.root.var_lib.mkdir(parents=True, exist_ok=True)
+    (system.root.var_lib / "kfdguard").write_text("not a directory\n")
+    outcome = pipeline.check(system, ConfigSource.fixed(Config()), Trigger.BOOT)
+    assert outcome.report is not None
+    [busy] = outcome.report.findings
+    assert busy.code == "enforce-busy" and "cannot open" in busy.message

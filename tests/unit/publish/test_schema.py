@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from jsonschema import Draft202012Validator
 
 from kfdguard import cli
 from kfdguard.publish.report import SCHEMA_VERSION
+from kfdguard.simulate.system import SimulatedSystem
 from tests.conftest import MACHINES
 from tests.paths import TOP
 
@@ -204,3 +206,119 @@ def test_getstatus_status_json_and_diagnose_json_from_the_service(name: str) -> 
             assert errors(part, doc) == [], (argv, doc)
         assert doc["state"] in ("ready", "degraded", "unavailable", "no-device", "error")
         assert answered["findings"], "the service's diagnosis of a machine with a problem names it"
+
+
+# --- the other JSON outputs (1.2): enforce, fallback, targets, snapshot, machines, wait --------------
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_enforce_dry_run_json_of_every_bundled_machine(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    code, data = run_cli(capsys, "enforce", "--machine", name, "--dry-run", "--json")
+    assert errors("enforce", data) == []
+    assert data["schema_version"] == SCHEMA_VERSION and data["dry_run"] is True
+    assert code in (0, 1, 2, 3, 4)
+    assert validator().is_valid(data)
+
+
+def test_enforce_json_of_a_run_that_changed_things(
+    capsys: pytest.CaptureFixture[str], fresh_machine: Callable[[str], SimulatedSystem]
+) -> None:
+    system = fresh_machine("kfd-perms-0600")
+    _code, data = run_cli(capsys, "enforce", "--root", str(system.root.path), "--json")
+    assert errors("enforce", data) == []
+    assert "changed" in {c["status"] for c in data["changes"]}
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_fallback_status_json_of_every_bundled_machine(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    _code, data = run_cli(capsys, "fallback", "--machine", name, "--json")
+    assert errors("fallback", data) == []
+    assert data["schema_version"] == SCHEMA_VERSION and data["result"] is None
+
+
+def test_fallback_apply_and_clear_json(
+    capsys: pytest.CaptureFixture[str], fresh_machine: Callable[[str], SimulatedSystem]
+) -> None:
+    # A machine whose running kernel cannot compute and that has one that can: apply has something to do.
+    needing = [n for n in MACHINES if _fallback_needed(capsys, n)]
+    assert needing, "no bundled machine needs a fallback kernel"
+    system = fresh_machine(needing[0])
+    for action in ("apply", "clear"):
+        _code, data = run_cli(capsys, "fallback", action, "--root", str(system.root.path), "--json")
+        assert errors("fallback", data) == [], action
+        assert data["result"] is not None and isinstance(data["result"]["ok"], bool)
+
+
+def _fallback_needed(capsys: pytest.CaptureFixture[str], name: str) -> bool:
+    _code, data = run_cli(capsys, "fallback", "--machine", name, "--json")
+    return bool(data["needed"] and data["recommended"])
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_targets_json_against_every_bundled_machine(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    from tests.unit.userspace.test_userspace_cli import hip
+
+    lib = hip(tmp_path, ["gfx1030", "gfx1100", "gfx90a:xnack-"])
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "libggml-hip.so").write_bytes(lib.read_bytes())
+    code, data = run_cli(
+        capsys, "targets", "--machine", name, "--json", str(lib), str(tmp_path / "tree"), "/nonexistent"
+    )
+    assert errors("targets", data) == []
+    assert data["schema_version"] == SCHEMA_VERSION and code == data["exit_code"]
+    assert [p["kind"] for p in data["paths"]] == ["file", "directory", "missing"]
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_snapshot_json_of_every_bundled_machine(capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str) -> None:
+    code, data = run_cli(capsys, "snapshot", "--machine", name, "--json", str(tmp_path / "snap"))
+    assert code == 0
+    assert errors("snapshot", data) == []
+    assert data["schema_version"] == SCHEMA_VERSION and data["files"] > 0
+
+
+def test_machines_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_cli(capsys, "machines", "--json")
+    assert code == 0 and errors("machines", data) == []
+    assert [m["name"] for m in data["machines"]] == MACHINES
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_wait_json_with_each_bundled_machines_marker(
+    fresh_machine: Callable[[str], SimulatedSystem], name: str
+) -> None:
+    # kfdguard wait reads the service's ready marker when there is no bus: the marker the service
+    # would publish for this machine's verdict, or none when it computes on no GPU.
+    from kfdguard.app import pipeline
+    from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.app.triggers import Trigger
+    from kfdguard.config import Config
+    from kfdguard.readiness import marker
+
+    system = fresh_machine(name)
+    verdict = pipeline.check(system, ConfigSource.fixed(Config()), Trigger.DEVICE_EVENT).verdict
+    devices = [(g.slot, g.compute_ready, g.gfx or "") for g in verdict.gpus]
+    wanted = marker.wanted(str(verdict.state), devices, verdict.summary, "any", int(time.time()))
+    assert marker.publish(system, wanted, None) is None
+    # In a process of its own: kfdguard wait leaves with os._exit (readiness/cli.py finish).
+    bus = "unix:path=/nonexistent/bus"
+    argv = ["wait", "--any", "--json", "--timeout", "0", "--bus", bus, "--root", str(system.root.path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "kfdguard", *argv], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
+    code, data = done.returncode, json.loads(done.stdout)
+    assert errors("wait", data) == []
+    assert data["schema_version"] == SCHEMA_VERSION and data["via"] == "marker"
+    assert data["ready"] is (wanted is not None) and code == (0 if wanted is not None else 1)
+
+
+def test_the_new_documents_refuse_a_missing_version_and_an_unknown_key(capsys: pytest.CaptureFixture[str]) -> None:
+    _code, data = run_cli(capsys, "machines", "--json")
+    assert errors("machines", data) == []
+    assert errors("machines", {k: v for k, v in data.items() if k != "schema_version"})
+    assert errors("machines", data | {"extra": 1})
+    assert errors("machines", data["machines"])  # the bare list of before 1.2 is not this document
+    _code, data = run_cli(capsys, "fallback", "--machine", MACHINES[0], "--json")
+    assert errors("fallback", data | {"schema_version": "2.0"})
