@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import errno
 
-from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, TopologyNode
+from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, PcieLink, TopologyNode
+from kfdguard.parsers.pcie import SysfsValueError, parse_link_speed, parse_link_width, parse_memory_total
 from kfdguard.parsers.topology import parse_int, parse_properties
 from kfdguard.probe.reader import Reader
 from kfdguard.system import KfdIoctlError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from kfdguard.system import System
@@ -65,9 +67,41 @@ def probe_gpus(reader: Reader) -> list[GpuFacts]:
                 boot_vga=reader.value(dev / "boot_vga") == "1",
                 card=card,
                 render_minor=render,
+                vram_total=_number(reader, dev / "mem_info_vram_total", parse_memory_total),
+                gtt_total=_number(reader, dev / "mem_info_gtt_total", parse_memory_total),
+                link=_link(reader, dev, "current_link"),
+                link_max=_link(reader, dev, "max_link"),
             )
         )
     return gpus
+
+
+def _number(reader: Reader, path: Path, parse: Callable[[str], int | None]) -> int | None:
+    """One numeric attribute: amdgpu's memory totals (registered on the PCI device, where the
+    DRM card's ``device`` link points) or a link width. Absent is unknown, garbled a Problem."""
+    text = reader.value(path)
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except SysfsValueError as exc:
+        reader.complain(path, f"unreadable: {exc}")
+        return None
+
+
+def _link(reader: Reader, dev: Path, prefix: str) -> PcieLink | None:
+    speed_path, width_path = dev / f"{prefix}_speed", dev / f"{prefix}_width"
+    speed_text = reader.value(speed_path)
+    width = _number(reader, width_path, parse_link_width)
+    if speed_text is None:
+        # Not a PCIe device (the PCI core hides the link attributes then), or an old kernel.
+        return None if width is None else PcieLink(None, width)
+    try:
+        speed = parse_link_speed(speed_text)
+    except SysfsValueError as exc:
+        reader.complain(speed_path, f"unreadable: {exc}")
+        speed = None
+    return PcieLink(speed, width)
 
 
 def probe_node(reader: Reader, system: System, path: Path) -> DeviceNode:
