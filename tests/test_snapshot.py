@@ -293,7 +293,7 @@ def test_a_malformed_software_record_is_a_specific_error(tmp_path: Path, change:
 
 def test_a_bundle_carries_the_gpus_memory_and_link_files(tmp_path: Path) -> None:
     # Issue 17 item 5: what the devices show (memory totals, PCIe link) must replay too.
-    system, root = _machine("dgpu-plus-igpu-atomics", tmp_path)
+    system, _ = _machine("dgpu-plus-igpu-atomics", tmp_path)
     live = probe(system)
     take(system, tmp_path / "bundle", source="dgpu-plus-igpu-atomics")
     files = json.loads((tmp_path / "bundle" / MANIFEST).read_text())["files"]
