@@ -285,3 +285,21 @@ def test_the_resources_line() -> None:
         "integrated (APU) · 512.0 MiB carve-out · 12 CUs · PCIe 16.0 GT/s x16"
     )
     assert resources_line(None, None, None, None, None, None, None, None) == ""
+
+
+def test_check_and_status_text_show_the_hardware_line(tmp_path: Path) -> None:
+    from kfdguard.report import status_text, to_text
+
+    root = bundled.render_bundled("dgpu-plus-igpu-atomics", tmp_path / "m")
+    facts = probe(SimulatedSystem(root))
+    verdict = assess(facts, Config())
+    text = to_text(facts, verdict)
+    assert "      discrete · 8.0 GiB VRAM · 16.0 GiB GTT · PCIe 8.0 GT/s x4 (can do 8.0 GT/s x16)\n" in text
+    assert "      integrated (APU) · 512.0 MiB carve-out · 16.0 GiB GTT · 2 CUs · PCIe 16.0 GT/s x16\n" in text
+    status = from_verdict(facts, verdict, "notify", 0)
+    devices = [dict(d) for d in status.devices]
+    shown = status_text({"State": "degraded", "Summary": "s", "Devices": devices})
+    assert "      discrete · 16.0 GiB VRAM · 16.0 GiB GTT · 60 CUs · PCIe 16.0 GT/s x16" in shown
+    # A hostile or older service's dictionary: wrong types are not shown, True is not one lane.
+    odd = status_text({"Devices": [{"Slot": "x", "VramTotal": "lots", "PcieWidth": True, "Integrated": 1}]})
+    assert "lots" not in odd and "x1" not in odd and "discrete" not in odd
