@@ -303,3 +303,61 @@ def test_check_and_status_text_show_the_hardware_line(tmp_path: Path) -> None:
     # A hostile or older service's dictionary: wrong types are not shown, True is not one lane.
     odd = status_text({"Devices": [{"Slot": "x", "VramTotal": "lots", "PcieWidth": True, "Integrated": 1}]})
     assert "lots" not in odd and "x1" not in odd and "discrete" not in odd
+
+
+def _pci(root: Path, rel: str, vendor: str, pci_class: str, speed: str, width: str, top: str, top_width: str) -> None:
+    dev = root / "sys/devices/pci0000:00" / rel
+    dev.mkdir(parents=True)
+    for name, text in {
+        "vendor": vendor,
+        "class": pci_class,
+        "device": "0x744c",
+        "current_link_speed": speed,
+        "current_link_width": width,
+        "max_link_speed": top,
+        "max_link_width": top_width,
+    }.items():
+        (dev / name).write_text(text + "\n")
+
+
+def test_an_rdna_cards_own_switch_is_skipped_for_the_slots_link(tmp_path: Path) -> None:
+    # How an RX 7900 XTX sits: root port (AMD CPU, 1022) -> the card's upstream port (1002:1478)
+    # -> its downstream port (1002:1479) -> the GPU. Its endpoint link is internal to the card;
+    # the slot's link (here a x16 card in a PCIe 3.0 x8 slot) shows at the upstream port.
+    _pci(tmp_path, "0000:00:01.1", "0x1022", "0x060400", "8.0 GT/s PCIe", "8", "8.0 GT/s PCIe", "16")
+    _pci(tmp_path, "0000:00:01.1/0000:01:00.0", "0x1002", "0x060400", "8.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16")
+    _pci(tmp_path, "0000:00:01.1/0000:01:00.0/0000:02:00.0", "0x1002", "0x060400", "16.0 GT/s PCIe", "16",
+         "16.0 GT/s PCIe", "16")  # fmt: skip
+    gpu_dir = "0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0"
+    _pci(tmp_path, gpu_dir, "0x1002", "0x030000", "16.0 GT/s PCIe", "16", "16.0 GT/s PCIe", "16")
+    bus = tmp_path / "sys/bus/pci/devices"
+    bus.mkdir(parents=True)
+    (bus / "0000:03:00.0").symlink_to(f"../../../devices/pci0000:00/{gpu_dir}")
+    reader = Reader(Root(tmp_path))
+    (gpu,) = probe_gpus(reader)
+    assert gpu.link == PcieLink(8000, 8) and gpu.link_max == PcieLink(16000, 16)
+    assert reader.problems == []
+    # A snapshot bundle keeps the bridges' files and the links to them: the replay reads the same.
+    from kfdguard.snapshot.bundle import write_tree
+    from kfdguard.snapshot.recorder import RecordingReader
+
+    recorder = RecordingReader(Root(tmp_path))
+    probe_gpus(recorder)
+    write_tree(tmp_path / "bundle", recorder, None)
+    (replayed,) = probe_gpus(Reader(Root(tmp_path / "bundle")))
+    assert (replayed.link, replayed.link_max) == (gpu.link, gpu.link_max)
+
+
+def test_a_card_without_a_switch_and_a_link_out_of_the_root_read_their_own_link(tmp_path: Path) -> None:
+    # A Polaris card straight on the root port; a slot link pointing out of the machine's root.
+    _pci(tmp_path, "0000:00:03.1", "0x1022", "0x060400", "8.0 GT/s PCIe", "16", "16.0 GT/s PCIe", "16")
+    _pci(tmp_path, "0000:00:03.1/0000:0a:00.0", "0x1002", "0x030000", "8.0 GT/s PCIe", "4", "8.0 GT/s PCIe", "16")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    _pci(outside, "0000:0b:00.0", "0x1002", "0x030000", "2.5 GT/s PCIe", "1", "2.5 GT/s PCIe", "1")
+    bus = tmp_path / "sys/bus/pci/devices"
+    bus.mkdir(parents=True)
+    (bus / "0000:0a:00.0").symlink_to("../../../devices/pci0000:00/0000:00:03.1/0000:0a:00.0")
+    (bus / "0000:0b:00.0").symlink_to(outside / "sys/devices/pci0000:00/0000:0b:00.0")
+    gpus = {g.slot: g for g in probe_gpus(Reader(Root(tmp_path)))}
+    assert gpus["0000:0a:00.0"].link == PcieLink(8000, 4)
+    assert gpus["0000:0b:00.0"].link == PcieLink(2500, 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 
 from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, PcieLink, TopologyNode
 from kfdguard.parsers.pcie import SysfsValueError, parse_link_speed, parse_link_width, parse_memory_total
@@ -13,7 +14,6 @@ from kfdguard.system import KfdIoctlError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from kfdguard.system import System
 
@@ -69,11 +69,41 @@ def probe_gpus(reader: Reader) -> list[GpuFacts]:
                 render_minor=render,
                 vram_total=_number(reader, dev / "mem_info_vram_total", parse_memory_total),
                 gtt_total=_number(reader, dev / "mem_info_gtt_total", parse_memory_total),
-                link=_link(reader, dev, "current_link"),
-                link_max=_link(reader, dev, "max_link"),
+                link=_link(reader, linked := _physical_port(reader, dev), "current_link"),
+                link_max=_link(reader, linked, "max_link"),
             )
         )
     return gpus
+
+
+# PCI-to-PCI bridge (class 0x0604xx) of AMD's graphics vendor id: the switch on a dGPU's own board.
+_ATI, _BRIDGE = "0x1002", "0x0604"
+
+
+def _physical_port(reader: Reader, dev: Path) -> Path:
+    """Where the GPU's physical PCIe link shows: RDNA dGPUs sit behind a switch of their own
+    (upstream and downstream port, vendor 0x1002), so their endpoint's link is internal to
+    the card. amdgpu skips those bridges the same way to find its slot
+    (amdgpu_device_partner_bandwidth, "skip upstream/downstream switches internal to dGPU",
+    6.12); the upstream port's link is the one to the slot. An APU's bridges are the CPU
+    vendor's (0x1022) and are not skipped."""
+    real = Path(reader.realpath(dev))
+    if not reader.root.is_host and not real.is_relative_to(reader.root.path):
+        return dev  # a link that leaves the machine: read the device as it is named
+    top = real
+    for _ in range(4):  # upstream port + downstream port, with room for a deeper board; bounded
+        parent = top.parent
+        if not _looks_like_slot(parent.name):
+            break
+        if reader.value(parent / "vendor") != _ATI or not (reader.value(parent / "class") or "").startswith(_BRIDGE):
+            break
+        top = parent
+    return top
+
+
+def _looks_like_slot(name: str) -> bool:
+    # "0000:03:00.0": what sysfs names a PCI device directory.
+    return len(name) == 12 and name[4] == ":" and name[7] == ":" and name[10] == "."
 
 
 def _number(reader: Reader, path: Path, parse: Callable[[str], int | None]) -> int | None:
