@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfdguard.assess import assess
 from kfdguard.config import Config
@@ -23,6 +25,7 @@ from kfdguard.service.status import from_verdict
 from kfdguard.simulate import bundled, hardware
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.system import SimulatedSystem
+from tests.fuzzing import examples
 
 DATA = Path(__file__).parent / "data"
 FORMATS: dict[str, Any] = json.loads((DATA / "sysfs-formats.json").read_text())
@@ -361,3 +364,26 @@ def test_a_card_without_a_switch_and_a_link_out_of_the_root_read_their_own_link(
     gpus = {g.slot: g for g in probe_gpus(Reader(Root(tmp_path)))}
     assert gpus["0000:0a:00.0"].link == PcieLink(8000, 4)
     assert gpus["0000:0b:00.0"].link == PcieLink(2500, 1)
+
+
+# --- hostile text, at random ------------------------------------------------------------------
+
+
+@settings(max_examples=examples(300))
+@given(st.text(max_size=60) | st.sampled_from(["8.0 GT/s PCIe", "16 GT/s", "Unknown", "16", "25753026560"]))
+def test_the_parsers_refuse_with_their_own_error_only(text: str) -> None:
+    for parse in (parse_link_speed, parse_link_width, parse_memory_total):
+        try:
+            value = parse(text)
+        except SysfsValueError:
+            continue
+        assert value is None or (isinstance(value, int) and value >= 0)
+
+
+@settings(max_examples=examples(100))
+@given(st.sampled_from([2500, 5000, 8000, 16000, 32000, 64000]), st.sampled_from([(5, 1), (5, 10), (6, 12)]))
+def test_what_the_simulator_prints_parses_back(mts: int, version: tuple[int, int]) -> None:
+    from kfdguard.parsers.pcie import format_speed
+
+    assert parse_link_speed(hardware.speed_text(mts, version)) == mts
+    assert parse_link_speed(format_speed(mts) + " PCIe") == mts
