@@ -75,6 +75,14 @@ class ModuleFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class PcieLink:
+    """One PCIe link state, as the PCI core shows it (current_link_* or max_link_*)."""
+
+    speed: int | None  # MT/s (8000 = "8.0 GT/s"); None when the kernel prints "Unknown"
+    width: int | None  # lanes; None when the file is absent or unreadable
+
+
+@dataclass(frozen=True, slots=True)
 class GpuFacts:
     slot: str  # PCI address "0000:03:00.0"
     vendor: int
@@ -87,6 +95,12 @@ class GpuFacts:
     boot_vga: bool
     card: str | None  # "card0"
     render_minor: int | None  # renderD<minor>
+    # What peers (ollama, the ROCm k8s labeller, node_exporter) show beside the ids. None: the
+    # file is absent (no amdgpu bound, an old kernel, not PCIe) or unreadable (then a Problem).
+    vram_total: int | None = None  # bytes, amdgpu's mem_info_vram_total (the carve-out on an APU)
+    gtt_total: int | None = None  # bytes, mem_info_gtt_total
+    link: PcieLink | None = None  # current_link_speed / current_link_width
+    link_max: PcieLink | None = None  # max_link_speed / max_link_width: what the device can do
 
     @property
     def is_amd(self) -> bool:
@@ -108,6 +122,9 @@ class DeviceNode:
     error: str | None = None  # stat failed for another reason than ENOENT
 
 
+MAX_COMPUTE_UNITS = 4096
+
+
 @dataclass(frozen=True, slots=True)
 class TopologyNode:
     index: int
@@ -121,6 +138,20 @@ class TopologyNode:
     @property
     def is_gpu(self) -> bool:
         return self.gpu_id != 0
+
+    @property
+    def compute_units(self) -> int | None:
+        """CUs as ROCr reports them (simd_count / simd_per_cu); None when the node does not say."""
+        simds, per_cu = self.prop("simd_count"), self.prop("simd_per_cu")
+        if simds <= 0 or per_cu <= 0 or simds % per_cu:
+            return None
+        # The largest GPU has a few hundred (MI300X: 304); more is not a reading to pass on.
+        return simds // per_cu if simds // per_cu <= MAX_COMPUTE_UNITS else None
+
+    @property
+    def apu_node(self) -> bool:
+        """KFD built one node with CPU cores and SIMDs: it printed "Topology: Add APU node"."""
+        return self.is_gpu and self.prop("cpu_cores_count") > 0 and self.prop("simd_count") > 0
 
     @property
     def gfx_target_version(self) -> int:

@@ -8,6 +8,7 @@ from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kfdguard.facts import PcieLink
     from kfdguard.fallback.policy import Recommendation
 
 
@@ -87,6 +88,13 @@ class GpuStatus:
     render_node: str | None
     compute_ready: bool
     reason: str  # short: "ready", "no KFD node", "render node not accessible"...
+    # What peers show (issue 17 item 5); None where the machine does not say.
+    integrated: bool | None = None  # True: an APU's GPU; False: a discrete card
+    vram_total: int | None = None  # bytes
+    gtt_total: int | None = None  # bytes
+    link: PcieLink | None = None  # the PCIe link now
+    link_max: PcieLink | None = None  # the most the device can do
+    compute_units: int | None = None  # from its KFD node
 
     @property
     def ids(self) -> str:

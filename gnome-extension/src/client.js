@@ -329,12 +329,74 @@ export function softwareLines(software, _) {
 }
 
 /**
+ * A size in binary units with one decimal, as `kfdguard check` prints it: "24.0 GiB".
+ *
+ * @param {number} bytes - a byte count
+ * @returns {string} the size for people
+ */
+export function formatBytes(bytes) {
+    let value = bytes;
+    for (const unit of ['B', 'KiB', 'MiB', 'GiB']) {
+        if (value < 1024)
+            return unit === 'B' ? `${value} B` : `${value.toFixed(1)} ${unit}`;
+        value /= 1024;
+    }
+    return `${value.toFixed(1)} TiB`;
+}
+
+// A Devices number the service sent (u or t), or null: a newer or older service may leave any out.
+function count(d, key) {
+    const value = d[key];
+    return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
+}
+
+function linkText(speed, width) {
+    // MT/s to "16.0 GT/s", as kfdguard/parsers/pcie.py format_speed does.
+    const parts = [];
+    if (speed !== null)
+        parts.push(`${Math.floor(speed / 1000)}.${Math.floor(speed % 1000 / 100)} GT/s`);
+    if (width !== null)
+        parts.push(`x${width}`);
+    return parts.join(' ');
+}
+
+/**
+ * What a GPU is, from its Devices keys: "Discrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs ·
+ * PCIe 16.0 GT/s x16"; "" when the service says none of it.
+ *
+ * @param {object} d - one Devices dictionary, unpacked
+ * @param {Function} _ - gettext
+ * @returns {string} the line
+ */
+export function hardwareLine(d, _) {
+    const parts = [];
+    if (typeof d.Integrated === 'boolean')
+        parts.push(d.Integrated ? _('Integrated (APU)') : _('Discrete'));
+    const vram = count(d, 'VramTotal'), gtt = count(d, 'GttTotal'), cus = count(d, 'ComputeUnits');
+    // An APU's VRAM is the firmware's carve-out of system memory.
+    if (vram !== null)
+        parts.push(format(d.Integrated === true ? _('%s carve-out') : _('%s VRAM'), formatBytes(vram)));
+    if (gtt !== null)
+        parts.push(format(_('%s GTT'), formatBytes(gtt)));
+    if (cus !== null)
+        parts.push(format(_('%s CUs'), cus));
+    const speed = count(d, 'PcieSpeed'), width = count(d, 'PcieWidth');
+    const maxSpeed = count(d, 'PcieMaxSpeed'), maxWidth = count(d, 'PcieMaxWidth');
+    if (speed !== null || width !== null) {
+        const now = format(_('PCIe %s'), linkText(speed, width));
+        const below = (speed ?? 0) < (maxSpeed ?? 0) || (width ?? 0) < (maxWidth ?? 0);
+        parts.push(below ? format(_('%s (can do %s)'), now, linkText(maxSpeed, maxWidth)) : now);
+    }
+    return parts.join(' · ');
+}
+
+/**
  * What the indicator shows for a snapshot: pure, so tests check it directly.
  *
  * @param {object} snap - GuardianClient.snapshot()
  * @param {Function} _ - gettext
  * @returns {object} label, iconName, styleClass, present, title, lines,
- *   devices [{title, detail, ready}], findings [{severity, severityLabel,
+ *   devices [{title, detail, hardware, ready}], findings [{severity, severityLabel,
  *   code, message, remedy}], software [{text, ok}], footer
  */
 export function describe(snap, _) {
@@ -364,7 +426,12 @@ export function describe(snap, _) {
     const devices = snap.devices.map(d => {
         const gfx = d.GfxTarget || _('unknown target');
         const reason = d.ComputeReady ? _('ready') : d.Reason || _('not ready');
-        return {title: d.Name || d.Slot || _('AMD GPU'), detail: `${gfx} · ${reason}`, ready: Boolean(d.ComputeReady)};
+        return {
+            title: d.Name || d.Slot || _('AMD GPU'),
+            detail: `${gfx} · ${reason}`,
+            hardware: hardwareLine(d, _),
+            ready: Boolean(d.ComputeReady),
+        };
     });
     // The service orders findings most severe first; keep that, errors before warnings before info.
     const findings = snap.findings

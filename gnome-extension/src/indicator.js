@@ -170,7 +170,9 @@ class KfdguardIndicator extends PanelMenu.Button {
         if (view.devices.length > 0) {
             section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('GPUs')));
             for (const d of view.devices) {
-                section.addMenuItem(new TextItem(`${d.title}\n${d.detail}`, {
+                // The hardware line (memory, CUs, PCIe link) only when the service sent it.
+                const text = [d.title, d.detail, d.hardware].filter(Boolean).join('\n');
+                section.addMenuItem(new TextItem(text, {
                     iconName: d.ready ? 'object-select-symbolic' : 'dialog-error-symbolic',
                     iconStyle: d.ready ? 'kfdguard-ready' : 'kfdguard-unavailable',
                 }));

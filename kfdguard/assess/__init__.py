@@ -140,7 +140,23 @@ def _status(gpu: Gpu, ready: bool) -> GpuStatus:
         render_node=gpu.render_node,
         compute_ready=ready,
         reason="ready" if ready else (gpu.blocked or "not ready"),
+        integrated=_integrated(gpu),
+        vram_total=f.vram_total,
+        gtt_total=f.gtt_total,
+        link=f.link,
+        link_max=f.link_max,
+        compute_units=gpu.node.compute_units if gpu.node else None,
     )
+
+
+def _integrated(gpu: Gpu) -> bool | None:
+    """APU or discrete. sysfs has no such flag: KFD says "APU" only for a node that has CPU
+    cores too (ACPI CRAT APUs; modern APUs get a GPU-only node, see kfd-facts.md), so the
+    knowledge table's ASIC (amdgpu's own AMD_IS_APU chips) decides otherwise. Not ollama's
+    guess from a small VRAM total, which a 512 MiB dGPU or an APU with a large carve-out defeats."""
+    if gpu.node is not None and gpu.node.apu_node:
+        return True
+    return gpu.asic.apu if gpu.asic is not None else None
 
 
 def _summary(state: State, findings: tuple[Finding, ...], ready: list[Gpu]) -> str:

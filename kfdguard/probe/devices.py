@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 
-from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, TopologyNode
+from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, PcieLink, TopologyNode
 from kfdguard.host.system import KfdIoctlError
+from kfdguard.parsers.pcie import SysfsValueError, parse_link_speed, parse_link_width, parse_memory_total
 from kfdguard.parsers.topology import parse_int, parse_properties
 from kfdguard.probe.reader import Reader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Callable
 
     from kfdguard.host.system import System
 
@@ -65,9 +67,71 @@ def probe_gpus(reader: Reader) -> list[GpuFacts]:
                 boot_vga=reader.value(dev / "boot_vga") == "1",
                 card=card,
                 render_minor=render,
+                vram_total=_number(reader, dev / "mem_info_vram_total", parse_memory_total),
+                gtt_total=_number(reader, dev / "mem_info_gtt_total", parse_memory_total),
+                link=_link(reader, linked := _physical_port(reader, dev), "current_link"),
+                link_max=_link(reader, linked, "max_link"),
             )
         )
     return gpus
+
+
+# PCI-to-PCI bridge (class 0x0604xx) of AMD's graphics vendor id: the switch on a dGPU's own board.
+_ATI, _BRIDGE = "0x1002", "0x0604"
+
+
+def _physical_port(reader: Reader, dev: Path) -> Path:
+    """Where the GPU's physical PCIe link shows: RDNA dGPUs sit behind a switch of their own
+    (upstream and downstream port, vendor 0x1002), so their endpoint's link is internal to
+    the card. amdgpu skips those bridges the same way to find its slot
+    (amdgpu_device_partner_bandwidth, "skip upstream/downstream switches internal to dGPU",
+    6.12); the upstream port's link is the one to the slot. An APU's bridges are the CPU
+    vendor's (0x1022) and are not skipped."""
+    real = Path(reader.realpath(dev))
+    if not reader.root.is_host and not real.is_relative_to(reader.root.path):
+        return dev  # a link that leaves the machine: read the device as it is named
+    top = real
+    for _ in range(4):  # upstream port + downstream port, with room for a deeper board; bounded
+        parent = top.parent
+        if not _looks_like_slot(parent.name):
+            break
+        if reader.value(parent / "vendor") != _ATI or not (reader.value(parent / "class") or "").startswith(_BRIDGE):
+            break
+        top = parent
+    return top
+
+
+def _looks_like_slot(name: str) -> bool:
+    # "0000:03:00.0": what sysfs names a PCI device directory.
+    return len(name) == 12 and name[4] == ":" and name[7] == ":" and name[10] == "."
+
+
+def _number(reader: Reader, path: Path, parse: Callable[[str], int | None]) -> int | None:
+    """One numeric attribute: amdgpu's memory totals (registered on the PCI device, where the
+    DRM card's ``device`` link points) or a link width. Absent is unknown, garbled a Problem."""
+    text = reader.value(path)
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except SysfsValueError as exc:
+        reader.complain(path, f"unreadable: {exc}")
+        return None
+
+
+def _link(reader: Reader, dev: Path, prefix: str) -> PcieLink | None:
+    speed_path, width_path = dev / f"{prefix}_speed", dev / f"{prefix}_width"
+    speed_text = reader.value(speed_path)
+    width = _number(reader, width_path, parse_link_width)
+    if speed_text is None:
+        # Not a PCIe device (the PCI core hides the link attributes then), or an old kernel.
+        return None if width is None else PcieLink(None, width)
+    try:
+        speed = parse_link_speed(speed_text)
+    except SysfsValueError as exc:
+        reader.complain(speed_path, f"unreadable: {exc}")
+        speed = None
+    return PcieLink(speed, width)
 
 
 def probe_node(reader: Reader, system: System, path: Path) -> DeviceNode:

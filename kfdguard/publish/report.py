@@ -5,11 +5,13 @@ from __future__ import annotations
 import textwrap
 
 from kfdguard.assess.order import headline
-from kfdguard.facts import Facts
-from kfdguard.verdict import Finding, Severity, Verdict
+from kfdguard.facts import Facts, PcieLink
+from kfdguard.verdict import Finding, GpuStatus, Severity, Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kfdguard.diagnose import TextDiagnosis
     from kfdguard.enforce import EnforceReport
     from kfdguard.fallback.apply import Outcome
@@ -64,6 +66,7 @@ def to_json(facts: Facts, verdict: Verdict, machine: str | None = None) -> dict[
                 "render_node": g.render_node,
                 "compute_ready": g.compute_ready,
                 "reason": g.reason,
+                **_resources_json(g),
             }
             for g in verdict.gpus
         ],
@@ -176,6 +179,12 @@ def to_text(
                 f"    {g.slot}  {g.ids}  {g.name}  {g.gfx or '-'}  {g.render_node or '-'}  "
                 f"driver={g.driver or 'none'}  {state}"
             )
+            link, top = g.link or PcieLink(None, None), g.link_max or PcieLink(None, None)
+            described = resources_line(
+                g.integrated, g.vram_total, g.gtt_total, g.compute_units, link.speed, link.width, top.speed, top.width
+            )
+            if described:
+                lines.append(f"      {described}")
     if facts.software is not None:
         from kfdguard.userspace.report import software_lines
 
@@ -435,6 +444,12 @@ def status_text(status: dict[str, object]) -> str:
             ready = "ready" if d.get("ComputeReady") else f"not ready: {d.get('Reason')}"
             ids = f"{d.get('VendorId', 0):04x}:{d.get('DeviceId', 0):04x}"
             lines.append(f"    {d.get('Slot')}  {ids}  {d.get('Name')}  {d.get('GfxTarget') or '-'}  {ready}")
+            described = resources_line(
+                *(_maybe(d, key, bool) for key in ("Integrated",)),
+                *(_maybe(d, key, int) for key in RESOURCE_NUMBERS),
+            )
+            if described:
+                lines.append(f"      {described}")
     findings = status.get("Findings") or []
     assert isinstance(findings, list)
     if findings:
@@ -448,3 +463,67 @@ def status_text(status: dict[str, object]) -> str:
         lines.append(f"  Fallback ({status.get('FallbackPolicy')}): boot {rec['Kernel']}: {rec.get('Reason')}")
     lines.append("")
     return "\n".join(lines)
+
+
+# The Devices keys of the bus (kfdguard/service/status.py) in resources_line's order after Integrated.
+RESOURCE_NUMBERS = ("VramTotal", "GttTotal", "ComputeUnits", "PcieSpeed", "PcieWidth", "PcieMaxSpeed", "PcieMaxWidth")
+
+
+def _maybe(d: dict[str, object], key: str, kind: type) -> Any:
+    value = d.get(key)
+    # bool is an int too: a hostile dictionary must not turn True into one lane.
+    return value if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)) else None
+
+
+def _resources_json(g: GpuStatus) -> dict[str, object]:
+    link, top = g.link or PcieLink(None, None), g.link_max or PcieLink(None, None)
+    return {
+        "integrated": g.integrated,
+        "vram_total": g.vram_total,
+        "gtt_total": g.gtt_total,
+        "compute_units": g.compute_units,
+        "pcie_speed": link.speed,
+        "pcie_width": link.width,
+        "pcie_max_speed": top.speed,
+        "pcie_max_width": top.width,
+    }
+
+
+def resources_line(
+    integrated: bool | None,
+    vram: int | None,
+    gtt: int | None,
+    compute_units: int | None,
+    speed: int | None,
+    width: int | None,
+    max_speed: int | None,
+    max_width: int | None,
+) -> str:
+    """ "discrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs · PCIe 16.0 GT/s x16"; "" when nothing is known."""
+    from kfdguard.parsers.pcie import format_bytes
+
+    parts = [] if integrated is None else ["integrated (APU)" if integrated else "discrete"]
+    if vram is not None:
+        # An APU's VRAM is the firmware's carve-out of system memory, not memory of its own.
+        parts.append(f"{format_bytes(vram)} {'carve-out' if integrated else 'VRAM'}")
+    if gtt is not None:
+        parts.append(f"{format_bytes(gtt)} GTT")
+    if compute_units is not None:
+        parts.append(f"{compute_units} CUs")
+    if speed is not None or width is not None:
+        now = _link_text(speed, width)
+        best = _link_text(max_speed, max_width)
+        below = (speed or 0) < (max_speed or 0) or (width or 0) < (max_width or 0)
+        parts.append(f"PCIe {now}" + (f" (can do {best})" if below else ""))
+    return " · ".join(parts)
+
+
+def _link_text(speed: int | None, width: int | None) -> str:
+    from kfdguard.parsers.pcie import format_speed
+
+    return (
+        " ".join(
+            p for p in (None if speed is None else format_speed(speed), None if width is None else f"x{width}") if p
+        )
+        or "unknown"
+    )

@@ -12,7 +12,7 @@ from kfdguard.access import NodeStat
 from kfdguard.facts import Facts
 from kfdguard.health.model import DEVICE_KEYS as HEALTH_KEYS
 from kfdguard.record import dataclass, field
-from kfdguard.verdict import Verdict
+from kfdguard.verdict import GpuStatus, Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,10 +84,34 @@ DEVICE_KEYS = {
     "ComputeReady": "b",
     "RenderNode": "s",
     "Reason": "s",
+    # What peers show (issue 17 item 5), each present only when the machine says it:
+    # bytes, compute units, MT/s (8000 = "8.0 GT/s") and lanes.
+    "Integrated": "b",
+    "VramTotal": "t",
+    "GttTotal": "t",
+    "ComputeUnits": "u",
+    "PcieSpeed": "u",
+    "PcieWidth": "u",
+    "PcieMaxSpeed": "u",
+    "PcieMaxWidth": "u",
     # Live health since the service started (kfdguard/health): added by Service.transition.
     **HEALTH_KEYS,
 }
 FALLBACK_KEYS = {"Needed": "b", "Kernel": "s", "Reason": "s", "AlreadyDefault": "b", "Command": "s", "Unstable": "b"}
+
+
+def _resources(g: GpuStatus) -> dict[str, object]:
+    # A D-Bus variant cannot be null: what is unknown is left out.
+    values: dict[str, object] = {
+        "Integrated": g.integrated,
+        "VramTotal": g.vram_total,
+        "GttTotal": g.gtt_total,
+        "ComputeUnits": g.compute_units,
+    }
+    for prefix, link in (("Pcie", g.link), ("PcieMax", g.link_max)):
+        if link is not None:
+            values[f"{prefix}Speed"], values[f"{prefix}Width"] = link.speed, link.width
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def starting(summary: str = "kfdguard is checking the GPUs") -> Status:
@@ -107,6 +131,7 @@ def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> 
             "ComputeReady": g.compute_ready,
             "RenderNode": g.render_node or "",
             "Reason": g.reason,
+            **_resources(g),
         }
         for g in verdict.gpus
     )

@@ -25,23 +25,77 @@ class Chip:
     gc_ip: int = 0  # GC IP as KFD prints it in "GC IP %06x not supported"
     firmware_prefix: str = ""  # e.g. "psp_13_0_0" for the firmware-missing case
     mec_fw: int = 0  # MEC firmware version as KFD compares it for atomics
+    # The PCIe link the device can do (max_link_speed/width): MT/s and lanes, from AMD's
+    # product pages (Navi33 is x8; the RX 580 PCIe 3.0 x16; RX 9070 PCIe 5.0 x16).
+    # APUs: the iGPU is an endpoint on the SoC's internal fabric; the figures given
+    # are what lspci shows on such machines (UNCERTAIN: not from a primary source).
+    pcie: tuple[int, int] = (16000, 16)
+
+
+# Linux 5.2 began printing the link speed with pci_speed_string() ("8.0 GT/s PCIe");
+# earlier pci-sysfs.c had its own switch ("8 GT/s", "Unknown speed"). The new table is the
+# same in the Debian sources of 5.10, 6.1, 6.12 and 7.2; the old switch (and the
+# PCIE_SPEED2STR macro that briefly replaced it) printed the bare number.
+NEW_SPEED_FORMAT = (5, 2)
+# amdgpu's mem_info_vram_total / mem_info_gtt_total exist in all the sources read (5.10 and
+# later, "%llu\n" bytes); older kernels get no such files here, since that was not checked.
+MEM_INFO_SINCE = (5, 10)
+
+
+def speed_text(mts: int, version: tuple[int, int]) -> str:
+    """What current_link_speed / max_link_speed print for a speed on that kernel."""
+    whole, tenth = mts // 1000, mts % 1000 // 100
+    if version >= NEW_SPEED_FORMAT:
+        return f"{whole}.{tenth} GT/s PCIe"
+    return f"{whole}.{tenth} GT/s" if tenth else f"{whole} GT/s"
+
+
+def gtt_bytes(version: tuple[int, int], ram_bytes: int, vram_bytes: int) -> int:
+    """amdgpu_ttm_init()'s default GTT size (amdgpu.gttsize unset) on that kernel.
+
+    5.10: min(max(3 GiB, VRAM), 3/4 of RAM); 6.1: max(3 GiB, RAM/2); 6.12 and 7.2:
+    ttm_tt_pages_limit(), half of RAM by default (all from amdgpu_ttm.c of those sources).
+    """
+    default = 3072 << 20
+    if version < (6, 1):
+        return min(max(default, vram_bytes), ram_bytes * 3 // 4)
+    if version < (6, 12):
+        return max(default, ram_bytes // 2)
+    return ram_bytes // 2
 
 
 CHIPS: dict[int, Chip] = {
     # RDNA3
     0x744C: Chip("NAVI31", 110000, 96, 2, 32, 24576, gc_ip=0x0B0000, firmware_prefix="psp_13_0_0", mec_fw=2140),
-    0x7480: Chip("NAVI33", 110002, 32, 2, 32, 8192, gc_ip=0x0B0002, firmware_prefix="psp_13_0_7", mec_fw=2140),
+    0x7480: Chip(
+        "NAVI33", 110002, 32, 2, 32, 8192, gc_ip=0x0B0002, firmware_prefix="psp_13_0_7", mec_fw=2140, pcie=(16000, 8)
+    ),
     0x15BF: Chip("PHOENIX", 110003, 12, 2, 32, 512, apu=True, gc_ip=0x0B0001, firmware_prefix="psp_13_0_4"),
     # RDNA2
     0x73BF: Chip("NAVI21", 100300, 60, 2, 32, 16384, gc_ip=0x0A0300, firmware_prefix="sienna_cichlid", mec_fw=118),
     0x73DF: Chip("NAVI22", 100301, 40, 2, 32, 12288, gc_ip=0x0A0302, firmware_prefix="navy_flounder", mec_fw=118),
     0x164E: Chip("RAPHAEL", 100306, 2, 2, 32, 512, apu=True, gc_ip=0x0A0306, firmware_prefix="psp_13_0_5"),
     # RDNA4
-    0x7550: Chip("NAVI48", 120001, 64, 2, 32, 16384, gc_ip=0x0C0001, firmware_prefix="psp_14_0_3", mec_fw=2500),
+    0x7550: Chip(
+        "NAVI48", 120001, 64, 2, 32, 16384, gc_ip=0x0C0001, firmware_prefix="psp_14_0_3", mec_fw=2500, pcie=(32000, 16)
+    ),
     # GCN
-    0x67DF: Chip("POLARIS10", 80003, 36, 4, 64, 8192, ip_discovery=False, firmware_prefix="polaris10", mec_fw=730),
-    0x6810: Chip("PITCAIRN", 0, 20, 4, 64, 2048, ip_discovery=False, firmware_prefix="pitcairn"),
-    0x15D8: Chip("RAVEN", 90002, 8, 4, 64, 512, apu=True, ip_discovery=False, firmware_prefix="picasso"),
+    0x67DF: Chip(
+        "POLARIS10",
+        80003,
+        36,
+        4,
+        64,
+        8192,
+        ip_discovery=False,
+        firmware_prefix="polaris10",
+        mec_fw=730,
+        pcie=(8000, 16),
+    ),
+    0x6810: Chip("PITCAIRN", 0, 20, 4, 64, 2048, ip_discovery=False, firmware_prefix="pitcairn", pcie=(8000, 16)),
+    0x15D8: Chip(
+        "RAVEN", 90002, 8, 4, 64, 512, apu=True, ip_discovery=False, firmware_prefix="picasso", pcie=(8000, 16)
+    ),
 }
 
 
@@ -53,14 +107,14 @@ def chip(device: int) -> Chip:
 
 
 def gpu_properties(
-    device: int, *, location_id: int, domain: int, render_minor: int, unique_id: int
+    device: int, *, location_id: int, domain: int, render_minor: int, unique_id: int, cpu_cores: int = 0
 ) -> list[tuple[str, int]]:
     """A GPU node's ``properties`` in the kernel's key order."""
     c = chip(device)
     simds = c.compute_units * c.simd_per_cu
     arrays = max(1, c.compute_units // 8)
     return [
-        ("cpu_cores_count", 0),
+        ("cpu_cores_count", cpu_cores),
         ("simd_count", simds),
         ("mem_banks_count", 1),
         ("caches_count", 2 * c.compute_units + 14),

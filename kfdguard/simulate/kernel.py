@@ -375,6 +375,7 @@ class SimKernel:
             self._probe_failed(gpu, -22)
             return
         card = self._bind(gpu, "amdgpu")
+        self._mem_info(gpu)
         if kfd_ok:
             self._kfd_outcome(gpu, chip, card)
         self._initialized(gpu, card)
@@ -396,6 +397,8 @@ class SimKernel:
                 domain=domain,
                 render_minor=128 + card,
                 unique_id=zlib.crc32(gpu.slot.encode()) * 2654435761 % 2**64,
+                # kfd_topology.c prints "APU node" exactly when the node has CPU cores and SIMDs.
+                cpu_cores=self.spec.cpu_cores if kind == "APU" else 0,
             )
             gpu_id = zlib.crc32(gpu.slot.encode()) & 0xFFFF or 1
             self._write_node(index, gpu_id, chip.asic.lower(), props)
@@ -450,6 +453,29 @@ class SimKernel:
             self.link(f"sys/class/drm/{name}", f"../../devices/pci{gpu.slot[:4]}:00/{gpu.slot}/drm/{name}")
             self.add_node(f"/dev/dri/{name}", "drm", name, DRM_MAJOR, minor, f"0x{gpu.vendor:04x}")
         return card
+
+    def _pci_links(self) -> None:
+        """The PCI core's link attributes of each AMD GPU, in this kernel's format (pci-sysfs.c)."""
+        for gpu in self.spec.gpus:
+            if gpu.vendor != 0x1002:
+                continue
+            devpath = f"sys/devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
+            top = hardware.chip(gpu.device).pcie
+            speed, width = gpu.link or top
+            for prefix, (s, w) in (("max_link", top), ("current_link", (speed, width))):
+                self.write(f"{devpath}/{prefix}_speed", hardware.speed_text(s, self.version) + "\n")
+                self.write(f"{devpath}/{prefix}_width", f"{w}\n")
+
+    def _mem_info(self, gpu: GpuSpec) -> None:
+        """amdgpu's memory totals (amdgpu_vram_mgr.c, amdgpu_gtt_mgr.c: "%llu\\n" bytes)."""
+        if self.version < hardware.MEM_INFO_SINCE:
+            return
+        chip = hardware.chip(gpu.device)
+        vram = chip.vram_mib << 20
+        gtt = hardware.gtt_bytes(self.version, self.spec.ram_mib << 20, vram)
+        devpath = f"sys/devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
+        self.write(f"{devpath}/mem_info_vram_total", f"{vram}\n")
+        self.write(f"{devpath}/mem_info_gtt_total", f"{gtt}\n")
 
     def _initialized(self, gpu: GpuSpec, card: int) -> None:
         # drm_dev_register() comes after amdgpu's device init, so KFD's lines for the device are
@@ -537,6 +563,7 @@ class SimKernel:
         self.printk(f"Linux version {self.kernel.release} (buildd@simulated) #1 SMP PREEMPT_DYNAMIC", 5)
         self.printk(f"Command line: {cmdline}")
         self.advance(3_400_000)
+        self._pci_links()
         for gpu in self.spec.gpus:
             if gpu.vendor != 0x1002:
                 self.bind_foreign(gpu)
@@ -582,6 +609,7 @@ class SimKernel:
             shutil.rmtree(devdir / "drm", ignore_errors=True)
             if (devdir / "driver").is_symlink():
                 (devdir / "driver").unlink()
+            _remove_driver_attributes(devdir)
         self.write("proc/modules", "")
         self.write("proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
         self._switch_kernel(self.boot_target())
@@ -701,9 +729,16 @@ class SimKernel:
             shutil.rmtree(drm, ignore_errors=True)
             if (devdir / "driver").is_symlink():
                 (devdir / "driver").unlink()
+            _remove_driver_attributes(devdir)
         self.values.pop("amdgpu_loaded", None)
         # DRM minors are handed out again from the lowest free one.
         self.values["drm_cards"] = str(sum(1 for p in self.devices if p.startswith("/dev/dri/card")))
+
+
+def _remove_driver_attributes(devdir: Path) -> None:
+    # amdgpu's own attributes of the PCI device go with the driver.
+    for name in ("mem_info_vram_total", "mem_info_gtt_total"):
+        (devdir / name).unlink(missing_ok=True)
 
 
 def _int(text: str) -> int | None:

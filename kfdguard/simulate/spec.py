@@ -8,6 +8,8 @@ simulated kernel derive sysfs, /dev, /proc and the kernel log from it.
 
 from __future__ import annotations
 
+import re
+
 from kfdguard.record import dataclass, field, replace
 
 # What the running kernel's amdgpu/KFD does with a GPU (kfd-facts.md §6).
@@ -62,6 +64,9 @@ class GpuSpec:
     driver: str | None = None  # non-AMD GPUs: the driver bound to them (e.g. "nvidia")
     boot_vga: bool = False
     outcomes: tuple[tuple[str, str], ...] = ()  # (release, outcome) under the other installed kernels
+    # The link it trained to (MT/s, lanes), when below what it can do: a x16 card in a x4
+    # chipset slot. None: the card's own maximum (simulate/hardware.py).
+    link: tuple[int, int] | None = None
 
     def outcome_on(self, release: str, running: str) -> str:
         if release == running:
@@ -109,6 +114,7 @@ class MachineSpec:
     log: tuple[str, ...] = ()
     dkms: DkmsSpec | None = None
     cpu_cores: int = 16
+    ram_mib: int = 32768  # system memory, for amdgpu's default GTT size
     journal: bool = True  # False: no journald (containers, minimal systems)
     previous_log: tuple[str, ...] = ()  # kernel messages of the boot before, as journal lines
     bootloader: str = "grub"  # grub, systemd-boot, none
@@ -199,7 +205,19 @@ def _kernel(data: object, where: str) -> KernelSpec:
 def _gpu(data: object, where: str) -> GpuSpec:
     d = _keys(
         data,
-        {"slot", "device", "vendor", "revision", "subsystem", "class", "outcome", "driver", "boot_vga", "outcomes"},
+        {
+            "slot",
+            "device",
+            "vendor",
+            "revision",
+            "subsystem",
+            "class",
+            "outcome",
+            "driver",
+            "boot_vga",
+            "outcomes",
+            "link",
+        },
         where,
     )
     for key in ("slot", "device"):
@@ -219,7 +237,23 @@ def _gpu(data: object, where: str) -> GpuSpec:
             (str(rel), _choice(out, OUTCOMES, f"{where}.outcomes.{rel}"))
             for rel, out in _any_keys(d.get("outcomes"), f"{where}.outcomes").items()
         ),
+        link=None if d.get("link") is None else _link(d["link"], f"{where}.link"),
     )
+
+
+_LINK = re.compile(r"(\d{1,2})(?:\.(\d))? GT/s x(\d{1,2})")
+
+
+def _link(value: object, where: str) -> tuple[int, int]:
+    """ "8.0 GT/s x4" -> (8000, 4)."""
+    text = _str(value, where)
+    match = _LINK.fullmatch(text)
+    if match is None:
+        raise SpecError(f"{where}: {text!r} is not 'S GT/s xW' (e.g. '8.0 GT/s x4')")
+    speed, width = int(match[1]) * 1000 + int(match[2] or 0) * 100, int(match[3])
+    if speed not in (2500, 5000, 8000, 16000, 32000, 64000) or width not in (1, 2, 4, 8, 16, 32):
+        raise SpecError(f"{where}: {text!r} is not a PCIe link")
+    return speed, width
 
 
 def _user(data: object, where: str) -> UserSpec:
@@ -283,6 +317,7 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
             "log",
             "dkms",
             "cpu_cores",
+            "ram_mib",
             "journal",
             "previous_log",
             "bootloader",
@@ -319,6 +354,7 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
         log=tuple(_str(line, f"{name}.log") for line in _list(d.get("log"), f"{name}.log")),
         dkms=dkms,
         cpu_cores=_int(d.get("cpu_cores", 16), f"{name}.cpu_cores"),
+        ram_mib=_int(d.get("ram_mib", 32768), f"{name}.ram_mib"),
         journal=bool(d.get("journal", True)),
         bootloader=_choice(d.get("bootloader", "grub"), ("grub", "systemd-boot", "none"), f"{name}.bootloader"),
         grub_default=_choice(d.get("grub_default", "0"), ("0", "saved"), f"{name}.grub_default"),

@@ -38,7 +38,14 @@ def spec_from_json(text: str) -> MachineSpec:
         kernel=_kernel(d["kernel"]),
         other_kernels=tuple(_kernel(k) for k in d["other_kernels"]),
         gpus=tuple(
-            GpuSpec(**{**g, "subsystem": tuple(g["subsystem"]), "outcomes": tuple(tuple(o) for o in g["outcomes"])})
+            GpuSpec(
+                **{
+                    **g,
+                    "subsystem": tuple(g["subsystem"]),
+                    "outcomes": tuple(tuple(o) for o in g["outcomes"]),
+                    "link": None if g.get("link") is None else tuple(g["link"]),
+                }
+            )
             for g in d["gpus"]
         ),
         amdgpu_loaded=d["amdgpu_loaded"],
@@ -52,6 +59,7 @@ def spec_from_json(text: str) -> MachineSpec:
         if d["dkms"] is None
         else DkmsSpec(**{**d["dkms"], "built": tuple(d["dkms"]["built"]), "failed": tuple(d["dkms"]["failed"])}),
         cpu_cores=d["cpu_cores"],
+        ram_mib=d.get("ram_mib", 32768),
         journal=d["journal"],
         previous_log=tuple(d["previous_log"]),
         bootloader=d["bootloader"],

@@ -55,7 +55,8 @@ SNAPSHOTS = """[
   {"present": false, "error": null},
   {"present": true, "state": "degraded", "ready": false, "summary": "1 of 2 GPUs can compute",
    "kernel": "6.1.0-28-amd64", "kfdVersion": "1.13", "version": "0.1.0", "lastCheck": null,
-   "devices": [{"Name": "AMD Radeon RX 6800", "GfxTarget": "gfx1030", "ComputeReady": true, "Reason": "ready"},
+   "devices": [{"Name": "AMD Radeon RX 6800", "GfxTarget": "gfx1030", "ComputeReady": true, "Reason": "ready",
+                "Integrated": false, "VramTotal": 17179869184, "ComputeUnits": 60, "PcieSpeed": 16000, "PcieWidth": 16},
                {"Name": "", "Slot": "0000:0b:00.0", "GfxTarget": "", "ComputeReady": false, "Reason": "no atomics"}],
    "findings": [{"code": "x", "severity": "warning", "message": "w", "remedy": ""},
                 {"code": "y", "severity": "error", "message": "e", "remedy": "do it"}]}
@@ -79,7 +80,13 @@ def test_legacy_module_loads_and_agrees_with_the_es_module(built: dict[str, Path
     assert old == new
     views = json.loads(new)
     assert [v["label"] for v in views] == ["GPU ?", "GPU degraded"]
-    assert views[1]["devices"][1] == {"title": "0000:0b:00.0", "detail": "unknown target · no atomics", "ready": False}
+    assert views[1]["devices"][1] == {
+        "title": "0000:0b:00.0",
+        "detail": "unknown target · no atomics",
+        "hardware": "",
+        "ready": False,
+    }
+    assert views[1]["devices"][0]["hardware"] == "Discrete · 16.0 GiB VRAM · 60 CUs · PCIe 16.0 GT/s x16"
     assert [f["code"] for f in views[1]["findings"]] == ["y", "x"]
 
 

@@ -89,7 +89,11 @@ def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path, versio
     texts = shell.indicator()["menuTexts"]
     assert texts[0] == "1 GPU can compute: AMD Radeon RX 7900 XTX (gfx1100, 0000:03:00.0)"
     assert "Kernel 6.8.0-45-generic, KFD 1.14" in texts
-    assert "AMD Radeon RX 7900 XTX\ngfx1100 · ready" in texts
+    # The hardware line: what the simulated card's sysfs says (simulate/hardware.py), through Devices.
+    assert (
+        "AMD Radeon RX 7900 XTX\ngfx1100 · ready\nDiscrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs · PCIe 16.0 GT/s x16"
+        in texts
+    )
     ready = shell.screenshot_menu(f"indicator-ready{suffix}.png", shots)
 
     # Disabled, the indicator leaves the panel; enabled again, it is back with the same state.
@@ -114,7 +118,7 @@ def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path, versio
     answer = shell.wait_text("No: ")
     assert answer.startswith("No: nobody (uid 65534) cannot open /dev/kfd (crw------- group root)")
     texts = shell.indicator()["menuTexts"]
-    assert "AMD Radeon RX 7900 XTX\ngfx1100 · /dev/kfd not accessible to the group" in texts
+    assert any(t.startswith("AMD Radeon RX 7900 XTX\ngfx1100 · /dev/kfd not accessible to the group\n") for t in texts)
     # The summary is the main finding's message; the finding below it adds severity, code and the remedy.
     assert texts[0].startswith("/dev/kfd is crw------- root:root")
     remedy = texts[texts.index("error · device-permissions") + 1]

@@ -13,7 +13,7 @@ import Gio from 'gi://Gio';
 import GLib from 'gi://GLib';
 import System from 'system';
 
-import {GuardianClient, describe, format, softwareLines} from '../../../gnome-extension/src/client.js';
+import {GuardianClient, describe, format, formatBytes, hardwareLine, softwareLines} from '../../../gnome-extension/src/client.js';
 
 Gio._promisify(Gio.Subprocess.prototype, 'wait_async');
 
@@ -181,6 +181,19 @@ test('describe: one Software line per stack, saying which GPU it has no code for
 
 const client = new GuardianClient();
 
+test('hardwareLine: what the service sent, the narrow link beside what the card can do', () => {
+    assertEqual(hardwareLine({Integrated: false, VramTotal: 8 * 2 ** 30, ComputeUnits: 36, PcieSpeed: 8000,
+        PcieWidth: 4, PcieMaxSpeed: 8000, PcieMaxWidth: 16}, _),
+    'Discrete · 8.0 GiB VRAM · 36 CUs · PCIe 8.0 GT/s x4 (can do 8.0 GT/s x16)', 'narrow slot');
+    assertEqual(hardwareLine({Integrated: true, VramTotal: 512 * 2 ** 20, GttTotal: 16 * 2 ** 30}, _),
+        'Integrated (APU) · 512.0 MiB carve-out · 16.0 GiB GTT', 'APU');
+    // An older service sends none of the keys; a broken one sends other types: nothing is made up.
+    assertEqual(hardwareLine({Slot: '0000:03:00.0'}, _), '', 'older service');
+    assertEqual(hardwareLine({Integrated: 'yes', VramTotal: -1, ComputeUnits: 'many', PcieSpeed: NaN}, _), '', 'garbage');
+    assertEqual(formatBytes(25753026560), '24.0 GiB', '24 GiB card');
+    assertEqual(formatBytes(1000), '1000 B', 'bytes');
+});
+
 test('no service on the bus: absent', async () => {
     await waitFor(client, c => c._proxy !== null, 'the proxy');
     assertEqual(client.present, false, 'present');
@@ -203,7 +216,10 @@ test('the service appears: ready, with the GPU and its gfx target', async () => 
     const view = describe(snap, _);
     assertEqual(view.label, 'GPU ready', 'label');
     assertEqual(view.styleClass, 'kfdguard-ready', 'style');
-    assertEqual(view.devices, [{title: 'AMD Radeon RX 7900 XTX', detail: 'gfx1100 · ready', ready: true}], 'devices');
+    // The hardware line is what the simulated machine's sysfs says (kfdguard/simulate/hardware.py):
+    // 24 GiB, 96 CUs, PCIe 4.0 x16; GTT half of its 32 GiB under 6.8.
+    assertEqual(view.devices, [{title: 'AMD Radeon RX 7900 XTX', detail: 'gfx1100 · ready',
+        hardware: 'Discrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs · PCIe 16.0 GT/s x16', ready: true}], 'devices');
     assertEqual(view.lines, ['Kernel 6.8.0-45-generic, KFD 1.14'], 'detail lines');
     assert(view.title.startsWith('1 GPU can compute'), `summary: ${view.title}`);
 });

@@ -315,3 +315,20 @@ def test_a_malformed_software_record_is_a_specific_error(tmp_path: Path, change:
     (bundle / MANIFEST).write_text(json.dumps(doc))
     with pytest.raises(SnapshotError, match=message):
         ReplaySystem(Root(bundle))
+
+
+def test_a_bundle_carries_the_gpus_memory_and_link_files(tmp_path: Path) -> None:
+    # Issue 17 item 5: what the devices show (memory totals, PCIe link) must replay too.
+    system, _ = _machine("dgpu-plus-igpu-atomics", tmp_path)
+    live = probe(system)
+    take(system, tmp_path / "bundle", source="dgpu-plus-igpu-atomics")
+    files = json.loads((tmp_path / "bundle" / MANIFEST).read_text())["files"]
+    for attr in ("mem_info_vram_total", "mem_info_gtt_total"):
+        assert f"/sys/bus/pci/devices/0000:0a:00.0/{attr}" in files, attr
+    # The link is read where the device really is (probe looks for the card's own switch above it).
+    for attr in ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"):
+        assert f"/sys/devices/pci0000:00/0000:0a:00.0/{attr}" in files, attr
+    replayed = probe(ReplaySystem(Root(tmp_path / "bundle")))
+    resources = [(g.vram_total, g.gtt_total, g.link, g.link_max) for g in replayed.gpus]
+    assert resources == [(g.vram_total, g.gtt_total, g.link, g.link_max) for g in live.gpus]
+    assert all(vram is not None for vram, *_ in resources)
