@@ -400,6 +400,7 @@ def cmd_boot_check(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
+                    "schema_version": _schema_version(),
                     "good": result.good,
                     "reason": result.reason,
                     "running": result.running,

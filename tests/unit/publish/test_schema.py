@@ -279,6 +279,14 @@ def test_snapshot_json_of_every_bundled_machine(capsys: pytest.CaptureFixture[st
     assert data["schema_version"] == SCHEMA_VERSION and data["files"] > 0
 
 
+@pytest.mark.parametrize("name", MACHINES)
+def test_boot_check_json_of_every_bundled_machine(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    code, data = run_cli(capsys, "boot-check", "--machine", name, "--json")
+    assert errors("bootCheck", data) == []
+    assert data["schema_version"] == SCHEMA_VERSION and (code == 0) == data["good"]
+    assert errors("bootCheck", {k: v for k, v in data.items() if k != "schema_version"})
+
+
 def test_machines_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = run_cli(capsys, "machines", "--json")
     assert code == 0 and errors("machines", data) == []
