@@ -14,6 +14,7 @@ from __future__ import annotations
 from kfdguard import knowledge
 from kfdguard.facts import Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
+from kfdguard.probe.bootspec import LoaderTarget, loader_target
 from kfdguard.record import dataclass, replace
 
 # Findings whose cause a different kernel can remove.
@@ -45,6 +46,9 @@ class Recommendation:
     already_default: bool
     choices: tuple[KernelChoice, ...]
     bootloader: str
+    # systemd-boot: the name its installed version matches for ``entry`` (a counted entry's file
+    # name before systemd 258/259); ``entry`` stays the stable, counter-less id of the history.
+    loader_entry: str | None = None
 
     @property
     def command(self) -> str | None:
@@ -53,7 +57,7 @@ class Recommendation:
         if self.bootloader == "grub":
             return f"sudo grub-reboot '{self.entry}' && sudo reboot"
         if self.bootloader == "systemd-boot":
-            return f"sudo bootctl set-oneshot {self.entry} && sudo reboot"
+            return f"sudo bootctl set-oneshot '{self.loader_entry or self.entry}' && sudo reboot"
         return None
 
 
@@ -160,9 +164,23 @@ def recommend(facts: Facts, codes: set[str], policy: str) -> Recommendation:
     best = max(eligible, key=lambda c: rank(c, facts))
     reason = _why(best) + _passed_over(passed_over)
     default = facts.bootloader.default_release
+    loader_entry = None
+    if bootloader == "systemd-boot" and best.entry is not None:
+        loader_entry = sdboot_target(facts, best.entry, persistent=False).value
     return Recommendation(
-        policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader
-    )
+        policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader,
+        loader_entry,
+    )  # fmt: skip
+
+
+def sdboot_target(facts: Facts, entry_id: str, *, persistent: bool) -> LoaderTarget:
+    """The name to give bootctl for the entry ``entry_id`` (see bootspec.loader_target)."""
+    loader = facts.bootloader
+    names = [(e.id, e.path.rpartition("/")[2]) for e in loader.entries]
+    entry = next((e for e in loader.entries if e.id == entry_id), None)
+    if entry is None:
+        return LoaderTarget(entry_id)
+    return loader_target(entry.id, entry.path.rpartition("/")[2], loader.loader_info, names, persistent=persistent)
 
 
 def rank(c: KernelChoice, facts: Facts) -> tuple[bool, int, bool, tuple[int, int, int], str]:
