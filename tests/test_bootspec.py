@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 
 import pytest
@@ -54,7 +55,7 @@ def test_a_counted_entry_gets_a_oneshot_its_boot_loader_boots_and_one_history(
     config = Config(fallback=FallbackConfig("oneshot"))
     verdict = assess(facts, config)
     assert verdict.fallback is not None and verdict.fallback.entry == OLD_ID
-    assert verdict.fallback.command == f"sudo bootctl set-oneshot '{given}' && sudo reboot"
+    assert verdict.fallback.command == f"sudo bootctl set-oneshot {shlex.quote(given)} && sudo reboot"
     _history, outcome, _why = after_check(system, facts, verdict.ready, verdict.fallback)
     assert outcome is not None and outcome.ok
     assert outcome.commands == (f"bootctl set-oneshot {given}",)

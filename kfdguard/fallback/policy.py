@@ -11,6 +11,8 @@ The rules that must always hold (each has a hypothesis test):
 
 from __future__ import annotations
 
+import shlex
+
 from kfdguard import knowledge
 from kfdguard.facts import Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
@@ -57,7 +59,8 @@ class Recommendation:
         if self.bootloader == "grub":
             return f"sudo grub-reboot '{self.entry}' && sudo reboot"
         if self.bootloader == "systemd-boot":
-            return f"sudo bootctl set-oneshot '{self.loader_entry or self.entry}' && sudo reboot"
+            # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is
+            return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
         return None
 
 
