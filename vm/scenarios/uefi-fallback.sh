@@ -144,7 +144,7 @@ EOF
 
 # Boots 2 and 3: 6.12 with tries left, bad for compute.
 bad_boot() {
-    local left=$1 done=$2 failures=$3 file id bid
+    local left=$1 done=$2 failures=$3 selected=$4 file id bid
     check "boot $BOOT runs $new, the newest entry with tries left" test "$running" = "$new"
     file=$(entry_file "$new")
     check "systemd-boot counted the try: the entry is now $file" test "$file" = "$(cat /etc/machine-id)-$new+$left-$done.conf"
@@ -178,8 +178,9 @@ sys.exit(0 if (d[\"good\"], d[\"counted\"]) == (False, True) else 1)" "$0"' "$bc
     local loader
     loader=$(efivar LoaderEntries | grep -F -- "-$new" | head -n 1)
     note "systemd-boot's own id of it (LoaderEntries): $loader; LoaderEntrySelected: $(efivar LoaderEntrySelected)"
-    check "systemd-boot 252's own id of the entry is its counted file name $file (LoaderEntrySelected)" \
-        test "$(efivar LoaderEntrySelected)" = "$file"
+    # It names the entry by the file it read, before it counted this try (boot.c renames it after).
+    check "systemd-boot 252's own id of the entry is the counted file name it booted, $selected (LoaderEntrySelected)" \
+        test "$(efivar LoaderEntrySelected)" = "$(cat /etc/machine-id)-$new$selected.conf"
     local h
     h=$(history_of "$new")
     check "kfdguard's history has one record for $new, failed on $failures boot(s) ($h)" \
@@ -264,7 +265,7 @@ print(a["entry"], a["result"])')
 
 # Boot 4: 6.12 again, its last try.
 boot4() {
-    bad_boot 0 2 2
+    bad_boot 0 2 2 +1-1
     local bl
     bl=$(bootctl list --no-pager 2>/dev/null)
     check "bootctl list shows $new with 0 tries left" bash -c 'grep -q "tries: 0 left" <<<"$0"' "$bl"
@@ -282,7 +283,7 @@ boot4() {
 case "$BOOT" in
     1) boot1 ;;
     2)
-        bad_boot 1 1 1
+        bad_boot 1 1 1 +2
         oneshot_via_bus
         reboot_for_next_boot
         ;;
