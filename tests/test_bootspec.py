@@ -277,3 +277,34 @@ def test_systemd_boot_252_is_read_with_its_own_names_of_counted_entries(fresh_ma
     assert loader.default_entry is not None and loader.default_entry.release == "6.8.0-51-generic"  # the newest
     efivar(system, "LoaderEntryDefault", "ubuntu-6.8.0-50-generic+*")
     assert probe(system).bootloader.default_release == "6.8.0-50-generic"
+
+
+@pytest.mark.parametrize(
+    ("info", "version", "keeps"),
+    [
+        ("systemd-boot 252.39-1~deb12u2", 252, True),  # Debian 12 (measured in the UEFI guest)
+        ("systemd-boot 257.9-1~deb13u1", 257, True),
+        ("systemd-boot 258.3", 258, None),  # depends on the point release: not guessed
+        ("systemd-boot 259", 259, False),
+        ("systemd-boot 260~rc1", 260, False),
+        ("systemd-boot", None, None),
+        ("systemd-boot v252", None, None),
+        ("systemd-boot 99999", None, None),
+        ("GRUB 2.06", None, None),
+        ("", None, None),
+        (None, None, None),
+    ],
+)
+def test_loader_info_tells_how_systemd_boot_names_counted_entries(
+    info: str | None, version: int | None, keeps: bool | None
+) -> None:
+    assert bootspec.loader_version(info) == version
+    assert bootspec.loader_keeps_counters(info) is keeps
+
+
+def test_a_pattern_is_only_made_for_a_valid_name_with_a_suffix() -> None:
+    assert bootspec.both_forms("debian-6.1.conf") == "debian-6.1[+.]*"
+    assert bootspec.both_forms("noext") is None
+    assert bootspec.both_forms("bad name.conf") is None
+    # A file name that is not an entry's (bootctl skips it) is given as its id, unchanged.
+    assert bootspec.loader_target("x.conf", "x+99999999999.conf", None, [], persistent=False).value == "x.conf"
