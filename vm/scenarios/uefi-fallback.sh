@@ -163,8 +163,15 @@ d = json.loads(sys.argv[1])
 sys.exit(0 if (d[\"good\"], d[\"counted\"]) == (False, True) else 1)" "$0"' "$bc"
     local unit_says
     unit_says=$(journal_of kfdguard-boot-check.service | grep -F 'kfdguard boot-check:' | tail -n 1)
-    check "kfdguard-boot-check.service names $old as the kernel to fall back on ($unit_says)" \
-        contains "$unit_says" "$old"
+    if [ "$BOOT" = 2 ]; then
+        check "kfdguard-boot-check.service names $old as the kernel to fall back on ($unit_says)" \
+            contains "$unit_says" "should come to $old"
+    else
+        # The one-shot to 6.1 at boot 3 did not bring compute up there either (the GPU is simulated):
+        # kfdguard does not send the boot loader back to it, and fails the boot all the same (assess: always).
+        check "kfdguard-boot-check.service names no kernel now, the fallback to $old having failed ($unit_says)" \
+            bash -c '[[ $0 == *"cannot run compute"* && $0 != *"should come to"* ]]' "$unit_says"
+    fi
     id=$(kfd_entry_of "$new")
     bid=$(bootctl_id_of "$new")
     note "the $new entry: file $file, kfdguard's id $id, bootctl's id $bid"
@@ -256,7 +263,11 @@ oneshot_boot() {
 import json
 a = json.load(open("/var/lib/kfdguard/history.json"))["attempts"][-1]
 print(a["entry"], a["result"])')
-    check "the history settled the one-shot under the counter-less id ($attempt)" test "$attempt" = "$plain ok"
+    # Compute does not come up on 6.1 either: the GPU is a simulated sysfs device amdgpu does not drive.
+    # The boot check passes (not the kernel's fault), and the attempt is settled with the boot's result.
+    check "the history settled the one-shot under the counter-less id, as failed: compute did not come up on $old either ($attempt)" \
+        test "$attempt" = "$plain failed"
+    check "history: $old failed once ($(history_of "$old"))" test "$(history_of "$old")" = "ok=0 failed=1 last=failed"
     local h
     h=$(history_of "$new")
     check "history: $new failed once, one record ($h)" test "$h" = "ok=0 failed=1 last=failed"
@@ -278,6 +289,12 @@ boot4() {
     check "bootctl agrees: its default entry is $old's" \
         bash -c 'grep -A3 "(default)" <<<"$0" | grep -qF "$1"' "$bl" "$old"
     check "no one-shot is pending (LoaderEntryOneShot unset)" test ! -e "$EFIVARS/LoaderEntryOneShot-$LOADER_GUID"
+    check "kfdguard recommends no kernel: the fallback to $old failed after it was arranged" \
+        python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+old = next(k for k in d["kernels"] if k["release"] == sys.argv[2])
+sys.exit(0 if d["recommended"] is None and old["failed_after_fallback"] else 1)' "$json" "$old"
 }
 
 case "$BOOT" in
