@@ -318,7 +318,9 @@ class InstalledKernel:
 
 @dataclass(frozen=True, slots=True)
 class BootEntry:
-    id: str  # what grub-reboot or bootctl set-oneshot takes ("submenu>entry" inside GRUB submenus)
+    # What grub-reboot takes ("submenu>entry" inside GRUB submenus); systemd-boot: bootctl's id, without
+    # counters (stable across boots; what bootctl is given for a counted entry: bootspec.loader_target).
+    id: str
     title: str
     release: str | None  # the kernel it boots
     recovery: bool = False

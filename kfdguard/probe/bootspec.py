@@ -35,7 +35,7 @@ class BadEntryName(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Counted:
-    id: str  # the name without its counters: what bootctl set-oneshot and LoaderEntry* take
+    id: str  # the name without its counters: bootctl's id (systemd-boot's own only from 259: loader_target)
     tries_left: int | None  # None: the name carries no counter (boot counting is off for it)
     tries_done: int | None  # None: not given ("+3.conf"), which systemd shows as absent
 
