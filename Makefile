@@ -340,13 +340,15 @@ test-system: deps
 # one guest. Its own target, not part of test-system: see vm/README.md for its time.
 UEFI_SCENARIOS ?= uefi-fallback
 UEFI_TIMEOUT ?= 2700
+# The UEFI disk's cache (empty: vm/uefi.py's default, .cache/vm/uefi); e.g. a shared /var/cache/kfdguard-vm/uefi.
+UEFI_CACHE ?=
 
 test-uefi: deps
 	@start=$$(date +%s); \
 	$(PYTHON3) vm/uefi.py host-deps && \
 	$(MAKE) --no-print-directory deb && \
 	$(PYTHON3) vm/uefi.py suite --lane-start $$start --budget $(UEFI_TIMEOUT) --timeout $(UEFI_TIMEOUT) \
-		--boot-timeout 480 --deb $(DEB) $(UEFI_SCENARIOS)
+		$(if $(UEFI_CACHE),--cache $(UEFI_CACHE)) --boot-timeout 480 --deb $(DEB) $(UEFI_SCENARIOS)
 
 # ---------------------------------------------------------------------------
 # The GNOME Shell extension (docs/GNOME.md).

@@ -349,7 +349,9 @@ class InstalledKernel:
 
 @dataclass(frozen=True, slots=True)
 class BootEntry:
-    id: str  # what grub-reboot or bootctl set-oneshot takes ("submenu>entry" inside GRUB submenus)
+    # What grub-reboot takes ("submenu>entry" inside GRUB submenus); systemd-boot: bootctl's id, without
+    # counters (stable across boots; what bootctl is given for a counted entry: bootspec.loader_target).
+    id: str
     title: str
     release: str | None  # the kernel it boots
     recovery: bool = False
@@ -381,6 +383,7 @@ class BootloaderFacts:
     timeout: str | None = None
     xbootldr: str | None = None
     last_booted: str | None = None  # LoaderEntryLastBooted, what loader.conf's "default @saved" picks
+    loader_info: str | None = None  # LoaderInfo ("systemd-boot 252.39-1~deb12u2"): how it names counted entries
 
     def entry_for(self, release: str) -> BootEntry | None:
         """The entry that boots ``release``: the one named after it (stable across kernel
@@ -424,11 +427,14 @@ class BootloaderFacts:
         return self._match(self.next_entry) if self.kind == "systemd-boot" else None
 
     def _match(self, pattern: str | None) -> BootEntry | None:
-        # systemd-boot matches the variables and loader.conf alike: fnmatch, case-folded, in menu order.
-        from kfdguard.probe.bootspec import select
+        # systemd-boot matches the variables and loader.conf alike: fnmatch, case-folded, in menu order,
+        # against its own names of the entries: the file names, counters included, before systemd 258/259.
+        from kfdguard.probe.bootspec import loader_keeps_counters, loader_name, select
 
-        chosen = select([e.id for e in self.entries], pattern)
-        return next((e for e in self.entries if e.id == chosen), None) if chosen else None
+        keeps = loader_keeps_counters(self.loader_info)
+        names = [loader_name(e.id, e.path.rpartition("/")[2], keeps) for e in self.entries]
+        chosen = select(names, pattern)
+        return next((e for e, n in zip(self.entries, names, strict=True) if n == chosen), None) if chosen else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -292,6 +292,8 @@ def build(cache: Path, key: dict[str, object], *, keep_work: bool) -> None:
     esp = work / "esp"
     out = work / "out"
     out.mkdir()
+    # debootstrap --cache-dir refuses a directory that does not exist (a cold cache has none)
+    (cache / "debs").mkdir(exist_ok=True)
     with steps.step("probe"):
         probe = out / "kfd-ioctl-probe"
         sh(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o", probe, vmlane.PROBE_SOURCE], logfile=logfile)

@@ -18,7 +18,7 @@ import time
 
 from kfdguard import log
 from kfdguard.facts import Attempt, Facts, History
-from kfdguard.fallback.policy import Recommendation, fingerprint
+from kfdguard.fallback.policy import Recommendation, fingerprint, sdboot_target
 from kfdguard.health.store import to_json
 from kfdguard.host.files import remove_stale_temporaries
 from kfdguard.host.root import VOLUME_DEVICES
@@ -147,8 +147,12 @@ def arrange(
     if kind == "grub":
         tool = "grub-reboot" if mode == "oneshot" else "grub-set-default"
         argv = [tool, *_grub_args(system), rec.entry]
+        note = ""
     else:
-        argv = ["bootctl", "set-oneshot" if mode == "oneshot" else "set-default", rec.entry]
+        # The history keeps the counter-less id (stable across boots); the boot loader gets the name
+        # the installed systemd-boot matches, which for a counted entry depends on its version.
+        target = sdboot_target(facts, rec.entry, persistent=mode == "pin")
+        argv, note = ["bootctl", "set-oneshot" if mode == "oneshot" else "set-default", target.value], target.note
     result = system.run(argv, timeout=TOOL_TIMEOUT)
     if not result.ok:
         failed = replace(attempt, result="failed")
@@ -156,8 +160,11 @@ def arrange(
         save_history(system, history)
         return Outcome(False, f"{result.describe()}", (" ".join(argv),)), history
     when = "at the next boot only" if mode == "oneshot" else "from now on"
+    named = f"; the boot loader was given {argv[-1]}: {note}" if note else ""
     return Outcome(
-        True, f"{rec.kernel} will boot {when} ({rec.reason}); kfdguard does not reboot by itself", (" ".join(argv),)
+        True,
+        f"{rec.kernel} will boot {when} ({rec.reason}); kfdguard does not reboot by itself{named}",
+        (" ".join(argv),),
     ), history
 
 

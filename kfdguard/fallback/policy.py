@@ -17,9 +17,12 @@ timeouts and hangs the resident service saw during it (kfdguard/health/store.py)
 
 from __future__ import annotations
 
+import shlex
+
 from kfdguard import knowledge
 from kfdguard.facts import BootHealth, Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
+from kfdguard.probe.bootspec import LoaderTarget, loader_target
 from kfdguard.record import dataclass, replace
 
 # Findings whose cause a different kernel can remove.
@@ -65,6 +68,9 @@ class Recommendation:
     # ran compute without being unstable (or None). Acted on only when ``act_on_unstable``.
     unstable: bool = False
     act_on_unstable: bool = False
+    # systemd-boot: the name its installed version matches for ``entry`` (a counted entry's file
+    # name before systemd 258/259); ``entry`` stays the stable, counter-less id of the history.
+    loader_entry: str | None = None
 
     @property
     def command(self) -> str | None:
@@ -73,7 +79,8 @@ class Recommendation:
         if self.bootloader == "grub":
             return f"sudo grub-reboot '{self.entry}' && sudo reboot"
         if self.bootloader == "systemd-boot":
-            return f"sudo bootctl set-oneshot {self.entry} && sudo reboot"
+            # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is
+            return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
         return None
 
 
@@ -195,8 +202,26 @@ def recommend(
     reason = explain_choice(best) + _passed_over(passed_over)
     default = facts.bootloader.default_release
     return Recommendation(
-        policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader
-    )
+        policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader,
+        loader_entry=_loader_entry(facts, best),
+    )  # fmt: skip
+
+
+def _loader_entry(facts: Facts, best: KernelChoice) -> str | None:
+    """What bootctl is given for the recommended entry: systemd-boot's name for it depends on its version."""
+    if facts.bootloader.kind == "systemd-boot" and best.entry is not None:
+        return sdboot_target(facts, best.entry, persistent=False).value
+    return None
+
+
+def sdboot_target(facts: Facts, entry_id: str, *, persistent: bool) -> LoaderTarget:
+    """The name to give bootctl for the entry ``entry_id`` (see bootspec.loader_target)."""
+    loader = facts.bootloader
+    names = [(e.id, e.path.rpartition("/")[2]) for e in loader.entries]
+    entry = next((e for e in loader.entries if e.id == entry_id), None)
+    if entry is None:
+        return LoaderTarget(entry_id)
+    return loader_target(entry.id, entry.path.rpartition("/")[2], loader.loader_info, names, persistent=persistent)
 
 
 def _away_from_unstable(
@@ -225,7 +250,8 @@ def _away_from_unstable(
     best = max(eligible, key=lambda c: rank(c, facts))
     default = facts.bootloader.default_release
     return Recommendation(policy, running, False, best.release, best.entry, f"{explain_choice(best)}; {state}",
-                          default == best.release, tuple(kinds), bootloader, True, act)  # fmt: skip
+                          default == best.release, tuple(kinds), bootloader, True, act,
+                          loader_entry=_loader_entry(facts, best))  # fmt: skip
 
 
 def rank(c: KernelChoice, facts: Facts) -> tuple[bool, bool, int, bool, tuple[int, int, int], str]:

@@ -364,6 +364,7 @@ def probe_bootloader(reader: Reader) -> BootloaderFacts:
                 timeout=conf.get("timeout"),
                 xbootldr=root.display(xbootldr) if xbootldr is not None else None,
                 last_booted=_efivar(reader, f"LoaderEntryLastBooted-{LOADER_GUID}"),
+                loader_info=_efivar(reader, f"LoaderInfo-{LOADER_GUID}"),
             )
     for grub in (root.boot / "grub", root.boot / "grub2"):
         cfg = reader.text(grub / "grub.cfg")

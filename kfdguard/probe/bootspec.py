@@ -35,7 +35,7 @@ class BadEntryName(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Counted:
-    id: str  # the name without its counters: what bootctl set-oneshot and LoaderEntry* take
+    id: str  # the name without its counters: bootctl's id (systemd-boot's own only from 259: loader_target)
     tries_left: int | None  # None: the name carries no counter (boot counting is off for it)
     tries_done: int | None  # None: not given ("+3.conf"), which systemd shows as absent
 
@@ -274,3 +274,121 @@ def select(ids: list[str], pattern: str | None) -> str | None:
     if not pattern:
         return None
     return next((entry_id for entry_id in ids if fnmatch_casefold(pattern, entry_id)), None)
+
+
+# --- The id the boot loader itself gives an entry -------------------------------------
+#
+# bootctl (src/shared/bootspec.c) has always dropped the counters from an entry's id, but
+# systemd-boot, the EFI program that matches LoaderEntryOneShot, LoaderEntryDefault and
+# loader.conf's "default" against its entries (config_entry_find(): efi_fnmatch() of the
+# case-folded pattern on each entry->id, in menu order), set entry->id to the file name,
+# counters included, until systemd PR #38897 "boot: Strip boot counter from entry id"
+# (merged September 2025, fixing issue #38813, reported on 257.7). Measured on Debian 12's
+# systemd-boot 252.39 in the VM lane: LoaderEntrySelected is "...-6.1.0-50-amd64+2.conf",
+# and a counter-less id matched nothing. 259 has the fix; for 258 it depends on the point
+# release (the fix landed after 258's release candidates; a 258.3 build has it, per
+# systemd issue #40192), so 258 is treated as unknown.
+LAST_KEEPING_COUNTERS = 257
+FIRST_STRIPPING_COUNTERS = 259
+
+
+def loader_version(loader_info: str | None) -> int | None:
+    """systemd-boot's major version from the LoaderInfo EFI variable ("systemd-boot 252.39-1~deb12u2"),
+    None when the variable is absent or names another boot loader."""
+    if not loader_info:
+        return None
+    words = loader_info.split()
+    if len(words) < 2 or words[0] != "systemd-boot":
+        return None
+    digits = words[1][: _digits(words[1], 0)]
+    # A version that is not a small number is not one systemd-boot writes: unknown, not a guess.
+    return int(digits) if 0 < len(digits) <= 4 else None
+
+
+def loader_keeps_counters(loader_info: str | None) -> bool | None:
+    """Does the installed systemd-boot name counted entries by their file name (True), by the
+    counter-less id bootctl shows (False), or cannot it be told (None)?"""
+    version = loader_version(loader_info)
+    if version is None:
+        return None
+    if version <= LAST_KEEPING_COUNTERS:
+        return True
+    if version >= FIRST_STRIPPING_COUNTERS:
+        return False
+    return None
+
+
+def loader_name(entry_id: str, file_name: str, keeps_counters: bool | None) -> str:
+    """The name systemd-boot matches patterns against: the file name when it keeps counters."""
+    return file_name if keeps_counters and file_name else entry_id
+
+
+def both_forms(entry_id: str) -> str | None:
+    """A pattern that names an entry with and without its counters ("foo.conf", "foo+2.conf",
+    "foo+1-1.conf"): ``foo[+.]*``. None when the id has no suffix to anchor it."""
+    dot = entry_id.rfind(".")
+    if dot <= 0 or not name_valid(entry_id):
+        return None  # valid names hold none of fnmatch's special characters: no escaping needed
+    return entry_id[:dot] + "[+.]*"
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderTarget:
+    value: str  # what to give bootctl set-oneshot / set-default
+    note: str = ""  # why it is not the plain id, for the output ("" when it is)
+
+
+def loader_target(
+    entry_id: str, file_name: str, loader_info: str | None, names: list[tuple[str, str]], *, persistent: bool
+) -> LoaderTarget:
+    """What to write into LoaderEntryOneShot (``persistent`` False) or LoaderEntryDefault (True)
+    so that the installed systemd-boot starts the entry ``entry_id`` (file ``file_name``).
+
+    ``names``: (id, file name) of every entry on the ESP, to check that a pattern names this one only.
+    An entry without counters has one name for every version. A counted one: its id for a
+    systemd-boot that strips counters; its file name for one that keeps them (a pattern for
+    LoaderEntryDefault, which outlives the renames of later boots); a pattern that matches both
+    when the version is unknown.
+    """
+    try:
+        counted = split_tries(file_name)
+    except BadEntryName:
+        return LoaderTarget(entry_id)
+    if counted.tries_left is None:
+        return LoaderTarget(entry_id)
+    keeps = loader_keeps_counters(loader_info)
+    if keeps is False:
+        return LoaderTarget(entry_id)
+    pattern = both_forms(entry_id)
+    unique = pattern is not None and [
+        (i, f) for i, f in names if fnmatch_casefold(pattern, i) or fnmatch_casefold(pattern, f)
+    ] == [(entry_id, file_name)]
+    shown = loader_info or "no LoaderInfo EFI variable"
+    if keeps:
+        if not persistent:
+            return LoaderTarget(
+                file_name, f"systemd-boot {loader_version(loader_info)} names a counted entry by its file name"
+            )
+        if pattern is not None and unique:
+            return LoaderTarget(
+                pattern,
+                f"systemd-boot {loader_version(loader_info)} names a counted entry by its file name, "
+                "which changes at every boot: a pattern that matches it with and without counters",
+            )
+        return LoaderTarget(
+            file_name,
+            f"systemd-boot {loader_version(loader_info)} names a counted entry by its file name; "
+            f"the default names nothing once {file_name} is renamed at its next boot",
+        )
+    if pattern is not None and unique:
+        return LoaderTarget(
+            pattern,
+            f"systemd-boot's version cannot be told ({shown}): older ones name a counted entry by its "
+            "file name, newer ones by its id, so a pattern that matches both",
+        )
+    return LoaderTarget(
+        entry_id,
+        f"systemd-boot's version cannot be told ({shown}) and no pattern names only this entry: its id "
+        f"is given, which a systemd-boot older than {FIRST_STRIPPING_COUNTERS} does not match while the "
+        "entry is counted (it boots its default)",
+    )

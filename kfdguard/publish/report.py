@@ -312,10 +312,16 @@ def fallback_json(rec: Recommendation, facts: Facts, outcome: Outcome | None) ->
         "act_on_unstable": rec.act_on_unstable,
         "recommended": rec.kernel,
         "entry": rec.entry,
+        "loader_entry": rec.loader_entry,  # what bootctl is given for it (systemd-boot: version-dependent)
         "reason": rec.reason,
         "already_default": rec.already_default,
         "command": rec.command,
-        "bootloader": {"kind": loader.kind, "default": loader.default_release, "next": loader.next_entry},
+        "bootloader": {
+            "kind": loader.kind,
+            "default": loader.default_release,
+            "next": loader.next_entry,
+            "loader_info": loader.loader_info,
+        },
         "kernels": [
             {
                 "release": c.release,

@@ -108,14 +108,56 @@ def efi_value(text: str) -> bytes:
     return EFI_ATTRS + (text + "\0").encode("utf-16-le")
 
 
-def sdboot_next(entries: dict[str, str], order: list[str], oneshot: str | None, default_var: str | None,
-                conf_default: str | None) -> str | None:  # fmt: skip
-    """The kernel systemd-boot starts. ``entries``: entry id -> release; ``order``: ids in menu order."""
-    for pattern in (oneshot, default_var):
-        if pattern and pattern in entries:
-            return entries[pattern]
-    if conf_default:
-        match = next((i for i in order if fnmatch.fnmatchcase(i, conf_default)), None)
-        if match:
-            return entries[match]
-    return entries[order[0]] if order else None
+# How systemd-boot names an entry, by the version it claims (its LoaderInfo): up to 257 the
+# file name, boot counters included ("foo+2.conf"; measured on Debian 12's 252), from 259 the
+# name without them, as bootctl always did (systemd PR #38897). The simulator plays 258 as the
+# release before the fix; a machine with no LoaderInfo plays Debian 12's 252.
+SDBOOT_STRIPS_FROM = 259
+SDBOOT_DEFAULT_VERSION = 252
+# "+LEFT[-DONE]" right before the last dot of the name (boot.c: boot_entry_parse_tries).
+_COUNTER = re.compile(r"^(?P<stem>.*)\+(?P<left>[0-9]+)(?:-(?P<done>[0-9]+))?(?P<ext>\.[^.]*)$")
+
+
+@dataclass(frozen=True)
+class SdEntry:
+    file: str  # its file name in loader/entries
+    stem: str  # the name without counters and suffix
+    ext: str  # ".conf"
+    release: str
+    tries_left: int | None = None
+    tries_done: int | None = None
+
+    def loader_id(self, version: int) -> str:
+        """The id systemd-boot ``version`` matches patterns against (it case-folds ids and patterns)."""
+        name = self.file if version < SDBOOT_STRIPS_FROM else self.stem + self.ext
+        return name.lower()
+
+    def after_boot(self) -> str | None:
+        """The file name systemd-boot renames it to when it boots it (one try less, one more done),
+        None when it is not counted."""
+        if self.tries_left is None:
+            return None
+        return f"{self.stem}+{max(self.tries_left - 1, 0)}-{(self.tries_done or 0) + 1}{self.ext}"
+
+
+def sdboot_entry(file: str, release: str) -> SdEntry:
+    m = _COUNTER.match(file)
+    if m is None:
+        stem, dot, ext = file.rpartition(".")
+        return SdEntry(file, stem if dot else file, dot + ext if dot else "", release)
+    done = m.group("done")
+    return SdEntry(file, m.group("stem"), m.group("ext"), release, int(m.group("left")), int(done) if done else None)
+
+
+def sdboot_next(entries: list[SdEntry], version: int, oneshot: str | None, default_var: str | None,
+                conf_default: str | None) -> SdEntry | None:  # fmt: skip
+    """The entry systemd-boot ``version`` starts. ``entries`` in menu order; those out of tries go last.
+    LoaderEntryOneShot, LoaderEntryDefault and loader.conf's default are all fnmatch patterns,
+    matched case-folded against its own ids (config_entry_find), the first match in menu order."""
+    order = [e for e in entries if e.tries_left != 0] + [e for e in entries if e.tries_left == 0]
+    for pattern in (oneshot, default_var, conf_default):
+        if pattern:
+            match = next((e for e in order if fnmatch.fnmatchcase(e.loader_id(version), pattern.lower())), None)
+            if match:
+                return match
+    return order[0] if order else None

@@ -643,8 +643,18 @@ class SimKernel:
             conf = _read_bytes(self.root.efi / "loader/loader.conf") or b""
             conf_default = next((line.split(None, 1)[1].strip() for line in conf.decode(errors="replace").splitlines()
                                  if line.startswith("default") and len(line.split(None, 1)) == 2), None)  # fmt: skip
-            entries, order = sdboot_entries(self.spec)
-            chosen = bootloader.sdboot_next(entries, order, once, default, conf_default)
+            releases, order = sdboot_entries(self.spec)
+            directory = self.root.efi / "loader/entries"
+            files = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+            found = [bootloader.sdboot_entry(f, releases[stem]) for stem in order for f in files
+                     if bootloader.sdboot_entry(f, "").stem == stem]  # fmt: skip
+            version = self.spec.sdboot_version or bootloader.SDBOOT_DEFAULT_VERSION
+            entry = bootloader.sdboot_next(found, version, once, default, conf_default)
+            if entry is not None:
+                renamed = entry.after_boot()
+                if renamed is not None:  # boot counting: systemd-boot renames the entry it starts
+                    (directory / entry.file).rename(directory / renamed)
+                chosen = entry.release
         return chosen or self.kernel.release
 
     def _switch_kernel(self, release: str) -> None:

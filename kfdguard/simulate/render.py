@@ -441,11 +441,12 @@ def grub_menu(spec: MachineSpec) -> tuple[MenuEntry, ...]:
 
 
 def sdboot_entries(spec: MachineSpec) -> tuple[dict[str, str], list[str]]:
-    """The Type #1 entries _bootloader() writes: id -> kernel, and the ids in systemd-boot's menu order
-    (no sort-key, one machine: by version, newest first)."""
+    """The Type #1 entries _bootloader() writes, by the name of their file without counters (which
+    boot counting renames): stem -> kernel, and the stems in systemd-boot's menu order (no sort-key,
+    one machine: by version, newest first)."""
     kernels = sorted((spec.kernel, *spec.other_kernels), key=lambda k: _release_key(k.release), reverse=True)
-    ids = [f"{spec.os.id}-{k.release}.conf" for k in kernels]
-    return dict(zip(ids, (k.release for k in kernels), strict=True)), ids
+    stems = [f"{spec.os.id}-{k.release}" for k in kernels]
+    return dict(zip(stems, (k.release for k in kernels), strict=True)), stems
 
 
 def _bootloader(root: Root, spec: MachineSpec) -> None:
@@ -460,12 +461,19 @@ def _bootloader(root: Root, spec: MachineSpec) -> None:
         )
     elif spec.bootloader == "systemd-boot":
         entries = "/efi/loader/entries"
+        counter = f"+{spec.boot_tries}" if spec.boot_tries > 0 else ""  # kernel-install's /etc/kernel/tries
         for k in kernels:
-            _write(root, f"{entries}/{spec.os.id}-{k.release}.conf", (
+            _write(root, f"{entries}/{spec.os.id}-{k.release}{counter}.conf", (
                 f"title {_distro_name(spec)}\nversion {k.release}\nlinux /vmlinuz-{k.release}\n"
                 f"initrd /initrd.img-{k.release}\noptions root=UUID={DISK_UUID} ro quiet\n"))  # fmt: skip
         _write(root, "/efi/loader/loader.conf", "timeout 3\n")
         (root.sys / "firmware/efi/efivars").mkdir(parents=True, exist_ok=True)
+        if spec.sdboot_version is not None:
+            from kfdguard.simulate.bootloader import efi_value
+            from kfdguard.simulate.kernel import LOADER_GUID
+
+            info = root.sys / f"firmware/efi/efivars/LoaderInfo-{LOADER_GUID}"
+            info.write_bytes(efi_value(f"systemd-boot {spec.sdboot_version}"))
 
 
 def _history(root: Root, spec: MachineSpec) -> None:

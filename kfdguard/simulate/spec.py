@@ -121,6 +121,10 @@ class MachineSpec:
     grub_default: str = "0"  # GRUB_DEFAULT: "0" (first entry) or "saved"
     boot_fs: str = "ext4 /dev/nvme0n1p2"  # what findmnt -no FSTYPE,SOURCE -T /boot says
     history: tuple[tuple[str, str], ...] = ()  # (release, "ok"/"failed") kfdguard recorded on earlier boots
+    # systemd-boot: the version its LoaderInfo claims (None: no LoaderInfo variable; the boot model
+    # then behaves as Debian 12's 252), and boot counting's tries on each entry (0: off).
+    sdboot_version: int | None = None
+    boot_tries: int = 0
 
     def with_changes(self, **changes: object) -> MachineSpec:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -361,6 +365,8 @@ def spec_from_dict(name: str, data: object) -> MachineSpec:
         boot_fs=_str(d.get("boot_fs", "ext4 /dev/nvme0n1p2"), f"{name}.boot_fs"),
         history=tuple(_history(h, f"{name}.history") for h in _list(d.get("history"), f"{name}.history")),
         previous_log=tuple(_str(x, f"{name}.previous_log") for x in _list(d.get("previous_log"), name)),
+        sdboot_version=None if d.get("sdboot_version") is None else _int(d["sdboot_version"], f"{name}.sdboot_version"),
+        boot_tries=_int(d.get("boot_tries", 0), f"{name}.boot_tries"),
     )
 
 

@@ -66,6 +66,8 @@ def spec_from_json(text: str) -> MachineSpec:
         grub_default=d["grub_default"],
         boot_fs=d["boot_fs"],
         history=tuple((str(h[0]), str(h[1])) for h in d["history"]),
+        sdboot_version=d.get("sdboot_version"),
+        boot_tries=d.get("boot_tries", 0),
     )
 
 

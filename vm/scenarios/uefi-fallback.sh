@@ -11,11 +11,20 @@
 #     assess, kfdguard-boot-check.service enabled, loader.conf's default removed:
 #     from now on systemd-boot picks by itself (the newest entry with tries left).
 #  2. 6.12 (+2 -> +1-1): kfdguard boot-check fails, boot-complete.target is not
-#     reached, the entry is not blessed. The service's ApplyFallback sets
-#     LoaderEntryOneShot through bootctl under the unit's sandbox (efivarfs
-#     marks it immutable), ClearFallback removes it again (CAP_LINUX_IMMUTABLE).
-#  3. 6.12 (+1-1 -> +0-2): fails again; out of tries.
-#  4. systemd-boot falls back to 6.1 by itself; kfdguard reports it.
+#     reached, the entry is not blessed. ApplyFallback over the bus (the resident
+#     service starts kfdguard-fallback@apply.service) sets LoaderEntryOneShot
+#     through bootctl under that unit's sandbox (efivarfs marks it immutable),
+#     ClearFallback removes it again (CAP_LINUX_IMMUTABLE). Then 6.1's entry is
+#     made counted again (+3, as kernel-install names a reinstalled kernel) and
+#     ApplyFallback sets a one-shot to it: systemd-boot 252 knows it only by
+#     its file name, counter included.
+#  3. 6.1, chosen by that one-shot (without it, 6.12 with a try left would
+#     start): LoaderEntrySelected is the counted file name; the boot is good and
+#     blessed; the history settles the attempt under the counter-less id.
+#  4. 6.12 (+1-1 -> +0-2): fails again, out of tries; systemd-boot's next
+#     default is 6.1 (kfdguard and bootctl agree). The runner boots at most 4
+#     times, so this run does not boot it; the boot that the counters alone
+#     send to 6.1 was measured before (vm/README.md).
 # Throughout: the 6.12 entry's id in kfdguard's view stays the same while its
 # file name changes at every boot.
 SCENARIO=uefi-fallback
@@ -135,7 +144,7 @@ EOF
 
 # Boots 2 and 3: 6.12 with tries left, bad for compute.
 bad_boot() {
-    local left=$1 done=$2 file id bid
+    local left=$1 done=$2 failures=$3 selected=$4 file id bid
     check "boot $BOOT runs $new, the newest entry with tries left" test "$running" = "$new"
     file=$(entry_file "$new")
     check "systemd-boot counted the try: the entry is now $file" test "$file" = "$(cat /etc/machine-id)-$new+$left-$done.conf"
@@ -154,28 +163,35 @@ d = json.loads(sys.argv[1])
 sys.exit(0 if (d[\"good\"], d[\"counted\"]) == (False, True) else 1)" "$0"' "$bc"
     local unit_says
     unit_says=$(journal_of kfdguard-boot-check.service | grep -F 'kfdguard boot-check:' | tail -n 1)
-    check_todo "the boot check in kfdguard-boot-check.service finds no other bootable kernel; the service and a root shell find $old" \
-        "kfdguard-boot-check.service names $old as the kernel to fall back on" contains "$unit_says" "come to $old"
+    if [ "$BOOT" = 2 ]; then
+        check "kfdguard-boot-check.service names $old as the kernel to fall back on ($unit_says)" \
+            contains "$unit_says" "should come to $old"
+    else
+        # The one-shot to 6.1 at boot 3 did not bring compute up there either (the GPU is simulated):
+        # kfdguard does not send the boot loader back to it, and fails the boot all the same (assess: always).
+        check "kfdguard-boot-check.service names no kernel now, the fallback to $old having failed ($unit_says)" \
+            bash -c '[[ $0 == *"cannot run compute"* && $0 != *"should come to"* ]]' "$unit_says"
+    fi
     id=$(kfd_entry_of "$new")
     bid=$(bootctl_id_of "$new")
     note "the $new entry: file $file, kfdguard's id $id, bootctl's id $bid"
     check "kfdguard's id of the counted entry has no counter and is bootctl's ($id)" \
         test -n "$id" -a "$id" = "$bid" -a "$id" = "$(cat /etc/machine-id)-$new.conf"
     echo "$id" >"$STATE/id-boot$BOOT"
-    if [ "$BOOT" = 3 ]; then
+    if [ "$BOOT" != 2 ]; then
         check "... the same id as at boot 2, though the file was renamed" test "$id" = "$(cat "$STATE/id-boot2")"
     fi
     # What systemd-boot 252 itself calls the entry: its LoaderEntries carry the file names, counter included.
     local loader
     loader=$(efivar LoaderEntries | grep -F -- "-$new" | head -n 1)
     note "systemd-boot's own id of it (LoaderEntries): $loader; LoaderEntrySelected: $(efivar LoaderEntrySelected)"
-    check_todo "kfdguard strips the counter, systemd-boot 252 matches LoaderEntryOneShot against the counted file name" \
-        "the id kfdguard would give bootctl set-oneshot for the counted entry is one systemd-boot 252 knows" \
-        test "$id" = "$loader"
+    # It names the entry by the file it read, before it counted this try (boot.c renames it after).
+    check "systemd-boot 252's own id of the entry is the counted file name it booted, $selected (LoaderEntrySelected)" \
+        test "$(efivar LoaderEntrySelected)" = "$(cat /etc/machine-id)-$new$selected.conf"
     local h
     h=$(history_of "$new")
-    check "kfdguard's history has one record for $new, failed on $((BOOT - 1)) boot(s) ($h)" \
-        test "$h" = "ok=0 failed=$((BOOT - 1)) last=failed"
+    check "kfdguard's history has one record for $new, failed on $failures boot(s) ($h)" \
+        test "$h" = "ok=0 failed=$failures last=failed"
 }
 
 oneshot_via_bus() {
@@ -194,45 +210,102 @@ oneshot_via_bus() {
     out=$(busctl --system call "$BUS_NAME" "$BUS_PATH" "$BUS_NAME" ClearFallback 2>&1)
     check "ClearFallback over the bus: $out" test ! -e "$var"
     note "kfdguard: $(journal_of kfdguard.service | grep -F 'fallback' | tail -n 2 | tr '\n' ' ')"
+    note "kfdguard-fallback@: $(journal_of 'kfdguard-fallback@*' | tail -n 4 | tr '\n' ' ')"
+    # A finished oneshot unit may be unloaded (its Result then says nothing): its journal tells.
+    local applied cleared
+    applied=$(journal_of kfdguard-fallback@apply.service | grep -F 'fallback apply:' | tail -n 1)
+    cleared=$(journal_of kfdguard-fallback@clear.service | grep -F 'fallback clear:' | tail -n 1)
+    check "kfdguard-fallback@apply.service (its sandbox) arranged it: $applied" contains "$applied" "will boot"
+    check "kfdguard-fallback@clear.service (CAP_LINUX_IMMUTABLE) undid it: $cleared" contains "$cleared" "back to its own default"
+
+    # A one-shot to a counted entry: 6.1's entry counted again, as kernel-install names a
+    # reinstalled kernel's entry with /etc/kernel/tries (3 here, so that it is told from 6.12's).
+    local plain counted
+    plain="$(cat /etc/machine-id)-$old.conf"
+    counted="$(cat /etc/machine-id)-$old+3.conf"
+    mv "$ESP/loader/entries/$plain" "$ESP/loader/entries/$counted"
+    check "$old's entry is counted again ($(entry_file "$old")); bootctl still calls it $plain" \
+        test "$(bootctl_id_of "$old")" = "$plain"
+    local json
+    json=$(kfdguard fallback --json 2>/dev/null)
+    note "kfdguard fallback --json: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["entry"], d["loader_entry"], d["bootloader"], d["command"])' <<<"$json")"
+    check "kfdguard's recommendation: entry $plain, given to bootctl as $counted" \
+        python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if (d["entry"], d["loader_entry"]) == (sys.argv[2], sys.argv[3]) else 1)' \
+        "$json" "$plain" "$counted"
+    out=$(busctl --system call "$BUS_NAME" "$BUS_PATH" "$BUS_NAME" ApplyFallback 2>&1)
+    check "ApplyFallback over the bus to the counted entry says why: $out" \
+        contains "$out" "systemd-boot 252 names a counted entry by its file name"
+    check "LoaderEntryOneShot is the counted file name ($(efivar LoaderEntryOneShot))" \
+        test "$(efivar LoaderEntryOneShot)" = "$counted"
+    echo "$counted" >"$STATE/oneshot"
 }
 
-boot4() {
-    check "boot 4 runs $old: systemd-boot fell back by itself" test "$running" = "$old"
-    local file
+# Boot 3: the one-shot to 6.1's counted entry.
+oneshot_boot() {
+    local counted plain
+    counted=$(cat "$STATE/oneshot")
+    plain="$(cat /etc/machine-id)-$old.conf"
+    check "boot 3 runs $old: systemd-boot took the one-shot (6.12 still had a try left)" test "$running" = "$old"
+    check "LoaderEntrySelected is the counted file name the one-shot gave ($(efivar LoaderEntrySelected))" \
+        test "$(efivar LoaderEntrySelected)" = "$counted"
+    check "the one-shot was used up (LoaderEntryOneShot unset)" test ! -e "$EFIVARS/LoaderEntryOneShot-$LOADER_GUID"
+    check "kfdguard-boot-check.service succeeded on $old" \
+        wait_until 90 test "$(unit_result kfdguard-boot-check.service)" = success
+    check "systemd-bless-boot blessed it: $old's entry lost its counter ($(entry_file "$old"))" \
+        wait_until 60 bash -c 'test "$(cd "$0/loader/entries" && ls | grep -F -- "-$1")" = "$2"' "$ESP" "$old" "$plain"
+    local file id
     file=$(entry_file "$new")
-    check "$new's entry is out of tries ($file)" test "$file" = "$(cat /etc/machine-id)-$new+0-2.conf"
-    check "no one-shot was involved (LoaderEntryOneShot unset)" test ! -e "$EFIVARS/LoaderEntryOneShot-$LOADER_GUID"
+    check "$new's entry was not booted: still $file" test "$file" = "$(cat /etc/machine-id)-$new+1-1.conf"
+    id=$(kfd_entry_of "$new")
+    check "kfdguard's id of $new's entry is still $(cat "$STATE/id-boot2")" test "$id" = "$(cat "$STATE/id-boot2")"
+    local attempt
+    attempt=$(python3 -c '
+import json
+a = json.load(open("/var/lib/kfdguard/history.json"))["attempts"][-1]
+print(a["entry"], a["result"])')
+    # Compute does not come up on 6.1 either: the GPU is a simulated sysfs device amdgpu does not drive.
+    # The boot check passes (not the kernel's fault), and the attempt is settled with the boot's result.
+    check "the history settled the one-shot under the counter-less id, as failed: compute did not come up on $old either ($attempt)" \
+        test "$attempt" = "$plain failed"
+    check "history: $old failed once ($(history_of "$old"))" test "$(history_of "$old")" = "ok=0 failed=1 last=failed"
+    local h
+    h=$(history_of "$new")
+    check "history: $new failed once, one record ($h)" test "$h" = "ok=0 failed=1 last=failed"
+    note "history: $(history_of "$old") for $old"
+}
+
+# Boot 4: 6.12 again, its last try.
+boot4() {
+    bad_boot 0 2 2 +1-1
     local bl
     bl=$(bootctl list --no-pager 2>/dev/null)
     check "bootctl list shows $new with 0 tries left" bash -c 'grep -q "tries: 0 left" <<<"$0"' "$bl"
-    check "kfdguard-boot-check.service succeeded on $old" wait_until 90 test "$(unit_result kfdguard-boot-check.service)" = success
-    # An entry without a counter sets no LoaderBootCountPath, so systemd-bless-boot-generator pulls in
-    # neither systemd-bless-boot.service nor boot-complete.target: nothing is assessed (measured).
-    check "6.1's entry has no counter: no LoaderBootCountPath, nothing to bless" \
-        test ! -e "$EFIVARS/LoaderBootCountPath-$LOADER_GUID"
-    note "boot-complete.target: $(unit_active boot-complete.target), systemd-bless-boot.service: $(unit_active systemd-bless-boot.service)"
-    local fb
-    fb=$(kfdguard fallback 2>&1)
-    note "kfdguard fallback: $(echo "$fb" | head -n 12 | tr -s ' ' | tr '\n' ' ')"
-    check "kfdguard fallback reports that boot counting marked $new's entry bad" \
-        bash -c 'grep -q "ran out of boot tries" <<<"$0"' "$fb"
-    local id h
-    id=$(kfd_entry_of "$new")
-    check "the $new entry's id is still $(cat "$STATE/id-boot2") (file $file)" test "$id" = "$(cat "$STATE/id-boot2")"
-    h=$(history_of "$new")
-    check "history: $new failed on its 2 boots, one record ($h)" test "$h" = "ok=0 failed=2 last=failed"
-    note "history: $(history_of "$old") for $old"
+    local json
+    json=$(kfdguard fallback --json 2>/dev/null)
+    note "kfdguard fallback --json: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["recommended"], d["reason"], d["bootloader"])' <<<"$json")"
+    check "kfdguard: the next boot by systemd-boot's own choice starts $old (6.12 is out of tries)" \
+        python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d["bootloader"]["default"] == sys.argv[2] else 1)' \
+        "$json" "$old"
+    check "bootctl agrees: its default entry is $old's" \
+        bash -c 'grep -A3 "(default)" <<<"$0" | grep -qF "$1"' "$bl" "$old"
+    check "no one-shot is pending (LoaderEntryOneShot unset)" test ! -e "$EFIVARS/LoaderEntryOneShot-$LOADER_GUID"
+    check "kfdguard recommends no kernel: the fallback to $old failed after it was arranged" \
+        python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+old = next(k for k in d["kernels"] if k["release"] == sys.argv[2])
+sys.exit(0 if d["recommended"] is None and old["failed_after_fallback"] else 1)' "$json" "$old"
 }
 
 case "$BOOT" in
     1) boot1 ;;
     2)
-        bad_boot 1 1
+        bad_boot 1 1 1 +2
         oneshot_via_bus
         reboot_for_next_boot
         ;;
     3)
-        bad_boot 0 2
+        oneshot_boot
         reboot_for_next_boot
         ;;
     *)

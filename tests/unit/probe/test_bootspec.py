@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -20,73 +20,110 @@ from kfdguard.simulate.system import SimulatedSystem
 Make = Callable[[str | MachineSpec], SimulatedSystem]
 
 
-def systemd_boot(fresh_machine: Make) -> SimulatedSystem:
-    return fresh_machine(bundled.load("dkms-missing-for-new-kernel").with_changes(bootloader="systemd-boot"))
+def systemd_boot(fresh_machine: Make, version: int | None = None, tries: int = 0) -> SimulatedSystem:
+    """A systemd-boot machine whose LoaderInfo claims ``version`` (None: no LoaderInfo), with
+    boot counting's ``tries`` on every entry as kernel-install writes them (/etc/kernel/tries)."""
+    spec = bundled.load("dkms-missing-for-new-kernel")
+    return fresh_machine(spec.with_changes(bootloader="systemd-boot", sdboot_version=version, boot_tries=tries))
 
 
-def count_boots(system: SimulatedSystem, tries: int) -> None:
-    """Turn boot counting on for every entry, as kernel-install does with /etc/kernel/tries."""
-    entries = system.root.efi / "loader/entries"
-    for conf in sorted(entries.glob("*.conf")):
-        conf.rename(entries / f"{conf.stem}+{tries}.conf")
+OLD = "6.8.0-50-generic"  # the kernel the fallback goes to (the newer one lacks its DKMS module)
+OLD_ID = f"ubuntu-{OLD}.conf"
 
 
-def sd_boot_counts(system: SimulatedSystem, entry_id: str) -> Path:
-    """What systemd-boot does to the entry it boots: one try less, one more done (boot.c)."""
-    entries = system.root.efi / "loader/entries"
-    stem = entry_id[: -len(".conf")]
-    (old,) = [p for p in entries.iterdir() if p.name.startswith(stem + "+")]
-    counted = bootspec.split_tries(old.name)
-    assert counted.tries_left is not None and counted.tries_left > 0
-    new = entries / f"{stem}+{counted.tries_left - 1}-{(counted.tries_done or 0) + 1}.conf"
-    old.rename(new)
-    return new
-
-
-def test_a_counted_entry_gets_a_oneshot_by_its_stable_id_and_one_history(fresh_machine: Make) -> None:
-    """Regression (issue 18): the id was the file name, counters included, which the next boot renames."""
-    system = systemd_boot(fresh_machine)
-    count_boots(system, 3)
+@pytest.mark.parametrize(
+    ("version", "given", "why"),
+    [
+        # systemd-boot 252 (Debian 12) matches the variable against the file name, counters included.
+        (252, f"ubuntu-{OLD}+3.conf", "systemd-boot 252 names a counted entry by its file name"),
+        (259, OLD_ID, None),  # 259 strips the counters from its ids, as bootctl does
+        (None, f"ubuntu-{OLD}[+.]*", "version cannot be told (no LoaderInfo EFI variable)"),
+    ],
+)
+def test_a_counted_entry_gets_a_oneshot_its_boot_loader_boots_and_one_history(
+    fresh_machine: Make, version: int | None, given: str, why: str | None
+) -> None:
+    """Regression (issue 18): the history's id has no counters (the next boot renames the file), but
+    systemd-boot before 258/259 knows the entry only by its file name: the one-shot named nothing."""
+    system = systemd_boot(fresh_machine, version, tries=3)
     facts = probe(system)
-    entry = facts.bootloader.entry_for("6.8.0-50-generic")
+    assert facts.bootloader.loader_info == (None if version is None else f"systemd-boot {version}")
+    entry = facts.bootloader.entry_for(OLD)
     assert entry is not None
-    assert (entry.id, entry.tries_left, entry.tries_done) == ("ubuntu-6.8.0-50-generic.conf", 3, None)
-    assert entry.path == "/efi/loader/entries/ubuntu-6.8.0-50-generic+3.conf"
+    assert (entry.id, entry.tries_left, entry.tries_done) == (OLD_ID, 3, None)
+    assert entry.path == f"/efi/loader/entries/ubuntu-{OLD}+3.conf"
     config = Config(fallback=FallbackConfig("oneshot"))
     verdict = assess(facts, config)
-    assert verdict.fallback is not None
-    assert verdict.fallback.command == "sudo bootctl set-oneshot ubuntu-6.8.0-50-generic.conf && sudo reboot"
+    assert verdict.fallback is not None and verdict.fallback.entry == OLD_ID
+    assert verdict.fallback.command == f"sudo bootctl set-oneshot {shlex.quote(given)} && sudo reboot"
     _history, outcome, _why = after_check(system, facts, verdict.ready, verdict.fallback)
     assert outcome is not None and outcome.ok
-    assert outcome.commands == ("bootctl set-oneshot ubuntu-6.8.0-50-generic.conf",)
-    assert probe(system).bootloader.next_entry == "ubuntu-6.8.0-50-generic.conf"
+    assert outcome.commands == (f"bootctl set-oneshot {given}",)
+    if why is None:
+        assert "the boot loader was given" not in outcome.message
+    else:
+        assert f"the boot loader was given {given}: " in outcome.message and why in outcome.message
+    after_set = probe(system)
+    assert after_set.bootloader.next_entry == given
+    assert after_set.bootloader.oneshot_entry is not None and after_set.bootloader.oneshot_entry.release == OLD
 
-    # The boot loader picks the one-shot (it names an existing id), counts the try, and boots it.
-    renamed = sd_boot_counts(system, "ubuntu-6.8.0-50-generic.conf")
-    assert renamed.name == "ubuntu-6.8.0-50-generic+2-1.conf"
+    # The simulated systemd-boot of that version matches the one-shot, counts the try and boots it.
     system.reboot()
     after = probe(system)
-    assert after.kernel.release == "6.8.0-50-generic"
-    moved = after.bootloader.entry_for("6.8.0-50-generic")
+    assert after.kernel.release == OLD
+    moved = after.bootloader.entry_for(OLD)
     assert moved is not None and (moved.id, moved.tries_left, moved.tries_done) == (entry.id, 2, 1)
+    assert moved.path == f"/efi/loader/entries/ubuntu-{OLD}+2-1.conf"
     verdict = assess(after, config)
     assert verdict.fallback is not None
     after_check(system, after, verdict.ready, verdict.fallback)
     saved = json.loads((system.root.var_lib / "kfdguard/history.json").read_text())
-    assert [(a["entry"], a["result"]) for a in saved["attempts"]] == [("ubuntu-6.8.0-50-generic.conf", "ok")]
+    assert [(a["entry"], a["result"]) for a in saved["attempts"]] == [(OLD_ID, "ok")]
     # One record per kernel, the boot on the fallback counted once.
-    assert set(saved["kernels"]) == {"6.8.0-50-generic", "6.8.0-51-generic"}
-    assert saved["kernels"]["6.8.0-50-generic"]["ok"] == facts.history.kernels["6.8.0-50-generic"].ok + 1
+    assert set(saved["kernels"]) == {OLD, "6.8.0-51-generic"}
+    assert saved["kernels"][OLD]["ok"] == facts.history.kernels[OLD].ok + 1
 
 
-def test_pin_names_the_id_without_counters(fresh_machine: Make) -> None:
-    system = systemd_boot(fresh_machine)
-    count_boots(system, 5)
+@pytest.mark.parametrize(("version", "wrong"), [(252, OLD_ID), (259, f"ubuntu-{OLD}+3.conf")])
+def test_the_simulated_boot_loader_ignores_a_name_its_version_does_not_give(
+    fresh_machine: Make, version: int, wrong: str
+) -> None:
+    """The bug as the simulator plays it: a one-shot that names nothing boots the default (the newest)."""
+    system = systemd_boot(fresh_machine, version, tries=3)
+    assert system.run(["bootctl", "set-oneshot", wrong], timeout=10).ok
+    system.reboot()
+    assert probe(system).kernel.release == "6.8.0-51-generic"
+
+
+@pytest.mark.parametrize(
+    ("version", "given"), [(252, f"ubuntu-{OLD}[+.]*"), (259, OLD_ID), (None, f"ubuntu-{OLD}[+.]*")]
+)
+def test_pin_names_the_entry_across_its_renames(fresh_machine: Make, version: int | None, given: str) -> None:
+    """LoaderEntryDefault outlives boots that rename a counted entry: a file name would stop matching."""
+    system = systemd_boot(fresh_machine, version, tries=5)
     facts = probe(system)
     rec = assess(facts).fallback
     assert rec is not None
     outcome, _ = arrange(system, facts, rec, "pin")
-    assert outcome.ok and outcome.commands == ("bootctl set-default ubuntu-6.8.0-50-generic.conf",)
+    assert outcome.ok and outcome.commands == (f"bootctl set-default {given}",)
+    for tries_left in (4, 3):
+        system.reboot()
+        after = probe(system)
+        assert after.kernel.release == OLD
+        entry = after.bootloader.entry_for(OLD)
+        assert entry is not None and entry.tries_left == tries_left
+        assert after.bootloader.default_release == OLD
+
+
+def test_an_uncounted_entry_is_named_by_its_id_whatever_the_version(fresh_machine: Make) -> None:
+    for version in (252, 258, 259, None):
+        system = systemd_boot(fresh_machine, version)
+        facts = probe(system)
+        rec = assess(facts).fallback
+        assert rec is not None and rec.loader_entry == OLD_ID
+        outcome, _ = arrange(system, facts, rec, "oneshot")
+        assert outcome.ok and outcome.commands == (f"bootctl set-oneshot {OLD_ID}",), version
+        assert "the boot loader was given" not in outcome.message
 
 
 def test_old_histories_lose_the_counters_of_their_entry_ids() -> None:
@@ -216,8 +253,7 @@ def efivar(system: SimulatedSystem, name: str, value: str) -> None:
 
 
 def test_saved_default_and_the_oneshot_resolve_like_systemd_boot(fresh_machine: Make) -> None:
-    system = systemd_boot(fresh_machine)
-    count_boots(system, 3)
+    system = systemd_boot(fresh_machine, tries=3)
     (system.root.efi / "loader/loader.conf").write_text("default @saved\n")
     efivar(system, "LoaderEntryLastBooted", "ubuntu-6.8.0-50-generic.conf")
     loader = probe(system).bootloader
@@ -226,6 +262,49 @@ def test_saved_default_and_the_oneshot_resolve_like_systemd_boot(fresh_machine: 
     efivar(system, "LoaderEntryOneShot", "UBUNTU-6.8.0-51-*")
     oneshot = probe(system).bootloader.oneshot_entry
     assert oneshot is not None and oneshot.release == "6.8.0-51-generic"
-    # A one-shot naming a counted file name (what kfdguard wrote before) names no entry at all.
+    # With no LoaderInfo, as bootctl (and systemd-boot 259) does: a counted file name names no entry.
     efivar(system, "LoaderEntryOneShot", "ubuntu-6.8.0-51-generic+3.conf")
     assert probe(system).bootloader.oneshot_entry is None
+
+
+def test_systemd_boot_252_is_read_with_its_own_names_of_counted_entries(fresh_machine: Make) -> None:
+    """systemd-boot 252 matches the variables against file names: so does kfdguard's view of them."""
+    system = systemd_boot(fresh_machine, 252, tries=3)
+    efivar(system, "LoaderEntryOneShot", "ubuntu-6.8.0-50-generic+3.conf")
+    efivar(system, "LoaderEntryDefault", "ubuntu-6.8.0-50-generic.conf")  # names nothing to 252
+    loader = probe(system).bootloader
+    assert loader.oneshot_entry is not None and loader.oneshot_entry.release == "6.8.0-50-generic"
+    assert loader.default_entry is not None and loader.default_entry.release == "6.8.0-51-generic"  # the newest
+    efivar(system, "LoaderEntryDefault", "ubuntu-6.8.0-50-generic+*")
+    assert probe(system).bootloader.default_release == "6.8.0-50-generic"
+
+
+@pytest.mark.parametrize(
+    ("info", "version", "keeps"),
+    [
+        ("systemd-boot 252.39-1~deb12u2", 252, True),  # Debian 12 (measured in the UEFI guest)
+        ("systemd-boot 257.9-1~deb13u1", 257, True),
+        ("systemd-boot 258.3", 258, None),  # depends on the point release: not guessed
+        ("systemd-boot 259", 259, False),
+        ("systemd-boot 260~rc1", 260, False),
+        ("systemd-boot", None, None),
+        ("systemd-boot v252", None, None),
+        ("systemd-boot 99999", None, None),
+        ("GRUB 2.06", None, None),
+        ("", None, None),
+        (None, None, None),
+    ],
+)
+def test_loader_info_tells_how_systemd_boot_names_counted_entries(
+    info: str | None, version: int | None, keeps: bool | None
+) -> None:
+    assert bootspec.loader_version(info) == version
+    assert bootspec.loader_keeps_counters(info) is keeps
+
+
+def test_a_pattern_is_only_made_for_a_valid_name_with_a_suffix() -> None:
+    assert bootspec.both_forms("debian-6.1.conf") == "debian-6.1[+.]*"
+    assert bootspec.both_forms("noext") is None
+    assert bootspec.both_forms("bad name.conf") is None
+    # A file name that is not an entry's (bootctl skips it) is given as its id, unchanged.
+    assert bootspec.loader_target("x.conf", "x+99999999999.conf", None, [], persistent=False).value == "x.conf"

@@ -195,3 +195,54 @@ def test_random_entry_names_list_like_bootctl(
     if pattern is not None:
         (machine / "efi/loader/loader.conf").write_text(f"default {pattern}\n")
     compare(machine)
+
+
+def test_what_bootctl_is_given_names_the_entry_bootctl_lists(tmp_path: Path) -> None:
+    """Regression (issue 18): bootspec.loader_target, held to real bootctl's listing: the id for a
+    systemd-boot that strips counters, the file name for one that keeps them (252), and for an
+    unknown version a pattern that real bootctl resolves to that entry (loader.conf's default is
+    matched as LoaderEntry* are), unless another entry's name also fits it."""
+    entries = tmp_path / "efi/loader/entries"
+    entry(entries / "debian-6.1.0-27-amd64+3.conf", "Debian 6.1.0-27", "6.1.0-27-amd64")
+    entry(entries / "debian-6.1.0-27-amd64-rt+2-1.conf", "Debian 6.1.0-27 RT", "6.1.0-27-rt-amd64")
+    entry(entries / "debian-6.12.6-amd64+1-1.conf", "Debian 6.12", "6.12.6-amd64")
+    entry(entries / "debian-6.12.6-amd64.old.conf", "Debian 6.12 old", "6.12.6-amd64")  # fits 6.12's pattern
+    entry(entries / "debian-6.1.0-10-amd64.conf", "Debian 6.1.0-10", "6.1.0-10-amd64")
+    entry(entries / "debian-6.1.0-9-amd64+0-2.conf", "Debian 6.1.0-9 (bad)", "6.1.0-9-amd64")
+    (tmp_path / "efi/loader/loader.conf").write_text("timeout 4\n")
+    listed, _ = bootctl(tmp_path / "efi", None)
+    names = [(str(r["id"]), Path(str(r["path"])).name) for r in listed]
+    assert len(names) == 6
+    counted = {str(r["id"]) for r in listed if r.get("triesLeft") is not None}
+    assert len(counted) == 4
+    unknown_patterns = 0
+    for entry_id, file_name in names:
+        for persistent in (False, True):
+            new = bootspec.loader_target(entry_id, file_name, "systemd-boot 259.1", names, persistent=persistent)
+            assert new == bootspec.LoaderTarget(entry_id), (entry_id, persistent)
+            old = bootspec.loader_target(
+                entry_id, file_name, "systemd-boot 252.39-1~deb12u2", names, persistent=persistent
+            )
+            unknown = bootspec.loader_target(entry_id, file_name, None, names, persistent=persistent)
+            if entry_id not in counted:
+                assert old == unknown == bootspec.LoaderTarget(entry_id)
+                continue
+            if not persistent:
+                assert old.value == file_name and "252" in old.note
+            pattern = bootspec.both_forms(entry_id)
+            assert pattern is not None
+            if entry_id == "debian-6.12.6-amd64.conf":  # debian-6.12.6-amd64.old.conf fits it too
+                assert unknown.value == entry_id and "no pattern names only this entry" in unknown.note
+                assert not persistent or old.value == file_name
+                continue
+            assert unknown.value == pattern and "cannot be told" in unknown.note
+            assert not persistent or old.value == pattern
+            # The pattern against both of kfdguard's names of every entry, and real bootctl's choice for it.
+            assert [n for n in names if any(bootspec.fnmatch_casefold(pattern, x) for x in n)] == [
+                (entry_id, file_name)
+            ]
+            (tmp_path / "efi/loader/loader.conf").write_text(f"timeout 4\ndefault {pattern}\n")
+            assert bootctl(tmp_path / "efi", None)[1] == entry_id, pattern
+            (tmp_path / "efi/loader/loader.conf").write_text("timeout 4\n")
+            unknown_patterns += 1
+    assert unknown_patterns == 6  # three counted entries with a pattern of their own, for both variables

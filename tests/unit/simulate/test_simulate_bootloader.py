@@ -21,6 +21,7 @@ from kfdguard.simulate.bootloader import (
     parse_env,
     render_env,
     resolve,
+    sdboot_entry,
     sdboot_next,
 )
 from kfdguard.simulate.render import grub_menu
@@ -92,13 +93,40 @@ def test_next_entry_is_used_once_and_saved_entry_follows_grub_default() -> None:
 
 
 def test_systemd_boot_picks_oneshot_then_default_variable_then_glob_then_newest() -> None:
-    entries = {"debian-6.12.conf": "6.12.9-amd64", "debian-6.1.conf": "6.1.0-27-amd64"}
-    order = ["debian-6.12.conf", "debian-6.1.conf"]
-    assert sdboot_next(entries, order, "debian-6.1.conf", "debian-6.12.conf", None) == "6.1.0-27-amd64"
-    assert sdboot_next(entries, order, None, "debian-6.1.conf", "debian-6.12*") == "6.1.0-27-amd64"
-    assert sdboot_next(entries, order, "gone.conf", None, "debian-6.1.*") == "6.1.0-27-amd64"
-    assert sdboot_next(entries, order, None, None, "debian-6.1*") == "6.12.9-amd64"  # the first match in menu order
-    assert sdboot_next(entries, order, None, None, None) == "6.12.9-amd64"
+    new, old = sdboot_entry("debian-6.12.conf", "6.12.9-amd64"), sdboot_entry("debian-6.1.conf", "6.1.0-27-amd64")
+    order = [new, old]
+    for version in (252, 259):  # entries without counters: one name for every version
+        assert sdboot_next(order, version, "debian-6.1.conf", "debian-6.12.conf", None) == old
+        assert sdboot_next(order, version, None, "DEBIAN-6.1.conf", "debian-6.12*") == old  # case-folded
+        assert sdboot_next(order, version, "gone.conf", None, "debian-6.1.*") == old
+        assert sdboot_next(order, version, None, None, "debian-6.1*") == new  # the first match in menu order
+        assert sdboot_next(order, version, None, None, None) == new
+
+
+def test_systemd_boot_names_counted_entries_by_file_before_259_and_without_counters_after() -> None:
+    new = sdboot_entry("debian-6.12+1-1.conf", "6.12.9-amd64")
+    old = sdboot_entry("debian-6.1+3.conf", "6.1.0-27-amd64")
+    assert (old.stem, old.ext, old.tries_left, old.tries_done) == ("debian-6.1", ".conf", 3, None)
+    assert (new.loader_id(252), new.loader_id(258), new.loader_id(259)) == (
+        "debian-6.12+1-1.conf", "debian-6.12+1-1.conf", "debian-6.12.conf")  # fmt: skip
+    assert sdboot_next([new, old], 252, "debian-6.1+3.conf", None, None) == old
+    assert sdboot_next([new, old], 252, "debian-6.1.conf", None, None) == new  # names nothing: the first
+    assert sdboot_next([new, old], 259, "debian-6.1.conf", None, None) == old
+    assert sdboot_next([new, old], 259, "debian-6.1+3.conf", None, None) == new
+    for version in (252, 259):
+        assert sdboot_next([new, old], version, "debian-6.1[+.]*", None, None) == old
+    # Out of tries: last in the menu, so not the one picked by itself; a pattern may still name it.
+    bad = sdboot_entry("debian-6.12+0-2.conf", "6.12.9-amd64")
+    assert sdboot_next([bad, old], 252, None, None, None) == old
+    assert sdboot_next([bad, old], 252, "debian-6.12+0-2.conf", None, None) == bad
+
+
+def test_systemd_boot_counts_the_try_of_the_entry_it_boots() -> None:
+    assert sdboot_entry("a+3.conf", "r").after_boot() == "a+2-1.conf"
+    assert sdboot_entry("a+1-1.conf", "r").after_boot() == "a+0-2.conf"
+    assert sdboot_entry("a+0-2.conf", "r").after_boot() == "a+0-3.conf"  # at 0 only "done" grows
+    assert sdboot_entry("a.conf", "r").after_boot() is None
+    assert sdboot_entry("a+x.conf", "r").tries_left is None  # not a counter
 
 
 def test_efi_variables_are_attributes_and_utf16() -> None:
