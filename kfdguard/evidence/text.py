@@ -392,12 +392,19 @@ def _app_messages(obs: Observations, line: _Line, state: _State) -> None:
             obs.messages.append(_message(fmt, m, fields, line))
 
 
+def _retail_numbers(obs: Observations, pattern: re.Pattern[str], lowered: str, number: int) -> None:
+    """Radeon model numbers ("RX 6600", "AMD 6700M") mapped to their gfx target."""
+    for m in pattern.finditer(lowered):
+        gfx = appformats.rx_target(int(m["number"]), m["suffix"] or "")
+        if gfx:
+            obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+
+
 def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
     if "rx" in lowered:
-        for m in appformats.RADEON_RX.finditer(lowered):
-            gfx = appformats.rx_target(int(m["number"]))
-            if gfx:
-                obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+        _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
+    if "amd " in lowered or "radeon " in lowered:
+        _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
     if "Vega" in text or "VII" in text or "MI" in text or "0M" in text or "60S" in text:
         for pattern, target in appformats.NAMED_GFX:
             named = pattern.search(text)
@@ -475,7 +482,7 @@ def _finish(obs: Observations, state: _State) -> None:
             obs.modprobe = list(directives)
     # A paste the size of a whole log goes through the big-log search over its text (kernellog.SMALL).
     lines = obs.lines
-    _, events = scan("\n".join(lines) if len(lines) > SMALL else lines, source="paste")
+    _, events = scan(obs.text if len(lines) > SMALL else _unwrapped(lines), source="paste")
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
@@ -486,11 +493,36 @@ def _finish(obs: Observations, state: _State) -> None:
             _add_gpu(obs, SeenGpu(ids[0], ids[1], Source("kernel log", e.line), slot=slot))
 
 
+def _unwrapped(lines: list[str]) -> list[str]:
+    """Kernel log lines that a mail client or an issue form wrapped, joined again.
+
+    "[ 2.86] amdgpu 0000:01:00.0: Direct firmware load for" followed by "amdgpu/vegam_pfp.bin failed
+    with error -2": a line that starts with no timestamp, prompt, quote or indentation continues the
+    dmesg line above it. The joined line keeps the first line's number; its continuation becomes empty,
+    so the other line numbers stay as pasted.
+    """
+    out = list(lines)
+    for i in range(len(out) - 1):
+        if not out[i] or not _DMESG_TIME.match(out[i]):
+            continue
+        j = i + 1
+        while j < len(out) and j <= i + 2:
+            follow = out[j]
+            if not follow or follow[0] in " \t[`#$>*|-" or _DMESG_TIME.match(follow) or len(follow) > 100:
+                break
+            out[i] = f"{out[i]} {follow}"
+            out[j] = ""
+            j += 1
+    return out
+
+
 def read_text(text: str) -> Observations:
     """Everything a paste shows; what it does not show stays absent."""
     obs = Observations()
     raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     obs.lines = [_QUOTE.sub("", line).rstrip() if line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines]
+    obs.text = "\n".join(obs.lines)
+    obs.lowered = obs.text.lower()
     state = _State()
     line = _Line("", "", 0)
     for number, raw in enumerate(obs.lines, 1):
