@@ -576,11 +576,14 @@ def rule_foreign_host_kfd(r: Reasoning) -> None:
     if r.machine is not None or r.has("host-without-kfd", "no-amd-gpu"):
         return
     text, lowered = obs.text, obs.lowered
+    # The rarer cue first: each cue is one search of the whole text.
+    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    if passed is None:
+        return
     host = search_lines(
         appformats.STRONG_FOREIGN, text, lowered, "docker desktop", "wsl", "microsoft", "dxg", ":\\users\\"
     )
-    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
-    if host is None or passed is None:
+    if host is None:
         return
     r.findings[:] = [
         f
@@ -646,7 +649,13 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
         "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
     ):
         return
-    m = search_lines(appformats.NOT_IN_GROUP, obs.text, obs.lowered, "group")
+    m = None
+    for line in lines_with(obs.text, obs.lowered, " group"):
+        low = line.lower()  # "groups=" of id(1) holds the cue too: test the words before the expression
+        if ("render" in low or "video" in low) and "not" in low:
+            m = appformats.NOT_IN_GROUP.search(line)
+            if m:
+                break
     if m is None:
         return
     group = m["group"].lower()
@@ -674,9 +683,12 @@ def rule_prose_kernel(r: Reasoning) -> None:
     version = r.version
     said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
     if version is None:
+        # "kernel 6.8" and "6.8 kernel" hold "kernel " (journald's "kernel:" does not), "Linux 6.8" "linux ".
+        lines = lines_with(obs.text, obs.lowered, "kernel ") + lines_with(obs.text, obs.lowered, "linux ")
         versions = {
             (int(a), int(b))
-            for m in appformats.PROSE_KERNEL.finditer(obs.text)
+            for line in lines
+            for m in appformats.PROSE_KERNEL.finditer(line)
             for a, b in [(m["a"] or m["b"]).split(".")]
         }
         if len(versions) != 1:
