@@ -269,8 +269,7 @@ def _denied_group(r: Reasoning) -> str:
     node = r.obs.kfd
     if node is not None and node.group and node.mode:
         return node.group
-    text = "\n".join(r.obs.lines)
-    m = search_lines(OWNER_GROUP, text, text.lower(), "/dev/kfd")
+    m = search_lines(OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd")
     return m["group"] if m else r.group
 
 
@@ -279,8 +278,7 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("rootless-gid-unmapped", "no-amd-gpu", "host-without-kfd", "kfd-open-einval"):
         return
-    text = "\n".join(obs.lines)
-    lowered = text.lower()
+    text, lowered = obs.text, obs.lowered
     rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
     rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
     if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
@@ -372,8 +370,8 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
     bound = obs.saw("amdgpu-bound", "amdgpu-loaded")
     if not bound:
         return
-    text = "\n".join(obs.lines)
-    absent = search_lines(appformats.KFD_ABSENT, text, text.lower(), "kfd")
+    text = obs.text
+    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd")
     listed = obs.kfd is not None and obs.kfd.mode is None
     if not (absent or listed):
         return
@@ -650,7 +648,7 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
     ):
         return
     m = None
-    for line in lines_with(obs.text, obs.lowered, " group"):
+    for line in dict.fromkeys(lines_with(obs.text, obs.lowered, " group")):
         low = line.lower()  # "groups=" of id(1) holds the cue too: test the words before the expression
         if ("render" in low or "video" in low) and "not" in low:
             m = appformats.NOT_IN_GROUP.search(line)
@@ -687,7 +685,7 @@ def rule_prose_kernel(r: Reasoning) -> None:
         lines = lines_with(obs.text, obs.lowered, "kernel ") + lines_with(obs.text, obs.lowered, "linux ")
         versions = {
             (int(a), int(b))
-            for line in lines
+            for line in set(lines)  # a long paste repeats its prose lines
             for m in appformats.PROSE_KERNEL.finditer(line)
             for a, b in [(m["a"] or m["b"]).split(".")]
         }

@@ -658,8 +658,7 @@ def rule_claims(r: Reasoning) -> None:
         return
     from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
-    text = "\n".join(r.obs.lines)
-    lowered = text.lower()
+    text, lowered = r.obs.text, r.obs.lowered
     for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
         # Every claim's match lies within one line that holds its cue (claims.CUES).
         m = search_lines(pattern, text, lowered, cue)
