@@ -199,3 +199,41 @@ def test_unwrapping_keeps_the_line_count_and_joins_only_bare_continuations(lines
     for i, line in enumerate(lines):
         if line[:1] in (" ", "-", "$", ">", "[") or not line:
             assert out[i] == line or out[i].startswith(line)
+
+
+def _diagnosis(text: str, remember: bool) -> tuple[object, ...]:
+    from kfdguard.assess.rules import reason
+
+    obs = read_text(text, remember=remember)
+    established, findings, unknown = reason(obs)
+    return (sorted(obs.kinds), established, [(f.code, f.message, f.gpu, f.blocked_by) for f in findings], unknown)
+
+
+def _corpus_texts() -> list[str]:
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parent / "data" / "real-reports"
+    return [p.read_text(encoding="utf-8").partition("\n# ---\n")[2] for p in sorted(corpus.glob("*.txt"))]
+
+
+def _retimed(text: str, shift: int) -> str:
+    """The same text with other timestamps: what a long paste repeats."""
+    import re
+
+    def stamp(m: re.Match[str]) -> str:
+        return f"[{float(m[1]) + shift:12.6f}]"
+
+    return re.sub(r"^\[\s*(\d+\.\d+)\]", stamp, text, flags=re.M)
+
+
+@pytest.mark.parametrize("index", range(0, 86, 3))
+def test_skipping_repeated_lines_never_changes_the_diagnosis(index: int) -> None:
+    """The findings, what is established and what stays unknown are the same whether repeated lines are
+    skipped or read (evidence may cite the first of two equal lines instead of the last)."""
+    texts = _corpus_texts()
+    index %= len(texts)
+    # A corpus text, then another one, then the first again with other timestamps, then the second again:
+    # repetitions in every position (inside rocminfo blocks, after uname, after groups).
+    first, second = texts[index], texts[(index + 7) % len(texts)]
+    text = "\n".join([first, second, _retimed(first, 1000), second, first])
+    assert _diagnosis(text, True) == _diagnosis(text, False)

@@ -553,7 +553,7 @@ def _after(bare: str) -> bool:
     return "uname" in bare or bare.endswith(("groups", "is_available()"))
 
 
-def read_text(text: str) -> Observations:
+def read_text(text: str, *, remember: bool = True) -> Observations:
     """Everything a paste shows; what it does not show stays absent.
 
     A long paste repeats itself: the same kernel, journal and application lines with other
@@ -561,6 +561,7 @@ def read_text(text: str) -> Observations:
     without the timestamp's digits, and its repetitions are skipped, where nothing around them can
     change what they mean: the line before names no command whose output follows (uname, groups), and
     an open rocminfo agent block or rocm-smi table reads only lines that begin with a space or digit.
+    ``remember=False`` reads every line (tests/test_prose_rules.py compares the two).
     """
     obs = Observations()
     raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -578,7 +579,7 @@ def read_text(text: str) -> Observations:
     follows = False  # the line before makes this one the output of a command (_after)
     for number, raw in enumerate(obs.lines, 1):
         key = None
-        if not follows:
+        if remember and not follows:
             # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a
             # digit: those are the same line again only within the same block.
             inside = raw[:1] in " \t0123456789"
