@@ -676,8 +676,8 @@ def rule_prose_kernel(r: Reasoning) -> None:
     """The kernel (from uname or a log, else the one kernel version prose names) older than the first KFD for
     a GPU the text names only by retail name or gfx target (GPUs with PCI ids: rule_kernel_support)."""
     obs = r.obs
-    if r.machine is not None or r.has("kernel-too-old", "asic-not-supported"):
-        return
+    if r.machine is not None or r.amd or r.has("kernel-too-old", "asic-not-supported", "dkms-not-built"):
+        return  # GPUs with ids are rule_kernel_support's; with DKMS not built, the kernel's own amdgpu is moot
     version = r.version
     said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
     if version is None:
