@@ -561,7 +561,7 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     without the timestamp's digits, and its repetitions are skipped, where nothing around them can
     change what they mean: the line before names no command whose output follows (uname, groups), and
     an open rocminfo agent block or rocm-smi table reads only lines that begin with a space or digit.
-    ``remember=False`` reads every line (tests/test_prose_rules.py compares the two).
+    ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
     """
     obs = Observations()
     raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")

@@ -13,6 +13,7 @@ import pytest
 from kfdguard.diagnose import diagnose_text
 from kfdguard.evidence.text import _unwrapped, read_text
 from kfdguard.knowledge.appformats import gfx_major, override_target, rx_target
+from tests.paths import TOP
 
 
 def codes(text: str) -> set[str]:
@@ -210,9 +211,7 @@ def _diagnosis(text: str, remember: bool) -> tuple[object, ...]:
 
 
 def _corpus_texts() -> list[str]:
-    from pathlib import Path
-
-    corpus = Path(__file__).resolve().parent / "data" / "real-reports"
+    corpus = TOP / "tests" / "data" / "real-reports"
     return [p.read_text(encoding="utf-8").partition("\n# ---\n")[2] for p in sorted(corpus.glob("*.txt"))]
 
 
