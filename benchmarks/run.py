@@ -144,7 +144,8 @@ EXPLANATIONS = """
   and `diagnose_text` over a generated 10 MB paste that mixes a kernel log, a
   journal, ollama lines, rocminfo, `ls -l`, `id`, prose and quotes
   (`benchmarks/logdata.py`), each against splitting the same text into lines in the
-  same run.
+  same run, both timed in CPU time of the benchmark's process (single-threaded work;
+  CPU time is what other processes' load perturbs least).
 - **Reaction.** A `/dev/kfd` add event (the simulated machine's udev FIFO)
   until a client's PropertiesChanged handler runs. It includes the 20 ms
   settle window that folds an event burst into one re-check

@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 
 from kfdguard.assess import remedies
-from kfdguard.assess.claims import search_lines
+from kfdguard.assess.claims import lines_with, search_lines
 from kfdguard.assess.rules import Reasoning
 from kfdguard.evidence.model import SeenMessage
 from kfdguard.knowledge import appformats
+from kfdguard.knowledge.asics import ASICS
+from kfdguard.knowledge.model import Asic
 from kfdguard.verdict import Finding, Severity
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
@@ -267,8 +269,7 @@ def _denied_group(r: Reasoning) -> str:
     node = r.obs.kfd
     if node is not None and node.group and node.mode:
         return node.group
-    text = "\n".join(r.obs.lines)
-    m = search_lines(OWNER_GROUP, text, text.lower(), "/dev/kfd")
+    m = search_lines(OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd")
     return m["group"] if m else r.group
 
 
@@ -277,8 +278,7 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("rootless-gid-unmapped", "no-amd-gpu", "host-without-kfd", "kfd-open-einval"):
         return
-    text = "\n".join(obs.lines)
-    lowered = text.lower()
+    text, lowered = obs.text, obs.lowered
     rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
     rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
     if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
@@ -370,8 +370,8 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
     bound = obs.saw("amdgpu-bound", "amdgpu-loaded")
     if not bound:
         return
-    text = "\n".join(obs.lines)
-    absent = search_lines(appformats.KFD_ABSENT, text, text.lower(), "kfd")
+    text = obs.text
+    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd")
     listed = obs.kfd is not None and obs.kfd.mode is None
     if not (absent or listed):
         return
@@ -476,12 +476,235 @@ __all__ = [
     "rule_denied_by_groups",
     "rule_dkms",
     "rule_driver_tables",
+    "rule_foreign_host_kfd",
     "rule_group_missing",
     "rule_host_without_kfd",
     "rule_kfd_absent_with_amdgpu",
     "rule_no_code_object",
     "rule_no_device",
     "rule_nvidia_only",
+    "rule_override_wrong",
+    "rule_prose_kernel",
+    "rule_prose_not_in_group",
+    "rule_prose_unsupported",
     "rule_rock_not_loaded",
     "rule_runtime_ready",
 ]
+
+
+# --- causes that prose and settings name ---------------------------------------------------------------
+
+
+def _asics_of(gfx: str) -> list[Asic]:
+    return [a for a in ASICS if a.gfx == gfx]
+
+
+def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
+    """The GPU's own gfx targets and where the text shows them, without the one an override claims.
+
+    Under HSA_OVERRIDE_GFX_VERSION rocminfo and the libraries report the claimed target, so a GPU's own
+    target comes from its ids, its retail name, or a runtime line that reads KFD's topology (ollama).
+    """
+    found: list[tuple[str, str]] = []
+    for t in r.amd:
+        if t.asic and t.asic.gfx:
+            found.append((t.asic.gfx, str(t.gpu.source)))
+    found += [(gfx, str(source)) for gfx, source in r.obs.prose_gfx]
+    found += [(m.gfx, str(m.source)) for m in r.obs.messages if m.gfx]
+    found += [(a.gfx, str(a.source)) for a in r.obs.agents]
+    seen: set[str] = set()
+    result = []
+    for gfx, where in found:
+        if gfx != claimed and gfx not in seen:
+            seen.add(gfx)
+            result.append((gfx, where))
+    return result
+
+
+def rule_override_wrong(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION claiming a target of another GFX generation, or any other target for a GPU
+    ROCm supports as it is: the runtime loads code built for another instruction set.
+
+    The override replaces the target ROCr reports for every GPU (libhsakmt topology.c); a neighbour of the
+    same generation (10.3.0 for gfx1031) is the known workaround, while code of another generation faults
+    or hangs the GPU, and libhsakmt now refuses an override that differs from a supported GPU's own target
+    (ROCm/rocm-systems pull 3461: "prevents kernel crashes, KFD interrupt handler overflows, and GPU resets").
+    """
+    obs = r.obs
+    value = obs.value("gfx-override")
+    if r.machine is not None or value is None:
+        return
+    claimed = appformats.override_target(value)
+    claimed_major = appformats.gfx_major(claimed) if claimed else None
+    if claimed is None or claimed_major is None:
+        return
+    for gfx, where in _real_targets(r, claimed):
+        major = appformats.gfx_major(gfx)
+        supported = any(a.rocm_prebuilt for a in _asics_of(gfx))
+        if major is None or (major == claimed_major and not supported):
+            continue
+        why = (
+            f"a GFX{claimed_major} target on a GFX{major} GPU: another instruction set"
+            if major != claimed_major
+            else f"{gfx} is supported by ROCm as it is, so the override only swaps in another target's code"
+        )
+        source = obs.first("gfx-override")
+        r.findings.append(
+            Finding(
+                "env-override-wrong",
+                E,
+                f"HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat the {gfx} GPU as {claimed} ({why}); "
+                "its kernels then fault, hang the GPU or fall back to the CPU",
+                "unset HSA_OVERRIDE_GFX_VERSION wherever it is set (~/.bashrc, /etc/environment, the service's "
+                "Environment=, the container's -e, the program's launch script)"
+                + (f"; {gfx} needs no override" if supported else ""),
+                (
+                    f"{source.source}: HSA_OVERRIDE_GFX_VERSION={value}" if source else f"override {value}",
+                    f"{where}: {gfx}",
+                ),
+            )
+        )
+        return
+
+
+def rule_foreign_host_kfd(r: Reasoning) -> None:
+    """/dev/kfd passed to a container on a host that has none (Docker Desktop, WSL2, a Windows prompt), told in
+    prose without the runtime's own error."""
+    obs = r.obs
+    if r.machine is not None or r.has("host-without-kfd", "no-amd-gpu"):
+        return
+    text, lowered = obs.text, obs.lowered
+    # The rarer cue first: each cue is one search of the whole text.
+    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    if passed is None:
+        return
+    host = search_lines(
+        appformats.STRONG_FOREIGN, text, lowered, "docker desktop", "wsl", "microsoft", "dxg", ":\\users\\"
+    )
+    if host is None:
+        return
+    r.findings[:] = [
+        f
+        for f in r.findings
+        if f.code not in ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
+    ]
+    r.findings.append(
+        Finding(
+            "host-without-kfd",
+            E,
+            f"the containers run through {host.group(0)}, whose engine has no amdgpu/KFD of its own: the /dev/kfd "
+            "passed in cannot reach the GPU, and nothing inside the container can create it",
+            "run the container with the native Docker or Podman engine of a Linux host with amdgpu (docker context "
+            "use default, or stop Docker Desktop); under WSL2 use AMD's WSL ROCm stack through /dev/dxg",
+            (f"the text: {host.group(0)}", f"the text: {passed.group(0).strip()}"),
+        )
+    )
+
+
+def rule_prose_unsupported(r: Reasoning) -> None:
+    """The text says the GPU is not supported, for a target ROCm's prebuilt libraries do not carry."""
+    obs = r.obs
+    if r.machine is not None or r.has("userspace-target-unsupported", "no-amd-gpu"):
+        return
+    if any(f.severity is E for f in r.findings):
+        return  # a cause lower in the stack (or a message of the program's own) already explains it
+    said = None
+    for line in lines_with(obs.text, obs.lowered, "supported"):
+        m = appformats.PROSE_UNSUPPORTED.search(line)
+        low = line.lower()
+        if m and ("gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low):
+            said = m
+            break
+    if said is None:
+        return
+    gfx, where = _gfx_of_text(r, [])
+    if gfx is None or any(a.rocm_prebuilt for a in _asics_of(gfx)):
+        return
+    override = obs.value("gfx-override")
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"the text says the GPU is not supported, and ROCm's prebuilt libraries carry no code for {gfx}: "
+            "the program's ROCm build has nothing to run on it; the kernel and permissions are not the cause"
+            + (
+                f" (HSA_OVERRIDE_GFX_VERSION={override} only helps where the program itself is started with it)"
+                if override
+                else ""
+            ),
+            f"use software built for {gfx}, or a build whose targets include it; the unsupported workaround is "
+            f"HSA_OVERRIDE_GFX_VERSION set in the environment of the process that uses the GPU (for a service: "
+            "systemctl edit, Environment=), not in a login shell's profile",
+            (f"the text: {said.group(0)}", f"{where}: {gfx}"),
+        )
+    )
+
+
+def rule_prose_not_in_group(r: Reasoning) -> None:
+    """The text says the user is not in the group that owns /dev/kfd."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
+    ):
+        return
+    m = None
+    for line in dict.fromkeys(lines_with(obs.text, obs.lowered, " group")):
+        low = line.lower()  # "groups=" of id(1) holds the cue too: test the words before the expression
+        if ("render" in low or "video" in low) and "not" in low:
+            m = appformats.NOT_IN_GROUP.search(line)
+            if m:
+                break
+    if m is None:
+        return
+    group = m["group"].lower()
+    if obs.user is not None and group in obs.user.groups:
+        return
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"the user is not in group '{group}', which owns /dev/kfd and /dev/dri/renderD*: opening them fails "
+            "with EACCES, so ROCm programs find no GPU",
+            f"sudo usermod -aG {group} $USER (render and video where both exist), then log out and back in; for "
+            "accounts created by provisioning, add the groups where the account is created",
+            (f"the text: {m.group(0)}",),
+        )
+    )
+
+
+def rule_prose_kernel(r: Reasoning) -> None:
+    """The kernel (from uname or a log, else the one kernel version prose names) older than the first KFD for
+    a GPU the text names only by retail name or gfx target (GPUs with PCI ids: rule_kernel_support)."""
+    obs = r.obs
+    if r.machine is not None or r.amd or r.has("kernel-too-old", "asic-not-supported", "dkms-not-built"):
+        return  # GPUs with ids are rule_kernel_support's; with DKMS not built, the kernel's own amdgpu is moot
+    version = r.version
+    said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
+    if version is None:
+        # "kernel 6.8" and "6.8 kernel" hold "kernel " (journald's "kernel:" does not), "Linux 6.8" "linux ".
+        lines = lines_with(obs.text, obs.lowered, "kernel ") + lines_with(obs.text, obs.lowered, "linux ")
+        versions = {
+            (int(a), int(b))
+            for line in set(lines)  # a long paste repeats its prose lines
+            for m in appformats.PROSE_KERNEL.finditer(line)
+            for a, b in [(m["a"] or m["b"]).split(".")]
+        }
+        if len(versions) != 1:
+            return  # none, or several kernels named: which one runs, the text does not say
+        version = versions.pop()
+    for gfx, where in _real_targets(r, None):
+        since = [a.kfd_since for a in _asics_of(gfx) if a.kfd_since is not None]
+        if not since or version >= min(since):
+            continue
+        need = min(since)
+        r.findings.append(
+            Finding(
+                "kernel-too-old",
+                E,
+                f"{said}, {version[0]}.{version[1]}, is older than the first KFD for {gfx} "
+                f"(Linux {need[0]}.{need[1]}): that kernel's amdgpu does not run this GPU for compute",
+                r.newer_kernel(need),
+                (f"{said}: {version[0]}.{version[1]}", f"{where}: {gfx}"),
+            )
+        )
+        return

@@ -72,8 +72,12 @@ def lines_with(text: str, lowered: str, cue: str) -> list[str]:
 
 def search_lines(pattern: re.Pattern[str], text: str, lowered: str, *cues: str) -> re.Match[str] | None:
     """The first match of a single-line pattern among the lines that hold one of ``cues``."""
+    tested: set[str] = set()  # a long paste repeats its lines: each distinct one is searched once
     for cue in cues:
         for line in lines_with(text, lowered, cue):
+            if line in tested:
+                continue
+            tested.add(line)
             m = pattern.search(line)
             if m:
                 return m

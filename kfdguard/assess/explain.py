@@ -50,11 +50,12 @@ class Cause:
 
 
 def _lines(events: list[LogEvent], limit: int = 4) -> tuple[str, ...]:
-    seen: list[str] = []
+    seen: dict[str, None] = {}  # in order, each once; a long log's thousands of events stop at the limit
     for e in events:
-        if e.text not in seen:
-            seen.append(e.text)
-    return tuple(seen[:limit])
+        seen.setdefault(e.text)
+        if len(seen) == limit:
+            break
+    return tuple(seen)
 
 
 @dataclass(frozen=True)

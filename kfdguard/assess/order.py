@@ -46,6 +46,7 @@ FLOOR: dict[str, int] = {
     "rootless-gid-unmapped": ACCESS,
     "userspace-target-unsupported": USERSPACE,
     "env-visibility-hides-gpu": USERSPACE,
+    "env-override-wrong": USERSPACE,
 }
 
 

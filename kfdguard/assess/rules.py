@@ -658,8 +658,7 @@ def rule_claims(r: Reasoning) -> None:
         return
     from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
-    text = "\n".join(r.obs.lines)
-    lowered = text.lower()
+    text, lowered = r.obs.text, r.obs.lowered
     for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
         # Every claim's match lies within one line that holds its cue (claims.CUES).
         m = search_lines(pattern, text, lowered, cue)
@@ -802,14 +801,19 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_access,
         text_only("rule_rock_not_loaded"),
         text_only("rule_host_without_kfd"),
+        text_only("rule_foreign_host_kfd"),
+        text_only("rule_prose_kernel"),
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
         text_only("rule_denied_by_groups"),
+        text_only("rule_prose_not_in_group"),
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
         rule_userspace,
         text_only("rule_no_code_object"),
+        text_only("rule_override_wrong"),
+        text_only("rule_prose_unsupported"),
         text_only("rule_no_device"),
         rule_claims,
         rule_ready,

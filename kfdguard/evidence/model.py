@@ -106,6 +106,10 @@ class Observations:
     declared: list[str] = field(default_factory=list)  # modinfo parm names
     events: list[LogEvent] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # a paste without quote markers, for claims
+    # The same lines joined, and lower-cased: rules that search the whole text share one copy (a 10 MB
+    # paste costs tens of milliseconds per join).
+    text: str = ""
+    lowered: str = ""
     messages: list[SeenMessage] = field(default_factory=list)  # userspace messages of known formats
     env: list[tuple[str, str, Source]] = field(default_factory=list)  # GPU-selecting variables as set
     smi_gpus: int = 0  # GPUs a management tool (rocm-smi, amd-smi) lists: amdgpu drives them

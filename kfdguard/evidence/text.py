@@ -392,12 +392,19 @@ def _app_messages(obs: Observations, line: _Line, state: _State) -> None:
             obs.messages.append(_message(fmt, m, fields, line))
 
 
+def _retail_numbers(obs: Observations, pattern: re.Pattern[str], lowered: str, number: int) -> None:
+    """Radeon model numbers ("RX 6600", "AMD 6700M") mapped to their gfx target."""
+    for m in pattern.finditer(lowered):
+        gfx = appformats.rx_target(int(m["number"]), m["suffix"] or "")
+        if gfx:
+            obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+
+
 def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
     if "rx" in lowered:
-        for m in appformats.RADEON_RX.finditer(lowered):
-            gfx = appformats.rx_target(int(m["number"]))
-            if gfx:
-                obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
+        _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
+    if "amd " in lowered or "radeon " in lowered:
+        _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
     if "Vega" in text or "VII" in text or "MI" in text or "0M" in text or "60S" in text:
         for pattern, target in appformats.NAMED_GFX:
             named = pattern.search(text)
@@ -421,7 +428,7 @@ def _prose(obs: Observations, line: _Line, state: _State) -> None:
     if "VISIBLE_DEVICES=" in text:
         for m in appformats.VISIBILITY.finditer(text):
             obs.env.append((m["var"], m["value"], Source("environment", line.number)))
-    override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION=" in text else None
+    override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION" in text else None
     if override:
         obs.add("gfx-override", override["value"], Source("environment", line.number))
     lowered = line.lowered = text.lower()
@@ -475,7 +482,7 @@ def _finish(obs: Observations, state: _State) -> None:
             obs.modprobe = list(directives)
     # A paste the size of a whole log goes through the big-log search over its text (kernellog.SMALL).
     lines = obs.lines
-    _, events = scan("\n".join(lines) if len(lines) > SMALL else lines, source="paste")
+    _, events = scan(obs.text if len(lines) > SMALL else _unwrapped(lines), source="paste")
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
@@ -486,14 +493,102 @@ def _finish(obs: Observations, state: _State) -> None:
             _add_gpu(obs, SeenGpu(ids[0], ids[1], Source("kernel log", e.line), slot=slot))
 
 
-def read_text(text: str) -> Observations:
-    """Everything a paste shows; what it does not show stays absent."""
+def _unwrapped(lines: list[str]) -> list[str]:
+    """Kernel log lines that a mail client or an issue form wrapped, joined again.
+
+    "[ 2.86] amdgpu 0000:01:00.0: Direct firmware load for" followed by "amdgpu/vegam_pfp.bin failed
+    with error -2": a line that starts with no timestamp, prompt, quote or indentation continues the
+    dmesg line above it. The joined line keeps the first line's number; its continuation becomes empty,
+    so the other line numbers stay as pasted.
+    """
+    out = list(lines)
+    for i in range(len(out) - 1):
+        if not out[i] or not _DMESG_TIME.match(out[i]):
+            continue
+        j = i + 1
+        while j < len(out) and j <= i + 2:
+            follow = out[j]
+            if not follow or follow[0] in " \t[`#$>*|-" or _DMESG_TIME.match(follow) or len(follow) > 100:
+                break
+            out[i] = f"{out[i]} {follow}"
+            out[j] = ""
+            j += 1
+    return out
+
+
+def _stamp_key(raw: str) -> str:
+    """The line without the digits of a leading dmesg time ("[   12.345678]") or clock time
+    ("Dec 01 10:00:05", "2025-03-03T10:00:01"): lines that differ only there are the same to every
+    extractor (none reads those digits), so what one of them showed, the others show again."""
+    if raw[:1] == "[":
+        close = raw.find("]", 1, 40)
+        if close > 1 and raw[1:close].strip().replace(".", "", 1).isdigit():
+            return "[]" + raw[close + 1 :]
+        return raw
+    colon = raw.find(":", 2, 24)
+    if colon > 0 and raw[colon + 3 : colon + 4] == ":" and raw[colon - 2 : colon].isdigit():
+        return raw[: colon - 2] + raw[colon + 6 :]
+    return raw
+
+
+def _size(obs: Observations, state: _State) -> tuple[object, ...]:
+    """What an extractor can change that a repetition of a line could change again, cheaply compared.
+
+    The lists of userspace messages and of GPUs named in prose are left out: the rules read the first of
+    each and the distinct texts, so a repeated line adds nothing to them. The user and the KFD node are
+    compared by content: an id line pasted twice shows the same user."""
+    user = (obs.user.user, obs.user.groups) if obs.user else None
+    kfd = (obs.kfd.path, obs.kfd.mode, obs.kfd.owner, obs.kfd.group) if obs.kfd else None
+    return (
+        len(obs.kinds), len(obs.facts), len(obs.gpus), len(obs.nodes), kfd, user, len(obs.member_of),
+        len(obs.not_member_of), len(obs.agents), len(obs.kconfig), len(obs.declared), len(obs.env),
+        obs.smi_gpus, obs.foreign_host, state.directory, state.agent_line, state.agent is None, state.smi,
+        len(state.kconfig), len(state.kconfig_old), len(state.modprobe),
+        len(state.agent) if state.agent is not None else -1,
+    )  # fmt: skip
+
+
+def _after(bare: str) -> bool:
+    """Whether the extractors read the next line in the light of this one (uname, groups, is_available)."""
+    return "uname" in bare or bare.endswith(("groups", "is_available()"))
+
+
+def read_text(text: str, *, remember: bool = True) -> Observations:
+    """Everything a paste shows; what it does not show stays absent.
+
+    A long paste repeats itself: the same kernel, journal and application lines with other
+    timestamps. A line that showed nothing (no extractor changed anything) is remembered by its text
+    without the timestamp's digits, and its repetitions are skipped, where nothing around them can
+    change what they mean: the line before names no command whose output follows (uname, groups), and
+    an open rocminfo agent block or rocm-smi table reads only lines that begin with a space or digit.
+    ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
+    """
     obs = Observations()
     raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    obs.lines = [_QUOTE.sub("", line).rstrip() if line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines]
+    sub = _QUOTE.sub
+    # The quote test looks past leading blanks only where the line has a ">" at all.
+    obs.lines = [
+        sub("", line).rstrip() if ">" in line and line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines
+    ]
+    obs.text = "\n".join(obs.lines)
+    obs.lowered = obs.text.lower()
     state = _State()
     line = _Line("", "", 0)
+    # line key -> whether the next line is read in its light (_after): the lines that showed nothing new
+    seen: dict[tuple[str, str | None, int, bool], bool] = {}
+    follows = False  # the line before makes this one the output of a command (_after)
     for number, raw in enumerate(obs.lines, 1):
+        key = None
+        if remember and not follows:
+            # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a
+            # digit: those are the same line again only within the same block.
+            inside = raw[:1] in " \t0123456789"
+            key = (_stamp_key(raw), state.directory, state.agent_line if inside else 0, state.smi and inside)
+            hit = seen.get(key)
+            if hit is not None:
+                state.previous = raw
+                follows = hit
+                continue
         stripped = raw.strip()
         bare = (
             _PROMPT_SUB.sub("", stripped)
@@ -501,9 +596,13 @@ def read_text(text: str) -> Observations:
             else stripped
         )
         line.raw, line.bare, line.number = raw, bare, number
+        before = _size(obs, state) if key is not None else None
         for extract in EXTRACTORS:
             extract(obs, line, state)
         state.previous = bare
+        follows = _after(bare)
+        if key is not None and before == _size(obs, state):
+            seen[key] = follows
     _finish(obs, state)
     return obs
 

@@ -192,7 +192,9 @@ FORMATS: tuple[AppFormat, ...] = (
         "ollama-unsupported-old",
         "no-code-object",
         "is not supported by",
-        rf"amdgpu (?:\[\d+\] )?(?P<gfx>{GFX}) is not supported by \S+ \[(?P<supported>[^\]]*)\]",
+        # slog.Warn(fmt.Sprintf("amdgpu [%d] %s is not supported by %s %v", ...)): the list of targets is
+        # the last thing on the line, and pastes often cut the line inside it.
+        rf"amdgpu (?:\[\d+\] )?(?P<gfx>{GFX}) is not supported by \S+(?: \[(?P<supported>[^\]\"]*)\]?)?",
         "ollama's bundled ROCm libraries have no code for this GPU's target",
         SRC_OLLAMA_OLD,
         'msg="amdgpu [0] gfx1103 is not supported by /tmp/ollama2145067703/rocm [gfx1030 gfx1100]"',
@@ -375,7 +377,8 @@ ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\
 VISIBILITY = re.compile(
     r"\b(?P<var>ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|CUDA_VISIBLE_DEVICES)=(?P<value>[0-9][0-9,]*)\b"
 )
-OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION=\"?(?P<value>\d+\.\d+\.\d+)")
+# "=" as a shell or a unit file sets it; ":" as ollama's "server config" map prints it.
+OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION[=:]\"?(?P<value>\d+\.\d+\.\d+)")
 
 # Hosts with no amdgpu/KFD kernel driver at all: Windows (and WSL2, whose kernel is Microsoft's and
 # reaches the GPU through /dev/dxg), macOS. The WSL2 kernel release ends in "-microsoft-standard-WSL2".
@@ -384,6 +387,54 @@ FOREIGN_HOST = re.compile(
     r"|\bmacOS\b|\b[A-Z]:\\Users\\",
     re.IGNORECASE,
 )
+
+# The hosts among those that can never pass a host's /dev/kfd into a container, whatever is installed:
+# Docker Desktop runs its engine in a VM of its own (on Linux too), WSL2's kernel is Microsoft's, and a
+# Windows prompt (C:\Users\...) runs Docker Desktop. "Windows 10" alone may be another disk of a dual-boot PC.
+STRONG_FOREIGN = re.compile(r"\bDocker Desktop\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I)
+# /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list.
+KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b")
+# Prose that says a GPU is not supported ("the AMD 6700M GPU is not supported"). Users say it of ROCm's
+# libraries; the kernel's own wording ("... not supported in kfd") is read by the log rules instead.
+PROSE_UNSUPPORTED = re.compile(
+    r"\b(?:is|are|was|were)(?:n't| not| no longer)\s+(?:officially\s+|yet\s+)?supported\b"
+    r"(?!\s+(?:in|by)\s+(?:kfd|the kernel))",
+    re.I,
+)
+# Prose that says a user lacks the group that owns /dev/kfd ("was not in the render group").
+NOT_IN_GROUP = re.compile(
+    r"\b(?:is|was|are|were|am|'m)(?:n't| not)\s+(?:a\s+member\s+of|in|part\s+of|added\s+to)\s+(?:the\s+)?"
+    r"[`'\"]?(?P<group>render|video)[`'\"]?\s+group",
+    re.I,
+)
+# A kernel version named in prose: "kernel 6.8", "Linux 6.8.7", "6.8 Kernel", "6.5.0-14 kernel".
+PROSE_KERNEL = re.compile(
+    r"\b(?:kernel|linux)\s+v?(?P<a>\d\.\d{1,2})(?:\.\d+)?(?!\d|\.\d)"
+    r"|(?<![\d.])(?P<b>\d\.\d{1,2})(?:\.\d+)?(?:-[\w.]+)?\s+kernel\b",
+    re.I,
+)
+# HSA_OVERRIDE_GFX_VERSION=major.minor.stepping makes ROCr report that target for every GPU
+# (libhsakmt topology.c); the stepping is the last hex digit of the name (9.0.10 is gfx90a).
+OVERRIDE_VALUE = re.compile(r"(?P<major>\d{1,2})\.(?P<minor>\d)\.(?P<step>\d{1,2})")
+
+
+def override_target(value: str) -> str | None:
+    """The gfx target HSA_OVERRIDE_GFX_VERSION=value claims (10.3.0 -> gfx1030, 9.0.10 -> gfx90a)."""
+    m = OVERRIDE_VALUE.fullmatch(value)
+    if m is None or int(m["step"]) > 15:
+        return None
+    return f"gfx{int(m['major'])}{int(m['minor'])}{int(m['step']):x}"
+
+
+def gfx_major(gfx: str) -> int | None:
+    """The GFX generation of a target name: gfx803 -> 8, gfx90a -> 9, gfx1151 -> 11."""
+    digits = gfx[3:]
+    if len(digits) == 3 and digits[0].isdigit():
+        return int(digits[0])
+    if len(digits) == 4 and digits[:2].isdigit():
+        return int(digits[:2])
+    return None
+
 
 # GPUs named in prose. NVIDIA's brands; AMD's retail names map to gfx targets through LLVM's table
 # (llvm/docs/AMDGPUUsage.rst "Processors"), the source of every row below.
@@ -396,7 +447,7 @@ NVIDIA = re.compile(
     re.IGNORECASE,
 )
 # Searched in the lower-cased line (a case-insensitive pattern is slower on every line with "rx").
-RADEON_RX = re.compile(r"\b(?:radeon\s+)?rx[ -]?(?P<number>\d{3,4})(?:\s?(?:xtx|xt|gre|s|m))?\b")
+RADEON_RX = re.compile(r"\b(?:radeon\s+)?rx[ -]?(?P<number>\d{3,4})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
 RX_GFX: tuple[tuple[range, str], ...] = (
     (range(460, 600), "gfx803"),  # Polaris 10/11/12, Polaris 20/21/30 (RX 460-590)
     (range(5500, 5600), "gfx1012"),  # Navi 14
@@ -427,7 +478,22 @@ NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def rx_target(number: int) -> str | None:
+# Mobile names whose chip differs from the desktop card of the same number (pci.ids, as in
+# knowledge/generated.py: "Navi 22 [... 6800M/6850M XT]", "Navi 23 [Radeon RX 6650 XT / 6700S / 6800S]").
+RX_MOBILE_GFX: dict[tuple[range, str], str] = {
+    (range(6800, 6900), "m"): "gfx1031",  # RX 6800M, 6850M XT: Navi 22
+    (range(6700, 6900), "s"): "gfx1032",  # RX 6700S, 6800S: Navi 23
+}
+# A four-digit model after "AMD" or "Radeon" without "RX" ("my AMD 6700M", "Radeon 7900XTX"), searched in
+# the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits.
+AMD_NUMBER = re.compile(r"\b(?:amd|radeon)\s+(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
+
+
+def rx_target(number: int, suffix: str = "") -> str | None:
+    suffix = suffix.strip()[:1]
+    for (span, mobile), gfx in RX_MOBILE_GFX.items():
+        if suffix == mobile and number in span:
+            return gfx
     return next((gfx for span, gfx in RX_GFX if number in span), None)
 
 
@@ -440,4 +506,4 @@ BY_CUE: dict[str, tuple[int, ...]] = {
     cue: tuple(i for i, f in enumerate(FORMATS) if f.cue == cue) for cue in {f.cue for f in FORMATS}
 }
 
-__all__ = ["COMPILED", "CUES", "FORMATS", "AppFormat", "rx_target"]
+__all__ = ["COMPILED", "CUES", "FORMATS", "AppFormat", "gfx_major", "override_target", "rx_target"]
