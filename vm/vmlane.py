@@ -676,8 +676,15 @@ HOSTNAME = "kfdvm"
 RUN_FLAG = "vmlane.run"
 STAY_FLAG = "vmlane.stay"
 
-# Stage 1 only has to mount the root file system.
-STAGE1_MODULES: tuple[str, ...] = ("virtio_pci", "virtio_blk", "ext4")
+# Stage 1 mounts the root file system and loads the share's transport
+# (9pnet_virtio, 9p). Without them here, the 9p channel "host" exists only once
+# udev's coldplug has loaded 9pnet_virtio for the virtio-9p device, and
+# mnt-host.mount (no device unit to wait for: "host" is a tag, not a path)
+# races it. On a loaded host with amdgpu in modules-load.d (the `boot`
+# scenario's second boot) the mount lost that race and failed, and the runner,
+# which Requires= it, never started. Loaded here, the channel is there before
+# systemd starts; udev and the real root see the same modules loaded.
+STAGE1_MODULES: tuple[str, ...] = ("virtio_pci", "virtio_blk", "ext4", "9pnet_virtio", "9p")
 STAGE1_OPTIONAL: tuple[str, ...] = ("crc32c_generic",)  # ext4 metadata_csum
 STAGE1_APPLETS: tuple[str, ...] = (
     "sh",
