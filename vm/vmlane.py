@@ -770,11 +770,20 @@ ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 \
 %I $TERM
 """
 
+# The runner starts as soon as the share is mounted, not after sysinit.target:
+# with default dependencies it waited for systemd-modules-load (amdgpu, when a
+# scenario loads it at boot: minutes under TCG on a loaded host) before it
+# could print its start marker, and the host took the late marker for a guest
+# that did not boot. Its own bounded wait for the system (RUNNER_SCRIPT) then
+# covers the rest of the boot, and reports a boot that did not finish.
 RUNNER_UNIT = """[Unit]
 Description=vmlane scenario runner
 ConditionKernelCommandLine=vmlane.run
+DefaultDependencies=no
 Requires=mnt-host.mount
 After=mnt-host.mount
+Conflicts=shutdown.target
+Before=shutdown.target
 
 [Service]
 Type=simple
@@ -814,7 +823,9 @@ con() { echo "$*" >/dev/console; echo "$*"; }
 out() { tee -a "$share/result.txt" >/dev/console; }
 
 con "VMLANE-RUNNER-START boot=$boot uptime=$(up)"
-sys_state=$(timeout 240 systemctl is-system-running --wait 2>&1)
+# The runner starts early (DefaultDependencies=no): this waits for the rest of
+# the boot, at most as long as systemd-modules-load may take (MODULES_LOAD_DROPIN).
+sys_state=$(timeout 600 systemctl is-system-running --wait 2>&1)
 con "VMLANE-SYSTEM-STATE ${sys_state:-timeout} uptime=$(up)"
 con "vmlane: $(systemd-analyze time 2>&1 | head -n 1)"
 if [ "$sys_state" != running ]; then
