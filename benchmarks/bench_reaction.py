@@ -31,7 +31,7 @@ from typing import Any
 from benchmarks.baresvc import BENCH_NAME
 from benchmarks.bench_dbus import _wait_bare
 from benchmarks.common import Result, bus, machine, median, percentile, scratch, service
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 from kfdguard.service.backend import load
 from kfdguard.service.events import SETTLE
 from kfdguard.simulate import state

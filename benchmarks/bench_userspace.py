@@ -98,7 +98,7 @@ def build(root: Path, work: Path) -> list[Path]:
 
 
 def main() -> list[Result]:
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
     from kfdguard.userspace.probe import probe_software
 
     with scratch() as tmp:

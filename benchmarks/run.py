@@ -112,7 +112,7 @@ EXPLANATIONS = """
   against a Python interpreter that starts and exits. Everything before READY
   is on the display manager's path. The service imports only what the boot
   pass needs (asyncio, the D-Bus library and pyudev come after READY;
-  `tests/test_boot_path.py` fails if one creeps in), builds its records
+  `tests/service/test_boot_path.py` fails if one creeps in), builds its records
   without `dataclasses` (`kfdguard/record.py`; importing dataclasses and
   generating ~80 classes with `exec` was half the time) and runs the pass in
   a `_thread` rather than importing `threading`, skips the second look

@@ -349,7 +349,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
     from kfdguard.app import pipeline, usecases
     from kfdguard.app.triggers import Trigger
     from kfdguard.probe import probe
-    from kfdguard.report import fallback_json, fallback_text
+    from kfdguard.publish.report import fallback_json, fallback_text
 
     if args.record:
         return _fallback_record(args)
@@ -423,7 +423,7 @@ def cmd_enforce(args: argparse.Namespace) -> int:
     from kfdguard.app import pipeline
     from kfdguard.app.triggers import Trigger
     from kfdguard.enforce import EnforceReport
-    from kfdguard.report import enforce_json, enforce_text
+    from kfdguard.publish.report import enforce_json, enforce_text
     from kfdguard.verdict import EXIT_CODES, State
 
     opened = _open(args)
@@ -518,7 +518,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         args.root = args.file
         return cmd_check(args, full=True)
     from kfdguard.diagnose import diagnose_text
-    from kfdguard.report import text_diagnosis_json, text_diagnosis_text
+    from kfdguard.publish.report import text_diagnosis_json, text_diagnosis_text
 
     if args.root or args.machine:
         print("kfdguard: diagnose FILE reads text; --root and --machine apply without FILE", file=sys.stderr)
@@ -550,8 +550,8 @@ EX_UNAVAILABLE = 69
 
 
 def cmd_client(args: argparse.Namespace) -> int:
-    from kfdguard.client import ServiceError, call
-    from kfdguard.report import findings_from_bus, status_text
+    from kfdguard.publish.client import ServiceError, call
+    from kfdguard.publish.report import findings_from_bus, status_text
 
     member = {"status": "GetStatus", "reload": "Reload", "access": "CheckAccess", "diagnose": "Diagnose"}[args.command]
     try:
@@ -586,13 +586,13 @@ def cmd_client(args: argparse.Namespace) -> int:
         return 0
     findings = findings_from_bus(body[0])
     if args.json:
-        from kfdguard.report import finding_json
+        from kfdguard.publish.report import finding_json
 
         print(
             json.dumps({"schema_version": _schema_version(), "findings": [finding_json(f) for f in findings]}, indent=2)
         )
     else:
-        from kfdguard.report import render_findings
+        from kfdguard.publish.report import render_findings
 
         lines = ["kfdguard diagnose (from the service)", "", *render_findings(findings), ""]
         sys.stdout.write("\n".join(lines))
@@ -600,7 +600,7 @@ def cmd_client(args: argparse.Namespace) -> int:
 
 
 def _schema_version() -> str:
-    from kfdguard.report import SCHEMA_VERSION
+    from kfdguard.publish.report import SCHEMA_VERSION
 
     return SCHEMA_VERSION
 
@@ -613,7 +613,7 @@ VISIBILITY_VARIABLES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VIS
 def _access(args: argparse.Namespace) -> int:
     """kfdguard access: CheckAccessWithEnvironment with this shell's visibility variables, or CheckAccess
     from a service that predates it (UnknownMethod)."""
-    from kfdguard.client import ServiceError, call
+    from kfdguard.publish.client import ServiceError, call
 
     env = {name: os.environ[name] for name in VISIBILITY_VARIABLES if name in os.environ}
     visible: bool | None = None
@@ -639,7 +639,7 @@ def _access(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace, *, full: bool = False) -> int:
     from kfdguard.app import pipeline, usecases
     from kfdguard.app.triggers import Trigger
-    from kfdguard.report import to_json, to_text
+    from kfdguard.publish.report import to_json, to_text
     from kfdguard.verdict import EXIT_CODES, State
 
     opened = _open(args)

@@ -13,8 +13,8 @@ import marshal
 import os
 import re
 
+from kfdguard.host.root import FLEET_CDI, FLEET_NFD, FLEET_TEXTFILE
 from kfdguard.record import dataclass, field
-from kfdguard.root import FLEET_CDI, FLEET_NFD, FLEET_TEXTFILE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -498,7 +498,7 @@ def _read_cache(cache: Path | None) -> tuple[bytes, Config] | None:
 def _write_cache(cache: Path | None, raw: bytes, config: Config) -> None:
     if cache is None:
         return
-    from kfdguard.files import atomic_write
+    from kfdguard.host.files import atomic_write
 
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)

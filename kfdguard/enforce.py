@@ -13,11 +13,12 @@ import errno
 import os
 import time
 
-from kfdguard import files, log
+from kfdguard import log
 from kfdguard.config import Config
+from kfdguard.host import files
+from kfdguard.host.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, SERVICE_WRITABLE_ETC, UDEV_DIR, Root
 from kfdguard.knowledge.distros import Distribution, detect, initramfs_step
 from kfdguard.record import dataclass
-from kfdguard.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, SERVICE_WRITABLE_ETC, UDEV_DIR, Root
 from kfdguard.verdict import Action, Finding, Severity
 
 TYPE_CHECKING = False
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.facts import Facts
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 INITRAMFS_TIMEOUT = 300.0

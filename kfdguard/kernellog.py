@@ -32,7 +32,7 @@ PREFILTER = re.compile(
     r"unsigned module|unavailable key|PKCS#7|Key was rejected|Required key not"
 )
 # A coarser alternation than PREFILTER, searched over the whole text of a big log: every PREFILTER
-# match contains one of these (tests/test_kernellog.py checks the cover). Short alternatives with
+# match contains one of these (tests/unit/test_kernellog.py checks the cover). Short alternatives with
 # few distinct first characters let the regular expression engine skip most positions after one
 # character test; measured on a generated 1 M-line log, searching the text with it costs about 2.6x
 # splitting the text into lines, where PREFILTER per line cost 7x. Candidate lines are confirmed

@@ -12,7 +12,7 @@ so mypy checks constructors, frozenness and ``replace`` exactly as before. The
 runtime supports the subset kfdguard uses: ``frozen``, ``slots``, defaults,
 ``field(default=...)``, ``field(default_factory=...)``, ``__post_init__``,
 inheritance of fields, equality, hashing of frozen records, ``repr``,
-``replace`` and ``asdict``. ``tests/test_record.py`` holds it to the
+``replace`` and ``asdict``. ``tests/unit/test_record.py`` holds it to the
 behaviour of ``dataclasses`` on each of these.
 """
 

@@ -44,7 +44,7 @@ def rendered_machines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
 
 @pytest.fixture(scope="session")
 def machine_facts(rendered_machines: dict[str, Path]) -> dict[str, Facts]:
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
     return {name: probe(SimulatedSystem(Root(path))) for name, path in rendered_machines.items()}
 

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from kfdguard.access import NodeStat, check_rw
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 from kfdguard.simulate.state import read_devices, sim_dir
 
 _CLASSES = {0x0300: "VGA compatible controller", 0x0380: "Display controller", 0x0302: "3D controller"}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 from kfdguard.simulate import bundled, state
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import MachineSpec

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 from kfdguard.simulate import bundled, state
 from kfdguard.simulate.render import RENDER_GID, render
 from kfdguard.simulate.spec import UserSpec

@@ -17,7 +17,7 @@ from kfdguard.app.triggers import Trigger
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.app.pipeline import ConfigSource, Outcome
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 
 def enforce(system: System, config: ConfigSource) -> tuple[Outcome, runstate.RunRecord]:

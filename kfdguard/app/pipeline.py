@@ -10,9 +10,9 @@ service's ``--no-enforce``).
 
 from __future__ import annotations
 
-from kfdguard import files
 from kfdguard.app.triggers import Trigger, policy
 from kfdguard.config import LoadedConfig, load_config
+from kfdguard.host import files
 from kfdguard.record import dataclass
 from kfdguard.verdict import Finding, Severity
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kfdguard.config import Config, ConfigError
     from kfdguard.enforce import Enforcer, EnforceReport
     from kfdguard.facts import Facts
-    from kfdguard.system import System
+    from kfdguard.host.system import System
     from kfdguard.verdict import Verdict
 
 LOCK_TIMEOUT = 30.0

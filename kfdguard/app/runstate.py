@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
 VERSION = 1
 KINDS = ("enforce", "fallback-apply", "fallback-clear")
@@ -86,7 +86,7 @@ def write(root: Root, record: RunRecord) -> Path:
     """Write the record atomically (mode 0644: the resident service reads it as another user)."""
     import json
 
-    from kfdguard.files import atomic_write
+    from kfdguard.host.files import atomic_write
 
     if record.kind not in KINDS:
         raise ValueError(f"unknown run kind {record.kind!r}")

@@ -5,20 +5,20 @@ rendered simulated machine) or a bundled simulated machine. Everything the rest 
 needs to know about the choice travels in ``Target``: the ``System`` that
 answers, where device events come from, and whether acting on it needs
 root. This is the only module outside ``kfdguard.simulate`` that imports it
-(``tests/test_layout.py`` holds that); the service and the pipeline run
+(``tests/system/test_layout.py`` holds that); the service and the pipeline run
 unmodified over whichever System they are given.
 """
 
 from __future__ import annotations
 
+from kfdguard.host.root import Root
 from kfdguard.record import dataclass
-from kfdguard.root import Root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import tempfile
 
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 
 class TargetError(ValueError):
@@ -91,7 +91,7 @@ def service_target(root: str | None) -> Target:
 
 
 def _host() -> Target:
-    from kfdguard.system import RealSystem
+    from kfdguard.host.system import RealSystem
 
     return Target(RealSystem(Root()), None)
 
@@ -110,7 +110,7 @@ def _directory(root: Root) -> Target:
         except SnapshotError as exc:
             raise TargetError(str(exc)) from None
     if not state.is_simulated(root):
-        from kfdguard.system import RealSystem
+        from kfdguard.host.system import RealSystem
 
         return Target(RealSystem(root), None)
     from kfdguard.simulate.system import SimulatedSystem

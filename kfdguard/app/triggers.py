@@ -60,7 +60,7 @@ def fold(pending: Trigger | None, new: Trigger) -> Trigger:
         return pending
     if POLICIES[new].covers(POLICIES[pending]):
         return new
-    # The table keeps the policies in one order (tests/test_app_pipeline.py checks it);
+    # The table keeps the policies in one order (tests/unit/app/test_app_pipeline.py checks it);
     # should a row ever break it, acting and reloading is the side that loses nothing.
     return Trigger.SIGHUP
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kfdguard.app.pipeline import ConfigSource, Outcome
     from kfdguard.facts import Facts
     from kfdguard.fallback.apply import Outcome as FallbackOutcome
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 
 def reload(system: System, config: ConfigSource, trigger: Trigger, *, may_repair: bool = True) -> Outcome:

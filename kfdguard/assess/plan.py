@@ -10,10 +10,10 @@ from __future__ import annotations
 from kfdguard import __version__
 from kfdguard.assess.context import Context
 from kfdguard.facts import ModprobeDirective
-from kfdguard.files import GENERATED
+from kfdguard.host.files import GENERATED
+from kfdguard.host.root import MODPROBE_CONF, MODPROBE_D, MODULES_FILES, UDEV_RULE
 from kfdguard.knowledge.params import BOGUS, KFD_PARAMS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
-from kfdguard.root import MODPROBE_CONF, MODPROBE_D, MODULES_FILES, UDEV_RULE
 from kfdguard.verdict import Action
 
 # Files kfdguard may repair when module.repair is on; package-owned files under

@@ -19,13 +19,13 @@ import time
 from kfdguard import log
 from kfdguard.facts import Attempt, Facts, History
 from kfdguard.fallback.policy import Recommendation, fingerprint
-from kfdguard.files import remove_stale_temporaries
+from kfdguard.host.files import remove_stale_temporaries
+from kfdguard.host.root import VOLUME_DEVICES
 from kfdguard.record import dataclass, replace
-from kfdguard.root import VOLUME_DEVICES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 TOOL_TIMEOUT = 30.0
 UNWRITABLE_FS = frozenset({"btrfs", "zfs", "xfs", "squashfs", "overlay", "nfs", "nfs4", "cifs", "tmpfs", "fuse"})

@@ -17,8 +17,8 @@ compares each spec with the Facts and returns ``cdi-spec-stale`` findings.
 
 from __future__ import annotations
 
+from kfdguard.host.root import CDI_DIRS, DRI_DIR
 from kfdguard.record import dataclass
-from kfdguard.root import CDI_DIRS, DRI_DIR
 from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kfdguard.config import FleetConfig
     from kfdguard.facts import Facts
     from kfdguard.health.tracker import GpuHealth
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
     from kfdguard.service.core import Service
     from kfdguard.service.status import Status
     from kfdguard.verdict import Verdict
@@ -75,7 +75,7 @@ def write(
 def _write_one(root: Root, output: str, shown: str, text: str | None) -> Written:
     """Write ``text`` to the file; None: nothing may be offered now (kfdguard's CDI spec without a GPU
     that computes), so a file written earlier is removed rather than left handing out broken nodes."""
-    from kfdguard.files import atomic_write
+    from kfdguard.host.files import atomic_write
 
     try:
         path = root.join(shown)

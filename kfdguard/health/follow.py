@@ -59,7 +59,7 @@ class JournalFollower:
 
     def _drain(self) -> None:
         self.scheduled = False
-        from kfdguard.system import journal_line
+        from kfdguard.host.system import journal_line
 
         for _ in range(BATCH):
             try:

@@ -24,7 +24,7 @@ class Param:
     minimum: int | None
     maximum: int | None
     # declared with module_param_unsafe (setting it taints the kernel): none of these is, in
-    # the amdgpu_drv.c of 5.10, 6.1 and 6.12 (tests/test_knowledge_sources.py reads the sources).
+    # the amdgpu_drv.c of 5.10, 6.1 and 6.12 (tests/unit/knowledge/test_knowledge_sources.py reads the sources).
     unsafe: bool
     runtime: bool  # 0644: can be changed through sysfs while loaded
     breaks_kfd: bool  # an invalid value makes kfd_init() fail: no /dev/kfd at all

@@ -23,7 +23,7 @@ from kfdguard.probe.system_info import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 
 def probe(

@@ -6,6 +6,7 @@ import re
 from functools import cmp_to_key
 
 from kfdguard.facts import Attempt, BootEntry, BootloaderFacts, History, InstalledKernel, KernelRecord
+from kfdguard.host.root import BOOT_DIR
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.osrelease import parse_os_release
@@ -13,7 +14,6 @@ from kfdguard.probe import bootspec
 from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
-from kfdguard.root import BOOT_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import errno
 
 from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, TopologyNode
+from kfdguard.host.system import KfdIoctlError
 from kfdguard.parsers.topology import parse_int, parse_properties
 from kfdguard.probe.reader import Reader
-from kfdguard.system import KfdIoctlError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 # PCI base classes amdgpu binds: display (0x03) and processing accelerator
 # (0x12, Instinct MI300/MI350): the aliases of Debian 13's 6.12 amdgpu.ko

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from kfdguard.facts import KernelLog, LogEvent
+from kfdguard.host.system import LogUnavailable
 from kfdguard.probe.reader import Reader
-from kfdguard.system import LogUnavailable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 FILE_LIMIT = 64 << 20
 

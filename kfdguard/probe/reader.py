@@ -6,7 +6,7 @@ import os
 import stat
 
 from kfdguard.facts import Problem
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

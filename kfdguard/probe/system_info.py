@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 # depmod's default search order on Debian/Ubuntu/Fedora: out-of-tree builds
 # (DKMS installs into updates/, some vendors into extra/) win over the kernel's own.

@@ -2,7 +2,7 @@
 
 They must match the shipped files: ``dbus/org.kfdguard.Guardian1.conf``
 (bus policy), ``.service`` (activation), ``.xml`` (the interface) and
-``polkit/org.kfdguard.policy`` (actions); ``tests/test_integration_files.py``
+``polkit/org.kfdguard.policy`` (actions); ``tests/system/test_integration_files.py``
 reads those files and compares.
 """
 

@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from kfdguard.config import load_config
+    from kfdguard.host.root import CONFIG_FILE, READY_MARKER, Root
+    from kfdguard.host.system import RealSystem
     from kfdguard.readiness import marker
     from kfdguard.readiness.condition import normal_slot
     from kfdguard.readiness.wait import Want, wait
-    from kfdguard.root import CONFIG_FILE, READY_MARKER, Root
-    from kfdguard.system import RealSystem
 
     if args.timeout is not None and (not math.isfinite(args.timeout) or args.timeout < 0):
         print("kfdguard: --timeout takes a number of seconds, 0 or more", file=sys.stderr)

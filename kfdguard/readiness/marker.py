@@ -24,8 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from kfdguard.host.system import System
     from kfdguard.service.status import Status
-    from kfdguard.system import System
 
 MARKER_LIMIT = 64 << 10
 _SAFE = re.compile(r"[^\x20-\x7e]")
@@ -86,8 +86,8 @@ def wanted(state: str, devices: list[tuple[str, bool, str]], summary: str, requi
 
 def publish(system: System, marker: Marker | None, previous: Marker | None) -> str | None:
     """Write or remove the marker; returns a problem text, never raises. ``since`` survives rewrites."""
-    from kfdguard.files import atomic_write
-    from kfdguard.root import READY_MARKER
+    from kfdguard.host.files import atomic_write
+    from kfdguard.host.root import READY_MARKER
 
     path = system.root.join(READY_MARKER)
     try:
@@ -104,8 +104,8 @@ def publish(system: System, marker: Marker | None, previous: Marker | None) -> s
 
 
 def read(system: System) -> Marker | None:
+    from kfdguard.host.root import READY_MARKER
     from kfdguard.probe.reader import Reader
-    from kfdguard.root import READY_MARKER
 
     text = Reader(system.root).text(system.root.join(READY_MARKER), limit=MARKER_LIMIT)
     return None if text is None else parse(text)

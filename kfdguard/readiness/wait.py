@@ -57,7 +57,7 @@ class Want:
 
 
 async def _bus_wait(bus: Any, b: Any, want: Want, deadline: float, start: float) -> Outcome:
-    from kfdguard.client import _plain
+    from kfdguard.publish.client import _plain
 
     loop = asyncio.get_running_loop()
     changed = asyncio.Event()

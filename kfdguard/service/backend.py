@@ -69,7 +69,7 @@ class _HeaderFields:
     dbus-next 0.2.3 raises ValueError on one and drops the connection. dbus-daemon removes unknown
     fields before relaying a message, dbus-broker (Fedora's and Arch's system bus) relays them: with
     it, one message from any local user ended the service (found running the fuzzer on dbus-broker;
-    tests/test_backend_headers.py fails the day dbus-next copes by itself).
+    tests/service/test_backend_headers.py fails the day dbus-next copes by itself).
     """
 
     def __init__(self, enum: Any) -> None:

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from kfdguard.app.pipeline import ConfigSource
     from kfdguard.config import LoadedConfig
     from kfdguard.facts import Facts
+    from kfdguard.host.system import System
     from kfdguard.service.privsep import Privsep
-    from kfdguard.system import System
     from kfdguard.verdict import Verdict
 
 

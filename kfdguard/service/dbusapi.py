@@ -402,7 +402,7 @@ def _no_arguments(msg: Any) -> None:
 
 def _machine_id() -> str | None:
     """The host's D-Bus machine id (the host the bus runs on, whatever machine is checked)."""
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
     host = Root()
     for path in (host.etc / "machine-id", host.var_lib / "dbus" / "machine-id"):

@@ -21,8 +21,8 @@ import errno
 
 from kfdguard import log
 from kfdguard.app import runstate
+from kfdguard.host.system import KfdIoctlError, System
 from kfdguard.record import replace
-from kfdguard.system import KfdIoctlError, System
 from kfdguard.verdict import Severity
 
 TYPE_CHECKING = False
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.access import NodeStat
-    from kfdguard.root import Root
-    from kfdguard.runner import RunResult
+    from kfdguard.host.root import Root
+    from kfdguard.host.runner import RunResult
     from kfdguard.service.starter import ChildStarter, SystemdStarter
     from kfdguard.service.status import Status
 
@@ -45,7 +45,7 @@ RUN_FAILED = "enforce-run-failed"
 
 
 class Privsep:
-    """Built before READY (no asyncio yet: tests/test_boot_path.py); the loop gives it its starter."""
+    """Built before READY (no asyncio yet: tests/service/test_boot_path.py); the loop gives it its starter."""
 
     def __init__(self, starter_kind: str, root: Root, timeout: float = RUN_TIMEOUT) -> None:
         self.starter_kind = starter_kind  # "systemd" or "child": the command line's choice

@@ -14,7 +14,7 @@ looking at the machine:
   subprocess runner.
 
 ``COMMANDS`` is what each unit's ExecStart runs after ``/usr/bin/python3 -I -m kfdguard``;
-tests/test_privsep_service.py holds the units to it.
+tests/service/test_privsep_service.py holds the units to it.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class ChildStarter:
 
     async def start(self, kind: str, timeout: float) -> Started:
         import kfdguard
-        from kfdguard.runner import Runner
+        from kfdguard.host.runner import Runner
 
         # The same kfdguard as this process, whatever the runner's clean environment says.
         top = os.path.dirname(os.path.dirname(os.path.abspath(kfdguard.__file__)))

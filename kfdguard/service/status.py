@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.config import SoftwareConfig
     from kfdguard.fallback.policy import Recommendation
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
     from kfdguard.service.core import PassResult
 
 

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
 DEBIAN12 = OsSpec("debian", "12", "Debian GNU/Linux 12 (bookworm)")
 UBUNTU2404 = OsSpec("ubuntu", "24.04", "Ubuntu 24.04.1 LTS", ("debian",))

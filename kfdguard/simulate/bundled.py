@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 from kfdguard.simulate.render import render
 from kfdguard.simulate.spec import MachineSpec, SpecError, spec_from_dict
 

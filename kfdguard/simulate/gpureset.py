@@ -26,7 +26,7 @@ from kfdguard.simulate.kernel import ERROR, INFO, SimKernel
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
 RING = "gfx_0.0.0"
 

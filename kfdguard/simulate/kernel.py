@@ -13,9 +13,9 @@ import os
 import zlib
 
 from kfdguard.access import AclEntry, NodeStat
+from kfdguard.host.root import Root
 from kfdguard.probe.system_info import parse_release
 from kfdguard.record import dataclass
-from kfdguard.root import Root
 from kfdguard.simulate import hardware, state
 from kfdguard.simulate import modprobe as modprobe_model
 from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
@@ -166,7 +166,7 @@ class SimKernel:
 
     def kmod_config(self) -> modprobe_model.KmodConfig:
         """modprobe.d and the kernel command line, read by the simulator's own kmod model (simulate/modprobe.py),
-        not by kfdguard's parser: the two are held against real kmod by tests/test_simulate_modprobe.py."""
+        not by kfdguard's parser: the two are held against real kmod by tests/unit/simulate/test_simulate_modprobe.py."""
         return modprobe_model.read_config(self.root.path, (self.root.proc / "cmdline").read_text())
 
     def options_for(self, module: str, extra: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@
 Written from kmod's libkmod-config.c (kmod 30, Debian 12) and the kernel's
 kernel/params.c, **not** on top of kfdguard's parsers (kfdguard/parsers/
 modprobe.py): a simulator that read modprobe.d through the code under test
-would agree with it about every bug they share. tests/test_simulate_modprobe.py
+would agree with it about every bug they share. tests/unit/simulate/test_simulate_modprobe.py
 holds both against real kmod (``modprobe -c``) on the same files.
 
 What kmod does, in short:

@@ -8,8 +8,8 @@ import re
 import shutil
 from pathlib import Path
 
+from kfdguard.host.root import Root
 from kfdguard.record import asdict
-from kfdguard.root import Root
 from kfdguard.simulate import state
 from kfdguard.simulate.bootloader import MenuEntry
 from kfdguard.simulate.elfmod import FakeModule, build_elf, encode, suffix

@@ -12,7 +12,7 @@ import os
 import stat
 
 from kfdguard.access import AclEntry, NodeStat
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 
 SIM_DIR = ".kfdguard-sim"
 UEVENT_FIFO = "uevent.fifo"  # the simulated machine's udev monitor: lines "ACTION SUBSYSTEM NAME [KEY=VALUE...]"

@@ -8,11 +8,11 @@ import os
 from collections.abc import Callable
 
 from kfdguard.access import NodeStat
-from kfdguard.root import Root
-from kfdguard.runner import Runner, RunResult
+from kfdguard.host.root import Root
+from kfdguard.host.runner import Runner, RunResult
+from kfdguard.host.system import KfdIoctlError, LogUnavailable, System, journal_line
 from kfdguard.simulate import state
 from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, OsSpec, UdevSpec, UserSpec
-from kfdguard.system import KfdIoctlError, LogUnavailable, System, journal_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class SimulatedSystem(System):
 
     def add_to_group(self, user: str, group: str, timeout: float) -> RunResult:
         """What gpasswd -a does, on the simulated /etc/group."""
-        from kfdguard.files import atomic_write
+        from kfdguard.host.files import atomic_write
 
         args = ("gpasswd", "-a", user, group)
         self._record(args)
@@ -217,7 +217,7 @@ class SimulatedSystem(System):
         verb = args[1] if len(args) > 1 else ""
         if verb not in variables:
             return RunResult(args, 1, stderr=f"bootctl: simulated bootctl does not know '{verb}'\n")
-        from kfdguard.files import atomic_write
+        from kfdguard.host.files import atomic_write
         from kfdguard.simulate.bootloader import efi_value
         from kfdguard.simulate.kernel import LOADER_GUID
 

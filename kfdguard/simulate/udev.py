@@ -14,8 +14,8 @@ from __future__ import annotations
 import fnmatch
 import os
 
+from kfdguard.host.root import Root
 from kfdguard.record import dataclass
-from kfdguard.root import Root
 
 RULES_DIRS = ("etc/udev/rules.d", "run/udev/rules.d", "usr/lib/udev/rules.d", "lib/udev/rules.d")
 _MATCH = {"SUBSYSTEM", "KERNEL", "ACTION"}

@@ -13,8 +13,8 @@ import errno
 import os
 import stat
 
+from kfdguard.host.system import KfdIoctlError, LogUnavailable, System
 from kfdguard.probe.reader import Reader
-from kfdguard.system import KfdIoctlError, LogUnavailable, System
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.access import NodeStat
-    from kfdguard.root import Root
-    from kfdguard.runner import RunResult
+    from kfdguard.host.root import Root
+    from kfdguard.host.runner import RunResult
 
 # What a path was when the probe looked at it.
 FILE, DIR, LINK, FIFO, ABSENT, OTHER = "file", "dir", "link", "fifo", "absent", "other"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.root import ACCOUNTS_FILE, CONFIG_FILE, GROUP_FILE
+from kfdguard.host.root import ACCOUNTS_FILE, CONFIG_FILE, GROUP_FILE
 
 FIRST_PERSON_ID = 1000
 NOBODY_ID = 65534

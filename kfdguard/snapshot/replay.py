@@ -5,16 +5,16 @@ from __future__ import annotations
 import errno
 
 from kfdguard.access import AclEntry, NodeStat
-from kfdguard.runner import RunResult
+from kfdguard.host.runner import RunResult
+from kfdguard.host.system import KfdIoctlError, LogUnavailable, System
 from kfdguard.snapshot.bundle import Fields, SnapshotError, read_manifest, strings
-from kfdguard.system import KfdIoctlError, LogUnavailable, System
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
 
 NODE_KINDS = ("char", "block", "file", "dir", "other")
 ACL_TAGS = ("user", "group", "group_obj", "mask", "user_obj", "other")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from kfdguard.config import SoftwareConfig
     from kfdguard.facts import Facts
-    from kfdguard.system import System
+    from kfdguard.host.system import System
 
 __all__ = ["Snapshot", "take"]
 

@@ -1,6 +1,6 @@
 """Find the installed compute stacks under a Root, with the targets each carries and the environment that matters.
 
-Read-only and bounded: only the known places of kfdguard.root's SOFTWARE_*
+Read-only and bounded: only the known places of kfdguard.host.root's SOFTWARE_*
 constants and the paths the caller names are looked at; each library's
 targets come from kfdguard.userspace.scan (section headers and bundle
 tables, Tensile file names). Never raises: what cannot be read is a Problem.
@@ -13,8 +13,7 @@ import re
 import shlex
 
 from kfdguard.facts import Problem
-from kfdguard.probe.reader import Reader
-from kfdguard.root import (
+from kfdguard.host.root import (
     DPKG_STATUS,
     LD_SO_CONF,
     LD_SO_CONF_D,
@@ -28,6 +27,7 @@ from kfdguard.root import (
     SYSTEMD_UNIT_DIRS,
     Root,
 )
+from kfdguard.probe.reader import Reader
 from kfdguard.userspace.model import ENV_NAMES, Component, EnvSetting, SoftwareFacts, Stack, override_node, wanted_env
 from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
 

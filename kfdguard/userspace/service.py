@@ -8,7 +8,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.config import SoftwareConfig
     from kfdguard.facts import Facts
-    from kfdguard.root import Root
+    from kfdguard.host.root import Root
     from kfdguard.verdict import Verdict
 
 

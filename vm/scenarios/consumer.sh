@@ -106,7 +106,7 @@ sleep 3 # its AddMatch and first GetStatus, under TCG
 python3 -I -c '
 import sys
 from pathlib import Path
-from kfdguard.root import Root
+from kfdguard.host.root import Root
 from kfdguard.simulate import state
 from kfdguard.simulate.system import SimulatedSystem
 root = Root(Path(sys.argv[1]))
