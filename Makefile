@@ -311,15 +311,21 @@ SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consume
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty runs every row. Every row runs SCENARIOS (a row with `only` keeps the
 # scenarios whose header names it, e.g. "# vmlane: bus"). make test runs the
-# bookworm row: the trixie rows do not pass yet on this 2-CPU machine under
-# load (the second boot of `boot` never starts its runner; vm/README.md), and
-# a lane that fails for the machine's load would hide the failures that
-# matter. All rows: make test-system VM_GUESTS=
+# bookworm row only. Time would allow all rows on CI (its whole make test took
+# 22.5 min with this row; the two trixie rows cost about 1.4-1.8x a bookworm row,
+# so ~45-50 min of the 90), but not with room on the 2-CPU development machine
+# (33 min there, ~65-75 min with them), and not every trixie chain has passed
+# since the stage-1/runner fix, and trixie-broker's users fails on a kfdguard bug
+# (dbus-broker 37; vm/README.md, "Two releases"): flip this to
+# empty once `make test-system VM_GUESTS=` has passed whole. All rows:
+# make test-system VM_GUESTS=
 VM_GUESTS ?= bookworm
 
-# A guest's wall limit (it catches a hung guest): a chain of four scenarios took
-# 366-423 s on 2 CPUs with the load of other builds, over vmlane's 420 s default.
-GUEST_TIMEOUT ?= 600
+# A guest's wall limit, all its boots (it catches a hung guest): a chain of four
+# scenarios took 366-423 s on 2 CPUs with the load of other builds, over vmlane's
+# 420 s default; on trixie at load 9-10, faults+fallback+seed-advice (3 boots) ran
+# past 600 s in its second boot (faults 244 s, fallback 142 s), so twice that.
+GUEST_TIMEOUT ?= 1200
 # What the lane (clean-room .deb, lintian, previous release, images, the guests
 # of every row) is reported against; CI's whole budget is 90 minutes, and the
 # three rows are estimated at ~14 min cold on an unloaded 2-CPU machine

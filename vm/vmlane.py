@@ -676,8 +676,15 @@ HOSTNAME = "kfdvm"
 RUN_FLAG = "vmlane.run"
 STAY_FLAG = "vmlane.stay"
 
-# Stage 1 only has to mount the root file system.
-STAGE1_MODULES: tuple[str, ...] = ("virtio_pci", "virtio_blk", "ext4")
+# Stage 1 mounts the root file system and loads the share's transport
+# (9pnet_virtio, 9p). Without them here, the 9p channel "host" exists only once
+# udev's coldplug has loaded 9pnet_virtio for the virtio-9p device, and
+# mnt-host.mount (no device unit to wait for: "host" is a tag, not a path)
+# races it. On a loaded host with amdgpu in modules-load.d (the `boot`
+# scenario's second boot) the mount lost that race and failed, and the runner,
+# which Requires= it, never started. Loaded here, the channel is there before
+# systemd starts; udev and the real root see the same modules loaded.
+STAGE1_MODULES: tuple[str, ...] = ("virtio_pci", "virtio_blk", "ext4", "9pnet_virtio", "9p")
 STAGE1_OPTIONAL: tuple[str, ...] = ("crc32c_generic",)  # ext4 metadata_csum
 STAGE1_APPLETS: tuple[str, ...] = (
     "sh",
@@ -763,11 +770,20 @@ ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 \
 %I $TERM
 """
 
+# The runner starts as soon as the share is mounted, not after sysinit.target:
+# with default dependencies it waited for systemd-modules-load (amdgpu, when a
+# scenario loads it at boot: minutes under TCG on a loaded host) before it
+# could print its start marker, and the host took the late marker for a guest
+# that did not boot. Its own bounded wait for the system (RUNNER_SCRIPT) then
+# covers the rest of the boot, and reports a boot that did not finish.
 RUNNER_UNIT = """[Unit]
 Description=vmlane scenario runner
 ConditionKernelCommandLine=vmlane.run
+DefaultDependencies=no
 Requires=mnt-host.mount
 After=mnt-host.mount
+Conflicts=shutdown.target
+Before=shutdown.target
 
 [Service]
 Type=simple
@@ -807,7 +823,9 @@ con() { echo "$*" >/dev/console; echo "$*"; }
 out() { tee -a "$share/result.txt" >/dev/console; }
 
 con "VMLANE-RUNNER-START boot=$boot uptime=$(up)"
-sys_state=$(timeout 240 systemctl is-system-running --wait 2>&1)
+# The runner starts early (DefaultDependencies=no): this waits for the rest of
+# the boot, at most as long as systemd-modules-load may take (MODULES_LOAD_DROPIN).
+sys_state=$(timeout 600 systemctl is-system-running --wait 2>&1)
 con "VMLANE-SYSTEM-STATE ${sys_state:-timeout} uptime=$(up)"
 con "vmlane: $(systemd-analyze time 2>&1 | head -n 1)"
 if [ "$sys_state" != running ]; then
@@ -1413,6 +1431,8 @@ class Attempt:
     system_state: str = ""
     wall_s: float = 0.0
     boots: int = 0
+    attempt: int = 1  # 2: the first attempt was an infrastructure failure (retried once)
+    retried_because: str = ""  # that first attempt's infra_reason
 
     @property
     def infra_failure(self) -> bool:
@@ -1653,11 +1673,14 @@ def run_lane(args: argparse.Namespace) -> tuple[int, Attempt]:
             f"{len(debs)} .deb, timeout {args.timeout} s (test.sh {guest_timeout} s)"
         )
         att = Attempt()
+        first_reason = ""
         for attempt in (1, 2):
             if attempt == 2:
+                first_reason = att.infra_reason
                 clear_outputs(share)
                 log("infrastructure failure: retrying once")
             att = run_attempt(cache, share, args, accel, cmdline)
+            att.attempt, att.retried_because = attempt, first_reason
             log(f"attempt {attempt}: {describe(att)}")
             if not att.infra_failure:
                 break
@@ -1728,6 +1751,9 @@ class ScenarioResult:
     guest_s: float = 0.0  # time inside the guest, all its boots
     boots: int = 0
     tap: list[str] = dataclasses.field(default_factory=list)
+    # Why its guest's first attempt failed, when the result is the retry's: a
+    # guest that had to be booted twice is reported as such, not as a clean pass.
+    retried_because: str = ""
 
     @property
     def passed(self) -> int:
@@ -1923,6 +1949,7 @@ class GuestRun:
     status: int
     boots: int
     wall_s: float
+    retried_because: str = ""  # non-empty: the first attempt was an infrastructure failure
 
 
 def run_chain(
@@ -1955,6 +1982,7 @@ def run_chain(
     chain_results = split_chain(share / "result.txt", [p.stem for p in chain], label)
     for r in chain_results:
         r.guest = guest.name
+        r.retried_because = att.retried_because
         if r.status is None:
             r.status = status if status != 0 else EXIT_NO_STATUS
         print("\n".join(f"{guest.name}/{r.name}| {ln}" for ln in r.tap))
@@ -1965,11 +1993,12 @@ def run_chain(
         )
     if any(r.verdict != "PASS" for r in chain_results) or status != 0:
         print_service_journal(share, args.tail)
+    retry = f", second attempt (the first: {att.retried_because})" if att.attempt > 1 else ""
     print(
-        f"======== {guest.name} {label}: exit {status}, {att.boots} boot(s), {fmt_s(wall)} ========",
+        f"======== {guest.name} {label}: exit {status}, {att.boots} boot(s){retry}, {fmt_s(wall)} ========",
         flush=True,
     )
-    return GuestRun(guest.name, label, status, att.boots, wall), chain_results
+    return GuestRun(guest.name, label, status, att.boots, wall, att.retried_because), chain_results
 
 
 def matrix_cell(result: ScenarioResult | None) -> str:
@@ -1977,7 +2006,9 @@ def matrix_cell(result: ScenarioResult | None) -> str:
         return "-"
     if result.verdict != "PASS":
         return "FAIL"
-    return f"TODO {result.todo}" if result.todo else "pass"
+    cell = f"TODO {result.todo}" if result.todo else "pass"
+    # A pass on the second attempt is not a clean pass: the first boot failed.
+    return cell + "*" if result.retried_because else cell
 
 
 def print_matrix(guests: Sequence[Guest], selected: dict[str, list[str]], results: Sequence[ScenarioResult]) -> None:
@@ -1988,7 +2019,10 @@ def print_matrix(guests: Sequence[Guest], selected: dict[str, list[str]], result
     by_key = {(r.guest, r.name): r for r in results}
     width = max([len(g.name) for g in guests] + [5])
     cols = [max(len(n), 6) for n in names]
-    print("\nmatrix (guest x scenario): pass, FAIL, TODO n = passed with n checks marked TODO (known bug), - = not run")
+    print(
+        "\nmatrix (guest x scenario): pass, FAIL, TODO n = passed with n checks marked TODO (known bug), - = not run,"
+        " * = only on the second attempt, after an infrastructure failure (not a clean pass)"
+    )
     print("  " + " " * width + "  " + "  ".join(n.ljust(w) for n, w in zip(names, cols, strict=True)))
     for guest in guests:
         cells = [matrix_cell(by_key.get((guest.name, n))) for n in names]
@@ -2012,9 +2046,10 @@ def print_summary(
         counts = f"{r.passed:>4} {r.failed:>6} {r.todo:>4}"
         print(f"  {r.guest + '/' + r.name:<30} {r.verdict:<6} {counts} {r.boots:>5} {fmt_s(r.guest_s):>9}")
     for run in runs:
+        retry = f"; RETRIED, the first attempt: {run.retried_because}" if run.retried_because else ""
         print(
             f"  {run.guest} {run.chain}: exit {run.status}, {run.boots} boot(s), {fmt_s(run.wall_s)}"
-            " (QEMU, install, scenarios)"
+            f" (QEMU, install, scenarios){retry}"
         )
     for guest in guests:
         spent = sum(run.wall_s for run in runs if run.guest == guest.name)
@@ -2041,7 +2076,10 @@ def print_summary(
     # The plain closing line: the checks of all scenarios.
     checks_ok = sum(r.passed for r in results)
     checks_failed = sum(r.failed for r in results)
-    print(f"system-tests: {checks_ok} passed, {checks_failed} failed", flush=True)
+    retried = [f"{run.guest}/{run.chain}" for run in runs if run.retried_because]
+    if retried:
+        log(f"{len(retried)} guest(s) ran on a second attempt after an infrastructure failure: {', '.join(retried)}")
+    print(f"system-tests: {checks_ok} passed, {checks_failed} failed, {len(retried)} guest(s) retried", flush=True)
     return 1 if bad else 0
 
 

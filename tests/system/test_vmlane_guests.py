@@ -3,6 +3,7 @@ configuration for a suite the host does not carry, and the guest x scenario matr
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -89,3 +90,28 @@ def test_the_matrix_has_one_cell_per_guest_and_scenario(capsys: pytest.CaptureFi
     assert lines[1].split() == ["boot", "purge"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     assert rows == {"g1": ["TODO", "1", "FAIL"], "g2": ["pass", "-"]}
+
+
+def test_a_pass_on_the_retry_is_marked_in_the_matrix_and_the_closing_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A guest whose first boot never reached its runner and whose second attempt
+    # passed: the matrix and the closing line say so instead of a plain "pass".
+    guests = [vmlane.Guest("g1", "trixie", "one")]
+    reason = "runner did not start within 300 s of QEMU start"
+    clean = vmlane.ScenarioResult("faults", "faults", "g1", status=0, tap=["ok 1 - a"])
+    retried = vmlane.ScenarioResult("boot", "boot", "g1", status=0, tap=["ok 1 - a"], retried_because=reason)
+    runs = [
+        vmlane.GuestRun("g1", "faults", 0, 1, 10.0),
+        vmlane.GuestRun("g1", "boot", 0, 2, 20.0, reason),
+    ]
+    args = argparse.Namespace(lane_start=None, budget=600)
+    rc = vmlane.print_summary(
+        args, guests, {"g1": ["boot", "faults"]}, [retried, clean], runs, [], 30.0, Path("/nonexistent")
+    )
+    out = capsys.readouterr().out
+    assert rc == 0  # every check passed; the retry is reported, not hidden
+    matrix = out[out.index("matrix (guest x scenario)") :].splitlines()
+    assert matrix[2].split() == ["g1", "pass*", "pass"]
+    assert f"g1 boot: exit 0, 2 boot(s), 20.0 s (QEMU, install, scenarios); RETRIED, the first attempt: {reason}" in out
+    assert out.rstrip().endswith("system-tests: 2 passed, 0 failed, 1 guest(s) retried")
