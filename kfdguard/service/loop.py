@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 
 from kfdguard import log
@@ -18,6 +20,8 @@ from kfdguard.service.notify import notify, watchdog_interval
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kfdguard.service.main import Options
     from kfdguard.service.starter import ChildStarter, SystemdStarter
 
@@ -43,10 +47,17 @@ class Loop:
         loop = asyncio.get_running_loop()
         backend = load(self.opts.backend)
         try:
-            bus = await backend.MessageBus(bus_address=self.opts.bus, bus_type=backend.BusType.SYSTEM).connect()
+            # Unix fds negotiated: dbus-broker 37's GetConnectionCredentials reply carries the caller's
+            # pidfd (ProcessFD), and the broker disconnects a peer that cannot receive it, so any local
+            # user calling CheckAccess would drop the service off the bus. kfdguard takes no fd argument:
+            # close_fds closes every descriptor a message brings, before any other handler sees it.
+            bus = await backend.MessageBus(
+                bus_address=self.opts.bus, bus_type=backend.BusType.SYSTEM, negotiate_unix_fd=True
+            ).connect()
         except Exception as exc:
             log.error(f"cannot connect to the bus: {exc}")
             return 1
+        bus.add_message_handler(close_fds)
         keep_writing_when_full(bus)
         if self.service.privsep is not None:
             self.service.privsep.starter = _starter(self.service.privsep.starter_kind, self.opts, bus, backend)
@@ -151,6 +162,16 @@ class Loop:
 
     def device_event(self, reason: str) -> None:
         self.checks.request(Trigger.DEVICE_EVENT, reason)
+
+
+def close_fds(msg: Any) -> None:
+    """Close the file descriptors a message carried (a caller's pidfd, or a hostile client's burst);
+    None: the message goes on to the next handler, or to the reply it answers."""
+    fds = getattr(msg, "unix_fds", None) or ()
+    for fd in fds:
+        if isinstance(fd, int) and fd >= 0:
+            with contextlib.suppress(OSError):  # already closed: nothing was kept open
+                os.close(fd)
 
 
 def _starter(kind: str, opts: Options, bus: object, backend: object) -> ChildStarter | SystemdStarter:
