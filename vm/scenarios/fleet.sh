@@ -42,8 +42,15 @@ fleet:
   nfd: $nfdfile
   cdi: true
 EOF
-# The directories are new: the resident service's ReadWritePaths= (each "-", may not exist) take
-# them at its next start, and that start runs the pass first (Wants=, After=), which prepares them.
+# The running service started before the directories existed: they are read-only in its mount
+# namespace (ReadWritePaths= with "-" skips what is missing at start). A reload makes it re-read the
+# configuration and write, and it must say why it cannot (whether it tried on its own before depends
+# on its timer and on what ran before this scenario in the guest).
+systemctl reload kfdguard.service
+check "the service started before the directories says why it cannot write them" \
+    wait_until 60 bash -c 'journalctl -b --no-pager -o cat -u kfdguard.service | grep -q "fleet: cannot write"'
+# The resident service's ReadWritePaths= take the directories at its next start, and that start runs
+# the pass first (Wants=, After=), which prepares them.
 restart_service
 check "kfdguard restarted with the fleet outputs on and serves $BUS_NAME" wait_serving 60
 for f in "$prom" "$nfdfile" "$cdifile"; do
@@ -70,7 +77,7 @@ done
 # (read-only in its mount namespace; docs/FLEET.md), and said so.
 check "the restarted service logged no failure to write a fleet file" \
     not contains "$(journalctl -b --no-pager -o cat _PID="$(main_pid)")" "fleet: cannot write"
-check "... while the one before it said why it could not (got: $(journal_of kfdguard.service | grep -m1 'fleet: cannot write'))" \
+check "... while the one before it said why it could not, and what to do (got: $(journal_of kfdguard.service | grep -m1 'fleet: cannot write'))" \
     contains "$(journal_of kfdguard.service)" "after the service started"
 # What the files say against what GetStatus says, read through the links as the readers do.
 agree() {
