@@ -342,7 +342,7 @@ test-system: deps
 		$$(for d in $(PREV_DIR)/kfdguard_*_all.deb $(NODE_EXPORTER_DEB); do echo "--offer $$d"; done) $(SCENARIOS)
 
 # The UEFI guest (vm/uefi.py, vm/README.md "UEFI guest"): OVMF, real systemd-boot,
-# bookworm's 6.1 and bookworm-backports' 6.12 with boot counting; four boots of
+# bookworm's 6.1 and bookworm-backports' 6.12 with boot counting; five boots of
 # one guest. Its own target, not part of test-system: see vm/README.md for its time.
 UEFI_SCENARIOS ?= uefi-fallback
 UEFI_TIMEOUT ?= 2700

@@ -91,7 +91,7 @@ ARTEFACTS: tuple[str, ...] = (VMLINUZ, INITRD, ROOTFS, PROBE_BIN, PACKAGES_TXT)
 # Host exit codes of `run` besides the scenario's own status.
 EXIT_NO_STATUS = 124  # the scenario started but no exit status came back
 EXIT_INFRA = 125  # QEMU/boot/runner failed twice (infrastructure)
-MAX_BOOTS = 4  # test.sh may ask for 3 reboots (exit 200)
+MAX_BOOTS = 5  # test.sh may ask for 4 reboots (exit 200): uefi-fallback needs five boots
 
 # Markers printed on the serial console by the guest.
 MARK_RUNNER = "VMLANE-RUNNER-START"
@@ -802,7 +802,7 @@ RUNNER_SCRIPT = r"""#!/bin/bash
 #  1. print the start marker, wait for `systemctl is-system-running --wait`
 #  2. first boot: dpkg -i /mnt/host/debs/*.deb (status 100 if that fails)
 #  3. run /mnt/host/test.sh (VMLANE_BOOT=N), tee to the console + result.txt
-#     exit 200 from test.sh = "reboot and run me again" (at most 3 reboots)
+#     exit 200 from test.sh = "reboot and run me again" (at most 4 reboots)
 #  4. copy the journal, write exit-status, power off (unless vmlane.stay)
 set -u
 share=/mnt/host
@@ -858,7 +858,7 @@ if [ "$status" = 0 ]; then
     if [ "$status" = 124 ]; then con "vmlane: test.sh timed out after ${tmo}s"; fi
 fi
 
-if [ "$status" = 200 ] && [ "$boot" -lt 4 ]; then
+if [ "$status" = 200 ] && [ "$boot" -lt 5 ]; then
     journalctl -b --no-pager -o short-monotonic >"$share/journal-boot$boot.txt" 2>&1
     sync
     con "VMLANE-RUNNER-REBOOT boot=$boot uptime=$(up)"

@@ -2,7 +2,7 @@
 # Scenario "uefi-fallback": kfdguard in systemd's Automatic Boot Assessment on a
 # real UEFI machine (vm/uefi.py: OVMF, systemd-boot 252 installed by bootctl,
 # bookworm's 6.1 and bookworm-backports' 6.12 installed by kernel-install with
-# boot counting, 2 tries). Four boots, each a fresh QEMU on the same disk and
+# boot counting, 2 tries). Five boots, each a fresh QEMU on the same disk and
 # the same EFI variable store:
 #  1. 6.1 (loader.conf's default on this first boot; the boot blesses it).
 #     kfdguard is installed. A simulated Navi 21 GPU (a PCI device directory
@@ -22,9 +22,9 @@
 #     start): LoaderEntrySelected is the counted file name; the boot is good and
 #     blessed; the history settles the attempt under the counter-less id.
 #  4. 6.12 (+1-1 -> +0-2): fails again, out of tries; systemd-boot's next
-#     default is 6.1 (kfdguard and bootctl agree). The runner boots at most 4
-#     times, so this run does not boot it; the boot that the counters alone
-#     send to 6.1 was measured before (vm/README.md).
+#     default is 6.1 (kfdguard and bootctl agree).
+#  5. 6.1, chosen by systemd-boot alone from its counters (no one-shot, no
+#     default variable); kfdguard reports it. The runner allows five boots.
 # Throughout: the 6.12 entry's id in kfdguard's view stays the same while its
 # file name changes at every boot.
 SCENARIO=uefi-fallback
@@ -297,6 +297,28 @@ old = next(k for k in d["kernels"] if k["release"] == sys.argv[2])
 sys.exit(0 if d["recommended"] is None and old["failed_after_fallback"] else 1)' "$json" "$old"
 }
 
+# Boot 5: no one-shot, no default variable: systemd-boot's own choice, 6.12 being out of tries.
+fallen_back_boot() {
+    local plain json
+    plain="$(cat /etc/machine-id)-$old.conf"
+    check "boot 5 runs $old: systemd-boot fell back by its counters alone ($new out of tries, no one-shot set)" \
+        test "$running" = "$old"
+    check "LoaderEntrySelected is $old's blessed entry ($(efivar LoaderEntrySelected))" \
+        test "$(efivar LoaderEntrySelected)" = "$plain"
+    check "$new's entry stays out of tries: $(entry_file "$new")" \
+        test "$(entry_file "$new")" = "$(cat /etc/machine-id)-$new+0-2.conf"
+    check "kfdguard-boot-check.service succeeded on $old (compute is down, but not for $old's reason)" \
+        wait_until 90 test "$(unit_result kfdguard-boot-check.service)" = success
+    json=$(fallback_json)
+    note "kfdguard fallback --json: $(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["running"], d["recommended"], d["reason"])' <<<"$json")"
+    check "kfdguard reports the boot loader's fallback: it runs $old now" \
+        python3 -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["running"] == sys.argv[2] else 1)' "$json" "$old"
+    check "history: $new failed on both of its boots ($(history_of "$new"))" \
+        test "$(history_of "$new")" = "ok=0 failed=2 last=failed"
+    check "kfdguard's id of $new's entry is still $(cat "$STATE/id-boot2") at +0-2" \
+        test "$(kfd_entry_of "$new")" = "$(cat "$STATE/id-boot2")"
+}
+
 case "$BOOT" in
     1) boot1 ;;
     2)
@@ -308,8 +330,12 @@ case "$BOOT" in
         oneshot_boot
         reboot_for_next_boot
         ;;
-    *)
+    4)
         boot4
+        reboot_for_next_boot
+        ;;
+    *)
+        fallen_back_boot
         finish
         ;;
 esac
