@@ -36,12 +36,17 @@ main.main(["--root", {root!r}])
 """
 
 
-def test_nothing_heavy_before_ready(tmp_path: Path) -> None:
+def _heavy_imports(template: str, tmp_path: Path) -> list[str]:
+    """The HEAVY modules a fresh interpreter holds after ``template`` ran on a healthy machine."""
     root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
-    code = PROBE.format(heavy=HEAVY, root=str(root))
+    code = template.format(heavy=HEAVY, root=str(root))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [], f"imported before READY: {result.stdout}"
+    return result.stdout.split()
+
+
+def test_nothing_heavy_before_ready(tmp_path: Path) -> None:
+    assert _heavy_imports(PROBE, tmp_path) == [], "imported before READY"
 
 
 ONESHOT = """
@@ -55,8 +60,4 @@ raise SystemExit(code)
 
 def test_nothing_heavy_in_the_enforce_oneshot(tmp_path: Path) -> None:
     """kfdguard-enforce.service is what the display manager waits for since the privilege split."""
-    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
-    code = ONESHOT.format(heavy=HEAVY, root=str(root))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [], f"imported by the enforce oneshot: {result.stdout}"
+    assert _heavy_imports(ONESHOT, tmp_path) == [], "imported by the enforce oneshot"
