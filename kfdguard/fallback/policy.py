@@ -185,13 +185,7 @@ def recommend(
             policy, running, False, None, None, "the running kernel can run compute", False, tuple(kinds), bootloader
         )
     eligible = [
-        c
-        for c in kinds
-        if c.release != running
-        and c.bootable
-        and not c.failed_after_fallback
-        and not c.out_of_tries
-        and (c.capable is True or (c.capable is None and c.last == "ok"))
+        c for c in _bootable_others(kinds, running) if c.capable is True or (c.capable is None and c.last == "ok")
     ]
     passed_over = [c.release for c in kinds if c.release != running and c.out_of_tries]
     if not eligible:
@@ -205,6 +199,14 @@ def recommend(
         policy, running, True, best.release, best.entry, reason, default == best.release, tuple(kinds), bootloader,
         loader_entry=_loader_entry(facts, best),
     )  # fmt: skip
+
+
+def _bootable_others(kinds: list[KernelChoice], running: str) -> list[KernelChoice]:
+    """Kernels a fallback may go to, whatever the reason: not the running one, bootable, not one that
+    failed after kfdguard arranged it (with the installed set unchanged), not out of boot tries."""
+    return [
+        c for c in kinds if c.release != running and c.bootable and not c.failed_after_fallback and not c.out_of_tries
+    ]
 
 
 def _loader_entry(facts: Facts, best: KernelChoice) -> str | None:
@@ -233,15 +235,7 @@ def _away_from_unstable(
         "" if act else " (fallback.unstable: report, so kfdguard only recommends)"
     )
     eligible = [
-        c
-        for c in kinds
-        if c.release != running
-        and c.bootable
-        and not c.failed_after_fallback
-        and not c.out_of_tries
-        and c.capable is not False
-        and c.last == "ok"
-        and c.unstable == 0
+        c for c in _bootable_others(kinds, running) if c.capable is not False and c.last == "ok" and not c.unstable
     ]
     bootloader = facts.bootloader.kind
     if not eligible:
