@@ -47,37 +47,40 @@ else:
             raise ValueError("cannot specify both default and default_factory")
         return Field(default, default_factory)
 
-    def _is_classvar(annotation: Any) -> bool:
-        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-        return text.startswith(("ClassVar", "typing.ClassVar"))
+    _CLASSVAR = ("ClassVar", "typing.ClassVar")
+    # A tuple, not list | dict | set: isinstance with a tuple is the cheaper check, run once per field.
+    _MUTABLE = (list, dict, set)
 
     def _collect(cls: type) -> tuple[tuple[str, Any, Any], ...]:
         """(name, default, factory) for every field, base classes' first, as dataclasses orders them."""
+        # Run for each of the ~90 record classes on the boot path: plain loops over the class dict, no
+        # per-field helper calls (they were most of a record's cost at import).
         fields = {}
-        for base in reversed(cls.__mro__[1:]):
+        for base in reversed(cls.__mro__[1:-1]):  # object, last, has none
             for spec in base.__dict__.get(_FIELDS, ()):
                 fields[spec[0]] = spec
+        own = cls.__dict__
         # inspect.get_annotations is what this module exists to avoid importing.
-        for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
-            if _is_classvar(annotation):
+        for name, annotation in own.get("__annotations__", {}).items():
+            text = annotation if type(annotation) is str else getattr(annotation, "__name__", "")
+            if text.startswith(_CLASSVAR):
                 continue
-            value = cls.__dict__.get(name, MISSING)
-            if isinstance(value, Field):
+            value = own.get(name, MISSING)
+            if type(value) is Field:
                 spec = (name, value.default, value.default_factory)
             else:
-                if isinstance(value, list | dict | set):
+                if isinstance(value, _MUTABLE):
                     # ValueError, as dataclasses raises.
-                    raise ValueError(f"mutable default {type(value).__name__} for {name}: use default_factory")  # noqa: TRY004
+                    raise ValueError(f"mutable default {type(value).__name__} for {name}: use default_factory")
                 spec = (name, value, MISSING)
-            fields.pop(name, None)
-            fields[name] = spec
+            fields[name] = spec  # a field redefined keeps its base class's place, as in dataclasses
         specs = tuple(fields.values())
         seen_default = False
         for name, default, factory in specs:
-            has_default = default is not MISSING or factory is not MISSING
-            if seen_default and not has_default:
+            if default is not MISSING or factory is not MISSING:
+                seen_default = True
+            elif seen_default:
                 raise TypeError(f"non-default argument {name!r} follows default argument")
-            seen_default = seen_default or has_default
         return specs
 
     def _bind(
@@ -180,7 +183,9 @@ else:
             namespace.pop(name, None)
         namespace.pop("__dict__", None)
         namespace.pop("__weakref__", None)
-        own = tuple(n for n in names if not any(n in getattr(b, "__slots__", ()) for b in cls.__mro__[1:]))
+        # Slots a base class already has are not declared again; most records have no base but object.
+        inherited = [s for b in cls.__mro__[1:-1] if (s := getattr(b, "__slots__", ()))]
+        own = tuple(n for n in names if not any(n in s for s in inherited)) if inherited else names
         namespace["__slots__"] = own
         namespace["__getstate__"] = _slots_getstate
         namespace["__setstate__"] = _slots_setstate
