@@ -17,8 +17,6 @@ timeouts and hangs the resident service saw during it (kfdguard/health/store.py)
 
 from __future__ import annotations
 
-import shlex
-
 from kfdguard import knowledge
 from kfdguard.facts import BootHealth, Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
@@ -79,6 +77,8 @@ class Recommendation:
         if self.bootloader == "grub":
             return f"sudo grub-reboot '{self.entry}' && sudo reboot"
         if self.bootloader == "systemd-boot":
+            import shlex  # only here: the boot pass imports this module, and rarely shows this command
+
             # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is
             return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
         return None
