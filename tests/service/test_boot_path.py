@@ -61,3 +61,26 @@ raise SystemExit(code)
 def test_nothing_heavy_in_the_enforce_oneshot(tmp_path: Path) -> None:
     """kfdguard-enforce.service is what the display manager waits for since the privilege split."""
     assert _heavy_imports(ONESHOT, tmp_path) == [], "imported by the enforce oneshot"
+
+
+COLLECTOR = """
+import gc
+import kfdguard.service.loop as loop
+import kfdguard.service.main as main
+seen = []
+main.notify = lambda text, **_: seen.append(gc.isenabled())
+def serve(service, opts, events):
+    print("before READY", seen[0], "serving", gc.isenabled())
+    return 0
+loop.serve = serve
+raise SystemExit(main.main(["--root", {root!r}]))
+"""
+
+
+def test_the_service_serves_with_the_cycle_collector_on(tmp_path: Path) -> None:
+    """The collector waits for READY (service/main.py), and runs for the life of the service."""
+    root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
+    code = COLLECTOR.format(root=str(root))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["before", "READY", "False", "serving", "True"]
