@@ -19,8 +19,6 @@ from kfdguard.host.root import BOOT_DIR
 from kfdguard.modinfo import module_name
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.osrelease import parse_os_release
-from kfdguard.probe import bootspec
-from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
 from kfdguard.probe.system_info import parse_release
 from kfdguard.record import replace
@@ -30,6 +28,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.facts import DkmsModule
+    from kfdguard.probe.bootspec import SortFields
+
+# kfdguard.probe.bootspec (systemd-boot's entry names and order) is imported where a systemd-boot
+# entry or a fallback's history is read: a GRUB machine's boot pass has neither.
 
 _MENU = re.compile(r"^\s*(?P<kind>menuentry|submenu)\s+(?P<quote>['\"])(?P<title>.*?)(?P=quote)(?P<rest>.*)\{\s*$")
 _ID = re.compile(r"(?:\$menuentry_id_option|--id)\s+['\"]?(?P<id>[^'\"\s]+)")
@@ -167,6 +169,8 @@ def _release_of(version: str | None, linux: str) -> str | None:
 
 
 def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
+    from kfdguard.probe import bootspec
+
     entries = []
     for name in reader.listdir(directory):
         # bootctl: every *.conf (any case) that is not hidden; the id drops the counters.
@@ -193,7 +197,9 @@ def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
             tries_done=counted.tries_done,
             version=version,
         )
-        sort = SortFields(counted.id, counted.tries_left, fields.get("sort-key"), fields.get("machine-id"), version)
+        sort = bootspec.SortFields(
+            counted.id, counted.tries_left, fields.get("sort-key"), fields.get("machine-id"), version
+        )
         entries.append((entry, sort))
     return entries
 
@@ -226,6 +232,8 @@ def _uki(reader: Reader, path: Path) -> dict[str, str]:
 def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
     """Unified kernel images: the id is the file name (counters dropped), the title, version and
     sort key come from the .osrel section as bootctl picks them, the kernel from .uname."""
+    from kfdguard.probe import bootspec
+
     entries = []
     for name in reader.listdir(directory):
         path = directory / name
@@ -266,7 +274,7 @@ def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
             tries_done=counted.tries_done,
             version=version or None,
         )
-        entries.append((entry, SortFields(counted.id, counted.tries_left, sort_key, None, version or None)))
+        entries.append((entry, bootspec.SortFields(counted.id, counted.tries_left, sort_key, None, version or None)))
     return entries
 
 
@@ -330,7 +338,9 @@ def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
 
 
 def _menu_order(a: tuple[BootEntry, SortFields], b: tuple[BootEntry, SortFields]) -> int:
-    return bootspec.compare(a[1], b[1])
+    from kfdguard.probe.bootspec import compare
+
+    return compare(a[1], b[1])
 
 
 def probe_bootloader(reader: Reader) -> BootloaderFacts:
@@ -427,7 +437,7 @@ def history_from_json(data: object) -> History:
             source=str(a["from"]),
             target=str(a["to"]),
             # Histories written before ids dropped boot counters ("foo+3-1.conf") name the stable id.
-            entry=bootspec.strip_tries(str(a.get("entry", ""))),
+            entry=_stable_id(str(a.get("entry", ""))),
             mode=str(a.get("mode", "oneshot")),
             boot_id=str(a.get("boot_id", "")),
             at=str(a.get("at", "")),
@@ -437,7 +447,14 @@ def history_from_json(data: object) -> History:
         for a in list(data.get("attempts", []))
     )
     pinned = data.get("pinned_from")
-    return History(kernels, attempts, bootspec.strip_tries(str(pinned)) if pinned else None)
+    return History(kernels, attempts, _stable_id(str(pinned)) if pinned else None)
+
+
+def _stable_id(entry_id: str) -> str:
+    """The id without boot counters: histories written before ids dropped them name "foo+3-1.conf"."""
+    from kfdguard.probe.bootspec import strip_tries  # only a history with attempts or a pin has ids
+
+    return strip_tries(entry_id)
 
 
 def _boots(value: object, release: str) -> tuple[BootHealth, ...]:
