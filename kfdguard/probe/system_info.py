@@ -164,16 +164,10 @@ def _probe_module(
     if exists:
         pdir = sysdir / "parameters"
         names = reader.listdir(pdir)
-        unprivileged = os.geteuid() != 0
-        for param in names:
-            # Parameters the module declares 0600 (amdgpu's vramlimit, gartsize, gttsize, moverate)
-            # are root's: the unprivileged service (issue 21) skips them instead of reporting each one
-            # unreadable; the KFD options kfdguard reads are 0444.
-            if unprivileged and not os.access(pdir / param, os.R_OK):
-                continue
-            value = reader.value(pdir / param)
-            if value is not None:
-                params[param] = value
+        # Parameters the module declares 0600 (amdgpu's vramlimit, gartsize, gttsize, moverate)
+        # are root's: the unprivileged service (issue 21) skips them instead of reporting each one
+        # unreadable; the KFD options kfdguard reads are 0444.
+        params = reader.values(pdir, names, skip_denied=os.geteuid() != 0)
         if loaded and names:
             declared = tuple(names)
         holders = tuple(reader.listdir(sysdir / "holders"))
