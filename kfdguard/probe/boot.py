@@ -17,10 +17,10 @@ from kfdguard.facts import (
 )
 from kfdguard.host.root import BOOT_DIR
 from kfdguard.modinfo import module_name
-from kfdguard.parsers.kconfig import parse_kconfig
+from kfdguard.parsers.kconfig import kconfig_symbol
 from kfdguard.parsers.osrelease import parse_os_release
 from kfdguard.probe.reader import Reader
-from kfdguard.probe.system_info import parse_release
+from kfdguard.probe.system_info import module_lines, parse_release
 from kfdguard.record import replace
 
 TYPE_CHECKING = False
@@ -56,10 +56,10 @@ def probe_kernels(reader: Reader, dkms: tuple[DkmsModule, ...]) -> tuple[Install
             (f for f in (f"initrd.img-{release}", f"initramfs-{release}.img") if reader.is_file(root.boot / f)), None
         )
         config = reader.text(root.boot / f"config-{release}")
-        hsa = parse_kconfig(config)[0].get("CONFIG_HSA_AMD") if config is not None else None
+        hsa = kconfig_symbol(config, "CONFIG_HSA_AMD") if config is not None else None
         moddir = root.lib_modules / release
         amdgpu = dkms_amdgpu = False
-        for line in (reader.text(moddir / "modules.dep", limit=64 << 20) or "").splitlines():
+        for line in module_lines(reader.text(moddir / "modules.dep", limit=64 << 20) or "", ("amdgpu",)):
             path = line.partition(":")[0]
             if module_name(path.rsplit("/", 1)[-1]) == "amdgpu":
                 amdgpu = True
