@@ -62,8 +62,7 @@ else:
         own = cls.__dict__
         # inspect.get_annotations is what this module exists to avoid importing.
         for name, annotation in own.get("__annotations__", {}).items():
-            text = annotation if type(annotation) is str else getattr(annotation, "__name__", "")
-            if text.startswith(_CLASSVAR):
+            if (annotation if type(annotation) is str else getattr(annotation, "__name__", "")).startswith(_CLASSVAR):
                 continue
             value = own.get(name, MISSING)
             if type(value) is Field:
@@ -92,15 +91,23 @@ else:
                 raise TypeError(f"{cls_name}() got multiple values for argument {key!r}")
             values[i] = value
 
-    def _make_init(specs: tuple[tuple[str, Any, Any], ...], post_init: Any) -> Any:
-        names = tuple(spec[0] for spec in specs)
+    def _starts(specs: tuple[tuple[str, Any, Any], ...]) -> tuple[tuple[Any, ...], tuple[tuple[int, Any], ...]]:
+        """What each field not given starts as (its default, or MISSING: required, or made by its
+        factory), and the factories by position. Worked out once per class: __init__ runs for every
+        record the boot pass builds (a generic per-field loop over the specs cost ~3,500 instructions
+        a field, three times this one)."""
+        start: list[Any] = []
+        made: list[tuple[int, Any]] = []
+        for i, (_name, default, factory) in enumerate(specs):
+            start.append(default if factory is MISSING else MISSING)
+            if factory is not MISSING:
+                made.append((i, factory))
+        return tuple(start), tuple(made)
+
+    def _make_init(specs: tuple[tuple[str, Any, Any], ...], names: tuple[str, ...], post_init: Any) -> Any:
         count = len(names)
-        index = {name: i for i, name in enumerate(names)}
-        # What a field not given starts as: its default, or MISSING (required, or made by its factory).
-        # Worked out once per class: __init__ runs for every record the boot pass builds (a generic
-        # per-field loop over the specs cost ~3,500 instructions a field, three times this one).
-        template = tuple(spec[1] if spec[2] is MISSING else MISSING for spec in specs)
-        factories = tuple((i, spec[2]) for i, spec in enumerate(specs) if spec[2] is not MISSING)
+        index = dict(zip(names, range(count), strict=True))
+        template, factories = _starts(specs)
         setter = object.__setattr__
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -153,7 +160,7 @@ else:
 
     def _process(cls: type, frozen: bool, slots: bool) -> type:
         specs = _collect(cls)
-        names = tuple(spec[0] for spec in specs)
+        names = tuple([spec[0] for spec in specs])
         namespace = dict(cls.__dict__)
         if slots:
             _slot_namespace(cls, names, namespace)
@@ -161,7 +168,7 @@ else:
             _plain_namespace(specs, namespace)
         namespace[_FIELDS] = specs
         namespace["__match_args__"] = names
-        namespace["__init__"] = _make_init(specs, namespace.get("__post_init__"))
+        namespace["__init__"] = _make_init(specs, names, namespace.get("__post_init__"))
         namespace.setdefault("__repr__", __repr__)
         if "__eq__" not in cls.__dict__:
             namespace["__eq__"] = __eq__
