@@ -891,6 +891,63 @@ def rule_wsl_runtime(r: Reasoning) -> None:
     )
 
 
+def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
+    """Under WSL, the runtime up but no GPU agent, or prose that the GPU is not seen: the GPU (for the installed
+    release) is not on AMD's ROCm-on-WSL list. A failing runtime (an HSA error) is rule_wsl_runtime's instead."""
+    obs = r.obs
+    if r.machine is not None or obs.agents or obs.first("hsa-failure") is not None:
+        return
+    if r.has("userspace-target-unsupported", "host-without-kfd", "no-amd-gpu"):
+        return
+    where = _wsl(r)
+    if where is None:
+        return
+    text, lowered = obs.text, obs.lowered
+    cpu_only = "HSA Agents" in text and "Device Type:" in text  # rocminfo ran; its agents (no GPU) are above
+    said = (
+        None
+        if cpu_only
+        else search_lines(appformats.PROSE_NO_GPU_SEEN, text, lowered, "work", "get", "cpu", "detect", "fail")
+    )
+    if not cpu_only and said is None:
+        return
+    gfx, shown = _gfx_of_text(r, [])
+    r.findings[:] = [
+        f
+        for f in r.findings
+        if f.code
+        not in (
+            "device-node-missing",
+            "module-not-loaded",
+            "user-not-in-group",
+            "kfd-not-built",
+            "kernel-too-old",
+            "kfd-no-gpu-node",
+        )
+    ]
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"ROCm under WSL sees no GPU it supports{f' ({gfx})' if gfx else ''}: the WSL runtime reaches the GPU "
+            "through the Windows driver and runs only on the GPUs of AMD's ROCm-on-WSL compatibility matrix for the "
+            "installed release and Adrenalin driver; the WSL kernel, amdgpu, groups and HSA_OVERRIDE_GFX_VERSION play "
+            "no part",
+            "look the GPU up in AMD's ROCm-on-WSL compatibility matrix: install a listed release with its Windows "
+            "driver, or run ROCm on a Linux host (bare metal, or a VM with the GPU passed through)",
+            tuple(
+                x
+                for x in (
+                    where,
+                    "rocminfo: no GPU agent" if cpu_only else f"the text: {said.group(0) if said else ''}",
+                    f"{shown}: {gfx}" if gfx else None,
+                )
+                if x
+            ),
+        )
+    )
+
+
 def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     """No AMD GPU: an lspci listing whose display controllers are all another vendor's (a VM's virtual adapter,
     an Intel or NVIDIA GPU), or prose that says the machine has none."""
@@ -1041,5 +1098,6 @@ __all__ += [
     "rule_prose_dkms",
     "rule_prose_node_group",
     "rule_prose_old_radeon",
+    "rule_wsl_gpu_unlisted",
     "rule_wsl_runtime",
 ]

@@ -804,6 +804,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_rock_not_loaded"),
         text_only("rule_host_without_kfd"),
         text_only("rule_wsl_runtime"),
+        text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
         text_only("rule_prose_kernel"),
         text_only("rule_prose_old_radeon"),

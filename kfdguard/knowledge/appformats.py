@@ -461,6 +461,14 @@ PROSE_CPU_ONLY = re.compile(
     r"|\b(?:uses?|using|runs?|running)\s+(?:only\s+)?(?:on\s+)?(?:the\s+)?cpu\b|\bfalls? back to (?:the )?cpu\b",
     re.I,
 )
+# Prose that says the GPU is not seen or does not work ("rocminfo can not get amdgpu info", "I can only see the
+# CPU", "it doesn't work for 7800XT"): read only where the text also shows WSL (app_rules.rule_wsl_gpu_unlisted).
+PROSE_NO_GPU_SEEN = re.compile(
+    r"\b(?:does ?n[o']?t|do ?n[o']?t|not|never|won'?t) work\w*\b|\bcan ?not get\b|\bcan'?t get\b"
+    r"|\bonly (?:see|shows?|lists?|detects?|finds?) (?:the |my )?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
+    r"|\bfailed on\b",
+    re.I,
+)
 # Prose that says the machine has no AMD GPU ("a system without any AMD card", "the system has no AMD GPUs").
 PROSE_NO_AMD = re.compile(
     r"\b(?:without|no|don'?t have|do not have|does ?n'?t have|does not have|lacks?)\s+(?:any\s+|an?\s+)?"

@@ -209,3 +209,27 @@ def test_root_only_while_already_in_render_is_the_nodes_mode() -> None:
     found = codes(text)
     assert "device-permissions" in found
     assert "user-not-in-group" not in found
+
+
+def test_wsl_runtime_up_with_only_a_cpu_agent() -> None:
+    text = (
+        "WSL environment detected.\n"
+        "==========\nHSA Agents\n==========\n*******\nAgent 1\n*******\n"
+        "  Name:                    Intel(R) Core(TM) i7-12700K\n"
+        "  Device Type:             CPU\n"
+        "my card is an RX 6650 XT\n"
+    )
+    findings = diagnose_text(text).findings
+    assert findings[0].code == "userspace-target-unsupported"
+    assert "WSL" in findings[0].message
+
+
+def test_wsl_named_in_prose_with_a_gpu_that_is_not_seen() -> None:
+    found = codes("Under WSL2 my Radeon RX 7600 is not detected by PyTorch, on Windows 11 it works in games.\n")
+    assert "userspace-target-unsupported" in found
+    assert not found & {"kernel-too-old", "user-not-in-group"}
+
+
+def test_a_gpu_not_seen_on_linux_is_not_called_a_wsl_matter() -> None:
+    found = diagnose_text("On Fedora 40 my Radeon RX 7600 is not detected by PyTorch.\n").findings
+    assert not [f for f in found if "WSL" in f.message]
