@@ -291,10 +291,11 @@ def _node_does_not_grant(r: Reasoning, group: str, evidence: list[str]) -> None:
             "device-permissions",
             E,
             f"root can use the GPU and the user, who the text says is in '{group}', cannot: /dev/kfd does not grant "
-            f"'{group}' (without a udev rule the kernel creates it root:root 0600; newer udev gives it to render)",
+            f"'{group}' (without udev's rule the kernel creates it root:root 0600; a local rule may set another group)",
             "ls -l /dev/kfd /dev/dri/renderD*: if root:root 0600, add a udev rule, e.g. /etc/udev/rules.d/70-kfd.rules "
             'with KERNEL=="kfd", GROUP="render", MODE="0660", then sudo udevadm control --reload && sudo udevadm '
-            "trigger (ROCm's DKMS packages install one; an upstream kernel has none); if it belongs to another group, "
+            "trigger --action=add --subsystem-match=kfd (the default rules set modes on add events only; ROCm's DKMS "
+            "packages install such a rule, an upstream kernel has none); if it belongs to another group, "
             "sudo usermod -aG <that group> $USER and log in again",
             (*evidence[:3], f"the text: in the {group} group"),
         )
