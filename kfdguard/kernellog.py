@@ -181,8 +181,8 @@ def normalise(raw: str) -> LogLine:
     return LogLine(ident, driver, device, line.strip(), stamp)
 
 
-# What a rule found on a line, before the line's number, boot and source make it an event.
-_Found = tuple[str, str, str | None, str | None, str | None, tuple[tuple[str, str], ...], str]
+# What a rule found on a line, before the line itself, its number, boot and source make it an event.
+_Found = tuple[str, str, str | None, str | None, str | None, tuple[tuple[str, str], ...]]
 
 
 def _found(raw: str, engine: Engine) -> list[_Found]:
@@ -204,25 +204,38 @@ def _found(raw: str, engine: Engine) -> list[_Found]:
         values = tuple((k, v) for k, v in m.groupdict().items() if v is not None)
         if rule.id == "parse-args-ignored" and parsed.driver:
             values = (("module", parsed.driver), *values)
-        found.append((rule.id, rule.klass, rule.code, parsed.device, parsed.driver, values, raw.strip()))
+        found.append((rule.id, rule.klass, rule.code, parsed.device, parsed.driver, values))
     return found
 
 
 def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "", engine: Engine = DEFAULT) -> list[LogEvent]:
-    return [LogEvent(*f, number, boot, source) for f in _found(raw, engine)]
+    return [LogEvent(*f, raw.strip(), number, boot, source) for f in _found(raw, engine)]
+
+
+def _line_key(raw: str) -> tuple[bool, str]:
+    """What the rules' findings on a line depend on: the line without a leading "[...]" stamp, cut where
+    normalise cuts it (its body, driver and device come from what follows; the stamp it reads is no
+    part of an event). A dmesg log's repeated message differs only in that stamp."""
+    if raw[:1] == "[":
+        line = raw.strip()
+        m = _BRACKET.match(line)
+        if m:
+            return True, line[m.end() :]
+    return False, raw
 
 
 def _events(candidates: Iterable[tuple[int, str]], boot: int, source: str, engine: Engine) -> list[LogEvent]:
     """The events of the candidate lines. A long log repeats its lines (a ring timeout a thousand
-    times, the same text): what the rules found on a line is kept by its text and reused."""
+    times, with other timestamps): what the rules found on a line is kept by _line_key and reused."""
     events: list[LogEvent] = []
-    memo: dict[str, list[_Found]] = {}
+    memo: dict[tuple[bool, str], list[_Found]] = {}
     for number, line in candidates:
-        found = memo.get(line)
+        key = _line_key(line)
+        found = memo.get(key)
         if found is None:
-            found = memo[line] = _found(line, engine)
+            found = memo[key] = _found(line, engine)
         for f in found:
-            events.append(LogEvent(*f, number, boot, source))
+            events.append(LogEvent(*f, line.strip(), number, boot, source))
     return events
 
 

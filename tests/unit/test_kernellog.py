@@ -185,9 +185,10 @@ _AROUND = st.one_of(
 )  # fmt: skip
 
 
-def _per_line(lines: list[str], engine: Engine = DEFAULT) -> list[tuple[str, int, str]]:
-    """The slow path, the definition of what a big log shows: every line tried, those with an anchor matched."""
-    return [(e.rule, e.line, e.text) for i, line in enumerate(lines, 1) if engine.prefilter.search(line)
+def _per_line(lines: list[str], engine: Engine = DEFAULT, *, every: bool = False) -> list[tuple[str, int, str]]:
+    """The slow path, the definition of what a log shows: every line tried on its own, those with an
+    anchor (a big log) or all of them (``every``: a paste) matched."""
+    return [(e.rule, e.line, e.text) for i, line in enumerate(lines, 1) if every or engine.prefilter.search(line)
             for e in match(line, i, engine=engine)]  # fmt: skip
 
 
@@ -236,3 +237,14 @@ def test_a_new_rule_row_is_found_by_the_big_log_search_without_more_work() -> No
     assert all(any(c in a for c in engine.coarse) for a in engine.alternatives)
     # The table as shipped does not know them.
     assert scan(text)[1] == []
+
+
+def test_a_repeated_line_shows_what_it_showed_whatever_its_stamp() -> None:
+    """Events are reused for a line that differs from an earlier one only in its leading "[...]"; each
+    keeps its own text and number, and the reuse changes nothing the per-line path finds."""
+    lines = [stamp + prefix + rule.example for rule in RULES for prefix in PREFIXES for stamp in STAMPS]
+    lines += ["[drm] amdgpu kernel modesetting enabled.", "[x] [drm] amdgpu kernel modesetting enabled.",
+              "[    1.0] amdgpu: Topology: Add CPU node ", "[    1.0]amdgpu: Topology: Add CPU node", "[]  x"]  # fmt: skip
+    _, events = scan(lines)
+    assert [(e.rule, e.line, e.text) for e in events] == _per_line(lines, Engine(RULES), every=True)
+    assert len({e.text for e in events}) > len(RULES)
