@@ -564,7 +564,9 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
     """
     obs = Observations()
-    raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if "\r" in text:  # a search in C; each replace copies the whole paste
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    raw_lines = text.split("\n")
     sub = _QUOTE.sub
     # The quote test looks past leading blanks only where the line has a ">" at all.
     obs.lines = [
