@@ -51,6 +51,10 @@ class Engine:
     """What scanning needs of a rule table, derived from it once."""
 
     def __init__(self, rules: tuple[LogRule, ...]) -> None:
+        # An empty term would be in every line: the searches below would find it everywhere.
+        empty = [r.id for r in rules if not r.terms or not all(r.terms) or any("\n" in t for t in r.terms)]
+        if empty:
+            raise ValueError(f"log rules need terms that are non-empty pieces of one line: {', '.join(empty)}")
         self.rules = rules
         # Every rule's message contains one of its terms (the paste path tries each line against them).
         terms = sorted({t for r in rules for t in r.terms}, key=len, reverse=True)
@@ -86,7 +90,7 @@ def _starts(text: str, coarse: tuple[str, ...] = COARSE) -> list[int]:
             stop = find("\n", at)
             if stop < 0:
                 break
-            at = find(needle, stop)
+            at = find(needle, stop + 1)  # the next line: no needle holds a newline
     return sorted(found)
 
 

@@ -248,3 +248,10 @@ def test_a_repeated_line_shows_what_it_showed_whatever_its_stamp() -> None:
     _, events = scan(lines)
     assert [(e.rule, e.line, e.text) for e in events] == _per_line(lines, Engine(RULES), every=True)
     assert len({e.text for e in events}) > len(RULES)
+
+
+@pytest.mark.parametrize("terms", [(), ("",), ("two\nlines",)])
+def test_an_engine_refuses_terms_that_would_match_everywhere(terms: tuple[str, ...]) -> None:
+    row = LogRule("test-bad-terms", "neutral", None, terms, r"x", "", SRC_DEVICE, "x")
+    with pytest.raises(ValueError, match="test-bad-terms"):
+        Engine((*RULES, row))
