@@ -13,7 +13,7 @@ from kfdguard.config import Config, ModuleConfig
 from kfdguard.probe import probe
 from kfdguard.service.core import PassResult, Service
 from kfdguard.service.loop import Loop
-from kfdguard.service.main import Options
+from kfdguard.service.options import Options
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec, OsSpec
 from kfdguard.simulate.system import SimulatedSystem
