@@ -17,8 +17,8 @@ compares each spec with the Facts and returns ``cdi-spec-stale`` findings.
 
 from __future__ import annotations
 
+from kfdguard.facts import CdiNode, CdiSpec
 from kfdguard.host.root import CDI_DIRS, DRI_DIR
-from kfdguard.record import dataclass
 from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
@@ -31,26 +31,6 @@ if TYPE_CHECKING:
 SPEC_LIMIT = 1 << 20  # real specs are a few KiB; more is not a spec the toolkit wrote
 DRI = DRI_DIR + "/"
 MAX_NODES = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class CdiNode:
-    device: str  # the CDI device name ("0", "all"); "" for the spec's top-level containerEdits
-    path: str  # in the container
-    host_path: str  # on the host (hostPath, else path)
-    major: int | None
-    minor: int | None
-    mode: int | None  # permission bits of fileMode
-    gid: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class CdiSpec:
-    path: str  # as shown on the machine
-    kind: str
-    version: str
-    nodes: tuple[CdiNode, ...]
-    problem: str | None = None  # why it could not be used
 
 
 def probe_specs(reader: Reader) -> tuple[CdiSpec, ...]:

@@ -17,9 +17,9 @@ from kfdguard.verdict import GpuStatus, Verdict
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.config import SoftwareConfig
-    from kfdguard.fallback.policy import Recommendation
     from kfdguard.host.root import Root
     from kfdguard.service.core import PassResult
+    from kfdguard.verdict import Recommendation
 
 
 @dataclass(frozen=True)
