@@ -1,14 +1,16 @@
-"""What assess concludes: state, findings, per-GPU status and a plan."""
+"""What assess concludes: state, findings, per-GPU status and a plan; and the Status the service publishes of it."""
 
 from __future__ import annotations
 
 import shlex
 from enum import StrEnum
 
-from kfdguard.record import dataclass
+from kfdguard import __version__
+from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kfdguard.access import NodeStat
     from kfdguard.facts import PcieLink
 
 
@@ -192,3 +194,42 @@ class Recommendation:
             # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is
             return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
         return None
+
+
+# What the service publishes after each check, in plain values (kfdguard.service.status.from_verdict
+# builds it): the health tracker, the readiness marker and the fleet files read it as the bus does.
+@dataclass(frozen=True)
+class Status:
+    state: str
+    ready: bool
+    summary: str
+    kernel: str = ""
+    kfd_version: str = ""
+    devices: tuple[dict[str, object], ...] = ()
+    findings: tuple[tuple[str, str, str, str], ...] = ()
+    fallback_policy: str = "notify"
+    fallback: dict[str, object] = field(default_factory=dict)
+    last_check: int = 0  # microseconds since the epoch
+    version: str = __version__
+    # For CheckAccess: the nodes a user must be able to open, as probed.
+    nodes: tuple[tuple[str, NodeStat], ...] = ()
+    # The installed stacks (kfdguard/userspace): (name, kind, path, targets, verdicts); empty until
+    # the first check after READY takes the inventory.
+    software: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def properties(self) -> dict[str, object]:
+        """Property name -> plain value, in the XML's order."""
+        return {
+            "Version": self.version,
+            "State": self.state,
+            "Ready": self.ready,
+            "Summary": self.summary,
+            "KernelRelease": self.kernel,
+            "KfdVersion": self.kfd_version,
+            "Devices": list(self.devices),
+            "Findings": [list(f) for f in self.findings],
+            "FallbackPolicy": self.fallback_policy,
+            "FallbackRecommendation": dict(self.fallback),
+            "LastCheck": self.last_check,
+            "Software": [[n, k, p, list(t), list(v)] for n, k, p, t, v in self.software],
+        }

@@ -12,9 +12,10 @@ import signal
 import sys
 
 from kfdguard import log
-from kfdguard.service.core import Background, PassResult, Service, error_status
+from kfdguard.service.core import Background, Service, error_status
 from kfdguard.service.notify import notify
 from kfdguard.service.options import early_signals, parse
+from kfdguard.service.status import PassResult
 
 
 def boot_pass(service: Service, deadline: float) -> PassResult | None:
