@@ -472,6 +472,11 @@ class HealthFiles:
     problems: tuple[str, ...] = ()  # files that could not be used, and why
 
 
+# Boots with compute whose health each kernel's record keeps: old trouble ages out. The policy trims
+# to it when it records a check (fallback/policy.py), probe when it reads a history (probe/boot.py).
+HEALTH_BOOTS = 8
+
+
 @dataclass(frozen=True, slots=True)
 class KernelRecord:
     """What kfdguard saw on one kernel release, over boots."""
@@ -482,7 +487,7 @@ class KernelRecord:
     last_seen: str = ""  # ISO time of the last check
     gpus: tuple[str, ...] = ()
     boot_id: str = ""  # the boot the last check belonged to: later checks of it update, not add
-    # The most recent boots on which compute came up (at most policy.HEALTH_BOOTS, oldest first),
+    # The most recent boots on which compute came up (at most HEALTH_BOOTS, oldest first),
     # each with the GPU trouble the resident service saw during it: "came up and stayed healthy".
     boots: tuple[BootHealth, ...] = ()
 

@@ -18,7 +18,7 @@ timeouts and hangs the resident service saw during it (kfdguard/health/store.py)
 from __future__ import annotations
 
 from kfdguard import knowledge
-from kfdguard.facts import BootHealth, Facts, History, InstalledKernel, KernelRecord
+from kfdguard.facts import HEALTH_BOOTS, BootHealth, Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
 from kfdguard.probe.bootspec import LoaderTarget, loader_target
 from kfdguard.record import replace
@@ -26,7 +26,6 @@ from kfdguard.verdict import KernelChoice, Recommendation
 
 # Findings whose cause a different kernel can remove.
 KERNEL_CAUSES = frozenset({"kernel-too-old", "kfd-not-built", "dkms-not-built", "module-signature-rejected"})
-HEALTH_BOOTS = 8  # boots with compute whose health each kernel's record keeps: old trouble ages out
 # fallback.unstable_resets' default (config.FallbackConfig): one reset can be one program's bad shader; a
 # kernel (or its firmware) whose GPU resets three times in one boot is what users report as "resets under load".
 UNSTABLE_RESETS = 3

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from kfdguard.config import load_config
-from kfdguard.facts import BootHealth, Facts, HealthFiles, History, KernelRecord
+from kfdguard.facts import HEALTH_BOOTS, BootHealth, Facts, HealthFiles, History, KernelRecord
 from kfdguard.fallback.apply import history_json
-from kfdguard.fallback.policy import HEALTH_BOOTS, auto_action, fold_health, recommend, record_check
+from kfdguard.fallback.policy import auto_action, fold_health, recommend, record_check
 from kfdguard.health import store
 from kfdguard.health.events import from_log
 from kfdguard.health.tracker import Health
