@@ -514,7 +514,7 @@ class History:
     problem: str | None = None  # why the file could not be used
 
 
-# --- CDI specs (read by kfdguard.fleet.cdi.probe_specs) ---
+# --- CDI specs (read by kfdguard.probe.cdi, checked by kfdguard.fleet.cdi) ---
 
 
 @dataclass(frozen=True, slots=True)
@@ -614,7 +614,7 @@ class Facts:
     bootloader: BootloaderFacts = BootloaderFacts("none")
     history: History = History()
     health: HealthFiles = HealthFiles()  # the resident service's per-boot GPU health (not in History yet)
-    cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.fleet.cdi)
+    cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.probe.cdi)
     problems: tuple[Problem, ...] = field(default=())
     # The software inventory (kfdguard.userspace.probe): taken by `kfdguard check`, None on the boot pass.
     software: SoftwareFacts | None = None
