@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from enum import StrEnum
 
 from kfdguard import __version__
@@ -191,7 +190,10 @@ class Recommendation:
         if self.bootloader == "grub":
             return f"sudo grub-reboot '{self.entry}' && sudo reboot"
         if self.bootloader == "systemd-boot":
-            # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is
+            # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is. Imported
+            # here: every module reads verdict.py, and shlex compiles a regular expression on import.
+            import shlex
+
             return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
         return None
 
