@@ -13,7 +13,7 @@ import re
 
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import lines_with, search_lines
-from kfdguard.assess.rules import Reasoning
+from kfdguard.assess.reasoning import Reasoning
 from kfdguard.evidence.model import SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -185,9 +185,7 @@ def rule_no_code_object(r: Reasoning) -> None:
         evidence.append(f"the library carries code for: {' '.join(carried)}")
     target = gfx or "this GPU's target"
     override = obs.value("gfx-override")
-    from kfdguard.assess.rules import OVERRIDES
-
-    neighbour = OVERRIDES.get(gfx or "")
+    neighbour = remedies.OVERRIDES.get(gfx or "")
     workaround = (
         f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour} in the program's environment "
         "(runs code built for a neighbouring target; it may crash or compute wrongly)"

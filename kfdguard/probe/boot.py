@@ -6,6 +6,7 @@ import re
 from functools import cmp_to_key
 
 from kfdguard.facts import (
+    HEALTH_BOOTS,
     Attempt,
     BootEntry,
     BootHealth,
@@ -441,7 +442,6 @@ def history_from_json(data: object) -> History:
 
 
 def _boots(value: object, release: str) -> tuple[BootHealth, ...]:
-    from kfdguard.fallback.policy import HEALTH_BOOTS
     from kfdguard.health.store import from_json
 
     if not isinstance(value, list):

@@ -18,8 +18,8 @@ from kfdguard.host.system import RealSystem
 from kfdguard.readiness.cli import EXIT_READY, EXIT_TIMEOUT
 from kfdguard.readiness.condition import normal_slot, satisfied
 from kfdguard.readiness.marker import Marker, MarkerPublisher, parse, publish, read, render, wanted
-from kfdguard.service.status import Status
 from kfdguard.simulate.system import SimulatedSystem
+from kfdguard.verdict import Status
 from tests.servicekit import REPO, guardian
 from tests.servicekit import machine as render_machine
 
