@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from benchmarks.common import Result
+from benchmarks.common import Result, best_of
 from benchmarks.logdata import generate, generate_paste
 from kfdguard.diagnose import diagnose_text
 from kfdguard.kernellog import scan
@@ -27,25 +27,19 @@ SCAN_GOAL = 4.0
 PASTE_GOAL = 10.0
 
 
-def best_of(runs: int, fn: Callable[[], object]) -> float:
-    """The least CPU time of ``runs`` calls."""
-    best = float("inf")
-    for _ in range(runs):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
+def cpu_best(fn: Callable[[], object]) -> float:
+    return best_of(3, fn, time.process_time)
 
 
 def main() -> list[Result]:
     text = generate(1_000_000)
-    baseline = best_of(3, lambda: text.split("\n"))
-    elapsed = best_of(3, lambda: scan(text))
+    baseline = cpu_best(lambda: text.split("\n"))
+    elapsed = cpu_best(lambda: scan(text))
     count, events = scan(text)
     ratio = elapsed / baseline
     paste = generate_paste(10_000_000)
-    paste_split = best_of(3, lambda: paste.split("\n"))
-    paste_elapsed = best_of(3, lambda: diagnose_text(paste))
+    paste_split = cpu_best(lambda: paste.split("\n"))
+    paste_elapsed = cpu_best(lambda: diagnose_text(paste))
     findings = len(diagnose_text(paste).findings)
     paste_ratio = paste_elapsed / paste_split
     return [

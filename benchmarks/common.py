@@ -46,12 +46,13 @@ def median(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
-def best_of(runs: int, fn: Callable[[], object]) -> float:
+def best_of(runs: int, fn: Callable[[], object], clock: Callable[[], float] = time.perf_counter) -> float:
+    """The least time of ``runs`` calls, by ``clock`` (wall clock; time.process_time for CPU time)."""
     best = float("inf")
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 

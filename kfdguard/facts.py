@@ -14,9 +14,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from kfdguard.fleet.cdi import CdiSpec
-    from kfdguard.userspace.model import SoftwareFacts
-
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -475,6 +472,11 @@ class HealthFiles:
     problems: tuple[str, ...] = ()  # files that could not be used, and why
 
 
+# Boots with compute whose health each kernel's record keeps: old trouble ages out. The policy trims
+# to it when it records a check (fallback/policy.py), probe when it reads a history (probe/boot.py).
+HEALTH_BOOTS = 8
+
+
 @dataclass(frozen=True, slots=True)
 class KernelRecord:
     """What kfdguard saw on one kernel release, over boots."""
@@ -485,7 +487,7 @@ class KernelRecord:
     last_seen: str = ""  # ISO time of the last check
     gpus: tuple[str, ...] = ()
     boot_id: str = ""  # the boot the last check belonged to: later checks of it update, not add
-    # The most recent boots on which compute came up (at most policy.HEALTH_BOOTS, oldest first),
+    # The most recent boots on which compute came up (at most HEALTH_BOOTS, oldest first),
     # each with the GPU trouble the resident service saw during it: "came up and stayed healthy".
     boots: tuple[BootHealth, ...] = ()
 
@@ -512,6 +514,84 @@ class History:
     problem: str | None = None  # why the file could not be used
 
 
+# --- CDI specs (read by kfdguard.probe.cdi, checked by kfdguard.fleet.cdi) ---
+
+
+@dataclass(frozen=True, slots=True)
+class CdiNode:
+    device: str  # the CDI device name ("0", "all"); "" for the spec's top-level containerEdits
+    path: str  # in the container
+    host_path: str  # on the host (hostPath, else path)
+    major: int | None
+    minor: int | None
+    mode: int | None  # permission bits of fileMode
+    gid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CdiSpec:
+    path: str  # as shown on the machine
+    kind: str
+    version: str
+    nodes: tuple[CdiNode, ...]
+    problem: str | None = None  # why it could not be used
+
+
+# --- the software inventory (taken by kfdguard.userspace.probe) ---
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One library of a stack and the gfx targets it carries code for."""
+
+    name: str  # "librocblas.so.0.1", "rocblas/library", "libggml-hip.so"
+    path: str  # as shown on the machine
+    targets: tuple[str, ...]  # target ids ("gfx90a:xnack-"), sorted
+    source: str  # "bundles" (offload bundles) or "name" (Tensile file names)
+    files: int = 1
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """An installed compute stack: a ROCm tree, distribution ROCm, or the ROCm bundled with a program."""
+
+    kind: str  # rocm, distribution, ollama, pytorch, llama.cpp, path
+    name: str  # "ROCm 6.2.4", "Debian rocBLAS 5.5.1+dfsg-7", "PyTorch 2.4.0+rocm6.1"
+    path: str
+    version: str | None
+    components: tuple[Component, ...]
+    lib_dir: str | None = None  # where its HIP runtime lives (for mixed-version checks)
+    runtime: str | None = None  # the HIP runtime library found ("libamdhip64.so.6.2.60204")
+    truncated: str | None = None
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(sorted({t for c in self.components for t in c.targets}))
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSetting:
+    name: str
+    value: str
+    origin: str  # "caller environment", "ollama.service (/etc/systemd/system/ollama.service)"
+    unit: str | None = None  # the unit whose processes get it
+
+
+@dataclass(frozen=True, slots=True)
+class SoftwareFacts:
+    stacks: tuple[Stack, ...] = ()
+    env: tuple[EnvSetting, ...] = ()
+    ld_paths: tuple[tuple[str, str], ...] = ()  # (directory, the file that lists it)
+    tools: tuple[str, ...] = ()  # rocminfo, amd-smi, rocm-smi found
+    problems: tuple[Problem, ...] = ()
+    scanned: bool = True  # False: the inventory was not taken (the boot pass)
+
+
 @dataclass(frozen=True, slots=True)
 class Facts:
     """One probe pass over a machine."""
@@ -534,7 +614,7 @@ class Facts:
     bootloader: BootloaderFacts = BootloaderFacts("none")
     history: History = History()
     health: HealthFiles = HealthFiles()  # the resident service's per-boot GPU health (not in History yet)
-    cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.fleet.cdi)
+    cdi: tuple[CdiSpec, ...] = ()  # AMD CDI specs in /etc/cdi and /var/run/cdi (kfdguard.probe.cdi)
     problems: tuple[Problem, ...] = field(default=())
     # The software inventory (kfdguard.userspace.probe): taken by `kfdguard check`, None on the boot pass.
     software: SoftwareFacts | None = None

@@ -8,62 +8,98 @@ quotes (``> ``). Each line is reduced to its message body (no timestamp, no
 host and identifier, no ``kfd kfd: amdgpu:``-style device prefix) and the
 rules of knowledge/logrules.py are tried on it.
 
-Speed matters: a whole boot's log is scanned at every boot. A cheap
-prefilter, run by ``filter`` over a compiled pattern in C, drops the lines
-that cannot concern amdgpu before any per-line Python code runs.
+Speed matters: a whole boot's log is scanned at every boot. A big log is not
+split into lines: a few ``str.find`` walks over its whole text (in C) find the
+rare lines that can concern amdgpu, and only those become Python strings. What
+is searched for is derived from the rule table (``Engine``), so a new rule row
+is found by the fast path as by the per-line one.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from kfdguard.facts import LogEvent
-from kfdguard.knowledge.logrules import RULES, LogRule
+from kfdguard.knowledge.logrules import RULES, SRC_MODLOAD, SRC_SIGN, SRC_UDEV, LogRule
 from kfdguard.record import dataclass
 
-# Every rule's message contains one of its terms. Python's regex engine tries a
-# long alternation position by position, so for whole boot logs a short list of
-# anchors is used instead: the kernel prints every KFD/amdgpu message with a
-# "kfd"/"amdgpu"/"[drm" prefix (or, before 5.x, the word CRAT), and the
-# userspace and signing messages have phrases of their own.
-TERMS = re.compile("|".join(re.escape(t) for t in sorted({t for r in RULES for t in r.terms}, key=len, reverse=True)))
-PREFILTER = re.compile(
-    r"amdgpu|kfd|KFD|\[drm|CRAT|Failed to find module '|Unknown group '|Failed to resolve group '|"
-    r"unsigned module is rejected|unavailable key is rejected|module loading is restricted|trusted key|"
-    r"Key was rejected|Required key not"
-)
-# What the big-log path searches for, over the whole text of a big log with str.find, before any
-# line is split off: every PREFILTER alternative contains one of these (tests/unit/test_kernellog.py checks
-# the cover), and candidate lines are confirmed with PREFILTER. Measured in CPU time on the generated
-# 1 M-line log, a regular expression alternation of such words costs about 4x splitting the text into
-# lines, however rare their first characters (the engine attempts a match at every position), and
-# str.find of one word about 0.4x: so the words are as few as cover the alternatives. The kernel's
-# own prefixes need five; the userspace messages share "module" (modules-load, module signing),
-# "group" (udev) and "ey" (key, Key: the signing messages that name no module).
-COARSE = ("amdgpu", "kfd", "KFD", "[drm", "CRAT", "module", "group", "ey")
+# The kernel prints every KFD/amdgpu message with a "kfd"/"amdgpu"/"[drm" prefix (or, before 5.x, the
+# word CRAT): a big log's line is worth the rules only if it holds one of these (kfd-facts.md §6).
+KERNEL_ANCHORS = ("amdgpu", "kfd", "KFD", "[drm", "CRAT")
+# Rules whose messages carry no such prefix: systemd-modules-load and udev print them from userspace,
+# the module loader about the module it refuses. Their own terms are what a big log is searched for, so a
+# new row from one of these sources is found without further work.
+UNPREFIXED_SOURCES = frozenset({SRC_MODLOAD, SRC_UDEV, SRC_SIGN})
+# Characters rare in kernel logs and journals, which str.find looks for with memchr, about ten times
+# faster than a word (measured on the generated 1 M-line log: 8 ms against 65-90 ms for a word of 3-6
+# letters, 25-60 ms for a phrase). An alternative holding one is searched for by it.
+RARE = ("'", "#")
 
 
-def _starts(text: str) -> list[int]:
-    """Where the lines holding one of COARSE start, sorted, each once."""
+def _covers(alternatives: Iterable[str]) -> tuple[str, ...]:
+    """The words the big-log path searches for: every alternative contains one, none contains another
+    (a line with the longer holds the shorter), rare characters where an alternative has one."""
+    picked: list[str] = []
+    for alternative in alternatives:
+        picked.append(next((c for c in RARE if c in alternative), alternative))
+    unique = list(dict.fromkeys(picked))
+    return tuple(w for w in unique if not any(o != w and o in w for o in unique))
+
+
+class Engine:
+    """What scanning needs of a rule table, derived from it once."""
+
+    def __init__(self, rules: tuple[LogRule, ...]) -> None:
+        # An empty term would be in every line: the searches below would find it everywhere.
+        empty = [r.id for r in rules if not r.terms or not all(r.terms) or any("\n" in t for t in r.terms)]
+        if empty:
+            raise ValueError(f"log rules need terms that are non-empty pieces of one line: {', '.join(empty)}")
+        self.rules = rules
+        # Every rule's message contains one of its terms (the paste path tries each line against them).
+        terms = sorted({t for r in rules for t in r.terms}, key=len, reverse=True)
+        self.terms = re.compile("|".join(re.escape(t) for t in terms))
+        unprefixed = (t for r in rules if r.source in UNPREFIXED_SOURCES for t in r.terms)
+        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *unprefixed)))
+        # What a line of a big log must hold: a kernel prefix or an unprefixed rule's term.
+        self.prefilter = re.compile("|".join(re.escape(a) for a in self.alternatives))
+        self.coarse = _covers(self.alternatives)
+        self.compiled = tuple((r, re.compile(r.pattern)) for r in rules)
+        by_term: dict[str, list[int]] = {}
+        for index, rule in enumerate(rules):
+            for term in rule.terms:
+                by_term.setdefault(term, []).append(index)
+        # term -> the rules that list it, in rule order
+        self.term_rules = tuple((term, tuple(indexes)) for term, indexes in by_term.items())
+
+
+DEFAULT = Engine(RULES)
+TERMS = DEFAULT.terms
+PREFILTER = DEFAULT.prefilter
+COARSE = DEFAULT.coarse
+
+
+def _starts(text: str, coarse: tuple[str, ...] = COARSE) -> list[int]:
+    """Where the lines holding one of ``coarse`` start, sorted, each once."""
     found: set[int] = set()
     rfind, find = text.rfind, text.find
-    for needle in COARSE:
+    for needle in coarse:
         at = find(needle)
         while at >= 0:
             found.add(rfind("\n", 0, at) + 1)
             stop = find("\n", at)
             if stop < 0:
                 break
-            at = find(needle, stop)
+            at = find(needle, stop + 1)  # the next line: no needle holds a newline
     return sorted(found)
 
 
-def _big_log_counted(text: str) -> tuple[int, list[tuple[int, str]]]:
-    """The number of lines, and (line number, line) of the lines that pass PREFILTER, without splitting."""
+def _big_log_counted(text: str, engine: Engine = DEFAULT) -> tuple[int, list[tuple[int, str]]]:
+    """The number of lines, and (line number, line) of the lines that pass the prefilter, without splitting."""
     candidates: list[tuple[int, str]] = []
-    count, find, search = text.count, text.find, PREFILTER.search
+    count, find, search = text.count, text.find, engine.prefilter.search
     number, counted = 1, 0
-    for start in _starts(text):
+    for start in _starts(text, engine.coarse):
         number += count("\n", counted, start)
         counted = start
         stop = find("\n", start)
@@ -73,9 +109,9 @@ def _big_log_counted(text: str) -> tuple[int, list[tuple[int, str]]]:
     return number + count("\n", counted), candidates
 
 
-def _big_log(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of the lines that pass PREFILTER, without splitting the text."""
-    return _big_log_counted(text)[1]
+def _big_log(text: str, engine: Engine = DEFAULT) -> list[tuple[int, str]]:
+    """(line number, line) of the lines that pass the prefilter, without splitting the text."""
+    return _big_log_counted(text, engine)[1]
 
 
 # Up to this many lines (a paste, not a boot log) every line is tried against
@@ -98,13 +134,6 @@ _DEVICE = re.compile(
 )
 _DRM = re.compile(r"^\[drm(?::\w+ \[\w+\])?\] (?:\*ERROR\* )?")
 _PR = re.compile(r"^(?P<driver>amdgpu|kfd|amdkfd): ")
-_COMPILED: list[tuple[LogRule, re.Pattern[str]]] = [(r, re.compile(r.pattern)) for r in RULES]
-# term -> the rules that list it, in rule order
-_BY_TERM: dict[str, list[int]] = {}
-for _index, _rule in enumerate(RULES):
-    for _term in _rule.terms:
-        _BY_TERM.setdefault(_term, []).append(_index)
-_TERM_RULES = tuple(_BY_TERM.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +185,21 @@ def normalise(raw: str) -> LogLine:
     return LogLine(ident, driver, device, line.strip(), stamp)
 
 
-def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "") -> list[LogEvent]:
+# What a rule found on a line, before the line itself, its number, boot and source make it an event.
+_Found = tuple[str, str, str | None, str | None, str | None, tuple[tuple[str, str], ...]]
+
+
+def _found(raw: str, engine: Engine) -> list[_Found]:
+    # The body is a piece of the raw line: a line that holds no rule's term needs no normalising.
+    if not engine.terms.search(raw):
+        return []
     parsed = normalise(raw)
-    events = []
+    found: list[_Found] = []
     body = parsed.body
     # Substring tests (in C) pick the few rules worth a regular expression.
-    candidates = sorted({i for term, rules in _TERM_RULES if term in body for i in rules})
+    candidates = sorted({i for term, rules in engine.term_rules if term in body for i in rules})
     for index in candidates:
-        rule, pattern = _COMPILED[index]
+        rule, pattern = engine.compiled[index]
         m = pattern.search(body)
         if m is None:
             continue
@@ -172,10 +208,38 @@ def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "") -> list
         values = tuple((k, v) for k, v in m.groupdict().items() if v is not None)
         if rule.id == "parse-args-ignored" and parsed.driver:
             values = (("module", parsed.driver), *values)
-        text = raw.strip()
-        events.append(
-            LogEvent(rule.id, rule.klass, rule.code, parsed.device, parsed.driver, values, text, number, boot, source)
-        )
+        found.append((rule.id, rule.klass, rule.code, parsed.device, parsed.driver, values))
+    return found
+
+
+def match(raw: str, number: int = 0, *, boot: int = 0, source: str = "", engine: Engine = DEFAULT) -> list[LogEvent]:
+    return [LogEvent(*f, raw.strip(), number, boot, source) for f in _found(raw, engine)]
+
+
+def _line_key(raw: str) -> tuple[bool, str]:
+    """What the rules' findings on a line depend on: the line without a leading "[...]" stamp, cut where
+    normalise cuts it (its body, driver and device come from what follows; the stamp it reads is no
+    part of an event). A dmesg log's repeated message differs only in that stamp."""
+    if raw[:1] == "[":
+        line = raw.strip()
+        m = _BRACKET.match(line)
+        if m:
+            return True, line[m.end() :]
+    return False, raw
+
+
+def _events(candidates: Iterable[tuple[int, str]], boot: int, source: str, engine: Engine) -> list[LogEvent]:
+    """The events of the candidate lines. A long log repeats its lines (a ring timeout a thousand
+    times, with other timestamps): what the rules found on a line is kept by _line_key and reused."""
+    events: list[LogEvent] = []
+    memo: dict[tuple[bool, str], list[_Found]] = {}
+    for number, line in candidates:
+        key = _line_key(line)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = _found(line, engine)
+        for f in found:
+            events.append(LogEvent(*f, line.strip(), number, boot, source))
     return events
 
 
@@ -186,28 +250,25 @@ def _is_big(text: str) -> bool:
     return text.count("\n", 0, head) >= SMALL or (len(text) > head and text.count("\n") >= SMALL)
 
 
-def scan(text: str | list[str], *, boot: int = 0, source: str = "") -> tuple[int, list[LogEvent]]:
+def scan(
+    text: str | list[str], *, boot: int = 0, source: str = "", engine: Engine = DEFAULT
+) -> tuple[int, list[LogEvent]]:
     """All events in a log; returns (number of lines, events in order)."""
-    events: list[LogEvent] = []
     if isinstance(text, str) and _is_big(text):
-        lines_in, found = _big_log_counted(text)
-        for number, line in found:
-            events.extend(match(line, number, boot=boot, source=source))
-        return lines_in, events
+        lines_in, found = _big_log_counted(text, engine)
+        return lines_in, _events(found, boot, source, engine)
     lines = text.split("\n") if isinstance(text, str) else text
     if len(lines) <= SMALL:
-        search = TERMS.search
+        search = engine.terms.search
         candidates = [(i, line) for i, line in enumerate(lines, 1) if search(line)]
     else:
         # Only the rare candidate lines need their numbers: find them by identity
         # after the C-level filter instead of enumerating every line in Python.
-        hits = list(filter(PREFILTER.search, lines))
+        hits = list(filter(engine.prefilter.search, lines))
         candidates = []
         start = 0
         for hit in hits:
             index = lines.index(hit, start)
             candidates.append((index + 1, hit))
             start = index + 1
-    for number, line in candidates:
-        events.extend(match(line, number, boot=boot, source=source))
-    return len(lines), events
+    return len(lines), _events(candidates, boot, source, engine)

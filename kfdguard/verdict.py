@@ -1,15 +1,16 @@
-"""What assess concludes: state, findings, per-GPU status and a plan."""
+"""What assess concludes: state, findings, per-GPU status and a plan; and the Status the service publishes of it."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from kfdguard.record import dataclass
+from kfdguard import __version__
+from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kfdguard.access import NodeStat
     from kfdguard.facts import PcieLink
-    from kfdguard.fallback.policy import Recommendation
 
 
 class State(StrEnum):
@@ -139,3 +140,98 @@ class Verdict:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.state]
+
+
+# The kernel-fallback policy's answer (kfdguard.fallback.policy.recommend), which the Verdict carries:
+# a record, below the policy that computes it.
+@dataclass(frozen=True)
+class KernelChoice:
+    release: str
+    entry: str | None  # boot-loader entry id, None when it has none
+    bootable: bool
+    capable: bool | None  # runs compute on every AMD GPU: True, False, or None (unknown)
+    reasons: tuple[str, ...]  # why not bootable or capable
+    last: str  # what the history says: "ok", "failed" or ""
+    failed_after_fallback: bool
+    ok: int = 0  # boots on which compute came up (the history's count)
+    failed: int = 0  # boots on which it did not
+    out_of_tries: bool = False  # systemd-boot's boot counting marked its entry bad (it did not boot fully)
+    # Of its last boots on which compute came up (at most HEALTH_BOOTS): ones the GPU stayed healthy
+    # through, ones where it reset, timed out or hung, and of those the unstable ones (BootHealth.unstable).
+    healthy: int = 0
+    troubled: int = 0
+    unstable: int = 0
+    trouble: str = ""  # the latest troubled boot, in words
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    policy: str
+    running: str
+    needed: bool  # the running kernel cannot provide compute, for a reason another kernel may not have
+    kernel: str | None
+    entry: str | None
+    reason: str
+    already_default: bool
+    choices: tuple[KernelChoice, ...]
+    bootloader: str
+    # The running kernel runs compute but was unstable on a recent boot; ``kernel`` is then one that
+    # ran compute without being unstable (or None). Acted on only when ``act_on_unstable``.
+    unstable: bool = False
+    act_on_unstable: bool = False
+    # systemd-boot: the name its installed version matches for ``entry`` (a counted entry's file
+    # name before systemd 258/259); ``entry`` stays the stable, counter-less id of the history.
+    loader_entry: str | None = None
+
+    @property
+    def command(self) -> str | None:
+        if self.kernel is None or self.entry is None:
+            return None
+        if self.bootloader == "grub":
+            return f"sudo grub-reboot '{self.entry}' && sudo reboot"
+        if self.bootloader == "systemd-boot":
+            # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is. Imported
+            # here: every module reads verdict.py, and shlex compiles a regular expression on import.
+            import shlex
+
+            return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
+        return None
+
+
+# What the service publishes after each check, in plain values (kfdguard.service.status.from_verdict
+# builds it): the health tracker, the readiness marker and the fleet files read it as the bus does.
+@dataclass(frozen=True)
+class Status:
+    state: str
+    ready: bool
+    summary: str
+    kernel: str = ""
+    kfd_version: str = ""
+    devices: tuple[dict[str, object], ...] = ()
+    findings: tuple[tuple[str, str, str, str], ...] = ()
+    fallback_policy: str = "notify"
+    fallback: dict[str, object] = field(default_factory=dict)
+    last_check: int = 0  # microseconds since the epoch
+    version: str = __version__
+    # For CheckAccess: the nodes a user must be able to open, as probed.
+    nodes: tuple[tuple[str, NodeStat], ...] = ()
+    # The installed stacks (kfdguard/userspace): (name, kind, path, targets, verdicts); empty until
+    # the first check after READY takes the inventory.
+    software: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def properties(self) -> dict[str, object]:
+        """Property name -> plain value, in the XML's order."""
+        return {
+            "Version": self.version,
+            "State": self.state,
+            "Ready": self.ready,
+            "Summary": self.summary,
+            "KernelRelease": self.kernel,
+            "KfdVersion": self.kfd_version,
+            "Devices": list(self.devices),
+            "Findings": [list(f) for f in self.findings],
+            "FallbackPolicy": self.fallback_policy,
+            "FallbackRecommendation": dict(self.fallback),
+            "LastCheck": self.last_check,
+            "Software": [[n, k, p, list(t), list(v)] for n, k, p, t, v in self.software],
+        }

@@ -15,9 +15,9 @@ from kfdguard.assess.rules import run
 from kfdguard.config import Config, ConfigError
 from kfdguard.evidence.machine import observe
 from kfdguard.facts import Facts
-from kfdguard.fallback.policy import Recommendation, explain_choice, recommend, unstable_text
+from kfdguard.fallback.policy import explain_choice, recommend, unstable_text
 from kfdguard.fleet.cdi import check as check_cdi
-from kfdguard.verdict import Finding, GpuStatus, Severity, State, Verdict
+from kfdguard.verdict import Finding, GpuStatus, Recommendation, Severity, State, Verdict
 
 
 def assess(facts: Facts, config: Config | None = None, config_errors: tuple[ConfigError, ...] = ()) -> Verdict:

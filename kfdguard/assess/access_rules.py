@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfdguard.assess.rules import Reasoning
+from kfdguard.assess.reasoning import Reasoning
 from kfdguard.verdict import Finding, Severity
 
 E = Severity.ERROR

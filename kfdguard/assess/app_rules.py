@@ -13,7 +13,7 @@ import re
 
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import lines_with, search_lines
-from kfdguard.assess.rules import Reasoning
+from kfdguard.assess.reasoning import Reasoning
 from kfdguard.evidence.model import SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -27,7 +27,8 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 ROOT_ONLY = re.compile(
     r"\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
     r"(?:as|with|under)\s+(?:root|sudo)\b"
-    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas root,? (?:it )?works\b|\bwith sudo,? (?:it )?works\b",
+    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas root,? (?:it )?works\b|\bwith sudo,? (?:it )?works\b"
+    r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b",
     re.IGNORECASE,
 )
 # Rootless containers: Distrobox and Toolbx run rootless Podman by default; "rootless" names it.
@@ -184,9 +185,7 @@ def rule_no_code_object(r: Reasoning) -> None:
         evidence.append(f"the library carries code for: {' '.join(carried)}")
     target = gfx or "this GPU's target"
     override = obs.value("gfx-override")
-    from kfdguard.assess.rules import OVERRIDES
-
-    neighbour = OVERRIDES.get(gfx or "")
+    neighbour = remedies.OVERRIDES.get(gfx or "")
     workaround = (
         f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour} in the program's environment "
         "(runs code built for a neighbouring target; it may crash or compute wrongly)"
@@ -273,6 +272,58 @@ def _denied_group(r: Reasoning) -> str:
     return m["group"] if m else r.group
 
 
+def _said_member(r: Reasoning) -> str | None:
+    """The group the person says the user is already in ("in the video group already"), not a negation."""
+    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, " group")):
+        m = appformats.PROSE_IN_GROUP.search(line)
+        if m and not appformats.NOT_IN_GROUP.search(line) and "not " not in line[max(0, m.start() - 12) : m.start()]:
+            return m["group"].lower()
+    return None
+
+
+def _node_does_not_grant(r: Reasoning, group: str, evidence: list[str]) -> None:
+    """Root can open /dev/kfd, a user in the right-looking group cannot, and nothing shows the node: its mode or
+    group does not grant that group (no udev rule: the kernel creates it root-only; or it belongs to render)."""
+    r.findings.append(
+        Finding(
+            "device-permissions",
+            E,
+            f"root can use the GPU and the user, who the text says is in '{group}', cannot: /dev/kfd does not grant "
+            f"'{group}' (without udev's rule the kernel creates it root:root 0600; a local rule may set another group)",
+            "ls -l /dev/kfd /dev/dri/renderD*: if root:root 0600, add a udev rule, e.g. /etc/udev/rules.d/70-kfd.rules "
+            'with KERNEL=="kfd", GROUP="render", MODE="0660", then sudo udevadm control --reload && sudo udevadm '
+            "trigger --action=add --subsystem-match=kfd (the default rules set modes on add events only; ROCm's DKMS "
+            "packages install such a rule, an upstream kernel has none); if it belongs to another group, "
+            "sudo usermod -aG <that group> $USER and log in again",
+            (*evidence[:3], f"the text: in the {group} group"),
+        )
+    )
+
+
+def _root_only(r: Reasoning) -> str | None:
+    """Prose that says root (or sudo) can and the user cannot, about the GPU stack or the user's groups."""
+    text = r.obs.text
+    m = search_lines(ROOT_ONLY, text, r.obs.lowered, "root", "sudo")
+    if m is None:
+        return None
+    if "/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or r.obs.saw("runtime-gpu") or _said_member(r):
+        return f"the text: {m.group(0)}"
+    return None
+
+
+def _member_yet_denied(r: Reasoning, evidence: list[str]) -> bool:
+    """In render (the group udev gives /dev/kfd today) and still denied, with nothing showing the node: the
+    node's mode is the cause, not membership."""
+    node = r.obs.kfd
+    owner_shown = (node is not None and bool(node.group)) or search_lines(
+        OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd"
+    )
+    if owner_shown or _said_member(r) != "render":
+        return False
+    _node_does_not_grant(r, "render", evidence)
+    return True
+
+
 def rule_denied_by_groups(r: Reasoning) -> None:
     """EACCES on /dev/kfd or a render node, as applications print it, or 'works only as root'."""
     obs = r.obs
@@ -289,19 +340,19 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     evidence: list[str] = [m.text for m in obs.saw("kfd-eacces")[:1]]
     if not evidence and obs.saw("eacces") and ("/dev/kfd" in text or "/dev/dri/renderD" in text):
         evidence.append(obs.saw("eacces")[0].text)
-    root_only = search_lines(ROOT_ONLY, text, lowered, "root", "sudo")
-    if root_only and ("/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or obs.saw("runtime-gpu")):
-        evidence.append(f"the text: {root_only.group(0)}")
-    if not evidence and not rocminfo_denied:
-        return
-    if rocminfo_denied:
-        return  # rule_access read rocminfo's own report
+    root_only = _root_only(r)
+    if root_only:
+        evidence.append(root_only)
+    if rocminfo_denied or not evidence:
+        return  # nothing denied, or rocminfo's own report, which rule_access read
     node = obs.kfd
     if node is not None and node.mode and node.mode[7:9] == "rw":
         return  # open to everyone: not a group problem
     group = _denied_group(r)
     user = obs.user.user if obs.user and obs.user.user else "the user"
     if obs.user is not None and group in obs.user.groups:
+        return
+    if _member_yet_denied(r, evidence):
         return
     r.findings.append(
         Finding(
@@ -606,20 +657,29 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("userspace-target-unsupported", "no-amd-gpu"):
         return
-    if any(f.severity is E for f in r.findings):
+    if any(f.severity is E and f.code != "env-override-wrong" for f in r.findings):
         return  # a cause lower in the stack (or a message of the program's own) already explains it
+    # (A wrong override speaks of a GPU ROCm supports; another GPU beside it may still have no code.)
     said = None
-    for line in lines_with(obs.text, obs.lowered, "supported"):
+    for line in dict.fromkeys(lines_with(obs.text, obs.lowered, "support")):
         m = appformats.PROSE_UNSUPPORTED.search(line)
         low = line.lower()
         if m and ("gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low):
             said = m
             break
     if said is None:
+        # "Ollama doesn't use gpu", "uses only the CPU": the same conclusion for a GPU without prebuilt code.
+        said = search_lines(appformats.PROSE_CPU_ONLY, obs.text, obs.lowered, "gpu", "cpu", "card")
+    if said is None:
         return
-    gfx, where = _gfx_of_text(r, [])
-    if gfx is None or any(a.rocm_prebuilt for a in _asics_of(gfx)):
+    # Of several GPUs (an iGPU beside a discrete one), the one ROCm's libraries carry no code for.
+    first, shown = _gfx_of_text(r, [])
+    targets = _real_targets(r, None) or ([(first, shown or "the text")] if first else [])
+    targets += appformats.codename_targets(obs.text)
+    unsupported = [(g, w) for g, w in targets if g and not any(a.rocm_prebuilt for a in _asics_of(g))]
+    if not unsupported:
         return
+    gfx, where = unsupported[0]
     override = obs.value("gfx-override")
     r.findings.append(
         Finding(
@@ -708,3 +768,335 @@ def rule_prose_kernel(r: Reasoning) -> None:
             )
         )
         return
+
+
+# --- causes told around the pasted lines: settings, hosts, builds and GPUs in a person's own words -------
+
+
+def _said_override(r: Reasoning) -> str | None:
+    """A line where the person (not the program) shows HSA_OVERRIDE_GFX_VERSION set: a unit's Environment=, an
+    export, a docker -e. ollama's own lines (its config map, its check) say what the program got instead."""
+    for line in lines_with(r.obs.text, r.obs.lowered, "hsa_override_gfx_version"):
+        if "=" in line and "server config" not in line and "source=" not in line and "msg=" not in line:
+            return line.strip()[:160]
+    return None
+
+
+def rule_override_not_applied(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION set where the person says, and absent from the program that logged.
+
+    ollama checks a GPU's target against its libraries only when HSA_OVERRIDE_GFX_VERSION is empty in its own
+    environment (discover/amd_linux.go: 'if gfxOverride == ""'; otherwise it logs 'skipping rocm gfx
+    compatibility check'), so its "not supported" line proves the override did not reach it; its 'server
+    config' map shows the same. A variable in a login shell's profile never reaches a systemd service.
+    """
+    obs = r.obs
+    if r.machine is not None or obs.value("gfx-override") is None or obs.saw("override"):
+        return  # no value set anywhere in the text (the scan records it), or ollama honoured it
+    if r.has("env-override-wrong", "no-amd-gpu"):
+        return
+    said = _said_override(r)
+    if said is None:
+        return
+    ollama = [m for m in obs.saw("no-code-object") if m.format.startswith("ollama-")] + obs.saw("override-unset")
+    evidence = [f"the text: {said}"]
+    if ollama:
+        evidence.append(ollama[0].text)
+        why = (
+            "ollama checks the GPU's target only when HSA_OVERRIDE_GFX_VERSION is empty in its own environment, "
+            "and it did: the override never reached the server that logged"
+        )
+    else:
+        lowered = obs.lowered
+        profile = next((p for p in (".bashrc", ".profile", ".zshrc", "/etc/environment") if p in lowered), None)
+        service = "journalctl -u" in lowered or "systemctl" in lowered or ".service" in lowered
+        if profile is None or not service or profile == "/etc/environment":
+            return
+        evidence.append(f"the text: the variable is set in {profile}, and the program runs as a systemd service")
+        why = f"a systemd service does not read {profile} (a login shell's profile), so the service never had it"
+    r.findings.append(
+        Finding(
+            "env-override-not-applied",
+            W,
+            f"HSA_OVERRIDE_GFX_VERSION is set where the text shows it, but not in the program's environment: {why}",
+            "set it where the process that uses the GPU starts: for the ollama service 'sudo systemctl edit ollama' "
+            '([Service] Environment="HSA_OVERRIDE_GFX_VERSION=x.y.z"), then sudo systemctl restart ollama (an '
+            "'ollama serve' typed in a terminal reads neither the unit nor another user's profile); by hand, "
+            "HSA_OVERRIDE_GFX_VERSION=x.y.z ollama serve; in a container, -e HSA_OVERRIDE_GFX_VERSION=x.y.z",
+            tuple(evidence),
+        )
+    )
+
+
+def _wsl(r: Reasoning) -> str | None:
+    """Where the text shows ROCm running under WSL: rocminfo's WSL line, a WSL build's source path, the prose."""
+    obs = r.obs
+    seen = obs.saw("wsl-runtime")
+    if seen:
+        return seen[0].text
+    if "sources/wsl/" in obs.lowered:
+        return "the text: a ROCm WSL build's source path (sources/wsl/)"
+    if obs.foreign_host is not None and "wsl" in str(obs.foreign_host).lower():
+        return str(obs.foreign_host)
+    return None
+
+
+def rule_wsl_runtime(r: Reasoning) -> None:
+    """ROCm under WSL failing: there is no KFD there, only AMD's WSL releases on the GPUs of their list."""
+    obs = r.obs
+    if r.machine is not None or r.has("no-amd-gpu"):
+        return
+    refused = obs.saw("runtime-unsupported-gpu")
+    failed = obs.first("hsa-failure")
+    if not refused and failed is None:
+        return
+    where = _wsl(r)
+    if where is None:
+        return
+    if refused and not r.has("userspace-target-unsupported"):
+        gfx, shown = _gfx_of_text(r, [])
+        gpu = gfx or "this GPU"
+        r.findings.append(
+            Finding(
+                "userspace-target-unsupported",
+                E,
+                f"ROCm's WSL runtime refuses {gpu} ('ROCR: unsupported GPU'): under WSL ROCm runs only on the GPUs "
+                "of AMD's WSL compatibility list for that release; groups, permissions and drivers inside WSL "
+                "cannot change it",
+                "look up AMD's ROCm-on-WSL compatibility matrix for a release (and Windows driver) that lists this "
+                "GPU; otherwise run ROCm on a Linux host (bare metal, or a VM with the GPU passed through)",
+                tuple(x for x in (refused[0].text, where, f"{shown}: {gfx}" if gfx else None) if x),
+            )
+        )
+    if (failed is None and not refused) or r.has("host-without-kfd"):
+        return
+    r.findings[:] = [
+        f
+        for f in r.findings
+        if f.code not in ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
+    ]
+    r.findings.append(
+        Finding(
+            "host-without-kfd",
+            W if refused else E,
+            "ROCm runs under WSL, where there is no KFD and no /dev/kfd: ROCr reaches the GPU through the Windows "
+            "driver (/dev/dxg) only in the ROCm releases AMD builds for WSL, with a matching Adrenalin driver; an "
+            "HSA_STATUS_ERROR_OUT_OF_RESOURCES there means that path found no GPU it can use",
+            "install the ROCm release AMD's WSL compatibility matrix lists for this GPU and Windows driver "
+            "(amdgpu-install --usecase=wsl,rocm --no-dkms), not a release for Linux hosts; advice about amdgpu, "
+            "/dev/kfd or the render group does not apply under WSL",
+            tuple(x for x in (where, failed.value if failed else None) if x),
+        )
+    )
+
+
+def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
+    """Under WSL, the runtime up but no GPU agent, or prose that the GPU is not seen: the GPU (for the installed
+    release) is not on AMD's ROCm-on-WSL list. A failing runtime (an HSA error) is rule_wsl_runtime's instead."""
+    obs = r.obs
+    if r.machine is not None or obs.agents or obs.first("hsa-failure") is not None:
+        return
+    if r.has("userspace-target-unsupported", "host-without-kfd", "no-amd-gpu"):
+        return
+    where = _wsl(r)
+    if where is None:
+        return
+    text, lowered = obs.text, obs.lowered
+    cpu_only = "HSA Agents" in text and "Device Type:" in text  # rocminfo ran; its agents (no GPU) are above
+    said = (
+        None
+        if cpu_only
+        else search_lines(appformats.PROSE_NO_GPU_SEEN, text, lowered, "work", "get", "cpu", "detect", "fail")
+    )
+    if not cpu_only and said is None:
+        return
+    gfx, shown = _gfx_of_text(r, [])
+    r.findings[:] = [
+        f
+        for f in r.findings
+        if f.code
+        not in (
+            "device-node-missing",
+            "module-not-loaded",
+            "user-not-in-group",
+            "kfd-not-built",
+            "kernel-too-old",
+            "kfd-no-gpu-node",
+        )
+    ]
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"ROCm under WSL sees no GPU it supports{f' ({gfx})' if gfx else ''}: the WSL runtime reaches the GPU "
+            "through the Windows driver and runs only on the GPUs of AMD's ROCm-on-WSL compatibility matrix for the "
+            "installed release and Adrenalin driver; the WSL kernel, amdgpu, groups and HSA_OVERRIDE_GFX_VERSION play "
+            "no part",
+            "look the GPU up in AMD's ROCm-on-WSL compatibility matrix: install a listed release with its Windows "
+            "driver, or run ROCm on a Linux host (bare metal, or a VM with the GPU passed through)",
+            tuple(
+                x
+                for x in (
+                    where,
+                    "rocminfo: no GPU agent" if cpu_only else f"the text: {said.group(0) if said else ''}",
+                    f"{shown}: {gfx}" if gfx else None,
+                )
+                if x
+            ),
+        )
+    )
+
+
+def rule_no_amd_gpu_listed(r: Reasoning) -> None:
+    """No AMD GPU: an lspci listing whose display controllers are all another vendor's (a VM's virtual adapter,
+    an Intel or NVIDIA GPU), or prose that says the machine has none."""
+    obs = r.obs
+    if r.machine is not None or amd_gpu_named(r) or r.has("no-amd-gpu"):
+        return
+    text, lowered = obs.text, obs.lowered
+    names = [
+        m["name"]
+        for line in dict.fromkeys(lines_with(text, lowered, " controller"))
+        if (m := appformats.PCI_DISPLAY.match(line))
+    ]
+    evidence: list[str] = []
+    amd_listed = any("AMD" in n or "ATI" in n or "Advanced Micro" in n or "Radeon" in n for n in names)
+    if names and not amd_listed and "[1002:" not in lowered:
+        evidence.append(f"lspci: display controllers {'; '.join(dict.fromkeys(names))}")
+        virtual = next((n for n in names if appformats.VIRTUAL_DISPLAY.search(n)), None)
+        what = (
+            f"this is a virtual machine ({virtual}) with no GPU passed in"
+            if virtual
+            else "none of its display controllers is AMD's"
+        )
+        remedy = (
+            "pass the AMD GPU through to the VM (vfio-pci / PCI passthrough in the hypervisor), or run ROCm on the "
+            "host that has it; then 'lspci -nn | grep -Ei \"vga|display|3d\"' in the guest lists it"
+            if virtual
+            else "run ROCm on a machine with a supported AMD GPU; 'lspci -nn | grep -Ei \"vga|display|3d\"' lists them"
+        )
+    else:
+        said = search_lines(appformats.PROSE_NO_AMD, text, lowered, "amd", "radeon")
+        if said is None:
+            return
+        evidence.append(f"the text: {said.group(0)}")
+        what = "the text says the machine has no AMD GPU"
+        remedy = "nothing to fix for ROCm itself; its GPU errors are expected without an AMD GPU"
+    r.findings.append(
+        Finding(
+            "no-amd-gpu",
+            I,
+            f"no AMD GPU: {what}, so ROCm has nothing to run on and its errors here (ROCk module not loaded, "
+            "no devices, out of resources) say nothing about an AMD setup",
+            remedy,
+            tuple(evidence),
+        )
+    )
+
+
+def rule_prose_dkms(r: Reasoning) -> None:
+    """The text says amdgpu-dkms (rock-dkms) fails to build or install, or dpkg could not configure it."""
+    obs = r.obs
+    if r.machine is not None or r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
+        return
+    text, lowered = obs.text, obs.lowered
+    if "dkms" not in lowered:
+        return
+    said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
+    shown = f"the text: {said.group(0)}" if said else None
+    if shown is None and "errors were encountered while processing" in lowered:
+        package = appformats.DPKG_DKMS.search(text)
+        if package:
+            shown = f"dpkg: errors were encountered while processing {package['package']}"
+    if shown is None:
+        return
+    r.findings.append(
+        Finding(
+            "dkms-not-built",
+            E,
+            "the text says the amdgpu DKMS module fails to build or install: for the kernel it failed on there is no "
+            "ROCm amdgpu (the kernel's own amdgpu, or none, runs instead); a kernel update is the usual trigger",
+            "boot the previous kernel (the boot menu keeps it) until an amdgpu-dkms release supports the new one, "
+            "or install that release and run sudo dkms autoinstall -k <kernel>; 'dkms status' and "
+            "/var/lib/dkms/amdgpu/*/build/make.log show what failed",
+            (shown,),
+        )
+    )
+    r.findings[:] = [f for f in r.findings if f.code not in ("asic-not-supported", "kernel-too-old")]
+    for t in r.amd:
+        t.block("amdgpu-dkms not built for this kernel", "dkms-not-built")
+
+
+def rule_prose_old_radeon(r: Reasoning) -> None:
+    """A GPU named only by its retail name (Radeon R7 360, HD 7970) whose chip KFD has never supported."""
+    obs = r.obs
+    if r.machine is not None or amd_gpu_named(r) or r.has("asic-not-supported", "no-amd-gpu", "host-without-kfd"):
+        return  # a GPU the text identifies otherwise (ids, agents, a target) is the other rules'
+    lines = "\n".join(
+        dict.fromkeys(line for cue in appformats.OLD_RADEON_CUES for line in lines_with(obs.text, obs.lowered, cue))
+    )
+    if not lines:
+        return
+    from kfdguard.knowledge import identify
+
+    for token, device in appformats.old_radeon_devices(lines.lower()):
+        asic, _name = identify(device)
+        if asic is None or asic.kfd_since is not None:
+            continue
+        r.findings.append(
+            Finding(
+                "asic-not-supported",
+                E,
+                f"the Radeon {token} is a {asic.family} chip ({asic.generation}), which KFD has never supported: no "
+                "ROCm release, and no program built on ROCm (ollama, PyTorch, llama.cpp's HIP build), can compute on "
+                "it; the program falls back to the CPU",
+                "use a backend that does not need ROCm (Vulkan: llama.cpp's or ollama's Vulkan build; OpenCL "
+                "through Mesa's rusticl), or a GPU ROCm supports",
+                (f"the text: Radeon {token}", f"pci.ids: {token} is device 1002:{device:04x} ({asic.family})"),
+            )
+        )
+        return
+
+
+def rule_prose_node_group(r: Reasoning) -> None:
+    """The text says /dev/kfd belongs to one group ("root:render") while the setup it describes uses the other."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
+    ):
+        return
+    if obs.kfd is not None and obs.kfd.group:
+        return  # ls -l shows the node: rule_access reads it
+    text, lowered = obs.text, obs.lowered
+    m = search_lines(appformats.NODE_GROUP_PROSE, text, lowered, "/dev/k")  # kfd, and its "kdf" typo
+    if m is None:
+        return
+    group = (m["owner"] or m["group"]).lower()
+    other = "video" if group == "render" else "render"
+    if obs.user is not None and group in obs.user.groups:
+        return
+    if any(g["group"].lower() == group for g in appformats.PROSE_IN_GROUP.finditer(text)):
+        return  # the person says they are in it
+    if other not in lowered.replace(m.group(0).lower(), ""):
+        return  # nothing says the user's setup is the other group's
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"the text says /dev/kfd belongs to group '{group}', while the setup it describes uses '{other}': a user "
+            f"in '{other}' only cannot open it (EACCES, shown by ROCm as 'out of resources' or no GPU)",
+            f"sudo usermod -aG {group} $USER (render and video where both exist), then log out and back in",
+            (f"the text: {m.group(0)}",),
+        )
+    )
+
+
+__all__ += [
+    "rule_no_amd_gpu_listed",
+    "rule_override_not_applied",
+    "rule_prose_dkms",
+    "rule_prose_node_group",
+    "rule_prose_old_radeon",
+    "rule_wsl_gpu_unlisted",
+    "rule_wsl_runtime",
+]

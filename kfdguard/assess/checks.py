@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kfdguard.assess.rules import Reasoning
+    from kfdguard.assess.reasoning import Reasoning
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 
@@ -74,29 +74,6 @@ def kfd_params_absent(ctx: Context) -> list[str]:
     if amdgpu.declared is not None and ctx.merged and "sched_policy" not in amdgpu.declared:
         return [f"{amdgpu.file} declares no KFD parameters (sched_policy absent)"]
     return []
-
-
-def _supporting_kernels(ctx: Context, needed: tuple[int, int]) -> list[str]:
-    from kfdguard.probe.system_info import parse_release
-
-    result = []
-    for release in ctx.facts.installed_kernels:
-        v = parse_release(release)
-        if v and (v[0], v[1]) >= needed and release != ctx.facts.kernel.release:
-            result.append(release)
-    return result
-
-
-def newer_kernel_remedy(ctx: Context, needed: tuple[int, int] | None) -> str:
-    installed = _supporting_kernels(ctx, needed) if needed else []
-    if installed:
-        return (
-            f"boot the installed kernel {installed[-1]} (GRUB: Advanced options), "
-            "or let kfdguard arrange it: sudo kfdguard fallback apply"
-        )
-    if needed is None:
-        return "install a newer kernel from your distribution"
-    return remedies.newer_kernel(ctx.distro, ctx.facts.os.version_id, needed)
 
 
 def check_dkms(ctx: Context) -> None:

@@ -10,6 +10,10 @@ from __future__ import annotations
 from kfdguard.knowledge import distros
 from kfdguard.knowledge.distros import Distribution, Step
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.assess.context import Context
+
 
 def distribution(distro: str) -> Distribution:
     """A distribution id string (an os-release ID or a Distribution value) as the enum."""
@@ -109,3 +113,42 @@ def install_kernel(distro: str) -> str:
     if row is None:
         return "your distribution's kernel package"
     return f"{row.kernel}: {distros.install_step(distribution(distro), row.kernel).text}"
+
+
+def _supporting_kernels(ctx: Context, needed: tuple[int, int]) -> list[str]:
+    from kfdguard.probe.system_info import parse_release
+
+    result = []
+    for release in ctx.facts.installed_kernels:
+        v = parse_release(release)
+        if v and (v[0], v[1]) >= needed and release != ctx.facts.kernel.release:
+            result.append(release)
+    return result
+
+
+def newer_kernel_remedy(ctx: Context, needed: tuple[int, int] | None) -> str:
+    installed = _supporting_kernels(ctx, needed) if needed else []
+    if installed:
+        return (
+            f"boot the installed kernel {installed[-1]} (GRUB: Advanced options), "
+            "or let kfdguard arrange it: sudo kfdguard fallback apply"
+        )
+    if needed is None:
+        return "install a newer kernel from your distribution"
+    return newer_kernel(ctx.distro, ctx.facts.os.version_id, needed)
+
+
+# HSA_OVERRIDE_GFX_VERSION's usual value for a target ROCm's prebuilt libraries lack: the neighbour
+# whose code the runtime then loads (the workaround that userspace-target-unsupported names).
+OVERRIDES = {
+    "gfx1031": "10.3.0",
+    "gfx1032": "10.3.0",
+    "gfx1033": "10.3.0",
+    "gfx1034": "10.3.0",
+    "gfx1035": "10.3.0",
+    "gfx1036": "10.3.0",
+    "gfx90c": "9.0.0",
+    "gfx902": "9.0.0",
+    "gfx1150": "11.0.0",
+    "gfx1152": "11.0.0",
+}

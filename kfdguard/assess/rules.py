@@ -13,27 +13,25 @@ from kfdguard import knowledge
 from kfdguard.assess import remedies
 from kfdguard.assess.explain import (
     ANONYMOUS_GPU_EVENTS,
-    Cause,
     firmware_files,
     gpu_cause,
     optional_firmware,
     runtime_causes,
 )
 from kfdguard.assess.order import root_cause_first
+from kfdguard.assess.reasoning import Identified, Reasoning, label
 from kfdguard.evidence.model import Observations, SeenGpu
 from kfdguard.facts import LogEvent
-from kfdguard.knowledge.model import Asic
 from kfdguard.knowledge.params import BOGUS
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
-from kfdguard.probe.system_info import parse_release
-from kfdguard.record import dataclass, field, replace
+from kfdguard.record import replace
 from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kfdguard.assess.context import Context, Gpu
+    from kfdguard.assess.context import Context
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # A failure without a PCI id may also be one of these, which a paste often
@@ -52,109 +50,6 @@ _GPU_EXPLAINED = frozenset(
         "gpu-psp-init-failed",
     }
 )
-
-
-@dataclass
-class Identified:
-    gpu: SeenGpu
-    asic: Asic | None
-    name: str | None
-    machine: Gpu | None = None  # the machine's record, whose status the rules set
-    has_node: bool = False  # KFD added it (topology node, rocminfo agent, "added device" line)
-    blocked: str | None = None  # why it cannot compute, once a rule found it
-    blocked_code: str | None = None  # the code of the finding that said so
-
-    @property
-    def label(self) -> str:
-        return label(self.gpu, self.asic, self.name)
-
-    @property
-    def stopped(self) -> str | None:
-        """Why it cannot compute, as a rule here or a machine-only rule found it."""
-        return self.blocked or (self.machine.blocked if self.machine is not None else None)
-
-    def block(self, why: str, code: str) -> None:
-        if self.blocked is None:
-            self.blocked, self.blocked_code = why, code
-        if self.machine is not None:
-            self.machine.blocked = self.machine.blocked or why
-
-
-@dataclass
-class Reasoning:
-    obs: Observations
-    # The machine's context when the source is a machine: rules that need what only a machine
-    # shows (accounts, sysfs parameters, DKMS trees, the configuration) read it; None for a paste.
-    machine: Context | None = None
-    established: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-    amd: list[Identified] = field(default_factory=list)
-    added: set[int] = field(default_factory=set)  # PCI device ids KFD added
-    events: list[LogEvent] = field(default_factory=list)  # this boot's
-
-    @property
-    def release(self) -> str:
-        return self.obs.release or ""
-
-    @property
-    def version(self) -> tuple[int, int] | None:
-        v = parse_release(self.obs.release) if self.obs.release else None
-        return (v[0], v[1]) if v else None
-
-    @property
-    def distro(self) -> str:
-        return distro_of(self.obs)
-
-    def has(self, *codes: str) -> bool:
-        return any(f.code in codes for f in self.findings)
-
-    def add(self, cause: Cause, gpu: str | None = None) -> None:
-        self.findings.append(Finding(cause.code, cause.severity, cause.message, cause.remedy, cause.evidence, gpu))
-
-    def apply(self, cause: Cause, target: Identified | None) -> None:
-        self.add(cause, target.gpu.slot if target else None)
-        if target is not None and cause.blocks:
-            target.block(cause.blocks, cause.code)
-
-    @property
-    def group(self) -> str:
-        return self.machine.group if self.machine is not None else "render"
-
-    def newer_kernel(self, needed: tuple[int, int] | None) -> str:
-        if self.machine is not None:
-            from kfdguard.assess.checks import newer_kernel_remedy
-
-            return newer_kernel_remedy(self.machine, needed)
-        if needed is None:
-            return "boot a newer kernel, or install one from your distribution"
-        return f"boot or install a kernel {needed[0]}.{needed[1]} or newer"
-
-
-def label(gpu: SeenGpu | None, asic: Asic | None, name: str | None) -> str:
-    if gpu is None:
-        return "the GPU"
-    ids = f"{gpu.vendor:04x}:{gpu.device:04x}"
-    where = f", {gpu.slot}" if gpu.slot else ""
-    fallback = f"AMD {asic.family}" if asic else "AMD GPU"
-    return f"{name or gpu.name or fallback} ({ids}{where})"
-
-
-def distro_of(obs: Observations) -> str:
-    """The distribution, from os-release when the source shows it, else guessed from the kernel release."""
-    named = obs.value("distribution")
-    if named:
-        return named
-    release = obs.release or ""
-    if release.endswith("-generic") or "-lowlatency" in release:
-        return "ubuntu"
-    if release.endswith(("-amd64", "-arm64")):
-        return "debian"
-    if ".fc" in release or ".el" in release:
-        return "fedora"
-    if "arch" in release:
-        return "arch"
-    return "unknown"
 
 
 def events_for(gpu: SeenGpu, events: list[LogEvent]) -> list[LogEvent]:
@@ -674,20 +569,6 @@ def rule_claims(r: Reasoning) -> None:
             )
 
 
-OVERRIDES = {
-    "gfx1031": "10.3.0",
-    "gfx1032": "10.3.0",
-    "gfx1033": "10.3.0",
-    "gfx1034": "10.3.0",
-    "gfx1035": "10.3.0",
-    "gfx1036": "10.3.0",
-    "gfx90c": "9.0.0",
-    "gfx902": "9.0.0",
-    "gfx1150": "11.0.0",
-    "gfx1152": "11.0.0",
-}
-
-
 def rule_userspace(r: Reasoning) -> None:
     software = r.machine.facts.software if r.machine is not None else None
     if r.machine is not None and software is not None:
@@ -704,7 +585,7 @@ def rule_userspace(r: Reasoning) -> None:
         if (asic.gfx, t.gpu.slot) in seen:
             continue
         seen.add((asic.gfx, t.gpu.slot))
-        override = OVERRIDES.get(asic.gfx)
+        override = remedies.OVERRIDES.get(asic.gfx)
         workaround = (
             f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={override} in the program's environment "
             "(runs code built for a neighbouring target; it may crash or compute wrongly)"
@@ -787,6 +668,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         checks.machine_only(checks.check_problems),
         rule_gpus_present,
         text_only("rule_nvidia_only"),
+        text_only("rule_no_amd_gpu_listed"),
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_module_mismatch,
@@ -795,24 +677,30 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_optional_firmware,
         rule_kernel_support,
         text_only("rule_dkms"),
+        text_only("rule_prose_dkms"),
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
         rule_access,
         text_only("rule_rock_not_loaded"),
         text_only("rule_host_without_kfd"),
+        text_only("rule_wsl_runtime"),
+        text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
         text_only("rule_prose_kernel"),
+        text_only("rule_prose_old_radeon"),
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
         text_only("rule_denied_by_groups"),
         text_only("rule_prose_not_in_group"),
+        text_only("rule_prose_node_group"),
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
         rule_userspace,
         text_only("rule_no_code_object"),
         text_only("rule_override_wrong"),
+        text_only("rule_override_not_applied"),
         text_only("rule_prose_unsupported"),
         text_only("rule_no_device"),
         rule_claims,

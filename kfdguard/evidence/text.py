@@ -564,7 +564,9 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
     """
     obs = Observations()
-    raw_lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if "\r" in text:  # a search in C; each replace copies the whole paste
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    raw_lines = text.split("\n")
     sub = _QUOTE.sub
     # The quote test looks past leading blanks only where the line has a ">" at all.
     obs.lines = [
@@ -576,15 +578,23 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     line = _Line("", "", 0)
     # line key -> whether the next line is read in its light (_after): the lines that showed nothing new
     seen: dict[tuple[str, str | None, int, bool], bool] = {}
+    # The same, by the line as it is: a line repeated exactly (prose, rocminfo, ls, id, an application's
+    # message without a clock) is found without computing its key. An entry of ``seen`` never changes
+    # once made, so what this holds for a line is what ``seen`` holds for its key.
+    exact: dict[tuple[str, str | None, int, bool], bool] = {}
     follows = False  # the line before makes this one the output of a command (_after)
     for number, raw in enumerate(obs.lines, 1):
-        key = None
+        key = as_is = None
         if remember and not follows:
             # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a
             # digit: those are the same line again only within the same block.
             inside = raw[:1] in " \t0123456789"
-            key = (_stamp_key(raw), state.directory, state.agent_line if inside else 0, state.smi and inside)
-            hit = seen.get(key)
+            agent_line, smi = (state.agent_line, state.smi) if inside else (0, False)
+            as_is = (raw, state.directory, agent_line, smi)
+            hit = exact.get(as_is)
+            if hit is None:
+                key = (_stamp_key(raw), state.directory, agent_line, smi)
+                hit = seen.get(key)
             if hit is not None:
                 state.previous = raw
                 follows = hit
@@ -601,8 +611,8 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
             extract(obs, line, state)
         state.previous = bare
         follows = _after(bare)
-        if key is not None and before == _size(obs, state):
-            seen[key] = follows
+        if key is not None and as_is is not None and before == _size(obs, state):
+            seen[key] = exact[as_is] = follows
     _finish(obs, state)
     return obs
 

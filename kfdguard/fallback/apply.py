@@ -18,11 +18,12 @@ import time
 
 from kfdguard import log
 from kfdguard.facts import Attempt, Facts, History
-from kfdguard.fallback.policy import Recommendation, fingerprint, sdboot_target
+from kfdguard.fallback.policy import fingerprint, sdboot_target
 from kfdguard.health.store import to_json
 from kfdguard.host.files import remove_stale_temporaries
 from kfdguard.host.root import VOLUME_DEVICES
 from kfdguard.record import dataclass, replace
+from kfdguard.verdict import Recommendation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

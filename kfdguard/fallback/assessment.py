@@ -18,8 +18,7 @@ from kfdguard.record import dataclass
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.facts import BootEntry
-    from kfdguard.fallback.policy import Recommendation
-    from kfdguard.verdict import Verdict
+    from kfdguard.verdict import Recommendation, Verdict
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ timeouts and hangs the resident service saw during it (kfdguard/health/store.py)
 from __future__ import annotations
 
 from kfdguard import knowledge
-from kfdguard.facts import BootHealth, Facts, History, InstalledKernel, KernelRecord
+from kfdguard.facts import HEALTH_BOOTS, BootHealth, Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
-from kfdguard.record import dataclass, replace
+from kfdguard.record import replace
+from kfdguard.verdict import KernelChoice, Recommendation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,63 +29,9 @@ if TYPE_CHECKING:
 
 # Findings whose cause a different kernel can remove.
 KERNEL_CAUSES = frozenset({"kernel-too-old", "kfd-not-built", "dkms-not-built", "module-signature-rejected"})
-HEALTH_BOOTS = 8  # boots with compute whose health each kernel's record keeps: old trouble ages out
 # fallback.unstable_resets' default (config.FallbackConfig): one reset can be one program's bad shader; a
 # kernel (or its firmware) whose GPU resets three times in one boot is what users report as "resets under load".
 UNSTABLE_RESETS = 3
-
-
-@dataclass(frozen=True)
-class KernelChoice:
-    release: str
-    entry: str | None  # boot-loader entry id, None when it has none
-    bootable: bool
-    capable: bool | None  # runs compute on every AMD GPU: True, False, or None (unknown)
-    reasons: tuple[str, ...]  # why not bootable or capable
-    last: str  # what the history says: "ok", "failed" or ""
-    failed_after_fallback: bool
-    ok: int = 0  # boots on which compute came up (the history's count)
-    failed: int = 0  # boots on which it did not
-    out_of_tries: bool = False  # systemd-boot's boot counting marked its entry bad (it did not boot fully)
-    # Of its last boots on which compute came up (at most HEALTH_BOOTS): ones the GPU stayed healthy
-    # through, ones where it reset, timed out or hung, and of those the unstable ones (BootHealth.unstable).
-    healthy: int = 0
-    troubled: int = 0
-    unstable: int = 0
-    trouble: str = ""  # the latest troubled boot, in words
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    policy: str
-    running: str
-    needed: bool  # the running kernel cannot provide compute, for a reason another kernel may not have
-    kernel: str | None
-    entry: str | None
-    reason: str
-    already_default: bool
-    choices: tuple[KernelChoice, ...]
-    bootloader: str
-    # The running kernel runs compute but was unstable on a recent boot; ``kernel`` is then one that
-    # ran compute without being unstable (or None). Acted on only when ``act_on_unstable``.
-    unstable: bool = False
-    act_on_unstable: bool = False
-    # systemd-boot: the name its installed version matches for ``entry`` (a counted entry's file
-    # name before systemd 258/259); ``entry`` stays the stable, counter-less id of the history.
-    loader_entry: str | None = None
-
-    @property
-    def command(self) -> str | None:
-        if self.kernel is None or self.entry is None:
-            return None
-        if self.bootloader == "grub":
-            return f"sudo grub-reboot '{self.entry}' && sudo reboot"
-        if self.bootloader == "systemd-boot":
-            import shlex  # only here: the boot pass imports this module, and rarely shows this command
-
-            # shlex.quote: a pattern (see bootspec.loader_target) must reach bootctl as it is
-            return f"sudo bootctl set-oneshot {shlex.quote(self.loader_entry or self.entry)} && sudo reboot"
-        return None
 
 
 def fingerprint(kernels: tuple[InstalledKernel, ...]) -> str:

@@ -11,112 +11,22 @@ spec written before a kernel update (KFD's character major is allocated
 dynamically), a GPU change (render minors move) or a group change (the
 render gid) hands containers nodes that do not match the host's.
 
-``probe_specs`` reads (bounded, never raising); ``check`` is pure: it
+``kfdguard.probe.cdi`` reads them (bounded, never raising); ``check`` is pure: it
 compares each spec with the Facts and returns ``cdi-spec-stale`` findings.
 """
 
 from __future__ import annotations
 
-from kfdguard.host.root import CDI_DIRS, DRI_DIR
-from kfdguard.record import dataclass
+from kfdguard.host.root import DRI_DIR
 from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.access import NodeStat
-    from kfdguard.facts import Facts
-    from kfdguard.probe.reader import Reader
+    from kfdguard.facts import CdiNode, CdiSpec, Facts
     from kfdguard.verdict import Verdict
 
-SPEC_LIMIT = 1 << 20  # real specs are a few KiB; more is not a spec the toolkit wrote
 DRI = DRI_DIR + "/"
-MAX_NODES = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class CdiNode:
-    device: str  # the CDI device name ("0", "all"); "" for the spec's top-level containerEdits
-    path: str  # in the container
-    host_path: str  # on the host (hostPath, else path)
-    major: int | None
-    minor: int | None
-    mode: int | None  # permission bits of fileMode
-    gid: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class CdiSpec:
-    path: str  # as shown on the machine
-    kind: str
-    version: str
-    nodes: tuple[CdiNode, ...]
-    problem: str | None = None  # why it could not be used
-
-
-def probe_specs(reader: Reader) -> tuple[CdiSpec, ...]:
-    """Every ``amd*.json`` in the CDI spec directories."""
-    specs: list[CdiSpec] = []
-    for shown_dir in CDI_DIRS:
-        directory = reader.root.join(shown_dir)
-        for name in reader.listdir(directory):
-            if not (name.startswith("amd") and name.endswith(".json")):
-                continue
-            path = directory / name
-            shown = reader.root.display(path)
-            data = reader.data(path, limit=SPEC_LIMIT)
-            if data is None:
-                if reader.is_file(path):
-                    specs.append(CdiSpec(shown, "", "", (), "unreadable or larger than 1 MiB"))
-                continue
-            specs.append(parse_spec(shown, data))
-    return tuple(specs)
-
-
-def _int(value: object, low: int, high: int) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
-
-
-def parse_spec(shown: str, data: bytes) -> CdiSpec:
-    """A CDI spec's device nodes; a spec that is not one comes back with ``problem`` set."""
-    import json
-
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        reason = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
-        return CdiSpec(shown, "", "", (), f"not JSON: {reason[:120]}")
-    if not isinstance(doc, dict):
-        return CdiSpec(shown, "", "", (), "not a CDI spec: the top level is not an object")
-    kind, version = doc.get("kind"), doc.get("cdiVersion")
-    if not isinstance(kind, str) or not isinstance(version, str):
-        return CdiSpec(shown, "", "", (), "not a CDI spec: no 'kind' and 'cdiVersion' strings")
-    edits: list[tuple[str, object]] = [("", doc.get("containerEdits"))]
-    devices = doc.get("devices")
-    if not isinstance(devices, list):
-        return CdiSpec(shown, kind[:100], version[:20], (), "not a CDI spec: 'devices' is not a list")
-    for device in devices:
-        if isinstance(device, dict) and isinstance(device.get("name"), str):
-            edits.append((device["name"][:100], device.get("containerEdits")))
-    nodes: list[CdiNode] = []
-    for name, edit in edits:
-        entries = edit.get("deviceNodes") if isinstance(edit, dict) else None
-        for entry in entries if isinstance(entries, list) else []:
-            if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or len(nodes) >= MAX_NODES:
-                continue
-            host = entry.get("hostPath")
-            mode = _int(entry.get("fileMode"), 0, 2**32 - 1)
-            nodes.append(
-                CdiNode(
-                    device=name,
-                    path=entry["path"][:4096],
-                    host_path=(host if isinstance(host, str) and host else entry["path"])[:4096],
-                    major=_int(entry.get("major"), 0, 2**32 - 1),
-                    minor=_int(entry.get("minor"), 0, 2**32 - 1),
-                    mode=None if mode is None else mode & 0o7777,
-                    gid=_int(entry.get("gid"), 0, 2**32 - 1),
-                )
-            )
-    return CdiSpec(shown, kind[:100], version[:20], tuple(nodes))
 
 
 def check(facts: Facts, specs: tuple[CdiSpec, ...]) -> list[Finding]:

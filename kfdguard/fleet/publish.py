@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from kfdguard.health.tracker import GpuHealth
     from kfdguard.host.root import Root
     from kfdguard.service.core import Service
-    from kfdguard.service.status import Status
-    from kfdguard.verdict import Verdict
+    from kfdguard.verdict import Status, Verdict
 
 # The service rewrites the files on every state change and at least every REFRESH
 # seconds; the NFD labels lapse NFD_TTL after the last write. Three periods: one missed

@@ -31,7 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kfdguard.service.status import Status
+    from kfdguard.verdict import Status
 
 MAX_GPUS = 64
 OK, RESETTING, HUNG, RESET_FAILED_STATE, WEDGED_STATE = "ok", "resetting", "hung", "reset-failed", "wedged"

@@ -19,6 +19,9 @@ What a row's ``what`` means to the rules (``assess.rules``):
 - ``kfd-eacces``: opening /dev/kfd or a render node failed with EACCES (``path`` when shown).
 - ``eacces``: some open failed with EACCES; which node, only the lines around it say.
 - ``override``: HSA_OVERRIDE_GFX_VERSION was honoured (ollama skips its own target check).
+- ``override-unset``: the program's own environment has no HSA_OVERRIDE_GFX_VERSION (ollama's config map).
+- ``wsl-runtime``: ROCm's WSL build is running (no KFD: the GPU is reached through the Windows driver).
+- ``runtime-unsupported-gpu``: the WSL runtime refuses the GPU itself (not on the release's WSL list).
 - ``container-device-missing``: the container runtime's host has no such device node.
 - ``group-missing``: a group named in advice does not exist on this system.
 - ``dkms-build-error``, ``dkms-status``: the out-of-tree amdgpu module's build and its trees.
@@ -48,6 +51,14 @@ SRC_RUST_IO = "rust-lang/rust library/std/src/io/error.rs (Display of an OS erro
 SRC_DKMS = "dell/dkms dkms.in (status lines 'module, version, kernel, arch: installed'; build errors in make.log)"
 SRC_SMI = "ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py, ROCm/amdsmi amdsmi_cli (GPU tables)"
 SRC_GO_OS = "golang/go src/os/error.go (*PathError: 'open /dev/kfd: permission denied')"
+SRC_OLLAMA_ENV = (
+    "ollama/ollama envconfig/config.go AsMap + server/routes.go Serve (slog 'server config' env=map[KEY:value ...]; "
+    "an unset variable prints as 'KEY:' with nothing after the colon)"
+)
+# ROCm's WSL releases ship their own rocminfo and ROCr (paths under sources/wsl/ in their messages); the two
+# lines below are theirs as users paste them (ROCm/ROCm issues 3413, 4068, 4215, 5106), read against AMD's
+# answer that "ROCR: unsupported GPU" is expected for GPUs missing from the WSL compatibility matrix.
+SRC_ROCM_WSL = "ROCm WSL releases: rocminfo (sources/wsl/tools/rocminfo/rocminfo.cc) and their ROCr"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +187,36 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_TORCH,
         "RuntimeError: No HIP GPUs are available",
     ),
+    # --- ROCm under WSL --------------------------------------------------------------------------------
+    AppFormat(
+        "rocminfo-wsl",
+        "wsl-runtime",
+        "WSL environment detected",
+        r"WSL environment detected",
+        "rocminfo of ROCm's WSL build: there is no KFD; ROCr reaches the GPU through the Windows driver (/dev/dxg)",
+        SRC_ROCM_WSL,
+        "WSL environment detected.",
+    ),
+    AppFormat(
+        "rocr-wsl-unsupported",
+        "runtime-unsupported-gpu",
+        "ROCR: unsupported GPU",
+        r"ROCR: unsupported GPU",
+        "the WSL runtime does not support this GPU: it is not on AMD's WSL compatibility list for the release",
+        SRC_ROCM_WSL,
+        "ROCR: unsupported GPU",
+    ),
     # --- ollama -------------------------------------------------------------------------------------------
+    AppFormat(
+        "ollama-config-override-unset",
+        "override-unset",
+        "server config",
+        r"server config.*?\bHSA_OVERRIDE_GFX_VERSION:(?=[ \]\"]|$)",
+        "the ollama server's own environment has no HSA_OVERRIDE_GFX_VERSION, whatever a shell or unit file says",
+        SRC_OLLAMA_ENV,
+        'routes.go:1125: INFO server config env="map[CUDA_VISIBLE_DEVICES: HIP_VISIBLE_DEVICES: '
+        'HSA_OVERRIDE_GFX_VERSION: OLLAMA_DEBUG:false]"',
+    ),
     AppFormat(
         "ollama-unsupported",
         "no-code-object",
@@ -397,8 +437,9 @@ KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b")
 # Prose that says a GPU is not supported ("the AMD 6700M GPU is not supported"). Users say it of ROCm's
 # libraries; the kernel's own wording ("... not supported in kfd") is read by the log rules instead.
 PROSE_UNSUPPORTED = re.compile(
-    r"\b(?:is|are|was|were)(?:n't| not| no longer)\s+(?:officially\s+|yet\s+)?supported\b"
-    r"(?!\s+(?:in|by)\s+(?:kfd|the kernel))",
+    r"\b(?:is|are|was|were)(?:\s+\w+ly)?(?:n't| not| no longer)\s+(?:(?:officially|yet|fully)\s+)?supported\b"
+    r"(?!\s+(?:in|by)\s+(?:kfd|the kernel))"
+    r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b",
     re.I,
 )
 # Prose that says a user lacks the group that owns /dev/kfd ("was not in the render group").
@@ -413,6 +454,122 @@ PROSE_KERNEL = re.compile(
     r"|(?<![\d.])(?P<b>\d\.\d{1,2})(?:\.\d+)?(?:-[\w.]+)?\s+kernel\b",
     re.I,
 )
+# Prose that says a program runs on the CPU, not the GPU ("Ollama doesn't use gpu", "uses only the CPU").
+PROSE_CPU_ONLY = re.compile(
+    r"\b(?:does ?n[o']?t|is ?n[o']?t|not|won'?t|never)\s+(?:use|using|used|detect\w*|recogni[sz]\w*|see|find|"
+    r"pick\w* up)\s+(?:the\s+|my\s+|any\s+)?(?:amd\s+|radeon\s+)?(?:gpu|graphics card|card)s?\b"
+    r"|\b(?:uses?|using|runs?|running)\s+(?:only\s+)?(?:on\s+)?(?:the\s+)?cpu\b|\bfalls? back to (?:the )?cpu\b",
+    re.I,
+)
+# Prose that says the GPU is not seen or does not work ("rocminfo can not get amdgpu info", "I can only see the
+# CPU", "it doesn't work for 7800XT"): read only where the text also shows WSL (app_rules.rule_wsl_gpu_unlisted).
+PROSE_NO_GPU_SEEN = re.compile(
+    r"\b(?:does ?n[o']?t|do ?n[o']?t|not|never|won'?t) work\w*\b|\bcan ?not get\b|\bcan'?t get\b"
+    r"|\bonly (?:see|shows?|lists?|detects?|finds?) (?:the |my )?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
+    r"|\bfailed on\b",
+    re.I,
+)
+# Prose that says the machine has no AMD GPU ("a system without any AMD card", "the system has no AMD GPUs").
+PROSE_NO_AMD = re.compile(
+    r"\b(?:without|no|don'?t have|do not have|does ?n'?t have|does not have|lacks?)\s+(?:any\s+|an?\s+)?"
+    r"(?:amd|radeon)\s+(?:gpus?|cards?|graphics(?: cards?)?|dgpus?)\b",
+    re.I,
+)
+# A display controller line of lspci (with or without -nn), any vendor: a listing that names no AMD device
+# shows a machine without one. Virtual display adapters (pci.ids names) show a VM whose GPU was not passed in.
+PCI_DISPLAY = re.compile(
+    r"^\s*(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] (?:VGA compatible controller|Display controller|"
+    r"3D controller)(?: \[03[0-9a-f]{2}\])?: (?P<name>.+?)\s*$",
+    re.I,
+)
+VIRTUAL_DISPLAY = re.compile(
+    r"VMware|SVGA II|\bQXL\b|Virtio|virtio|Bochs|Cirrus Logic GD 5446|Hyper-V|VirtualBox|\bQEMU\b", re.I
+)
+# The out-of-tree driver's build failing, in prose ("`amdgpu-dkms` fails with that kernel") or as dpkg says it
+# ("Errors were encountered while processing:" then the package names, one per line).
+PROSE_DKMS = re.compile(
+    r"\b(?:amdgpu|rock|rocm)-dkms\b[`'\"]?[^.\n]{0,40}?\b(?:fails?|failed|failing|errors?|broke\w*|"
+    r"(?:does ?n[o']?t|won'?t|can'?t|cannot) (?:build|compile|install))\b"
+    r"|\bdkms\b[^.\n]{0,30}?\b(?:build|install|compil)\w*\s+(?:fails?|failed|error)",
+    re.I,
+)
+DPKG_DKMS = re.compile(r"^\s*(?P<package>(?:amdgpu|rock|rocm)-dkms)\s*$", re.M)
+# Prose that says the user is in a group ("in the video group already", "added myself to the render group").
+PROSE_IN_GROUP = re.compile(
+    r"\b(?:in|member of|added (?:myself |me |the user |my user |it )?to)\s+(?:the\s+)?[`'\"]?"
+    r"(?P<group>render|video)[`'\"]?\s+group",
+    re.I,
+)
+# /dev/kfd's group told in prose: "restricted to root:render", "owned by group render" (and the kdf typo).
+NODE_GROUP_PROSE = re.compile(
+    r"/dev/k(?:fd|df)\b[^\n]{0,60}?\b(?:root:(?P<owner>render|video)\b|(?:group|owned by)\s+[`'\"]?"
+    r"(?P<group>render|video)\b)",
+    re.I,
+)
+# Retail names of the GCN 1-2 era (Radeon R5/R7/R9 2xx-3xx, Radeon HD nnnn): pci.ids names the chips that
+# carry them ("Tobago PRO [Radeon R7 360 / R9 360 OEM]"), which knowledge.identify maps to an ASIC. Searched
+# in the lower-cased lines that hold a cue (OLD_RADEON_CUES), never over a whole paste.
+OLD_RADEON = re.compile(r"\bradeon\s+(?P<hd>hd\s?\d{4})\b|\b(?P<r>r[579])[\s-]?(?P<number>[23]\d{2}x?)\b")
+OLD_RADEON_CUES = ("radeon", " r5", " r7", " r9", "-r7", "-r9")
+_PCI_RETAIL = re.compile(r"\b(?P<r>R[579]) (?P<numbers>\d{3}X?(?:/\d{3}X?)*)|\bHD (?P<hd>\d{4}(?:/\d{4})*)")
+_OLD_NAMES: dict[str, int] = {}  # "R7 360" -> the lowest device id whose pci.ids name carries it, on first use
+
+
+def _old_names() -> dict[str, int]:
+    if not _OLD_NAMES:
+        from kfdguard.knowledge.generated import PCI_NAMES
+
+        for device, name in sorted(PCI_NAMES.items()):
+            for m in _PCI_RETAIL.finditer(name):
+                if m["hd"]:
+                    tokens = [f"HD {n}" for n in m["hd"].split("/")]
+                else:
+                    tokens = [f"{m['r']} {n}" for n in m["numbers"].split("/")]
+                for token in tokens:
+                    _OLD_NAMES.setdefault(token, device)
+    return _OLD_NAMES
+
+
+def old_radeon_devices(lines: str) -> list[tuple[str, int]]:
+    """(retail name, PCI device id) for each Radeon R5/R7/R9 or HD name in lower-cased ``lines`` that pci.ids
+    gives a chip."""
+    names = _old_names()
+    found: list[tuple[str, int]] = []
+    for m in OLD_RADEON.finditer(lines):
+        token = "HD " + m["hd"][2:].strip() if m["hd"] else f"{m['r'].upper()} {m['number'].upper()}"
+        if token in names:
+            found.append((token, names[token]))
+    return found
+
+
+# APU code names people and lspci use for integrated GPUs (pci.ids brackets, AMD's product pages), with the
+# target of the ASIC that knowledge/asics.py files them under (its family or note names each of them).
+CODENAMES: tuple[tuple[str, str], ...] = (
+    ("Raven Ridge", "gfx902"),
+    ("Picasso", "gfx902"),
+    ("Renoir", "gfx90c"),
+    ("Cezanne", "gfx90c"),
+    ("Lucienne", "gfx90c"),
+    ("Barcelo", "gfx90c"),
+    ("Rembrandt", "gfx1035"),
+    ("Raphael", "gfx1036"),
+    ("Granite Ridge", "gfx1036"),
+    ("Mendocino", "gfx1036"),
+    ("Phoenix", "gfx1103"),
+    ("Hawk Point", "gfx1103"),
+    ("Strix Point", "gfx1150"),
+    ("Strix Halo", "gfx1151"),
+    ("Krackan", "gfx1152"),
+)
+CODENAME = re.compile(r"\b(?P<name>" + "|".join(re.escape(n) for n, _ in CODENAMES) + r")\b")
+
+
+def codename_targets(text: str) -> list[tuple[str, str]]:
+    """(gfx target, where) for each APU code name in the text ("Granite Ridge [Radeon Graphics]")."""
+    targets = dict(CODENAMES)
+    return [(targets[m["name"]], f"the text: {m['name']}") for m in CODENAME.finditer(text)]
+
+
 # HSA_OVERRIDE_GFX_VERSION=major.minor.stepping makes ROCr report that target for every GPU
 # (libhsakmt topology.c); the stepping is the last hex digit of the name (9.0.10 is gfx90a).
 OVERRIDE_VALUE = re.compile(r"(?P<major>\d{1,2})\.(?P<minor>\d)\.(?P<step>\d{1,2})")
@@ -506,4 +663,14 @@ BY_CUE: dict[str, tuple[int, ...]] = {
     cue: tuple(i for i, f in enumerate(FORMATS) if f.cue == cue) for cue in {f.cue for f in FORMATS}
 }
 
-__all__ = ["COMPILED", "CUES", "FORMATS", "AppFormat", "gfx_major", "override_target", "rx_target"]
+__all__ = [
+    "COMPILED",
+    "CUES",
+    "FORMATS",
+    "AppFormat",
+    "codename_targets",
+    "gfx_major",
+    "old_radeon_devices",
+    "override_target",
+    "rx_target",
+]

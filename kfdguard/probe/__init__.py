@@ -7,8 +7,8 @@ read becomes a ``Problem`` in the facts.
 from __future__ import annotations
 
 from kfdguard.facts import DeviceNode, Facts, KernelLog, Problem
-from kfdguard.fleet.cdi import probe_specs as probe_cdi_specs
 from kfdguard.probe.boot import probe_bootloader, probe_health, probe_history, probe_kernels
+from kfdguard.probe.cdi import probe_specs as probe_cdi_specs
 from kfdguard.probe.config_files import probe_accounts, probe_modprobe
 from kfdguard.probe.devices import probe_gpus, probe_kfd, probe_node
 from kfdguard.probe.kernel_log import probe_kernel_log

@@ -6,6 +6,7 @@ import re
 from functools import cmp_to_key
 
 from kfdguard.facts import (
+    HEALTH_BOOTS,
     Attempt,
     BootEntry,
     BootHealth,
@@ -460,7 +461,6 @@ def _stable_id(entry_id: str) -> str:
 
 
 def _boots(value: object, release: str) -> tuple[BootHealth, ...]:
-    from kfdguard.fallback.policy import HEALTH_BOOTS
     from kfdguard.health.store import from_json
 
     if not isinstance(value, list):

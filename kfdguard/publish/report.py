@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kfdguard.diagnose import TextDiagnosis
     from kfdguard.enforce import EnforceReport
     from kfdguard.fallback.apply import Outcome
-    from kfdguard.fallback.policy import Recommendation
+    from kfdguard.verdict import Recommendation
 
 MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from kfdguard.host.system import System
-    from kfdguard.service.status import Status
+    from kfdguard.verdict import Status
 
 MARKER_LIMIT = 64 << 10
 _SAFE = re.compile(r"[^\x20-\x7e]")

@@ -14,7 +14,8 @@ import asyncio
 
 from kfdguard import log
 from kfdguard.app.triggers import Trigger, fold, policy
-from kfdguard.service.core import PassResult, Service
+from kfdguard.service.core import Service
+from kfdguard.service.status import PassResult
 
 
 class Checks:

@@ -8,10 +8,10 @@ import time
 from kfdguard import log
 from kfdguard.app import pipeline, usecases
 from kfdguard.app.triggers import Trigger, policy
-from kfdguard.record import dataclass, replace
+from kfdguard.record import replace
 from kfdguard.service.notify import notify
-from kfdguard.service.status import Status, from_verdict, starting
-from kfdguard.verdict import Severity
+from kfdguard.service.status import PassResult, from_verdict, starting
+from kfdguard.verdict import Severity, Status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,10 +19,8 @@ if TYPE_CHECKING:
 
     from kfdguard.app.pipeline import ConfigSource
     from kfdguard.config import LoadedConfig
-    from kfdguard.facts import Facts
     from kfdguard.host.system import System
     from kfdguard.service.privsep import Privsep
-    from kfdguard.verdict import Verdict
 
 
 class Background:
@@ -56,13 +54,6 @@ class Background:
 
 
 HISTORY_WRITE_FAILED = "history-write-failed"
-
-
-@dataclass(frozen=True)
-class PassResult:
-    status: Status
-    facts: Facts
-    verdict: Verdict
 
 
 class Service:

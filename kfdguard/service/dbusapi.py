@@ -31,7 +31,8 @@ from kfdguard.publish.names import (
 from kfdguard.service.checks import Checks
 from kfdguard.service.core import Service
 from kfdguard.service.polkit import Authority
-from kfdguard.service.status import DEVICE_KEYS, FALLBACK_KEYS, SIGNATURES, Status
+from kfdguard.service.status import DEVICE_KEYS, FALLBACK_KEYS, SIGNATURES
+from kfdguard.verdict import Status
 
 # The names live in publish/names.py; these short aliases keep the handler readable.
 NAME, PATH, INTERFACE = BUS_NAME, OBJECT_PATH, names.INTERFACE

@@ -17,12 +17,13 @@ from kfdguard.service.core import Service, error_status
 from kfdguard.service.dbusapi import GuardianAPI
 from kfdguard.service.events import SETTLE, Debouncer, watch
 from kfdguard.service.notify import notify, watchdog_interval
+from kfdguard.service.options import early_signals
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kfdguard.service.main import Options
+    from kfdguard.service.options import Options
     from kfdguard.service.starter import ChildStarter, SystemdStarter
 
 
@@ -84,8 +85,6 @@ class Loop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: self.checks.request(Trigger.SIGHUP, "SIGHUP"))
-        from kfdguard.service.main import early_signals
-
         if signal.SIGHUP in early_signals:
             log.info("SIGHUP arrived during start-up: reloading the configuration and checking again")
             self.checks.request(Trigger.SIGHUP, "SIGHUP during start-up")

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from kfdguard.host.root import Root
     from kfdguard.host.runner import RunResult
     from kfdguard.service.starter import ChildStarter, SystemdStarter
-    from kfdguard.service.status import Status
+    from kfdguard.verdict import Status
 
 # kfdguard-enforce.service's TimeoutStartSec is 60 s; a little longer, so that systemd's own end
 # of the job (JobRemoved "timeout") is what the service reports.

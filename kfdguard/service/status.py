@@ -1,62 +1,30 @@
-"""The published status: what the service says, in plain values.
+"""The published status: a Status (kfdguard/verdict.py) built from Facts and Verdict, and the bus types.
 
-Built once per check from Facts and Verdict; the D-Bus adapter turns it into
-properties. It holds no library types, so the boot pass builds it before any
-D-Bus code is imported.
+Built once per check; the D-Bus adapter turns it into properties with the
+signatures here. It holds no library types, so the boot pass builds it before
+any D-Bus code is imported.
 """
 
 from __future__ import annotations
 
-from kfdguard import __version__
 from kfdguard.access import NodeStat
 from kfdguard.facts import Facts
 from kfdguard.health.model import DEVICE_KEYS as HEALTH_KEYS
-from kfdguard.record import dataclass, field
-from kfdguard.verdict import GpuStatus, Verdict
+from kfdguard.record import dataclass
+from kfdguard.verdict import GpuStatus, Status, Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kfdguard.config import SoftwareConfig
-    from kfdguard.fallback.policy import Recommendation
     from kfdguard.host.root import Root
-    from kfdguard.service.core import PassResult
+    from kfdguard.verdict import Recommendation
 
 
 @dataclass(frozen=True)
-class Status:
-    state: str
-    ready: bool
-    summary: str
-    kernel: str = ""
-    kfd_version: str = ""
-    devices: tuple[dict[str, object], ...] = ()
-    findings: tuple[tuple[str, str, str, str], ...] = ()
-    fallback_policy: str = "notify"
-    fallback: dict[str, object] = field(default_factory=dict)
-    last_check: int = 0  # microseconds since the epoch
-    version: str = __version__
-    # For CheckAccess: the nodes a user must be able to open, as probed.
-    nodes: tuple[tuple[str, NodeStat], ...] = ()
-    # The installed stacks (kfdguard/userspace): (name, kind, path, targets, verdicts); empty until
-    # the first check after READY takes the inventory.
-    software: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
-
-    def properties(self) -> dict[str, object]:
-        """Property name -> plain value, in the XML's order."""
-        return {
-            "Version": self.version,
-            "State": self.state,
-            "Ready": self.ready,
-            "Summary": self.summary,
-            "KernelRelease": self.kernel,
-            "KfdVersion": self.kfd_version,
-            "Devices": list(self.devices),
-            "Findings": [list(f) for f in self.findings],
-            "FallbackPolicy": self.fallback_policy,
-            "FallbackRecommendation": dict(self.fallback),
-            "LastCheck": self.last_check,
-            "Software": [[n, k, p, list(t), list(v)] for n, k, p, t, v in self.software],
-        }
+class PassResult:
+    status: Status
+    facts: Facts
+    verdict: Verdict
 
 
 SIGNATURES = {
@@ -190,7 +158,6 @@ _ORDER = {"error": 0, "warning": 1, "info": 2}
 def software_status(root: Root, last: PassResult, current: Status, config: SoftwareConfig) -> PassResult:
     """``current`` with the software inventory: its property, and its findings instead of the static list."""
     from kfdguard.record import replace
-    from kfdguard.service.core import PassResult
     from kfdguard.userspace.service import with_software
 
     facts, verdict = with_software(root, last.facts, last.verdict, config)

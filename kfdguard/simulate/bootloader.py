@@ -3,7 +3,7 @@
 Independent of kfdguard's probe (kfdguard/probe/boot.py, bootspec.py), for the
 same reason as simulate/modprobe.py: a simulator that decided "which kernel
 boots next" with the code under test would confirm its mistakes. The menu is
-the one the simulator rendered (render.grub_cfg, the Type #1 entries), taken
+the one the simulator rendered (menu.grub_cfg, the Type #1 entries), taken
 from the machine's spec, not parsed back from the files.
 
 GRUB (grub-core/lib/envblk.c, normal/menu.c): the environment block is

@@ -622,7 +622,7 @@ class SimKernel:
         systemd-boot do), else the default. Decided by the simulator's own boot model
         (simulate/bootloader.py) over the menu it rendered, not by kfdguard's probe."""
         from kfdguard.simulate import bootloader
-        from kfdguard.simulate.render import grub_menu, sdboot_entries
+        from kfdguard.simulate.menu import grub_menu, sdboot_entries
 
         chosen: str | None = None
         if self.spec.bootloader == "grub":
@@ -680,7 +680,7 @@ class SimKernel:
         self.version = kernel_version(release)
         self.config = kernel_config(self.kernel)
         self.merged = is_merged(self.kernel)
-        from kfdguard.simulate.render import spec_json
+        from kfdguard.simulate.spec import spec_json
 
         with open(os.path.join(state.sim_dir(self.root), "spec.json"), "w", encoding="utf-8") as handle:
             handle.write(spec_json(self.spec))

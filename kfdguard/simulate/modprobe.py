@@ -18,7 +18,7 @@ What kmod does, in short:
   line whose first word is not a command is ignored;
 - the command's words are split on spaces and tabs; module names have "-"
   turned into "_"; "options" and "install" keep the rest of the line as it is
-  (after exactly one separator);
+  (after exactly one separator), but an options string has its tabs made spaces;
 - the kernel command line comes last: "mod.param=value" is an option of mod,
   "modprobe.blacklist=a,b" blacklists, double quotes protect spaces.
 """
@@ -128,6 +128,12 @@ def _tokens(line: str, count: int) -> tuple[list[str], str | None]:
     return words, rest or None
 
 
+def _option_text(text: str) -> str:
+    # kmod_config_add_options() (libkmod-config.c) stores an options string with every tab made a space,
+    # for a file's line and for the kernel command line alike; install commands are kept as written.
+    return text.replace("\t", " ")
+
+
 def _parse_file(path: Path, options: list[tuple[str, str]], blacklist: list[str],
                 install: list[tuple[str, str]]) -> None:  # fmt: skip
     for line in _lines(path):
@@ -142,8 +148,10 @@ def _parse_file(path: Path, options: list[tuple[str, str]], blacklist: list[str]
         elif command in ("options", "install"):
             words, rest = _tokens(line, 2)
             name = underscores(words[1]) if len(words) == 2 else None
-            if name is not None and rest is not None:
-                (options if command == "options" else install).append((name, rest))
+            if name is not None and rest is not None and command == "options":
+                options.append((name, _option_text(rest)))
+            elif name is not None and rest is not None:
+                install.append((name, rest))
 
 
 class _Kcmdline:
@@ -216,7 +224,7 @@ def read_config(root: Path, cmdline: str) -> KmodConfig:
         if module == "modprobe" and param.startswith("blacklist="):
             blacklist.extend(param[len("blacklist=") :].split(","))
         elif (name := underscores(module)) is not None:
-            options.append((name, param))
+            options.append((name, _option_text(param)))
     return KmodConfig(tuple(options), tuple(blacklist), tuple(install))
 
 

@@ -8,9 +8,10 @@ simulated kernel derive sysfs, /dev, /proc and the kernel log from it.
 
 from __future__ import annotations
 
+import json
 import re
 
-from kfdguard.record import dataclass, field, replace
+from kfdguard.record import asdict, dataclass, field, replace
 
 # What the running kernel's amdgpu/KFD does with a GPU (kfd-facts.md §6).
 OUTCOMES = (
@@ -302,6 +303,10 @@ def _dkms(data: object, name: str) -> DkmsSpec | None:
         built=tuple(_str(r, f"{name}.dkms.built") for r in _list(k.get("built"), f"{name}.dkms.built")),
         failed=tuple(_str(r, f"{name}.dkms.failed") for r in _list(k.get("failed"), f"{name}.dkms.failed")),
     )
+
+
+def spec_json(spec: MachineSpec) -> str:
+    return json.dumps(asdict(spec), indent=1, sort_keys=True)
 
 
 def spec_from_dict(name: str, data: object) -> MachineSpec:

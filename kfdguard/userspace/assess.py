@@ -9,7 +9,7 @@ environment: the caller's environment arrives as inventory records.
 from __future__ import annotations
 
 from kfdguard.record import dataclass
-from kfdguard.userspace.model import PER_NODE_OVERRIDE, override_node
+from kfdguard.userspace.env import PER_NODE_OVERRIDE, override_node
 from kfdguard.userspace.targets import (
     GENERIC,
     family,
@@ -25,8 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from kfdguard.facts import Facts
-    from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
+    from kfdguard.facts import Component, EnvSetting, Facts, SoftwareFacts, Stack
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")

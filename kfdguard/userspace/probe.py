@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 
-from kfdguard.facts import Problem
+from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack
 from kfdguard.host.root import (
     DPKG_STATUS,
     LD_SO_CONF,
@@ -28,7 +28,7 @@ from kfdguard.host.root import (
     Root,
 )
 from kfdguard.probe.reader import Reader
-from kfdguard.userspace.model import ENV_NAMES, Component, EnvSetting, SoftwareFacts, Stack, override_node, wanted_env
+from kfdguard.userspace.env import ENV_NAMES, override_node, wanted_env
 from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
 
 TYPE_CHECKING = False

@@ -12,9 +12,8 @@ typed and bounded, and a bad one is a SnapshotError naming its place.
 
 from __future__ import annotations
 
-from kfdguard.facts import Problem
+from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack
 from kfdguard.snapshot.bundle import Fields, SnapshotError, strings
-from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -7,8 +7,7 @@ from kfdguard.verdict import clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kfdguard.facts import Facts
-    from kfdguard.userspace.model import SoftwareFacts
+    from kfdguard.facts import Facts, SoftwareFacts
 
 SHOWN_TARGETS = 16
 

@@ -12,7 +12,7 @@ import pytest
 from kfdguard.publish.names import BUS_NAME, ERROR_PREFIX, INTERFACE, OBJECT_PATH
 from kfdguard.service.backend import load
 from kfdguard.service.dbusapi import GuardianAPI, fit
-from kfdguard.service.status import Status
+from kfdguard.verdict import Status
 from tests.fuzzing import campaign_only
 from tests.servicekit import guardian
 

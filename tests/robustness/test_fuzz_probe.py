@@ -41,9 +41,10 @@ from kfdguard.probe import probe
 from kfdguard.publish.names import INTERFACE, OBJECT_PATH
 from kfdguard.service.backend import load
 from kfdguard.service.dbusapi import GuardianAPI
-from kfdguard.service.status import Status, from_verdict
+from kfdguard.service.status import from_verdict
 from kfdguard.simulate import bundled
 from kfdguard.simulate.system import SimulatedSystem
+from kfdguard.verdict import Status
 from tests.fuzzing import examples
 
 pytestmark = pytest.mark.fuzz

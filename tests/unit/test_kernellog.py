@@ -6,8 +6,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kfdguard.kernellog import COARSE, PREFILTER, TERMS, _big_log, match, normalise, scan
-from kfdguard.knowledge.logrules import RULES
+from kfdguard.kernellog import (
+    COARSE,
+    DEFAULT,
+    PREFILTER,
+    SMALL,
+    TERMS,
+    Engine,
+    _big_log,
+    _covers,
+    match,
+    normalise,
+    scan,
+)
+from kfdguard.knowledge.logrules import RULES, SRC_DEVICE, SRC_MODLOAD, SRC_SIGN, LogRule
 from tests.fuzzing import examples
 
 USERSPACE = {"modules-load-missing": "systemd-modules-load", "udev-group-unknown": "systemd-udevd"}
@@ -145,12 +157,101 @@ def test_scan_survives_mangled_real_lines(stamps: list[str], prefix: str, exampl
 
 def test_the_coarse_test_covers_every_prefilter_alternative() -> None:
     """Every literal of PREFILTER contains one of COARSE; the big-log path finds what the per-line one does."""
-    alternatives = [a.replace("\\", "") for a in PREFILTER.pattern.split("|")]
-    for alternative in alternatives:
+    for alternative in DEFAULT.alternatives:
         assert any(c in alternative for c in COARSE), alternative
+        assert PREFILTER.search(alternative), alternative
     lines = ["usb 1-2: new device", "[    1.0] kfd kfd: added device 1002:744c", "a module line", "", "x amdgpu y"]
     lines += ["[drm] foo", "last without newline amdgpu"]
     text = "\n".join(lines)
     expected = [(i, line) for i, line in enumerate(lines, 1) if PREFILTER.search(line)]
     assert _big_log(text) == expected
     assert _big_log("\n" + text) == [(i + 1, line) for i, line in expected]
+
+
+def test_covers_are_rare_characters_or_the_alternative_and_none_holds_another() -> None:
+    assert _covers(["amdgpu", "Failed to find module '", "PKCS#7 signature", "x amdgpu y"]) == ("amdgpu", "'", "#")
+    assert _covers(["Key was rejected", "was"]) == ("was",)
+
+
+# Lines a big log holds around the rules' own: anchors, rare characters and terms out of place, pieces of
+# the anchors that are not them, and any text at all.
+_AROUND = st.one_of(
+    st.text(alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\n"), max_size=80),
+    st.sampled_from(["amdgp", "kf d", "KF", "[dr", "CRA", "'", "#", "snd_hda_intel: bound (ops [amdgpu])",
+                     "it's 'quoted'", "Linux version 6.1.0 #1 SMP", "Topology: Add dGPU node [0x744c:0x1002]",
+                     "probe of 0000:03:00.0 failed with error -22", "Key was", "unsigned module", ""]),
+    st.builds(lambda stamp, prefix, rule: stamp + prefix + rule.example, st.sampled_from(STAMPS),
+              st.sampled_from(PREFIXES), st.sampled_from(RULES)),
+)  # fmt: skip
+
+
+def _per_line(lines: list[str], engine: Engine = DEFAULT, *, every: bool = False) -> list[tuple[str, int, str]]:
+    """The slow path, the definition of what a log shows: every line tried on its own, those with an
+    anchor (a big log) or all of them (``every``: a paste) matched."""
+    return [(e.rule, e.line, e.text) for i, line in enumerate(lines, 1) if every or engine.prefilter.search(line)
+            for e in match(line, i, engine=engine)]  # fmt: skip
+
+
+@settings(max_examples=examples(60))
+@given(st.dictionaries(st.integers(0, SMALL + 50), _AROUND, min_size=1, max_size=12), st.booleans())
+def test_the_big_log_search_finds_exactly_what_the_per_line_path_finds(placed: dict[int, str], tail: bool) -> None:
+    lines = [
+        f"[{i:12.6f}] usb 1-2: new high-speed USB device number {i % 97} using xhci_hcd" for i in range(SMALL + 51)
+    ]
+    for position, line in placed.items():
+        lines[position] = line
+    text = "\n".join(lines) + ("\n" if tail else "")
+    count, events = scan(text)
+    assert count == len(text.split("\n"))
+    assert [(e.rule, e.line, e.text) for e in events] == _per_line(text.split("\n"))
+    assert scan(text.split("\n")) == (count, events)
+
+
+_NEW_ROWS = (
+    LogRule("test-new-kernel-row", "failure", "gpu-init-failed", ("frobnicator stalled",),
+            r"frobnicator stalled on ring (?P<ring>\w+)", "a made-up kernel message", SRC_DEVICE,
+            "frobnicator stalled on ring gfx"),
+    LogRule("test-new-userspace-row", "failure", "softdep-missing-module", ("Refusing to frobnicate",),
+            r"Refusing to frobnicate (?P<module>\w+)", "a made-up userspace message", SRC_MODLOAD,
+            "Refusing to frobnicate amdgpu"),
+    LogRule("test-new-quoted-row", "failure", "module-signature-rejected", ("Module signature of '",),
+            r"Module signature of '(?P<module>[^']+)' expired", "a made-up signing message", SRC_SIGN,
+            "Module signature of 'amdgpu' expired"),
+)  # fmt: skip
+
+
+def test_a_new_rule_row_is_found_by_the_big_log_search_without_more_work() -> None:
+    engine = Engine((*RULES, *_NEW_ROWS))
+    lines = [
+        f"[{i:12.6f}] usb 1-2: new high-speed USB device number {i % 97} using xhci_hcd" for i in range(SMALL + 10)
+    ]
+    lines[100] = "[  100.000000] amdgpu 0000:03:00.0: amdgpu: frobnicator stalled on ring gfx"
+    lines[200] = "Jan 30 23:27:53 host systemd-modules-load[312]: Refusing to frobnicate nouveau"
+    lines[300] = "[  300.000000] Module signature of 'nvme' expired"
+    text = "\n".join(lines)
+    _, events = scan(text, engine=engine)
+    assert [(e.rule, e.line) for e in events] == [
+        ("test-new-kernel-row", 101), ("test-new-userspace-row", 201), ("test-new-quoted-row", 301)
+    ]  # fmt: skip
+    assert [(e.rule, e.line, e.text) for e in events] == _per_line(lines, engine)
+    assert all(any(c in a for c in engine.coarse) for a in engine.alternatives)
+    # The table as shipped does not know them.
+    assert scan(text)[1] == []
+
+
+def test_a_repeated_line_shows_what_it_showed_whatever_its_stamp() -> None:
+    """Events are reused for a line that differs from an earlier one only in its leading "[...]"; each
+    keeps its own text and number, and the reuse changes nothing the per-line path finds."""
+    lines = [stamp + prefix + rule.example for rule in RULES for prefix in PREFIXES for stamp in STAMPS]
+    lines += ["[drm] amdgpu kernel modesetting enabled.", "[x] [drm] amdgpu kernel modesetting enabled.",
+              "[    1.0] amdgpu: Topology: Add CPU node ", "[    1.0]amdgpu: Topology: Add CPU node", "[]  x"]  # fmt: skip
+    _, events = scan(lines)
+    assert [(e.rule, e.line, e.text) for e in events] == _per_line(lines, Engine(RULES), every=True)
+    assert len({e.text for e in events}) > len(RULES)
+
+
+@pytest.mark.parametrize("terms", [(), ("",), ("two\nlines",)])
+def test_an_engine_refuses_terms_that_would_match_everywhere(terms: tuple[str, ...]) -> None:
+    row = LogRule("test-bad-terms", "neutral", None, terms, r"x", "", SRC_DEVICE, "x")
+    with pytest.raises(ValueError, match="test-bad-terms"):
+        Engine((*RULES, row))

@@ -15,7 +15,8 @@ from kfdguard.app.pipeline import ConfigSource
 from kfdguard.app.triggers import POLICIES, Trigger, fold, policy
 from kfdguard.config import Config
 from kfdguard.service.checks import Checks
-from kfdguard.service.core import PassResult, Service
+from kfdguard.service.core import Service
+from kfdguard.service.status import PassResult
 from kfdguard.simulate.spec import MachineSpec
 from kfdguard.simulate.system import SimulatedSystem
 

@@ -11,9 +11,10 @@ from kfdguard.app.pipeline import ConfigSource, enforce
 from kfdguard.app.triggers import Trigger
 from kfdguard.config import Config, ModuleConfig
 from kfdguard.probe import probe
-from kfdguard.service.core import PassResult, Service
+from kfdguard.service.core import Service
 from kfdguard.service.loop import Loop
-from kfdguard.service.main import Options
+from kfdguard.service.options import Options
+from kfdguard.service.status import PassResult
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec, OsSpec
 from kfdguard.simulate.system import SimulatedSystem

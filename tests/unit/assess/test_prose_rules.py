@@ -9,10 +9,13 @@ misses each rule must leave alone.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfdguard.diagnose import diagnose_text
 from kfdguard.evidence.text import _unwrapped, read_text
 from kfdguard.knowledge.appformats import gfx_major, override_target, rx_target
+from tests.fuzzing import examples
 from tests.paths import TOP
 
 
@@ -235,4 +238,18 @@ def test_skipping_repeated_lines_never_changes_the_diagnosis(index: int) -> None
     # repetitions in every position (inside rocminfo blocks, after uname, after groups).
     first, second = texts[index], texts[(index + 7) % len(texts)]
     text = "\n".join([first, second, _retimed(first, 1000), second, first])
+    assert _diagnosis(text, True) == _diagnosis(text, False)
+
+
+_CORPUS_LINES = sorted({line for text in _corpus_texts() for line in text.split("\n")})
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.lists(st.integers(0, len(_CORPUS_LINES) - 1), min_size=1, max_size=60), st.integers(0, 3),
+       st.sampled_from(["", "[    1.000000] ", "Dec 01 10:00:05 box kernel: ", "> "]))  # fmt: skip
+def test_repeated_lines_in_any_order_never_change_the_diagnosis(picks: list[int], times: int, stamp: str) -> None:
+    """Lines of real reports in any order, repeated exactly and with another stamp: skipping what was
+    seen (by the line as it is or without its stamp) gives what reading every line gives."""
+    lines = [_CORPUS_LINES[i] for i in picks]
+    text = "\n".join(lines + [stamp + line for line in lines] * times + lines)
     assert _diagnosis(text, True) == _diagnosis(text, False)

@@ -39,7 +39,7 @@ def recommendation(system: SimulatedSystem, policy: str = "notify") -> object:
 
 
 def test_bundled_recommendations(fresh_machine: Make) -> None:
-    from kfdguard.fallback.policy import Recommendation
+    from kfdguard.verdict import Recommendation
 
     expected = {
         "780m-ubuntu2204-ga": ("6.8.0-49-generic", True),  # the HWE kernel, installed and already the default

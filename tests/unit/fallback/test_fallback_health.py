@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from kfdguard.config import load_config
-from kfdguard.facts import BootHealth, Facts, HealthFiles, History, KernelRecord
+from kfdguard.facts import HEALTH_BOOTS, BootHealth, Facts, HealthFiles, History, KernelRecord
 from kfdguard.fallback.apply import history_json
-from kfdguard.fallback.policy import HEALTH_BOOTS, Recommendation, auto_action, fold_health, recommend, record_check
+from kfdguard.fallback.policy import auto_action, fold_health, recommend, record_check
 from kfdguard.health import store
 from kfdguard.health.events import from_log
 from kfdguard.health.tracker import Health
@@ -26,6 +26,7 @@ from kfdguard.host.root import Root
 from kfdguard.probe.boot import history_from_json, probe_health, probe_history
 from kfdguard.probe.reader import Reader
 from kfdguard.record import replace
+from kfdguard.verdict import Recommendation
 from tests.paths import TOP
 from tests.robustness.test_fallback_property import facts_for
 from tests.unit.fallback.test_fallback_rank import KERNELS, RUNNING, loader

@@ -22,8 +22,9 @@ import pytest
 
 from kfdguard.assess import assess
 from kfdguard.facts import Facts
-from kfdguard.fleet.cdi import check, parse_spec
+from kfdguard.fleet.cdi import check
 from kfdguard.probe import probe
+from kfdguard.probe.cdi import parse_spec
 from kfdguard.simulate import bundled
 from kfdguard.simulate.system import SimulatedSystem
 from tests.paths import TOP

@@ -12,10 +12,11 @@ from kfdguard.health.events import from_log, from_uevent, parse_uevent_line
 from kfdguard.health.tracker import Health
 from kfdguard.host.root import Root
 from kfdguard.record import replace
-from kfdguard.service.status import DEVICE_KEYS, Status
+from kfdguard.service.status import DEVICE_KEYS
 from kfdguard.simulate import bundled, gpureset, state
 from kfdguard.simulate.render import render
 from kfdguard.simulate.system import SimulatedSystem
+from kfdguard.verdict import Status
 from tests.paths import TESTS
 
 GPU = "0000:03:00.0"

@@ -18,8 +18,8 @@ from kfdguard.host.system import RealSystem
 from kfdguard.readiness.cli import EXIT_READY, EXIT_TIMEOUT
 from kfdguard.readiness.condition import normal_slot, satisfied
 from kfdguard.readiness.marker import Marker, MarkerPublisher, parse, publish, read, render, wanted
-from kfdguard.service.status import Status
 from kfdguard.simulate.system import SimulatedSystem
+from kfdguard.verdict import Status
 from tests.servicekit import REPO, guardian
 from tests.servicekit import machine as render_machine
 
@@ -160,7 +160,10 @@ def test_wait_without_a_bus_wakes_when_the_marker_appears_and_does_not_spin(tmp_
 
 def test_wait_times_out_with_the_reason(tmp_path: Path) -> None:
     rc, out, elapsed, _ = _wait("--timeout", "1", root=tmp_path)
-    assert rc == 1 and 0.9 < elapsed < 10 and "after 1.0 s" in out
+    # The message gives the time really waited: at least the timeout, 1.1 s or more on a loaded machine.
+    said = re.search(r"after (\d+\.\d) s", out)
+    assert rc == 1 and 0.9 < elapsed < 10 and said is not None
+    assert 1.0 <= float(said.group(1)) <= elapsed + 0.05
 
 
 @pytest.mark.parametrize("bad", [["--timeout", "-1"], ["--timeout", "nan"], ["--gpu", "x"], ["--any", "--all"]])

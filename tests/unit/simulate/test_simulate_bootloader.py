@@ -24,7 +24,7 @@ from kfdguard.simulate.bootloader import (
     sdboot_entry,
     sdboot_next,
 )
-from kfdguard.simulate.render import grub_menu
+from kfdguard.simulate.menu import grub_menu
 
 EDITENV = shutil.which("grub-editenv")
 editenv = pytest.mark.skipif(EDITENV is None, reason="grub-editenv (grub2-common) is not installed")

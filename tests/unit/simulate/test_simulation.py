@@ -10,8 +10,7 @@ from kfdguard.assess import assess
 from kfdguard.probe import probe
 from kfdguard.simulate import bundled
 from kfdguard.simulate.builder import MachineBuilder
-from kfdguard.simulate.render import spec_json
-from kfdguard.simulate.spec import MachineSpec
+from kfdguard.simulate.spec import MachineSpec, spec_json
 from kfdguard.simulate.system import SimulatedSystem, load_spec, spec_from_json
 from tests.conftest import MACHINES, tool
 

@@ -302,7 +302,7 @@ def test_a_redacted_bundle_names_no_person_in_the_software_record(tmp_path: Path
     ],
 )
 def test_a_malformed_software_record_is_a_specific_error(tmp_path: Path, change: object, message: str) -> None:
-    from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
+    from kfdguard.facts import Component, EnvSetting, SoftwareFacts, Stack
     from kfdguard.userspace.record import software_record
 
     bundle = _bundle(tmp_path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kfdguard.facts import Component, EnvSetting, SoftwareFacts, Stack
 from kfdguard.userspace.assess import GpuTarget, assess_software, match
-from kfdguard.userspace.model import Component, EnvSetting, SoftwareFacts, Stack
 from kfdguard.userspace.targets import gfx_of_override, override_for, parse_entry_id, parse_target, targets_in_name
 
 RX7900 = GpuTarget("0000:03:00.0", "AMD Radeon RX 7900 XTX", "gfx1100")
