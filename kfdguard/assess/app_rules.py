@@ -666,7 +666,8 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     for line in dict.fromkeys(lines_with(obs.text, obs.lowered, "support")):
         m = appformats.PROSE_UNSUPPORTED.search(line)
         low = line.lower()
-        if m and ("gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low):
+        gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
+        if m and (gpu_named or appformats.PROSE_FAMILY.search(line)):
             said = m
             break
     if said is None:
@@ -793,11 +794,16 @@ def rule_override_not_applied(r: Reasoning) -> None:
     config' map shows the same. A variable in a login shell's profile never reaches a systemd service.
     """
     obs = r.obs
-    if r.machine is not None or obs.value("gfx-override") is None or obs.saw("override"):
-        return  # no value set anywhere in the text (the scan records it), or ollama honoured it
+    if r.machine is not None or obs.saw("override"):
+        return  # ollama honoured an override
     if r.has("env-override-wrong", "no-amd-gpu"):
         return
-    said = _said_override(r)
+    said = _said_override(r) if obs.value("gfx-override") is not None else None
+    if said is None and obs.saw("override-unset"):
+        # "setting the override with systemctl edit ... does not take place": no value shown, but the server's
+        # own config map shows the variable empty, which is the point.
+        told = search_lines(appformats.PROSE_OVERRIDE_SET, obs.text, obs.lowered, "override")
+        said = told.group(0) if told else None
     if said is None:
         return
     ollama = [m for m in obs.saw("no-code-object") if m.format.startswith("ollama-")] + obs.saw("override-unset")
@@ -966,6 +972,8 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     if names and not amd_listed and "[1002:" not in lowered:
         evidence.append(f"lspci: display controllers {'; '.join(dict.fromkeys(names))}")
         virtual = next((n for n in names if appformats.VIRTUAL_DISPLAY.search(n)), None)
+        if virtual and appformats.PASSTHROUGH.search(text):
+            return  # a guest given a GPU by passthrough: the listing shown is the VM's own adapter, not all
         what = (
             f"this is a virtual machine ({virtual}) with no GPU passed in"
             if virtual
@@ -1006,6 +1014,10 @@ def rule_prose_dkms(r: Reasoning) -> None:
         return
     said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
     shown = f"the text: {said.group(0)}" if said else None
+    if shown is None and "--no-dkms" in lowered:
+        works = search_lines(appformats.NO_DKMS_WORKS, text, lowered, "--no-dkms")
+        if works:
+            shown = f"the text: {works.group(0)} (ROCm works without the DKMS module)"
     if shown is None and "errors were encountered while processing" in lowered:
         package = appformats.DPKG_DKMS.search(text)
         if package:
@@ -1102,3 +1114,85 @@ __all__ += [
     "rule_wsl_gpu_unlisted",
     "rule_wsl_runtime",
 ]
+
+
+def rule_prose_atomics(r: Reasoning) -> None:
+    """The text says the GPU's PCIe path lacks AtomicOps: a hypervisor that does not pass them, a Thunderbolt
+    enclosure, a chipset slot. KFD skips such a GPU where it needs atomics ("PCI rejects atomics"), so
+    ROCm sees only the CPU; the kernel's own line, where pasted, is read by the log rules instead."""
+    obs = r.obs
+    if r.machine is not None or r.has("pcie-atomics", "host-without-kfd"):
+        return
+    if "atomic" not in obs.lowered:
+        return
+    said = search_lines(appformats.PROSE_ATOMICS, obs.text, obs.lowered, "atomic")
+    if said is None:
+        return
+    guest = appformats.PASSTHROUGH.search(obs.text)
+    r.findings.append(
+        Finding(
+            "pcie-atomics",
+            E,
+            "the text says the GPU's PCIe path does not provide AtomicOps"
+            + (" (a GPU passed through to a virtual machine)" if guest else "")
+            + ": KFD skips a GPU that needs them, so ROCm lists only the CPU",
+            (
+                "the hypervisor must expose AtomicOps to the guest (VMware does not; on QEMU/KVM put the GPU behind a "
+                "pcie-root-port of a q35 machine), or run ROCm on the host"
+                if guest
+                else "put the card in a CPU-attached PCIe 3.0+ slot (Thunderbolt enclosures, chipset slots, risers and "
+                "old platforms may not pass atomics); 'sudo lspci -vvv | grep -i atomic' shows each port's support"
+            ),
+            (f"the text: {said.group(0)}",) + ((f"the text: {guest.group(0)}",) if guest else ()),
+        )
+    )
+    # The no-GPU-node symptom is this; a VM's own adapter is not the machine's only GPU.
+    r.findings[:] = [f for f in r.findings if f.code != "no-amd-gpu"]
+
+
+def rule_udev_rule_fix(r: Reasoning) -> None:
+    """A udev rule for the kfd node that the text says was what it took, or prose that says the rule is missing:
+    without one (a self-built or upstream kernel, no ROCm package's rule) /dev/kfd keeps the kernel's root-only
+    mode, so only root can use ROCm."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "device-permissions", "user-not-in-group", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
+    ):
+        return
+    if "udev" not in obs.lowered and 'kernel=="kfd"' not in obs.lowered.replace(" ", ""):
+        return
+    rule = search_lines(appformats.KFD_UDEV_RULE, obs.text, obs.lowered, "kfd")
+    shown: tuple[str, ...] | None = None
+    if rule is not None:
+        fixed = search_lines(
+            appformats.PROSE_FIXED,
+            obs.text,
+            obs.lowered,
+            "required",
+            "fixed",
+            "solved",
+            "resolved",
+            "trick",
+            "worked",
+            "works now",
+            "now it works",
+        )
+        if fixed is not None and not re.search(r"\b(?:not|n't|never)\b", fixed.string):
+            shown = (f"the text: {rule.group(0).strip()[:80]}", f"the text: {fixed.group(0)}")
+    if shown is None:
+        missing = search_lines(appformats.PROSE_NO_UDEV, obs.text, obs.lowered, "udev")
+        if missing is None:
+            return
+        shown = (f"the text: {missing.group(0)}",)
+    r.findings.append(
+        Finding(
+            "device-permissions",
+            E,
+            "no udev rule gives /dev/kfd to a group: the kernel creates it root-only, so ROCm works for root alone "
+            "(the text says the rule was what it took, or that it is missing)",
+            'add /etc/udev/rules.d/70-kfd.rules with SUBSYSTEM=="kfd", KERNEL=="kfd", MODE="0660", GROUP="render" '
+            '(GROUP="video" on systems without a render group), then sudo udevadm control --reload && sudo udevadm '
+            "trigger --action=add /dev/kfd, and be a member of that group",
+            shown,
+        )
+    )

@@ -807,6 +807,8 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
         text_only("rule_prose_kernel"),
+        text_only("rule_prose_atomics"),
+        text_only("rule_udev_rule_fix"),
         text_only("rule_prose_old_radeon"),
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
