@@ -26,8 +26,9 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
 ROOT_ONLY = re.compile(
     r"\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
-    r"(?:as|with|under)\s+(?:root|sudo)\b"
-    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas root,? (?:it )?works\b|\bwith sudo,? (?:it )?works\b"
+    r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
+    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
+    r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
     r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b",
     re.IGNORECASE,
 )
@@ -271,7 +272,10 @@ def _denied_group(r: Reasoning) -> str:
     if node is not None and node.group and node.mode:
         return node.group
     m = search_lines(OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd")
-    return m["group"] if m else r.group
+    if m:
+        return m["group"]
+    owned = next((g for e in r.obs.saw("kfd-eacces") if (g := e.value("group"))), None)
+    return owned or r.group
 
 
 def _said_member(r: Reasoning) -> str | None:
@@ -498,6 +502,8 @@ def rule_dkms(r: Reasoning) -> None:
     if r.machine is not None:
         return
     errors = obs.saw("dkms-build-error")
+    if not errors and ("amdgpu" in obs.lowered or "rock-dkms" in obs.lowered):
+        errors = obs.saw("dkms-build-skipped")  # dkms skips every module alike: the text must be about amdgpu
     statuses = obs.saw("dkms-status")
     release = obs.release
     built_for = sorted({m.value("release") or "" for m in statuses})
@@ -1004,24 +1010,36 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     )
 
 
+def _dkms_told(text: str, lowered: str) -> str | None:
+    """Where the text says the out-of-tree driver does not build: the package by name, the driver in words,
+    ROCm working only with --no-dkms, or dpkg failing to configure a -dkms package."""
+    said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
+    if said:
+        return f"the text: {said.group(0)}"
+    if "build" in lowered or "compil" in lowered:
+        fails = search_lines(appformats.PROSE_BUILD_FAILS, text, lowered, "build", "compil")
+        if fails:
+            return f"the text: {fails.group(0)}"
+    if "--no-dkms" in lowered:
+        works = search_lines(appformats.NO_DKMS_WORKS, text, lowered, "--no-dkms")
+        if works:
+            return f"the text: {works.group(0)} (ROCm works without the DKMS module)"
+    if "errors were encountered while processing" in lowered:
+        package = appformats.DPKG_DKMS.search(text)
+        if package:
+            return f"dpkg: errors were encountered while processing {package['package']}"
+    return None
+
+
 def rule_prose_dkms(r: Reasoning) -> None:
     """The text says amdgpu-dkms (rock-dkms) fails to build or install, or dpkg could not configure it."""
     obs = r.obs
     if r.machine is not None or r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
     text, lowered = obs.text, obs.lowered
-    if "dkms" not in lowered:
-        return
-    said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
-    shown = f"the text: {said.group(0)}" if said else None
-    if shown is None and "--no-dkms" in lowered:
-        works = search_lines(appformats.NO_DKMS_WORKS, text, lowered, "--no-dkms")
-        if works:
-            shown = f"the text: {works.group(0)} (ROCm works without the DKMS module)"
-    if shown is None and "errors were encountered while processing" in lowered:
-        package = appformats.DPKG_DKMS.search(text)
-        if package:
-            shown = f"dpkg: errors were encountered while processing {package['package']}"
+    if not ("dkms" in lowered or "rock " in lowered or "rock-" in lowered or "base driver" in lowered):
+        return  # prose about building ROCm's own userspace from source is not the kernel module
+    shown = _dkms_told(text, lowered)
     if shown is None:
         return
     r.findings.append(
@@ -1194,5 +1212,59 @@ def rule_udev_rule_fix(r: Reasoning) -> None:
             '(GROUP="video" on systems without a render group), then sudo udevadm control --reload && sudo udevadm '
             "trigger --action=add /dev/kfd, and be a member of that group",
             shown,
+        )
+    )
+
+
+def rule_tool_groups_missing(r: Reasoning) -> None:
+    """amd-smi says its process lacks render/video (it compares os.getgroups() with the groups it needs). Beside
+    a denied open that is the cause; alone it is a fact about the user, since root or a container that grants the
+    nodes otherwise still works."""
+    obs = r.obs
+    told = obs.saw("groups-missing")
+    if r.machine is not None or not told or r.has("user-not-in-group", "rootless-gid-unmapped", "host-without-kfd"):
+        return
+    groups = told[0].value("groups") or "render, video"
+    denied = bool(obs.saw("kfd-eacces"))
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E if denied else W,
+            f"the user is not in {groups}: amd-smi checks its own process's groups and says so"
+            + ("" if denied else " (the GPUs may still work for root or in a container that grants the nodes)"),
+            "sudo usermod -aG render,video $USER (the groups that exist), then log out and back in",
+            (told[0].text,),
+        )
+    )
+
+
+def rule_tensile_unreadable(r: Reasoning) -> None:
+    """rocBLAS's older 'Cannot read .../TensileLibrary.dat: <error>' (no target named): for a GPU whose target ROCm
+    builds no library for, the cause is the software build; for one it does build, the install is what to check."""
+    obs = r.obs
+    seen = obs.saw("tensile-unreadable")
+    if r.machine is not None or not seen or r.has("userspace-target-unsupported", "no-amd-gpu", "host-without-kfd"):
+        return
+    override = obs.value("gfx-override")
+    claimed = appformats.override_target(override) if override else None
+    targets = [(g, w) for g, w in _real_targets(r, claimed) if g]
+    unsupported = [(g, w) for g, w in targets if not any(a.rocm_prebuilt for a in _asics_of(g))]
+    if targets and not unsupported:
+        r.unknown.append(
+            f"why rocBLAS cannot read its Tensile library although ROCm builds one for {targets[0][0]}: paste "
+            "'ls $(dirname PATH)' for the path it names and 'ldd' of the program (a library from another rocBLAS)"
+        )
+        return
+    gfx, where = unsupported[0] if unsupported else (None, None)
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            E if gfx else W,
+            "rocBLAS found no Tensile library it could read"
+            + (f", and ROCm's prebuilt libraries carry none for {gfx}" if gfx else " (the GPU is not named)")
+            + ": since ROCm 5.2 TensileLibrary.dat is only the fallback read when the GPU's own library is missing",
+            f"use a rocBLAS built for {gfx or 'the GPU'} (or a program that bundles one); 'ls' of the library "
+            "directory shows the targets it carries; 'rocminfo | grep gfx' names the GPU's",
+            (seen[0].text,) + ((f"{where}: {gfx}",) if gfx and where else ()),
         )
     )

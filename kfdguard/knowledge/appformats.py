@@ -133,6 +133,19 @@ FORMATS: tuple[AppFormat, ...] = (
         "GPU arch : gfx1201",
     ),
     AppFormat(
+        "rocblas-unreadable-old",
+        "tensile-unreadable",
+        "TensileLibrary.dat: ",
+        # rocBLAS before "for GPU arch" was added to the message (tensile_host.cpp: "Cannot read " << path << ": "
+        # << strerror(errno)). From ROCm 5.2 the library is split per target and TensileLibrary.dat is only the
+        # fallback read when the GPU's own file is missing; before 5.2 it was the whole library.
+        r"Cannot read (?P<path>(?:[A-Za-z]:\\[^:\n]*?|\S*)TensileLibrary\.dat): (?P<error>(?:(?!for GPU arch).)+?)\s*$",
+        "rocBLAS could not read its Tensile library: no library for this GPU's target (ROCm 5.2+), or an install "
+        "whose library files are missing or from another rocBLAS",
+        SRC_ROCBLAS,
+        "rocBLAS error: Cannot read /opt/rocm/rocblas/library/TensileLibrary.dat: Illegal seek",
+    ),
+    AppFormat(
         "rocblas-library-file",
         "library-targets",
         "TensileLibrary_",
@@ -371,6 +384,29 @@ FORMATS: tuple[AppFormat, ...] = (
         "Error! Bad return status for module build on kernel: 4.15.0-33-generic (x86_64)",
     ),
     AppFormat(
+        "dkms-make-error",
+        "dkms-build-error",
+        "/var/lib/dkms/",
+        # GNU make's "make: *** [target] Error N" for the DKMS build tree (Arch's rock-dkms-bin: amdgpu-3.8/30).
+        r"make(?:\[\d+\])?: \*\*\* \[[^\]]*?/var/lib/dkms/(?P<module>amdgpu|amdkfd)[-/](?P<version>[^/\]\s]+)[^\]]*\] "
+        r"Error \d+",
+        "the amdgpu DKMS module does not compile for this kernel",
+        SRC_DKMS,
+        "make: *** [_module_/var/lib/dkms/amdgpu/3.9-17/build] Error 2",
+    ),
+    AppFormat(
+        "dkms-build-skipped",
+        "dkms-build-skipped",
+        "was skipped since the",
+        # dkms: "Module build for kernel X was skipped since the / kernel headers for this kernel does not seem to
+        # be installed." (older: "for the currently running kernel ... kernel source"). The module is named on the
+        # "Loading new <module>-<version> DKMS files..." line above it.
+        r"Module build for (?:kernel (?P<release>\S+)|the currently running kernel) was skipped since the",
+        "dkms built nothing for this kernel: its headers are not installed",
+        SRC_DKMS,
+        "Module build for kernel 4.18.14-200.fc28.x86_64 was skipped since the",
+    ),
+    AppFormat(
         "dkms-status",
         "dkms-status",
         "amdgpu",
@@ -408,6 +444,28 @@ FORMATS: tuple[AppFormat, ...] = (
         "amdgpu               9682944  0",
     ),
     # --- management tools (amdgpu's sysfs, not KFD) ---------------------------------------------------
+    AppFormat(
+        "amd-smi-denied",
+        "kfd-eacces",
+        "Permission denied; owner=",
+        r"(?P<path>/dev/(?:kfd|dri/(?:card|renderD)\d+)): Permission denied; "
+        r"owner=[\w-]+\(\d+\):(?P<group>[\w-]+)\(\d+\)",
+        "amd-smi could not open a GPU's device node (EACCES); it names the node's owning group",
+        SRC_SMI,
+        "  - /dev/dri/card0: Permission denied; owner=root(0):video(39);",
+        (r"owner=[\w-]+\(\d+\):(?P<group>[\w-]+)\(",),
+    ),
+    AppFormat(
+        "amd-smi-missing-groups",
+        "groups-missing",
+        "User is missing the following required groups",
+        # amdsmi_cli: required_groups - {names of os.getgroups()}: the groups this process is not in
+        r"User is missing the following required groups: (?P<groups>[\w, -]+)\.",
+        "amd-smi's process is not in these groups (render, video); where it still lists GPUs it runs as root or "
+        "in a container that grants the nodes otherwise",
+        SRC_SMI,
+        "WARNING: User is missing the following required groups: render, video. Please add user to these groups.",
+    ),
     AppFormat(
         "amd-smi-gpu",
         "driver-table",
@@ -521,6 +579,15 @@ PROSE_DKMS = re.compile(
 # "this works: amdgpu-install --usecase=rocm --no-dkms": ROCm works once the DKMS module is left out, so the
 # DKMS build is what fails (the kernel's own amdgpu and KFD do the work).
 NO_DKMS_WORKS = re.compile(r"\bworks?\b[^\n]{0,80}--no-dkms\b|--no-dkms\b[^\n]{0,40}\bwork(?:s|ed|ing)?\b", re.I)
+# The out-of-tree driver said not to build for a kernel, without naming the package: "rocm wouldn't build for
+# it", "the module ... fails in all other kernels", "the base driver does not compile on 5.9".
+PROSE_BUILD_FAILS = re.compile(
+    r"\b(?:(?:the\s+)?(?:rocm|rock|amdgpu|kfd|base|kernel)\s+(?:driver|module)|the\s+(?:driver|module)|rocm|rock|amdgpu)"
+    r"\s+(?:would ?n'?t|won'?t|"
+    r"does ?n'?t|did ?n'?t|does not|did not|fails? to|failed to|can'?t|cannot)\s+(?:build|compile)\b"
+    r"|\b(?:module|driver)\b[^.\n]{0,40}\b(?:builds|compiles) fine\b[^.\n]{0,40}\bfails? (?:in|on|for|with)\b",
+    re.I,
+)
 DPKG_DKMS = re.compile(r"^\s*(?P<package>(?:amdgpu|rock|rocm)-dkms)\s*$", re.M)
 # Prose that says the GPU's path lacks PCIe AtomicOps ("VMware not allowing PCIe Atomics", "rx580 required PCIe
 # atomics", "my board does not support atomics"): KFD's 'PCI rejects atomics' told in words.

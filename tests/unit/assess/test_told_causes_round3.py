@@ -178,3 +178,79 @@ def test_the_new_format_rows_match_their_examples() -> None:
     for row in FORMATS:
         if row.id in ("rocminfo-isa", "rocblas-no-library"):
             assert re.search(row.pattern, row.example), row.id
+
+
+# --- written after the five files 127-131, which the rules above got wrong ------------------------------------
+
+
+def test_root_in_markdown_bold_is_still_root() -> None:
+    text = (
+        "rocminfo\nROCk module is loaded\nalice is member of video group\n"
+        "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n"
+        "With __sudo__ it works fine.\n"
+    )
+    assert "user-not-in-group" in codes(text)
+
+
+def test_prose_that_the_driver_does_not_compile_for_the_new_kernel() -> None:
+    text = "After the upgrade to 5.9 the rock driver does not compile anymore, clinfo shows 0 platforms.\n"
+    assert "dkms-not-built" in codes(text)
+
+
+def test_building_rocm_userspace_from_source_is_not_a_dkms_failure() -> None:
+    text = "I tried to build rocBLAS from source for gfx1031 but rocm won't build with gcc 13.\n"
+    assert "dkms-not-built" not in codes(text)
+
+
+def test_makes_error_line_for_the_dkms_tree() -> None:
+    text = "make[1]: *** [/var/lib/dkms/amdgpu/6.3.6-1718217.22.04/build/amd/amdgpu/Makefile:12: x.o] Error 1\n"
+    assert "dkms-not-built" in codes(text)
+
+
+def test_dkms_skipping_amdgpu_for_missing_headers() -> None:
+    text = (
+        "Loading new amdgpu-6.7.0-1781449.22.04 DKMS files...\nBuilding for 6.8.0-45-generic\n"
+        "Module build for kernel 6.8.0-45-generic was skipped since the\n"
+        "kernel headers for this kernel does not seem to be installed.\n"
+    )
+    assert "dkms-not-built" in codes(text)
+
+
+def test_dkms_skipping_another_module_says_nothing_about_amdgpu() -> None:
+    text = (
+        "Loading new realtek-r8125-9.009.02 DKMS files...\n"
+        "Module build for kernel 5.15.39-3-pve was skipped since the\n"
+        "kernel headers for this kernel does not seem to be installed.\n"
+    )
+    assert "dkms-not-built" not in codes(text)
+
+
+def test_amd_smi_denied_node_names_its_group() -> None:
+    text = "$ amd-smi list\n  - /dev/dri/card1: Permission denied; owner=root(0):render(992);\n"
+    found = diagnose_text(text).findings
+    assert any(f.code == "user-not-in-group" and "'render'" in f.message for f in found)
+
+
+def test_amd_smi_group_warning_beside_a_working_table_is_only_a_warning() -> None:
+    text = (
+        "WARNING: User is missing the following required groups: render. Please add user to these groups.\n"
+        "GPU  POWER   GPU_T   MEM_T   GFX_CLK   GFX%   MEM%  MEM_CLOCK\n  0  140 W   39 °C   33 °C   204 MHz\n"
+    )
+    found = [f for f in diagnose_text(text).findings if f.code == "user-not-in-group"]
+    assert found
+    assert found[0].severity.name == "WARNING"
+
+
+def test_old_rocblas_unreadable_library_for_a_gpu_without_prebuilt_code() -> None:
+    text = (
+        "Radeon RX 6700 XT here.\n"
+        "rocBLAS error: Cannot read /opt/rocm-5.4.0/lib/rocblas/library/TensileLibrary.dat: No such file or directory\n"
+    )
+    assert "userspace-target-unsupported" in codes(text)
+
+
+def test_old_rocblas_unreadable_library_on_a_supported_gpu_is_left_open() -> None:
+    text = "MI210 node.\nrocBLAS error: Cannot read /opt/rocm/rocblas/library/TensileLibrary.dat: Illegal seek\n"
+    d = diagnose_text(text)
+    assert "userspace-target-unsupported" not in {f.code for f in d.findings}
+    assert any("Tensile library" in u for u in d.unknown)
