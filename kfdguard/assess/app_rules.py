@@ -1177,8 +1177,8 @@ def rule_udev_rule_fix(r: Reasoning) -> None:
         "device-permissions", "user-not-in-group", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
     ):
         return
-    if "udev" not in obs.lowered and 'kernel=="kfd"' not in obs.lowered.replace(" ", ""):
-        return
+    if "udev" not in obs.lowered and 'kfd"' not in obs.lowered:
+        return  # neither a rule line (KERNEL=="kfd") nor words about udev: nothing to read
     rule = search_lines(appformats.KFD_UDEV_RULE, obs.text, obs.lowered, "kfd")
     shown: tuple[str, ...] | None = None
     if rule is not None:
