@@ -26,8 +26,9 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
 ROOT_ONLY = re.compile(
     r"\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
-    r"(?:as|with|under)\s+(?:root|sudo)\b"
-    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas root,? (?:it )?works\b|\bwith sudo,? (?:it )?works\b"
+    r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
+    r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
+    r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
     r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b",
     re.IGNORECASE,
 )
@@ -269,7 +270,10 @@ def _denied_group(r: Reasoning) -> str:
     if node is not None and node.group and node.mode:
         return node.group
     m = search_lines(OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd")
-    return m["group"] if m else r.group
+    if m:
+        return m["group"]
+    owned = next((g for e in r.obs.saw("kfd-eacces") if (g := e.value("group"))), None)
+    return owned or r.group
 
 
 def _said_member(r: Reasoning) -> str | None:
@@ -496,6 +500,8 @@ def rule_dkms(r: Reasoning) -> None:
     if r.machine is not None:
         return
     errors = obs.saw("dkms-build-error")
+    if not errors and ("amdgpu" in obs.lowered or "rock-dkms" in obs.lowered):
+        errors = obs.saw("dkms-build-skipped")  # dkms skips every module alike: the text must be about amdgpu
     statuses = obs.saw("dkms-status")
     release = obs.release
     built_for = sorted({m.value("release") or "" for m in statuses})
@@ -664,7 +670,8 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     for line in dict.fromkeys(lines_with(obs.text, obs.lowered, "support")):
         m = appformats.PROSE_UNSUPPORTED.search(line)
         low = line.lower()
-        if m and ("gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low):
+        gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
+        if m and (gpu_named or appformats.PROSE_FAMILY.search(line)):
             said = m
             break
     if said is None:
@@ -791,11 +798,16 @@ def rule_override_not_applied(r: Reasoning) -> None:
     config' map shows the same. A variable in a login shell's profile never reaches a systemd service.
     """
     obs = r.obs
-    if r.machine is not None or obs.value("gfx-override") is None or obs.saw("override"):
-        return  # no value set anywhere in the text (the scan records it), or ollama honoured it
+    if r.machine is not None or obs.saw("override"):
+        return  # ollama honoured an override
     if r.has("env-override-wrong", "no-amd-gpu"):
         return
-    said = _said_override(r)
+    said = _said_override(r) if obs.value("gfx-override") is not None else None
+    if said is None and obs.saw("override-unset"):
+        # "setting the override with systemctl edit ... does not take place": no value shown, but the server's
+        # own config map shows the variable empty, which is the point.
+        told = search_lines(appformats.PROSE_OVERRIDE_SET, obs.text, obs.lowered, "override")
+        said = told.group(0) if told else None
     if said is None:
         return
     ollama = [m for m in obs.saw("no-code-object") if m.format.startswith("ollama-")] + obs.saw("override-unset")
@@ -964,6 +976,8 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     if names and not amd_listed and "[1002:" not in lowered:
         evidence.append(f"lspci: display controllers {'; '.join(dict.fromkeys(names))}")
         virtual = next((n for n in names if appformats.VIRTUAL_DISPLAY.search(n)), None)
+        if virtual and appformats.PASSTHROUGH.search(text):
+            return  # a guest given a GPU by passthrough: the listing shown is the VM's own adapter, not all
         what = (
             f"this is a virtual machine ({virtual}) with no GPU passed in"
             if virtual
@@ -994,20 +1008,36 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     )
 
 
+def _dkms_told(text: str, lowered: str) -> str | None:
+    """Where the text says the out-of-tree driver does not build: the package by name, the driver in words,
+    ROCm working only with --no-dkms, or dpkg failing to configure a -dkms package."""
+    said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
+    if said:
+        return f"the text: {said.group(0)}"
+    if "build" in lowered or "compil" in lowered:
+        fails = search_lines(appformats.PROSE_BUILD_FAILS, text, lowered, "build", "compil")
+        if fails:
+            return f"the text: {fails.group(0)}"
+    if "--no-dkms" in lowered:
+        works = search_lines(appformats.NO_DKMS_WORKS, text, lowered, "--no-dkms")
+        if works:
+            return f"the text: {works.group(0)} (ROCm works without the DKMS module)"
+    if "errors were encountered while processing" in lowered:
+        package = appformats.DPKG_DKMS.search(text)
+        if package:
+            return f"dpkg: errors were encountered while processing {package['package']}"
+    return None
+
+
 def rule_prose_dkms(r: Reasoning) -> None:
     """The text says amdgpu-dkms (rock-dkms) fails to build or install, or dpkg could not configure it."""
     obs = r.obs
     if r.machine is not None or r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
     text, lowered = obs.text, obs.lowered
-    if "dkms" not in lowered:
-        return
-    said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
-    shown = f"the text: {said.group(0)}" if said else None
-    if shown is None and "errors were encountered while processing" in lowered:
-        package = appformats.DPKG_DKMS.search(text)
-        if package:
-            shown = f"dpkg: errors were encountered while processing {package['package']}"
+    if not ("dkms" in lowered or "rock " in lowered or "rock-" in lowered or "base driver" in lowered):
+        return  # prose about building ROCm's own userspace from source is not the kernel module
+    shown = _dkms_told(text, lowered)
     if shown is None:
         return
     r.findings.append(
@@ -1100,3 +1130,139 @@ __all__ += [
     "rule_wsl_gpu_unlisted",
     "rule_wsl_runtime",
 ]
+
+
+def rule_prose_atomics(r: Reasoning) -> None:
+    """The text says the GPU's PCIe path lacks AtomicOps: a hypervisor that does not pass them, a Thunderbolt
+    enclosure, a chipset slot. KFD skips such a GPU where it needs atomics ("PCI rejects atomics"), so
+    ROCm sees only the CPU; the kernel's own line, where pasted, is read by the log rules instead."""
+    obs = r.obs
+    if r.machine is not None or r.has("pcie-atomics", "host-without-kfd"):
+        return
+    if "atomic" not in obs.lowered:
+        return
+    said = search_lines(appformats.PROSE_ATOMICS, obs.text, obs.lowered, "atomic")
+    if said is None:
+        return
+    guest = appformats.PASSTHROUGH.search(obs.text)
+    r.findings.append(
+        Finding(
+            "pcie-atomics",
+            E,
+            "the text says the GPU's PCIe path does not provide AtomicOps"
+            + (" (a GPU passed through to a virtual machine)" if guest else "")
+            + ": KFD skips a GPU that needs them, so ROCm lists only the CPU",
+            (
+                "the hypervisor must expose AtomicOps to the guest (VMware does not; on QEMU/KVM put the GPU behind a "
+                "pcie-root-port of a q35 machine), or run ROCm on the host"
+                if guest
+                else "put the card in a CPU-attached PCIe 3.0+ slot (Thunderbolt enclosures, chipset slots, risers and "
+                "old platforms may not pass atomics); 'sudo lspci -vvv | grep -i atomic' shows each port's support"
+            ),
+            (f"the text: {said.group(0)}",) + ((f"the text: {guest.group(0)}",) if guest else ()),
+        )
+    )
+    # The no-GPU-node symptom is this; a VM's own adapter is not the machine's only GPU.
+    r.findings[:] = [f for f in r.findings if f.code != "no-amd-gpu"]
+
+
+def rule_udev_rule_fix(r: Reasoning) -> None:
+    """A udev rule for the kfd node that the text says was what it took, or prose that says the rule is missing:
+    without one (a self-built or upstream kernel, no ROCm package's rule) /dev/kfd keeps the kernel's root-only
+    mode, so only root can use ROCm."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "device-permissions", "user-not-in-group", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
+    ):
+        return
+    if "udev" not in obs.lowered and 'kfd"' not in obs.lowered:
+        return  # neither a rule line (KERNEL=="kfd") nor words about udev: nothing to read
+    rule = search_lines(appformats.KFD_UDEV_RULE, obs.text, obs.lowered, "kfd")
+    shown: tuple[str, ...] | None = None
+    if rule is not None:
+        fixed = search_lines(
+            appformats.PROSE_FIXED,
+            obs.text,
+            obs.lowered,
+            "required",
+            "fixed",
+            "solved",
+            "resolved",
+            "trick",
+            "worked",
+            "works now",
+            "now it works",
+        )
+        if fixed is not None and not re.search(r"\b(?:not|n't|never)\b", fixed.string):
+            shown = (f"the text: {rule.group(0).strip()[:80]}", f"the text: {fixed.group(0)}")
+    if shown is None:
+        missing = search_lines(appformats.PROSE_NO_UDEV, obs.text, obs.lowered, "udev")
+        if missing is None:
+            return
+        shown = (f"the text: {missing.group(0)}",)
+    r.findings.append(
+        Finding(
+            "device-permissions",
+            E,
+            "no udev rule gives /dev/kfd to a group: the kernel creates it root-only, so ROCm works for root alone "
+            "(the text says the rule was what it took, or that it is missing)",
+            'add /etc/udev/rules.d/70-kfd.rules with SUBSYSTEM=="kfd", KERNEL=="kfd", MODE="0660", GROUP="render" '
+            '(GROUP="video" on systems without a render group), then sudo udevadm control --reload && sudo udevadm '
+            "trigger --action=add /dev/kfd, and be a member of that group",
+            shown,
+        )
+    )
+
+
+def rule_tool_groups_missing(r: Reasoning) -> None:
+    """amd-smi says its process lacks render/video (it compares os.getgroups() with the groups it needs). Beside
+    a denied open that is the cause; alone it is a fact about the user, since root or a container that grants the
+    nodes otherwise still works."""
+    obs = r.obs
+    told = obs.saw("groups-missing")
+    if r.machine is not None or not told or r.has("user-not-in-group", "rootless-gid-unmapped", "host-without-kfd"):
+        return
+    groups = told[0].value("groups") or "render, video"
+    denied = bool(obs.saw("kfd-eacces"))
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E if denied else W,
+            f"the user is not in {groups}: amd-smi checks its own process's groups and says so"
+            + ("" if denied else " (the GPUs may still work for root or in a container that grants the nodes)"),
+            "sudo usermod -aG render,video $USER (the groups that exist), then log out and back in",
+            (told[0].text,),
+        )
+    )
+
+
+def rule_tensile_unreadable(r: Reasoning) -> None:
+    """rocBLAS's older 'Cannot read .../TensileLibrary.dat: <error>' (no target named): for a GPU whose target ROCm
+    builds no library for, the cause is the software build; for one it does build, the install is what to check."""
+    obs = r.obs
+    seen = obs.saw("tensile-unreadable")
+    if r.machine is not None or not seen or r.has("userspace-target-unsupported", "no-amd-gpu", "host-without-kfd"):
+        return
+    override = obs.value("gfx-override")
+    claimed = appformats.override_target(override) if override else None
+    targets = [(g, w) for g, w in _real_targets(r, claimed) if g]
+    unsupported = [(g, w) for g, w in targets if not any(a.rocm_prebuilt for a in _asics_of(g))]
+    if targets and not unsupported:
+        r.unknown.append(
+            f"why rocBLAS cannot read its Tensile library although ROCm builds one for {targets[0][0]}: paste "
+            "'ls $(dirname PATH)' for the path it names and 'ldd' of the program (a library from another rocBLAS)"
+        )
+        return
+    gfx, where = unsupported[0] if unsupported else (None, None)
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            E if gfx else W,
+            "rocBLAS found no Tensile library it could read"
+            + (f", and ROCm's prebuilt libraries carry none for {gfx}" if gfx else " (the GPU is not named)")
+            + ": since ROCm 5.2 TensileLibrary.dat is only the fallback read when the GPU's own library is missing",
+            f"use a rocBLAS built for {gfx or 'the GPU'} (or a program that bundles one); 'ls' of the library "
+            "directory shows the targets it carries; 'rocminfo | grep gfx' names the GPU's",
+            (seen[0].text,) + ((f"{where}: {gfx}",) if gfx and where else ()),
+        )
+    )

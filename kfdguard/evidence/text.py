@@ -405,6 +405,12 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
         _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
     if "amd " in lowered or "radeon " in lowered:
         _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
+    if "gfx" in lowered and "=" not in text and "[" not in text:
+        # A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per
+        # line only, since lines listing several are a program's list of what it supports, not the GPU.
+        targets = appformats.PROSE_GFX.findall(lowered)
+        if len(targets) == 1:
+            obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
     if "Vega" in text or "VII" in text or "MI" in text or "0M" in text or "60S" in text:
         for pattern, target in appformats.NAMED_GFX:
             named = pattern.search(text)

@@ -124,12 +124,26 @@ FORMATS: tuple[AppFormat, ...] = (
         "rocblas-no-library",
         "no-code-object",
         "TensileLibrary",
-        rf"Cannot read (?P<path>\S*TensileLibrary\S*\.dat): (?P<error>.+?) for GPU arch : (?P<gfx>{GFX})"
+        rf"Cannot read (?P<path>(?:[A-Za-z]:\\[^:\n]*?|\S*)TensileLibrary\S*\.dat): (?P<error>.+?) for GPU arch : "
+        rf"(?P<gfx>{GFX})"
         r"|TensileLibrary\S*\.dat:? not found",
         "rocBLAS has no Tensile library for this GPU's target (the file list shows what it has)",
         SRC_ROCBLAS,
         "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek for "
         "GPU arch : gfx1201",
+    ),
+    AppFormat(
+        "rocblas-unreadable-old",
+        "tensile-unreadable",
+        "TensileLibrary.dat: ",
+        # rocBLAS before "for GPU arch" was added to the message (tensile_host.cpp: "Cannot read " << path << ": "
+        # << strerror(errno)). From ROCm 5.2 the library is split per target and TensileLibrary.dat is only the
+        # fallback read when the GPU's own file is missing; before 5.2 it was the whole library.
+        r"Cannot read (?P<path>(?:[A-Za-z]:\\[^:\n]*?|\S*)TensileLibrary\.dat): (?P<error>(?:(?!for GPU arch).)+?)\s*$",
+        "rocBLAS could not read its Tensile library: no library for this GPU's target (ROCm 5.2+), or an install "
+        "whose library files are missing or from another rocBLAS",
+        SRC_ROCBLAS,
+        "rocBLAS error: Cannot read /opt/rocm/rocblas/library/TensileLibrary.dat: Illegal seek",
     ),
     AppFormat(
         "rocblas-library-file",
@@ -196,6 +210,18 @@ FORMATS: tuple[AppFormat, ...] = (
         "rocminfo of ROCm's WSL build: there is no KFD; ROCr reaches the GPU through the Windows driver (/dev/dxg)",
         SRC_ROCM_WSL,
         "WSL environment detected.",
+    ),
+    # --- rocminfo's ISA lines (also as grepped out of its output, without the agent header) ---------------
+    AppFormat(
+        "rocminfo-isa",
+        "runtime-gpu",
+        "amdgcn-amd-amdhsa--",
+        # rocminfo prints an "ISA Info" block only for a GPU agent ROCr enumerated: KFD added the GPU and this
+        # user opened it. hip_fatbin's "Missing CO for these ISAs" lists ISAs without "Name:" and is not this.
+        rf"^\s*Name:\s+amdgcn-amd-amdhsa--(?P<gfx>{GFX})\b",
+        "rocminfo listed a GPU agent's ISA: KFD added the GPU and this user could open it",
+        'ROCm/rocminfo rocminfo.cc DisplayISAInfo (printLabelStr("Name:", isa name))',
+        "      Name:                    amdgcn-amd-amdhsa--gfx1151",
     ),
     AppFormat(
         "rocr-wsl-unsupported",
@@ -358,6 +384,29 @@ FORMATS: tuple[AppFormat, ...] = (
         "Error! Bad return status for module build on kernel: 4.15.0-33-generic (x86_64)",
     ),
     AppFormat(
+        "dkms-make-error",
+        "dkms-build-error",
+        "/var/lib/dkms/",
+        # GNU make's "make: *** [target] Error N" for the DKMS build tree (Arch's rock-dkms-bin: amdgpu-3.8/30).
+        r"make(?:\[\d+\])?: \*\*\* \[[^\]]*?/var/lib/dkms/(?P<module>amdgpu|amdkfd)[-/](?P<version>[^/\]\s]+)[^\]]*\] "
+        r"Error \d+",
+        "the amdgpu DKMS module does not compile for this kernel",
+        SRC_DKMS,
+        "make: *** [_module_/var/lib/dkms/amdgpu/3.9-17/build] Error 2",
+    ),
+    AppFormat(
+        "dkms-build-skipped",
+        "dkms-build-skipped",
+        "was skipped since the",
+        # dkms: "Module build for kernel X was skipped since the / kernel headers for this kernel does not seem to
+        # be installed." (older: "for the currently running kernel ... kernel source"). The module is named on the
+        # "Loading new <module>-<version> DKMS files..." line above it.
+        r"Module build for (?:kernel (?P<release>\S+)|the currently running kernel) was skipped since the",
+        "dkms built nothing for this kernel: its headers are not installed",
+        SRC_DKMS,
+        "Module build for kernel 4.18.14-200.fc28.x86_64 was skipped since the",
+    ),
+    AppFormat(
         "dkms-status",
         "dkms-status",
         "amdgpu",
@@ -395,6 +444,28 @@ FORMATS: tuple[AppFormat, ...] = (
         "amdgpu               9682944  0",
     ),
     # --- management tools (amdgpu's sysfs, not KFD) ---------------------------------------------------
+    AppFormat(
+        "amd-smi-denied",
+        "kfd-eacces",
+        "Permission denied; owner=",
+        r"(?P<path>/dev/(?:kfd|dri/(?:card|renderD)\d+)): Permission denied; "
+        r"owner=[\w-]+\(\d+\):(?P<group>[\w-]+)\(\d+\)",
+        "amd-smi could not open a GPU's device node (EACCES); it names the node's owning group",
+        SRC_SMI,
+        "  - /dev/dri/card0: Permission denied; owner=root(0):video(39);",
+        (r"owner=[\w-]+\(\d+\):(?P<group>[\w-]+)\(",),
+    ),
+    AppFormat(
+        "amd-smi-missing-groups",
+        "groups-missing",
+        "User is missing the following required groups",
+        # amdsmi_cli: required_groups - {names of os.getgroups()}: the groups this process is not in
+        r"User is missing the following required groups: (?P<groups>[\w, -]+)\.",
+        "amd-smi's process is not in these groups (render, video); where it still lists GPUs it runs as root or "
+        "in a container that grants the nodes otherwise",
+        SRC_SMI,
+        "WARNING: User is missing the following required groups: render, video. Please add user to these groups.",
+    ),
     AppFormat(
         "amd-smi-gpu",
         "driver-table",
@@ -439,8 +510,20 @@ KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b")
 PROSE_UNSUPPORTED = re.compile(
     r"\b(?:is|are|was|were)(?:\s+\w+ly)?(?:n't| not| no longer)\s+(?:(?:officially|yet|fully)\s+)?supported\b"
     r"(?!\s+(?:in|by)\s+(?:kfd|the kernel))"
-    r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b",
+    r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b"
+    # "does not yet support your GPU (gfx1032)", "support has been abandoned", "likely unsupported by ROCm"
+    r"|\b(?:does|do|did)(?:n't| not)\s+(?:yet\s+|officially\s+)?support\s+(?:your|my|the|this|that|our)\s+"
+    r"(?:\w+\s+)?(?:gpu|card|graphics|apu|igpu)"
+    r"|\bsupport\s+(?:has|had|was|is)\s+(?:been\s+)?(?:abandoned|removed|dropped|discontinued)\b"
+    r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b",
     re.I,
+)
+# A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat) or an ISA name.
+PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w.-])")
+# GPU families named in prose without a number ("Polaris is no longer supported"): a line that names one
+# speaks of a GPU, as "gpu" or "card" would.
+PROSE_FAMILY = re.compile(
+    r"\b(?:polaris|vega|navi|fiji|tonga|hawaii|ellesmere|baffin|lexa|gcn\s?[1-5]|rdna\s?[1-4])\b", re.I
 )
 # Prose that says a user lacks the group that owns /dev/kfd ("was not in the render group").
 NOT_IN_GROUP = re.compile(
@@ -488,12 +571,56 @@ VIRTUAL_DISPLAY = re.compile(
 # The out-of-tree driver's build failing, in prose ("`amdgpu-dkms` fails with that kernel") or as dpkg says it
 # ("Errors were encountered while processing:" then the package names, one per line).
 PROSE_DKMS = re.compile(
-    r"\b(?:amdgpu|rock|rocm)-dkms\b[`'\"]?[^.\n]{0,40}?\b(?:fails?|failed|failing|errors?|broke\w*|"
+    r"\b(?:amdgpu|rock|rocm)-dkms(?:_[\w.+~:-]*?\.deb\b|\b)[`'\"]?[^.\n]{0,40}?\b(?:fails?|failed|failing|errors?|broke\w*|"
     r"(?:does ?n[o']?t|won'?t|can'?t|cannot) (?:build|compile|install))\b"
     r"|\bdkms\b[^.\n]{0,30}?\b(?:build|install|compil)\w*\s+(?:fails?|failed|error)",
     re.I,
 )
+# "this works: amdgpu-install --usecase=rocm --no-dkms": ROCm works once the DKMS module is left out, so the
+# DKMS build is what fails (the kernel's own amdgpu and KFD do the work).
+NO_DKMS_WORKS = re.compile(r"\bworks?\b[^\n]{0,80}--no-dkms\b|--no-dkms\b[^\n]{0,40}\bwork(?:s|ed|ing)?\b", re.I)
+# The out-of-tree driver said not to build for a kernel, without naming the package: "rocm wouldn't build for
+# it", "the module ... fails in all other kernels", "the base driver does not compile on 5.9".
+PROSE_BUILD_FAILS = re.compile(
+    r"\b(?:(?:the\s+)?(?:rocm|rock|amdgpu|kfd|base|kernel)\s+(?:driver|module)|the\s+(?:driver|module)|rocm|rock|amdgpu)"
+    r"\s+(?:would ?n'?t|won'?t|"
+    r"does ?n'?t|did ?n'?t|does not|did not|fails? to|failed to|can'?t|cannot)\s+(?:build|compile)\b"
+    r"|\b(?:module|driver)\b[^.\n]{0,40}\b(?:builds|compiles) fine\b[^.\n]{0,40}\bfails? (?:in|on|for|with)\b",
+    re.I,
+)
 DPKG_DKMS = re.compile(r"^\s*(?P<package>(?:amdgpu|rock|rocm)-dkms)\s*$", re.M)
+# Prose that says the GPU's path lacks PCIe AtomicOps ("VMware not allowing PCIe Atomics", "rx580 required PCIe
+# atomics", "my board does not support atomics"): KFD's 'PCI rejects atomics' told in words.
+PROSE_ATOMICS = re.compile(
+    r"\b(?:requires?d?|needs?|needed|lacks?|lacking|without|no)\s+(?:the\s+)?(?:pcie?\s+)?"
+    r"(?:atomics?|atomic\s*ops|atomicops|atomic operations)\b"
+    r"|\b(?:not|n't|never)\s+(?:allow\w*|support\w*|pass\w*|expos\w*|provid\w*|offer\w*)\s+(?:the\s+)?(?:pcie?\s+)?"
+    r"(?:atomics?|atomic\s*ops|atomicops|atomic operations)\b"
+    r"|\b(?:pcie?\s+)?(?:atomics?|atomicops|atomic operations)\s+(?:are\s+|is\s+)?(?:not supported|unsupported|missing|"
+    r"disabled|not available)\b",
+    re.I,
+)
+# A GPU handed to a virtual machine, in words or as the hypervisor's option.
+PASSTHROUGH = re.compile(r"\bpass(?:ed|ing|es)?[ -]?through\b|\bvfio(?:-pci)?\b|\bhostpci\d", re.I)
+# A udev rule for the kfd node (KERNEL=="kfd" with a GROUP or MODE), and prose that says a rule is missing.
+KFD_UDEV_RULE = re.compile(r"KERNEL\s*==\s*\"kfd\"[^\n]*(?:GROUP|MODE)\s*:?=", re.I)
+PROSE_NO_UDEV = re.compile(
+    r"\b(?:no|missing|without\s+(?:a|the|any))\s+udev\s+rules?\b|\budev\s+rules?\s+(?:is|was|were|are)\s+"
+    r"(?:missing|absent|not installed)\b",
+    re.I,
+)
+# Prose that says what came before it fixed the problem ("just this was required", "that did the trick").
+PROSE_FIXED = re.compile(
+    r"\b(?:was|is) (?:all (?:that was )?)?required\b|\b(?:fixed|solved|resolved) (?:it|this|the (?:issue|problem))\b"
+    r"|\bdid the trick\b|\b(?:it|that|this) worked\b|\bworks now\b|\bnow it works\b",
+    re.I,
+)
+# The person says they set the override, with no value shown ("setting the override with systemctl edit").
+PROSE_OVERRIDE_SET = re.compile(
+    r"\b(?:set|setting|added|adding|put|putting|exported?|exporting|configured?|configuring)\s+(?:the\s+|an\s+)?"
+    r"(?:hsa_override_gfx_version|(?:gfx\s+)?override)\b",
+    re.I,
+)
 # Prose that says the user is in a group ("in the video group already", "added myself to the render group").
 PROSE_IN_GROUP = re.compile(
     r"\b(?:in|member of|added (?:myself |me |the user |my user |it )?to)\s+(?:the\s+)?[`'\"]?"

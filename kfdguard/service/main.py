@@ -72,10 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         service.last = result
         service.transition(result.status, "boot pass")
     status = service.status
-    notify(f"READY=1\nSTATUS={status.state}: {status.summary}", early=True)
+    if notify(f"READY=1\nSTATUS={status.state}: {status.summary}", early=True):
+        log.info(f"READY=1 sent; {status.state}: {status.summary}")
+    elif os.environ.get("NOTIFY_SOCKET"):
+        log.error("READY=1 could not be sent to $NOTIFY_SOCKET; serving anyway")
     service.ready_sent = True
     gc.enable()
-    log.info(f"READY=1 sent; {status.state}: {status.summary}")
     from kfdguard.service.loop import serve
 
     return serve(service, opts, target.events)

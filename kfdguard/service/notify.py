@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+SEND_TIMEOUT = 5.0  # seconds a datagram may wait for room in the manager's queue
+
 
 def notify(text: str, *, early: bool = False) -> bool:
     """Send READY=1, STATUS=..., WATCHDOG=1...; False when not run by systemd.
@@ -43,8 +45,10 @@ def _send(text: str) -> bool:
     try:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM | _socket.SOCK_CLOEXEC)
         try:
-            # Non-blocking: a manager that does not read its socket must not stall the boot.
-            sock.setblocking(False)
+            # Bounded, not non-blocking: a full queue (a manager busy with a boot's worth of units)
+            # gives EAGAIN at once, and a READY=1 lost that way fails the unit at its start timeout.
+            # libsystemd's sd_notify blocks; a manager that never reads must still not stall the boot.
+            sock.settimeout(SEND_TIMEOUT)
             sock.sendto(text.encode(), address)
         finally:
             sock.close()

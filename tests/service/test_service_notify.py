@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -115,18 +117,56 @@ def test_sighup_during_the_boot_pass_is_kept_for_the_loop() -> None:
     assert "SIGHUP arrived during start-up: reloading the configuration" in err
 
 
-def test_the_early_datagram_reaches_an_abstract_socket_and_never_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kfdguard.service.notify import notify
+def _fill(name: str) -> socket.socket:
+    """A sender whose non-blocking datagrams have filled the abstract socket NAME's queue."""
+    sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sender.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        for i in range(100_000):  # net.unix.max_dgram_qlen (512 by default) is the bound
+            sender.sendto(f"STATUS={i}".encode(), "\0" + name)
+    return sender
+
+
+def test_the_early_datagram_waits_for_room_in_a_full_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A manager busy with a boot's worth of units: READY=1 waits for room instead of being lost."""
+    from kfdguard.service import notify as module
 
     name = f"kfdguard-test-{os.getpid()}"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     listener.bind("\0" + name)
+    sender = _fill(name)
     try:
         monkeypatch.setenv("NOTIFY_SOCKET", "@" + name)
-        assert notify("READY=1\nSTATUS=ready: test", early=True)
-        assert listener.recv(4096) == b"READY=1\nSTATUS=ready: test"
-        # Nobody reads: the queue fills (net.unix.max_dgram_qlen) and the send fails instead of waiting.
-        results = [notify(f"STATUS={i}", early=True) for i in range(2000)]
-        assert results[0] and not results[-1]
+        drain = threading.Timer(0.3, lambda: listener.recv(4096))  # the manager reads one message
+        drain.start()
+        started = time.monotonic()
+        assert module.notify("READY=1\nSTATUS=ready: test", early=True)
+        assert time.monotonic() - started >= 0.2
+        drain.join()
+        received = []
+        listener.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                received.append(listener.recv(4096))
+        assert received[-1] == b"READY=1\nSTATUS=ready: test"
     finally:
+        sender.close()
+        listener.close()
+
+
+def test_the_early_datagram_gives_up_on_a_manager_that_never_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kfdguard.service import notify as module
+
+    name = f"kfdguard-test-{os.getpid()}-deaf"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind("\0" + name)
+    sender = _fill(name)
+    try:
+        monkeypatch.setenv("NOTIFY_SOCKET", "@" + name)
+        monkeypatch.setattr(module, "SEND_TIMEOUT", 0.3)
+        started = time.monotonic()
+        assert module.notify("READY=1", early=True) is False
+        assert 0.25 <= time.monotonic() - started < 5
+    finally:
+        sender.close()
         listener.close()
