@@ -355,7 +355,8 @@ _ANY = _AnyKeys()
 
 
 # systemd's unit name characters (systemd.unit(5): ASCII letters, digits, ":", "-", "_", ".", "\\", "@").
-_UNIT = re.compile(r"[A-Za-z0-9:_.@\\-]{1,248}\.service")
+# A pattern, compiled on first use (re caches it): the boot pass imports this module and lists no units.
+_UNIT = r"[A-Za-z0-9:_.@\\-]{1,248}\.service"
 
 
 def _is_path(text: str) -> bool:
@@ -371,7 +372,7 @@ def _is_name(text: str) -> bool:
 _LIST_ITEMS: dict[str, tuple[Callable[[str], bool], str]] = {
     "names": (_is_name, "a user name"),
     "sources": (lambda text: text in LOG_SOURCES or text.startswith("/"), "journal, kmsg or an absolute path"),
-    "units": (lambda text: _UNIT.fullmatch(text) is not None, "a service unit name (NAME.service)"),
+    "units": (lambda text: re.fullmatch(_UNIT, text) is not None, "a service unit name (NAME.service)"),
     "paths": (_is_path, "an absolute path"),
 }
 

@@ -20,9 +20,12 @@ from __future__ import annotations
 from kfdguard import knowledge
 from kfdguard.facts import HEALTH_BOOTS, BootHealth, Facts, History, InstalledKernel, KernelRecord
 from kfdguard.knowledge.model import Asic
-from kfdguard.probe.bootspec import LoaderTarget, loader_target
 from kfdguard.record import replace
 from kfdguard.verdict import KernelChoice, Recommendation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.probe.bootspec import LoaderTarget
 
 # Findings whose cause a different kernel can remove.
 KERNEL_CAUSES = frozenset({"kernel-too-old", "kfd-not-built", "dkms-not-built", "module-signature-rejected"})
@@ -165,6 +168,9 @@ def _loader_entry(facts: Facts, best: KernelChoice) -> str | None:
 
 def sdboot_target(facts: Facts, entry_id: str, *, persistent: bool) -> LoaderTarget:
     """The name to give bootctl for the entry ``entry_id`` (see bootspec.loader_target)."""
+    # Only for systemd-boot: a GRUB machine's boot pass does not import bootspec.
+    from kfdguard.probe.bootspec import LoaderTarget, loader_target
+
     loader = facts.bootloader
     names = [(e.id, e.path.rpartition("/")[2]) for e in loader.entries]
     entry = next((e for e in loader.entries if e.id == entry_id), None)

@@ -41,7 +41,8 @@ TEXT_LIMITS = {"release": 256, "last_at": 40, "last_line": 512, "last_process": 
 COUNTS = ("resets", "reset_failures", "ring_timeouts", "hangs")
 EVENTS = ("", RESET_BEGIN, RESET_DONE, RESET_FAILED, RING_TIMEOUT, RING_RECOVERED, HANG, WEDGED)
 _BOOT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_FILE = re.compile(r"^boot-([A-Za-z0-9_-]{1,64})\.json$")
+# A pattern, compiled on first use (re caches it): the boot pass reads no directory of health files.
+_FILE = r"^boot-([A-Za-z0-9_-]{1,64})\.json$"
 
 
 class HealthFileError(ValueError):
@@ -123,7 +124,7 @@ def parse_file(data: bytes, shown: str) -> BootHealth:
 
 def file_boot_id(name: str) -> str | None:
     """The boot id a file name carries, None when the name is not one the writer makes."""
-    match = _FILE.match(name)
+    match = re.match(_FILE, name)
     return match.group(1) if match else None
 
 

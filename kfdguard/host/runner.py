@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 
 from kfdguard import log
@@ -113,6 +112,9 @@ class Runner:
         return result
 
     def _terminate(self, proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+        # Here, not at the top: signal builds its enums at import (~3 M instructions, a seventieth of
+        # the boot pass, which usually runs no helper); subprocess has imported it by now anyway.
+        import signal
         import subprocess
 
         # The child runs in its own session, so the group id is its pid: helpers

@@ -63,26 +63,50 @@ def _sourced(asic: Asic) -> Asic:
     return replace(asic, kfd_since=first, kfd_since_uncertain=True, source=source)
 
 
-_BY_KEY = {asic.key: _sourced(asic) for asic in ASICS}
-_index: dict[int, list[tuple[int | None, str, str]]] | None = None
+_RAW = {asic.key: asic for asic in ASICS}
+# Each ASIC corrected by the kernel tables (_sourced) when first asked for: the boot pass asks for
+# its GPUs' few, and correcting all of them at import was ~5 M instructions (callgrind), 3 % of it.
+_by_key: dict[str, Asic] = {}
+PciRows = list[tuple[int | None, str, str]]
+# libdrm's rows of a device, (revision, name, asic). A scan of PCI_ROWS per device asked about
+# while few are (a machine has one or two: indexing all ~800 rows cost the boot pass ~3 M
+# instructions), then the whole index, so that a text naming many devices stays linear.
+_SCANS = 8
+_scanned: dict[int, PciRows] = {}
+_index: dict[int, PciRows] | None = None
 
 
-def _pci_index() -> dict[int, list[tuple[int | None, str, str]]]:
-    global _index  # noqa: PLW0603 - built once, on first lookup, off the import path
-    if _index is None:
-        index: dict[int, list[tuple[int | None, str, str]]] = {}
-        for device, revision, name, asic, _source in PCI_ROWS:
-            index.setdefault(device, []).append((revision, name, asic))
-        _index = index
-    return _index
+def _device_rows(device: int) -> PciRows:
+    global _index  # noqa: PLW0603 - built once, after _SCANS devices, off the boot pass
+    if _index is not None:
+        return _index.get(device, [])
+    rows = _scanned.get(device)
+    if rows is not None:
+        return rows
+    if len(_scanned) < _SCANS:
+        rows = _scanned[device] = [(r, n, a) for d, r, n, a, _source in PCI_ROWS if d == device]
+        return rows
+    index: dict[int, PciRows] = {}
+    for d, r, n, a, _source in PCI_ROWS:
+        index.setdefault(d, []).append((r, n, a))
+    _index = index
+    return index.get(device, [])
+
+
+def _corrected(raw: Asic) -> Asic:
+    found = _by_key.get(raw.key)
+    if found is None:
+        found = _by_key[raw.key] = _sourced(raw)
+    return found
 
 
 def asics() -> tuple[Asic, ...]:
-    return tuple(_BY_KEY.values())
+    return tuple(_corrected(raw) for raw in ASICS)
 
 
 def asic(key: str) -> Asic | None:
-    return _BY_KEY.get(key)
+    raw = _RAW.get(key)
+    return None if raw is None else _corrected(raw)
 
 
 def identify(device: int, revision: int | None = None) -> tuple[Asic | None, str | None]:
@@ -92,10 +116,10 @@ def identify(device: int, revision: int | None = None) -> tuple[Asic | None, str
     the 7900 XT...): an exact revision wins, then a revision-less row, then
     the first row for the device.
     """
-    rows = _pci_index().get(device)
+    rows = _device_rows(device)
     if not rows:
         # libdrm does not name it: amdgpu's own PCI table (generated) still says which chip it is.
-        chip = _BY_KEY.get(CHIP_TO_ASIC.get(PCI_CHIPS.get(device, ""), ""))
+        chip = asic(CHIP_TO_ASIC.get(PCI_CHIPS.get(device, ""), ""))
         if chip is None:
             return None, None
         return chip, PCI_NAMES.get(device)
@@ -105,9 +129,9 @@ def identify(device: int, revision: int | None = None) -> tuple[Asic | None, str
         # Revision unknown (a log line, no lspci) and libdrm names the device per
         # revision: the chip is certain, the marketing name is not.
         names = {r[1] for r in rows}
-        chip = _BY_KEY.get(rows[0][2])
+        chip = asic(rows[0][2])
         return chip, rows[0][1] if len(names) == 1 else None
-    return _BY_KEY.get(row[2]), row[1]
+    return asic(row[2]), row[1]
 
 
 def pci_ids() -> tuple[PciId, ...]:

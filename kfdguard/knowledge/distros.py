@@ -100,7 +100,9 @@ ROWS: dict[Distribution, Row] = {
 
 # A kernel release as uname -r prints it. It fills an argv slot, so it must not be able to
 # become an option ("-rf") or carry a separator; anything else is not a release to pass on.
-_RELEASE = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+~-]{0,127}")
+# A pattern, compiled on first use (re caches it): the boot pass imports this module and
+# seldom regenerates an initramfs.
+_RELEASE = r"[0-9A-Za-z][0-9A-Za-z._+~-]{0,127}"
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def shown(argv: tuple[str, ...]) -> str:
 
 def initramfs_step(distro: Distribution, release: str) -> Step:
     row = ROWS.get(distro)
-    if row is None or not _RELEASE.fullmatch(release):
+    if row is None or not re.fullmatch(_RELEASE, release):
         name = "this distribution" if distro is Distribution.UNKNOWN else str(distro)
         why = "kfdguard knows no command for " + name if row is None else "the kernel release is not a plain name"
         return Step(None, f"regenerate the initramfs of kernel {release!r} with your distribution's tool ({why})")

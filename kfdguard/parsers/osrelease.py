@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 # os-release(5): inside double quotes a backslash escapes a double quote, a backslash, $ and `.
-_UNESCAPE = re.compile(r"\\([\"\\$`])")
+# A pattern, compiled (re caches it) for the first value with a backslash: most files have none.
+_UNESCAPE = r"\\([\"\\$`])"
 
 
 def parse_os_release(text: str) -> dict[str, str]:
@@ -21,6 +22,8 @@ def parse_os_release(text: str) -> dict[str, str]:
         if len(value) >= 2 and value[0] == value[-1] == "'":
             value = value[1:-1]  # shell: nothing is special inside single quotes
         elif len(value) >= 2 and value[0] == value[-1] == '"':
-            value = _UNESCAPE.sub(r"\1", value[1:-1])
+            value = value[1:-1]
+            if "\\" in value:
+                value = re.sub(_UNESCAPE, r"\1", value)
         values[key] = value
     return values

@@ -18,12 +18,10 @@ from kfdguard.facts import (
 )
 from kfdguard.host.root import BOOT_DIR
 from kfdguard.modinfo import module_name
-from kfdguard.parsers.kconfig import parse_kconfig
+from kfdguard.parsers.kconfig import kconfig_symbol
 from kfdguard.parsers.osrelease import parse_os_release
-from kfdguard.probe import bootspec
-from kfdguard.probe.bootspec import SortFields
 from kfdguard.probe.reader import Reader
-from kfdguard.probe.system_info import parse_release
+from kfdguard.probe.system_info import module_lines, parse_release
 from kfdguard.record import replace
 
 TYPE_CHECKING = False
@@ -31,6 +29,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kfdguard.facts import DkmsModule
+    from kfdguard.probe.bootspec import SortFields
+
+# kfdguard.probe.bootspec (systemd-boot's entry names and order) is imported where a systemd-boot
+# entry or a fallback's history is read: a GRUB machine's boot pass has neither.
 
 _MENU = re.compile(r"^\s*(?P<kind>menuentry|submenu)\s+(?P<quote>['\"])(?P<title>.*?)(?P=quote)(?P<rest>.*)\{\s*$")
 _ID = re.compile(r"(?:\$menuentry_id_option|--id)\s+['\"]?(?P<id>[^'\"\s]+)")
@@ -55,10 +57,10 @@ def probe_kernels(reader: Reader, dkms: tuple[DkmsModule, ...]) -> tuple[Install
             (f for f in (f"initrd.img-{release}", f"initramfs-{release}.img") if reader.is_file(root.boot / f)), None
         )
         config = reader.text(root.boot / f"config-{release}")
-        hsa = parse_kconfig(config)[0].get("CONFIG_HSA_AMD") if config is not None else None
+        hsa = kconfig_symbol(config, "CONFIG_HSA_AMD") if config is not None else None
         moddir = root.lib_modules / release
         amdgpu = dkms_amdgpu = False
-        for line in (reader.text(moddir / "modules.dep", limit=64 << 20) or "").splitlines():
+        for line in module_lines(reader.text(moddir / "modules.dep", limit=64 << 20) or "", ("amdgpu",)):
             path = line.partition(":")[0]
             if module_name(path.rsplit("/", 1)[-1]) == "amdgpu":
                 amdgpu = True
@@ -126,21 +128,23 @@ def parse_grubenv(text: str) -> dict[str, str]:
         if line.startswith("#") or "=" not in line:
             continue
         key, _, value = line.partition("=")
-        values[key] = re.sub(r"\\(.)", r"\1", value, flags=re.S)
+        # (compiled, and cached by re, for the first value with a backslash: most have none)
+        values[key] = re.sub(r"\\(.)", r"\1", value, flags=re.S) if "\\" in value else value
     return values
 
 
 def _env_lines(text: str) -> list[str]:
     """Lines of the block; a newline after an escaping backslash belongs to the value."""
+    # From one newline or backslash to the next with str.find: the block is 1024 bytes of mostly
+    # "#" padding, and a Python step per character was ~2 M instructions of the boot pass.
     lines, start, i = [], 0, 0
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
+    while (newline := text.find("\n", i)) >= 0:
+        backslash = text.find("\\", i, newline)
+        if backslash >= 0:
+            i = backslash + 2  # the escaped character (a newline too) is part of the line
             continue
-        if text[i] == "\n":
-            lines.append(text[start:i])
-            start = i + 1
-        i += 1
+        lines.append(text[start:newline])
+        start = i = newline + 1
     lines.append(text[start:])
     return lines
 
@@ -168,6 +172,8 @@ def _release_of(version: str | None, linux: str) -> str | None:
 
 
 def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
+    from kfdguard.probe import bootspec
+
     entries = []
     for name in reader.listdir(directory):
         # bootctl: every *.conf (any case) that is not hidden; the id drops the counters.
@@ -194,7 +200,9 @@ def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
             tries_done=counted.tries_done,
             version=version,
         )
-        sort = SortFields(counted.id, counted.tries_left, fields.get("sort-key"), fields.get("machine-id"), version)
+        sort = bootspec.SortFields(
+            counted.id, counted.tries_left, fields.get("sort-key"), fields.get("machine-id"), version
+        )
         entries.append((entry, sort))
     return entries
 
@@ -227,6 +235,8 @@ def _uki(reader: Reader, path: Path) -> dict[str, str]:
 def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
     """Unified kernel images: the id is the file name (counters dropped), the title, version and
     sort key come from the .osrel section as bootctl picks them, the kernel from .uname."""
+    from kfdguard.probe import bootspec
+
     entries = []
     for name in reader.listdir(directory):
         path = directory / name
@@ -267,7 +277,7 @@ def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, Sor
             tries_done=counted.tries_done,
             version=version or None,
         )
-        entries.append((entry, SortFields(counted.id, counted.tries_left, sort_key, None, version or None)))
+        entries.append((entry, bootspec.SortFields(counted.id, counted.tries_left, sort_key, None, version or None)))
     return entries
 
 
@@ -331,7 +341,9 @@ def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
 
 
 def _menu_order(a: tuple[BootEntry, SortFields], b: tuple[BootEntry, SortFields]) -> int:
-    return bootspec.compare(a[1], b[1])
+    from kfdguard.probe.bootspec import compare
+
+    return compare(a[1], b[1])
 
 
 def probe_bootloader(reader: Reader) -> BootloaderFacts:
@@ -428,7 +440,7 @@ def history_from_json(data: object) -> History:
             source=str(a["from"]),
             target=str(a["to"]),
             # Histories written before ids dropped boot counters ("foo+3-1.conf") name the stable id.
-            entry=bootspec.strip_tries(str(a.get("entry", ""))),
+            entry=_stable_id(str(a.get("entry", ""))),
             mode=str(a.get("mode", "oneshot")),
             boot_id=str(a.get("boot_id", "")),
             at=str(a.get("at", "")),
@@ -438,7 +450,14 @@ def history_from_json(data: object) -> History:
         for a in list(data.get("attempts", []))
     )
     pinned = data.get("pinned_from")
-    return History(kernels, attempts, bootspec.strip_tries(str(pinned)) if pinned else None)
+    return History(kernels, attempts, _stable_id(str(pinned)) if pinned else None)
+
+
+def _stable_id(entry_id: str) -> str:
+    """The id without boot counters: histories written before ids dropped them name "foo+3-1.conf"."""
+    from kfdguard.probe.bootspec import strip_tries  # only a history with attempts or a pin has ids
+
+    return strip_tries(entry_id)
 
 
 def _boots(value: object, release: str) -> tuple[BootHealth, ...]:

@@ -246,13 +246,14 @@ def _gpu(data: object, where: str) -> GpuSpec:
     )
 
 
-_LINK = re.compile(r"(\d{1,2})(?:\.(\d))? GT/s x(\d{1,2})")
+# A pattern, compiled on first use (re caches it): the boot pass on a rendered machine directory reads no specification.
+_LINK = r"(\d{1,2})(?:\.(\d))? GT/s x(\d{1,2})"
 
 
 def _link(value: object, where: str) -> tuple[int, int]:
     """ "8.0 GT/s x4" -> (8000, 4)."""
     text = _str(value, where)
-    match = _LINK.fullmatch(text)
+    match = re.fullmatch(_LINK, text)
     if match is None:
         raise SpecError(f"{where}: {text!r} is not 'S GT/s xW' (e.g. '8.0 GT/s x4')")
     speed, width = int(match[1]) * 1000 + int(match[2] or 0) * 100, int(match[3])

@@ -117,6 +117,10 @@ class RecordingReader(Reader):
                 self.pieces.setdefault(shown, {})[offset] = data
         return result
 
+    def values(self, directory: Path, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
+        # Through data(), one path at a time, so that each file is recorded.
+        return self.values_by_path(directory, names, skip_denied=skip_denied)
+
     def listdir(self, path: Path) -> list[str]:
         names = super().listdir(path)
         shown = self._note(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -112,3 +112,28 @@ def test_a_mutable_default_is_refused_as_by_dataclasses() -> None:
         @record.dataclass
         class Bad:
             items: list[int] = []  # noqa: RUF012 - the mistake under test
+
+
+@pytest.mark.parametrize("m", MODULES)
+def test_class_variables_redefinitions_and_inherited_slots(m: Any) -> None:
+    @m.dataclass(frozen=True, slots=True)
+    class Base:
+        kind: ClassVar[str] = "base"  # not a field
+        a: int = 1
+        b: int = 2
+
+    @m.dataclass(frozen=True, slots=True)
+    class Child(Base):
+        a: int = 10  # redefined: it keeps its place before b
+        c: int = 3
+
+    made: Any = Child  # built by the module under test, which mypy sees as Any here
+    child = made(4, 5, 6)
+    assert made.__match_args__ == ("a", "b", "c") and (child.a, child.b, child.c) == (4, 5, 6)
+    assert made().a == 10 and made.kind == "base" and not hasattr(child, "__dict__")
+    assert made.__slots__ == ("c",)  # a and b are the base's slots
+    with pytest.raises(TypeError, match="non-default argument"):
+
+        @m.dataclass(frozen=True)
+        class Wrong(Base):
+            d: int
