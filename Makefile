@@ -98,7 +98,7 @@ clean:
 
 PREFIX ?= /usr/local
 DESTDIR ?=
-# Debian's own interpreter: the unit runs /usr/bin/python3 -I -m kfdguard.service
+# Debian's own interpreter: the units run /usr/bin/python3 -I -c "from kfdguard... import run; run()"
 # (pyenv or a virtualenv earlier in PATH must not choose the site directory).
 PYTHON3 ?= /usr/bin/python3
 BINDIR ?= $(PREFIX)/bin

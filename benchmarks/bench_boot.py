@@ -1,15 +1,16 @@
 """The boot critical path, and the resident service's start, on a healthy simulated machine.
 
 Since the privilege split (issue 21) the display manager waits for kfdguard-enforce.service, a
-oneshot: its exec → exit (``python3 -m kfdguard enforce --record``: probe, assess, the plan, the
-history, the state file) is the boot critical path. The resident kfdguard.service starts after it;
-its start → READY=1 (``--starter``: it reads what the oneshot left and checks read-only) is measured
-too, with the same goal, because ``systemctl start`` and everything ordered after it wait for it.
-Issue 21's own goal compares the oneshot with what the display manager waited for before the split:
-the single root service's exec → READY=1 (enforce on), no worse than 1.2 times.
+oneshot: its exec → exit (``python3 -I -c "from kfdguard.__main__ import run; run()" enforce
+--record``: probe, assess, the plan, the history, the state file) is the boot critical path. The
+resident kfdguard.service starts after it; its start → READY=1 (``--starter``: it reads what the
+oneshot left and checks read-only) is measured too, with the same goal, because ``systemctl start``
+and everything ordered after it wait for it. Issue 21's own goal compares the oneshot with what the
+display manager waited for before the split: the single root service's exec → READY=1 (enforce on),
+no worse than 1.2 times.
 
 Baseline in the same run: the same interpreter, with the same flags, doing nothing — the floor of
-any Python service. The units start ``/usr/bin/python3 -I -m …`` with the package in
+any Python service. The units start ``/usr/bin/python3 -I -c …`` (no runpy) with the package in
 dist-packages. A development virtualenv adds its own start-up work (``.pth`` hooks of an editable
 install: ~14 ms here) that a packaged install does not have, so every run here skips site
 processing (``-S``) and appends the package and its dependencies to sys.path, after the standard
@@ -52,8 +53,8 @@ def bare() -> float:
 
 
 def enforce_argv(root: str) -> list[str]:
-    # python3 -m kfdguard enforce --record, as the unit runs it: kfdguard/__main__.py with these arguments.
-    code = bootstrap(run_service=False)[2] + "; import runpy; runpy.run_module('kfdguard', run_name='__main__')"
+    # The unit's ExecStart: python3 -I -c "from kfdguard.__main__ import run; run()" enforce --record.
+    code = bootstrap(run_service=False)[2] + "; from kfdguard.__main__ import run; run()"
     return [sys.executable, "-S", "-c", code, "enforce", "--record", "--root", root]
 
 

@@ -1,3 +1,3 @@
-from kfdguard.service.main import main
+from kfdguard.service.main import run
 
-raise SystemExit(main())
+run()

@@ -33,6 +33,11 @@ def boot_pass(service: Service, deadline: float) -> PassResult | None:
     return None
 
 
+def run() -> None:
+    """The unit's entry (kfdguard.service's ExecStart): main() with sys.argv, then exit with its status."""
+    raise SystemExit(main())
+
+
 def main(argv: list[str] | None = None) -> int:
     # The cycle collector waits until READY: its passes over the objects of the modules being
     # imported were a twentieth of the start's instructions (callgrind), and the boot pass is

@@ -10,11 +10,11 @@ looking at the machine:
   ``JobRemoved`` signal. A shipped polkit rule (polkit/50-kfdguard-units.rules) lets the user
   kfdguard start these three units and nothing else.
 - ``child``: the test bed (a simulated machine on a private bus, no systemd there) runs the same
-  command the unit runs, ``python3 -m kfdguard ... --record --root DIR``, through the one
+  command the unit runs, ``python3 -c ENTRY ... --record --root DIR``, through the one
   subprocess runner.
 
-``COMMANDS`` is what each unit's ExecStart runs after ``/usr/bin/python3 -I -m kfdguard``;
-tests/service/test_privsep_service.py holds the units to it.
+``COMMANDS`` is what each unit's ExecStart runs after ``/usr/bin/python3 -I`` and ``ENTRY``;
+tests/service/test_privsep_service.py holds the units to both.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ COMMANDS = {
     "fallback-apply": ("fallback", "apply", "--record"),
     "fallback-clear": ("fallback", "clear", "--record"),
 }
+# The package's entry without runpy, before COMMANDS (kfdguard/__main__.py says why not "-m kfdguard").
+ENTRY = ("-c", "from kfdguard.__main__ import run; run()")
+# The resident kfdguard.service's, before its options.
+SERVICE_ENTRY = ("-c", "from kfdguard.service.main import run; run()")
 STARTERS = ("systemd", "child")
 SYSTEMD = "org.freedesktop.systemd1"
 SYSTEMD_PATH = "/org/freedesktop/systemd1"
@@ -60,7 +64,7 @@ class ChildStarter:
         self.python = python
 
     def argv(self, kind: str) -> list[str]:
-        return [self.python, "-m", "kfdguard", *COMMANDS[kind], *(("--root", self.root) if self.root else ())]
+        return [self.python, *ENTRY, *COMMANDS[kind], *(("--root", self.root) if self.root else ())]
 
     async def start(self, kind: str, timeout: float) -> Started:
         import kfdguard

@@ -25,7 +25,7 @@ import pytest
 
 from kfdguard.app import runstate
 from kfdguard.host.root import Root
-from kfdguard.service.starter import COMMANDS, UNITS
+from kfdguard.service.starter import COMMANDS, ENTRY, SERVICE_ENTRY, UNITS
 from tests.servicekit import REPO, call, guardian
 from tools.privatebus import PrivateBus
 
@@ -45,12 +45,24 @@ def exec_start(kind: str) -> list[str]:
 
 @pytest.mark.parametrize("kind", sorted(UNITS))
 def test_each_unit_runs_the_command_the_child_starter_runs(kind: str) -> None:
-    assert exec_start(kind) == ["/usr/bin/python3", "-I", "-m", "kfdguard", *COMMANDS[kind]]
+    assert exec_start(kind) == ["/usr/bin/python3", "-I", *ENTRY, *COMMANDS[kind]]
+
+
+def test_the_resident_unit_runs_the_service_entry() -> None:
+    (line,) = [
+        line for line in (REPO / "units/kfdguard.service").read_text().splitlines() if line.startswith("ExecStart=")
+    ]
+    assert shlex.split(line.removeprefix("ExecStart=")) == [
+        "/usr/bin/python3",
+        "-I",
+        *SERVICE_ENTRY,
+        "--starter=systemd",
+    ]
 
 
 def boot_pass(root: Path) -> None:
     """What kfdguard-enforce.service does before the resident service starts."""
-    result = subprocess.run([sys.executable, "-m", "kfdguard", *COMMANDS["enforce"], "--root", str(root)],
+    result = subprocess.run([sys.executable, *ENTRY, *COMMANDS["enforce"], "--root", str(root)],
                             cwd=REPO, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert result.returncode in (0, 1, 2, 3, 4), result.stderr
 
