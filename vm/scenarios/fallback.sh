@@ -23,19 +23,11 @@ SCENARIO=fallback
 
 running=$(uname -r)
 # Per kernel series: a GPU whose GC IP this KFD does not drive and a newer
-# kernel that does. kfdguard's knowledge/generated.py, read from Debian's kernel
-# sources, has GC 11.5.1 (Strix Halo, gfx1151) from 6.9 on, not in 6.1, and no
-# GC 9.5.0 (MI350, gfx950) in 6.12. An MI350X is a processing accelerator (PCI
-# class 0x1200, which 6.12's amdgpu.ko binds: alias "bc12sc00"), not a display.
-case $(kernel_series) in
-6.1) newer=6.12.9-amd64 gpu_class=0x030000 gpu_device=0x1586 gpu_rev=0xc1 gpu_gfx=gfx1151 gpu_name="Strix Halo" ;;
-6.12) newer=6.16.12+deb13-amd64 gpu_class=0x120000 gpu_device=0x75a0 gpu_rev=0x00 gpu_gfx=gfx950 gpu_name="MI350X" ;;
-*)
-    not_ok "no simulated GPU is chosen for kernel series $(kernel_series): add one to fallback.sh"
+# kernel that does (lib.sh: too_new_gpu).
+if ! too_new_gpu; then
+    not_ok "no simulated GPU is chosen for kernel series $(kernel_series): add one to lib.sh's too_new_gpu"
     finish
-    ;;
-esac
-gpu_id="1002:${gpu_device#0x}"
+fi
 entry_new="gnulinux-advanced-kfdroot>gnulinux-$newer-advanced-kfdroot"
 grubenv=/boot/grub/grubenv
 next_entry() { grub-editenv "$grubenv" list | sed -n 's/^next_entry=//p'; }
@@ -50,58 +42,13 @@ check "grub-editenv and grub-reboot are installed (grub-common, grub2-common)" \
 modprobe amdgpu && udevadm settle --timeout=30
 
 # /boot, /lib/modules, GRUB
-for rel in "$running" "$newer"; do
-    echo "vmlane placeholder kernel image" >"/boot/vmlinuz-$rel"
-    echo "vmlane placeholder initramfs" >"/boot/initrd.img-$rel"
-    printf 'CONFIG_DRM_AMDGPU=m\nCONFIG_HSA_AMD=y\n' >"/boot/config-$rel"
-done
-mkdir -p "/lib/modules/$newer/kernel/drivers/gpu/drm/amd/amdgpu"
-echo "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz: kernel/drivers/gpu/drm/drm.ko.xz" >"/lib/modules/$newer/modules.dep"
-mkdir -p /boot/grub
-cat >/boot/grub/grub.cfg <<EOF
-# vmlane: the shape of Debian's grub.cfg (update-grub), default = the running kernel
-set default="0"
-if [ -s \$prefix/grubenv ]; then
-  load_env
-fi
-if [ "\${next_entry}" ] ; then
-   set default="\${next_entry}"
-   set next_entry=
-   save_env next_entry
-   set boot_once=true
-else
-   set default="0"
-fi
-menuentry 'Debian GNU/Linux' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-simple-kfdroot' {
-	linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
-	initrd	/boot/initrd.img-$running
-}
-submenu 'Advanced options for Debian GNU/Linux' \$menuentry_id_option 'gnulinux-advanced-kfdroot' {
-	menuentry 'Debian GNU/Linux, with Linux $newer' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$newer-advanced-kfdroot' {
-		linux	/boot/vmlinuz-$newer root=/dev/vda ro quiet
-		initrd	/boot/initrd.img-$newer
-	}
-	menuentry 'Debian GNU/Linux, with Linux $running' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$running-advanced-kfdroot' {
-		linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
-		initrd	/boot/initrd.img-$running
-	}
-}
-EOF
+grub_layout "$running" "$newer"
 rm -f "$grubenv"
 check "grub-editenv creates $grubenv" grub-editenv "$grubenv" create
 check "grubenv starts without next_entry" test -z "$(next_entry)"
 
 # The simulated history: compute failed on the running kernel and worked on the newer one.
-mkdir -p /var/lib/kfdguard
-cat >/var/lib/kfdguard/history.json <<EOF
-{"version": 1,
- "kernels": {
-  "$running": {"ok": 0, "failed": 3, "last": "failed", "last_seen": "2026-11-01T08:00:00Z", "gpus": ["$gpu_id $gpu_gfx"]},
-  "$newer": {"ok": 12, "failed": 0, "last": "ok", "last_seen": "2026-10-20T08:00:00Z", "gpus": ["$gpu_id $gpu_gfx"]}
- },
- "attempts": [],
- "pinned_from": null}
-EOF
+fallback_history "$running" "$newer" "$gpu_id $gpu_gfx"
 write_config <<'EOF'
 version: 1
 fallback:
@@ -126,21 +73,8 @@ check "kfdguard fallback lists both installed kernels" \
     bash -c 'grep -q "$1" <<<"$0" && grep -q "$2" <<<"$0"' "$fb" "$running" "$newer"
 
 # 2. a simulated AMD GPU the running kernel is too old for
-mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
-cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
-(
-    cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
-    echo "$gpu_class" >class
-    echo 0x1002 >vendor
-    echo "$gpu_device" >device
-    echo "$gpu_rev" >revision
-    echo 0x1002 >subsystem_vendor
-    echo 0x0001 >subsystem_device
-    echo 0 >boot_vga
-)
-ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
 check "a simulated GPU $gpu_id ($gpu_name, class $gpu_class) appears in /sys/bus/pci/devices (bind mount)" \
-    mount --bind /run/vmlane-pci /sys/bus/pci/devices
+    simulate_gpu "$gpu_class" "$gpu_device" "$gpu_rev"
 restart_service
 check "kfdguard restarted (a new mount namespace sees the GPU) and serves $BUS_NAME" wait_serving 60
 check "the service set grubenv's next_entry by itself (policy oneshot)" wait_until 60 has_next_entry

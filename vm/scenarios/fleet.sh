@@ -117,21 +117,8 @@ note "Reload (root): $reply"
 check "after a Reload the textfile's last-check time moves on ($before -> $(stamp))" \
     wait_until 30 bash -c '[ "$(sed -n "s/^kfdguard_last_check_timestamp_seconds //p" "$0")" != "$1" ]' "$prom" "$before"
 # A state change: the simulated GPU of privsep.sh, seen by a restarted service.
-mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
-cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
-(
-    cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
-    echo 0x030000 >class
-    echo 0x1002 >vendor
-    echo 0x744c >device
-    echo 0xc8 >revision
-    echo 0x1002 >subsystem_vendor
-    echo 0x0001 >subsystem_device
-    echo 0 >boot_vga
-)
-ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
 check "a simulated GPU 1002:744c appears in /sys/bus/pci/devices (bind mount)" \
-    mount --bind /run/vmlane-pci /sys/bus/pci/devices
+    simulate_gpu 0x030000 0x744c 0xc8
 restart_service
 check "kfdguard restarted and serves $BUS_NAME" wait_serving 60
 quiesce

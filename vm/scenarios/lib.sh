@@ -220,6 +220,100 @@ module_exists() { modinfo -n "$1" >/dev/null 2>&1; }
 # The kernel series, "6.1" or "6.12", for the few facts that are per series.
 kernel_series() { uname -r | cut -d. -f1-2; }
 
+# too_new_gpu: a GPU whose GC IP this kernel series' KFD does not drive, and a
+# newer kernel that does, as globals (newer gpu_class gpu_device gpu_rev gpu_gfx
+# gpu_name gpu_id); fails for a series without one. kfdguard's
+# knowledge/generated.py, read from Debian's kernel sources, has GC 11.5.1
+# (Strix Halo, gfx1151) from 6.9 on, not in 6.1, and no GC 9.5.0 (MI350,
+# gfx950) in 6.12. An MI350X is a processing accelerator (PCI class 0x1200,
+# which 6.12's amdgpu.ko binds: alias "bc12sc00"), not a display.
+# shellcheck disable=SC2034 # the globals are the sourcing scenario's
+too_new_gpu() {
+    case $(kernel_series) in
+    6.1) newer=6.12.9-amd64 gpu_class=0x030000 gpu_device=0x1586 gpu_rev=0xc1 gpu_gfx=gfx1151 gpu_name="Strix Halo" ;;
+    6.12) newer=6.16.12+deb13-amd64 gpu_class=0x120000 gpu_device=0x75a0 gpu_rev=0x00 gpu_gfx=gfx950 gpu_name="MI350X" ;;
+    *) return 1 ;;
+    esac
+    gpu_id="1002:${gpu_device#0x}"
+}
+
+# simulate_gpu CLASS DEVICE REVISION: an AMD PCI device directory 0000:0f:00.0
+# beside the machine's own devices, bound over /sys/bus/pci/devices (sysfs
+# itself cannot be written). Only mount namespaces made after it see it: the
+# service must be restarted. The caller unmounts /sys/bus/pci/devices.
+simulate_gpu() {
+    local dev=/run/vmlane-gpu/0000:0f:00.0
+    mkdir -p /run/vmlane-pci "$dev" && cp -P /sys/bus/pci/devices/* /run/vmlane-pci/ || return 1
+    echo "$1" >"$dev/class"
+    echo 0x1002 >"$dev/vendor"
+    echo "$2" >"$dev/device"
+    echo "$3" >"$dev/revision"
+    echo 0x1002 >"$dev/subsystem_vendor"
+    echo 0x0001 >"$dev/subsystem_device"
+    echo 0 >"$dev/boot_vga"
+    ln -sfn "$dev" /run/vmlane-pci/0000:0f:00.0 && mount --bind /run/vmlane-pci /sys/bus/pci/devices
+}
+
+# grub_layout RUNNING NEWER: what a GRUB machine has, for a guest that QEMU
+# boots with -kernel: /boot with both kernels (placeholder images, real config
+# lines), NEWER's modules.dep line for amdgpu, and a Debian-style grub.cfg
+# (update-grub's shape) whose default boots RUNNING and whose "Advanced
+# options" submenu has both. The grubenv is the caller's.
+grub_layout() {
+    local running=$1 newer=$2 rel
+    for rel in "$running" "$newer"; do
+        echo "vmlane placeholder kernel image" >"/boot/vmlinuz-$rel"
+        echo "vmlane placeholder initramfs" >"/boot/initrd.img-$rel"
+        printf 'CONFIG_DRM_AMDGPU=m\nCONFIG_HSA_AMD=y\n' >"/boot/config-$rel"
+    done
+    mkdir -p "/lib/modules/$newer/kernel/drivers/gpu/drm/amd/amdgpu" /boot/grub
+    echo "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz: kernel/drivers/gpu/drm/drm.ko.xz" >"/lib/modules/$newer/modules.dep"
+    cat >/boot/grub/grub.cfg <<EOF
+# vmlane: the shape of Debian's grub.cfg (update-grub), default = the running kernel
+set default="0"
+if [ -s \$prefix/grubenv ]; then
+  load_env
+fi
+if [ "\${next_entry}" ] ; then
+   set default="\${next_entry}"
+   set next_entry=
+   save_env next_entry
+   set boot_once=true
+else
+   set default="0"
+fi
+menuentry 'Debian GNU/Linux' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-simple-kfdroot' {
+	linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
+	initrd	/boot/initrd.img-$running
+}
+submenu 'Advanced options for Debian GNU/Linux' \$menuentry_id_option 'gnulinux-advanced-kfdroot' {
+	menuentry 'Debian GNU/Linux, with Linux $newer' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$newer-advanced-kfdroot' {
+		linux	/boot/vmlinuz-$newer root=/dev/vda ro quiet
+		initrd	/boot/initrd.img-$newer
+	}
+	menuentry 'Debian GNU/Linux, with Linux $running' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$running-advanced-kfdroot' {
+		linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
+		initrd	/boot/initrd.img-$running
+	}
+}
+EOF
+}
+
+# fallback_history RUNNING NEWER GPU: a history in which compute failed on
+# RUNNING and worked on NEWER, with GPU ("1002:75a0 gfx950") seen on both.
+fallback_history() {
+    mkdir -p /var/lib/kfdguard
+    cat >/var/lib/kfdguard/history.json <<EOF
+{"version": 1,
+ "kernels": {
+  "$1": {"ok": 0, "failed": 3, "last": "failed", "last_seen": "2026-11-01T08:00:00Z", "gpus": ["$3"]},
+  "$2": {"ok": 12, "failed": 0, "last": "ok", "last_seen": "2026-10-20T08:00:00Z", "gpus": ["$3"]}
+ },
+ "attempts": [],
+ "pinned_from": null}
+EOF
+}
+
 # The system bus this guest was booted with: vmlane.bus= on the kernel command
 # line (vmlane.py's guest table), dbus-daemon without it.
 expected_bus() {

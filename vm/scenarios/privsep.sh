@@ -1,6 +1,6 @@
 #!/bin/bash
-# Scenario "privsep" (issue 21): the split units under real systemd 252,
-# polkitd and dbus-daemon.
+# Scenario "privsep" (issue 21): the split units under the guest's real
+# systemd, polkitd and system bus.
 #  1. The package made the user kfdguard and /run/kfdguard (1775 root:kfdguard),
 #     enabled kfdguard-enforce.service, which ran and left its record; the
 #     resident kfdguard.service runs as kfdguard with no capability at all.
@@ -115,81 +115,27 @@ check "nor may that user start the oneshot itself (got: $reply)" test "$(invocat
 
 # --- 4. the kernel fallback on GRUB through kfdguard-fallback@.service ----------
 running=$(uname -r)
-newer=6.12.9-amd64
+# A GPU the running kernel's KFD does not drive and a newer kernel that does,
+# per kernel series (lib.sh: too_new_gpu, as fallback.sh).
+if ! too_new_gpu; then
+    not_ok "no simulated GPU is chosen for kernel series $(kernel_series): add one to lib.sh's too_new_gpu"
+    finish
+fi
 entry_new="gnulinux-advanced-kfdroot>gnulinux-$newer-advanced-kfdroot"
 grubenv=/boot/grub/grubenv
 next_entry() { grub-editenv "$grubenv" list | sed -n 's/^next_entry=//p'; }
-for rel in "$running" "$newer"; do
-    echo "vmlane placeholder kernel image" >"/boot/vmlinuz-$rel"
-    echo "vmlane placeholder initramfs" >"/boot/initrd.img-$rel"
-    printf 'CONFIG_DRM_AMDGPU=m\nCONFIG_HSA_AMD=y\n' >"/boot/config-$rel"
-done
-mkdir -p "/lib/modules/$newer/kernel/drivers/gpu/drm/amd/amdgpu"
-echo "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz: kernel/drivers/gpu/drm/drm.ko.xz" >"/lib/modules/$newer/modules.dep"
-mkdir -p /boot/grub
-# The shape of Debian 12's grub.cfg, as vm/scenarios/fallback.sh lays it out.
-cat >/boot/grub/grub.cfg <<EOF
-# vmlane: the shape of Debian 12's grub.cfg (update-grub), default = 6.1
-set default="0"
-if [ -s \$prefix/grubenv ]; then
-  load_env
-fi
-if [ "\${next_entry}" ] ; then
-   set default="\${next_entry}"
-   set next_entry=
-   save_env next_entry
-   set boot_once=true
-else
-   set default="0"
-fi
-menuentry 'Debian GNU/Linux' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-simple-kfdroot' {
-	linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
-	initrd	/boot/initrd.img-$running
-}
-submenu 'Advanced options for Debian GNU/Linux' \$menuentry_id_option 'gnulinux-advanced-kfdroot' {
-	menuentry 'Debian GNU/Linux, with Linux $newer' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$newer-advanced-kfdroot' {
-		linux	/boot/vmlinuz-$newer root=/dev/vda ro quiet
-		initrd	/boot/initrd.img-$newer
-	}
-	menuentry 'Debian GNU/Linux, with Linux $running' --class debian --class gnu-linux --class gnu --class os \$menuentry_id_option 'gnulinux-$running-advanced-kfdroot' {
-		linux	/boot/vmlinuz-$running root=/dev/vda ro quiet
-		initrd	/boot/initrd.img-$running
-	}
-}
-EOF
+grub_layout "$running" "$newer"
 rm -f "$grubenv"
 grub-editenv "$grubenv" create
-mkdir -p /var/lib/kfdguard
-cat >/var/lib/kfdguard/history.json <<EOF
-{"version": 1,
- "kernels": {
-  "$running": {"ok": 0, "failed": 3, "last": "failed", "last_seen": "2026-11-01T08:00:00Z", "gpus": ["1002:1586 gfx1151"]},
-  "$newer": {"ok": 12, "failed": 0, "last": "ok", "last_seen": "2026-10-20T08:00:00Z", "gpus": ["1002:1586 gfx1151"]}
- },
- "attempts": [],
- "pinned_from": null}
-EOF
+fallback_history "$running" "$newer" "$gpu_id $gpu_gfx"
 # policy notify: nothing acts by itself; only the D-Bus calls below touch GRUB.
 write_config <<'EOF'
 version: 1
 fallback:
   policy: notify
 EOF
-mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
-cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
-(
-    cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
-    echo 0x030000 >class
-    echo 0x1002 >vendor
-    echo 0x1586 >device
-    echo 0xc1 >revision
-    echo 0x1002 >subsystem_vendor
-    echo 0x0001 >subsystem_device
-    echo 0 >boot_vga
-)
-ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
-check "a simulated GPU 1002:1586 appears in /sys/bus/pci/devices (bind mount)" \
-    mount --bind /run/vmlane-pci /sys/bus/pci/devices
+check "a simulated GPU $gpu_id ($gpu_name, class $gpu_class) appears in /sys/bus/pci/devices (bind mount)" \
+    simulate_gpu "$gpu_class" "$gpu_device" "$gpu_rev"
 # New mount namespaces see it: restarting the resident service runs the enforce pass again (Wants=).
 restart_service
 check "kfdguard restarted and serves $BUS_NAME" wait_serving 60

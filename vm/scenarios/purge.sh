@@ -67,21 +67,8 @@ check "udev's default rule gives /dev/kfd crw-rw---- root:render (got: $default_
 # fallback.sh (an RX 7900 XTX, 1002:744c), a PCI device directory bound over
 # /sys/bus/pci/devices, made before the listing so that its /run files are
 # the same before and after.
-mkdir -p /run/vmlane-pci /run/vmlane-gpu/0000:0f:00.0
-cp -P /sys/bus/pci/devices/* /run/vmlane-pci/
-(
-    cd /run/vmlane-gpu/0000:0f:00.0 || exit 1
-    echo 0x030000 >class
-    echo 0x1002 >vendor
-    echo 0x744c >device
-    echo 0xc8 >revision
-    echo 0x1002 >subsystem_vendor
-    echo 0x0001 >subsystem_device
-    echo 0 >boot_vga
-)
-ln -s /run/vmlane-gpu/0000:0f:00.0 /run/vmlane-pci/0000:0f:00.0
 check "a simulated GPU 1002:744c appears in /sys/bus/pci/devices (bind mount)" \
-    mount --bind /run/vmlane-pci /sys/bus/pci/devices
+    simulate_gpu 0x030000 0x744c 0xc8
 printf '%s\n' "# the administrator's file, from a blog post" "options amdkfd enable_iommu=1" >"$advice"
 advice_sum=$(sha256sum <"$advice")
 # node_exporter's textfile directory as Debian's prometheus-node-exporter ships it (root, 0755): this
