@@ -553,6 +553,29 @@ def _after(bare: str) -> bool:
     return "uname" in bare or bare.endswith(("groups", "is_available()"))
 
 
+_INSIDE = frozenset(" \t0123456789")
+
+
+def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
+    """The lines without trailing blanks and without "> " quote markers. Only lines that hold a ">" can
+    be quoted: they are found by searching the text (in C), not by testing every line in Python."""
+    lines = list(map(str.rstrip, raw_lines))
+    find, count, sub = text.find, text.count, _QUOTE.sub
+    number, counted = 0, 0
+    at = find(">")
+    while at >= 0:
+        number += count("\n", counted, at)
+        counted = at
+        line = raw_lines[number]
+        if line.lstrip()[:1] == ">":
+            lines[number] = sub("", line).rstrip()
+        stop = find("\n", at)
+        if stop < 0:
+            break
+        at = find(">", stop + 1)
+    return lines
+
+
 def read_text(text: str, *, remember: bool = True) -> Observations:
     """Everything a paste shows; what it does not show stays absent.
 
@@ -567,36 +590,36 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     raw_lines = text.split("\n")
-    sub = _QUOTE.sub
-    # The quote test looks past leading blanks only where the line has a ">" at all.
-    obs.lines = [
-        sub("", line).rstrip() if ">" in line and line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines
-    ]
+    obs.lines = _unquoted(text, raw_lines)
     obs.text = "\n".join(obs.lines)
     obs.lowered = obs.text.lower()
     state = _State()
     line = _Line("", "", 0)
-    # line key -> whether the next line is read in its light (_after): the lines that showed nothing new
-    seen: dict[tuple[str, str | None, int, bool], bool] = {}
-    # The same, by the line as it is: a line repeated exactly (prose, rocminfo, ls, id, an application's
-    # message without a clock) is found without computing its key. An entry of ``seen`` never changes
-    # once made, so what this holds for a line is what ``seen`` holds for its key.
-    exact: dict[tuple[str, str | None, int, bool], bool] = {}
+    # (the directory ls lists, the open agent block's line, inside a rocm-smi table) -> the lines that
+    # showed nothing new there, as they are and by _stamp_key, each -> whether the next line is read in
+    # its light (_after). The line as it is is found without computing its key: a line repeated exactly
+    # (prose, rocminfo, ls, id, an application's message without a clock). An entry of the second never
+    # changes once made, so what the first holds for a line is what the second holds for its key.
+    memos: dict[tuple[str | None, int, bool], tuple[dict[str, bool], dict[str, bool]]] = {}
+    # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a digit:
+    # those are the same line again only within the same block; other lines only under the same ls.
+    outside = memos.setdefault((None, 0, False), ({}, {}))
+    inside = outside
     follows = False  # the line before makes this one the output of a command (_after)
+    previous = ""  # what state.previous becomes: the last line, as it is when skipped, else bare
+    stamp_key, after, size, extractors = _stamp_key, _after, _size, EXTRACTORS
     for number, raw in enumerate(obs.lines, 1):
-        key = as_is = None
+        key = None
         if remember and not follows:
-            # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a
-            # digit: those are the same line again only within the same block.
-            inside = raw[:1] in " \t0123456789"
-            agent_line, smi = (state.agent_line, state.smi) if inside else (0, False)
-            as_is = (raw, state.directory, agent_line, smi)
-            hit = exact.get(as_is)
+            exact, seen = inside if raw[:1] in _INSIDE else outside
+            hit = exact.get(raw)
             if hit is None:
-                key = (_stamp_key(raw), state.directory, agent_line, smi)
+                key = stamp_key(raw)
                 hit = seen.get(key)
+                if hit is not None:
+                    exact[raw] = hit
             if hit is not None:
-                state.previous = raw
+                previous = raw
                 follows = hit
                 continue
         stripped = raw.strip()
@@ -606,13 +629,19 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
             else stripped
         )
         line.raw, line.bare, line.number = raw, bare, number
-        before = _size(obs, state) if key is not None else None
-        for extract in EXTRACTORS:
+        state.previous = previous
+        before = size(obs, state) if key is not None else None
+        for extract in extractors:
             extract(obs, line, state)
-        state.previous = bare
-        follows = _after(bare)
-        if key is not None and as_is is not None and before == _size(obs, state):
-            seen[key] = exact[as_is] = follows
+        previous = state.previous = bare
+        follows = after(bare)
+        if key is not None and before == size(obs, state):
+            exact, seen = inside if raw[:1] in _INSIDE else outside
+            seen[key] = exact[raw] = follows
+        elif remember:  # the line changed what was seen, perhaps the block or directory lines are read in
+            directory = state.directory
+            outside = memos.setdefault((directory, 0, False), ({}, {}))
+            inside = memos.setdefault((directory, state.agent_line, state.smi), ({}, {}))
     _finish(obs, state)
     return obs
 
