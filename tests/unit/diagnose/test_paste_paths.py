@@ -116,3 +116,45 @@ def test_a_generated_long_paste_diagnoses_as_reading_every_line(size: int) -> No
 
     text = generate_paste(size, seed=size)
     assert _diagnosis(text, True) == _diagnosis(text, False)
+
+
+def _reference_stamp_key(raw: str) -> str:
+    """_stamp_key as it was written in string operations before it became two regular expressions."""
+    if raw[:1] == "[":
+        close = raw.find("]", 1, 40)
+        if close > 1 and raw[1:close].strip().replace(".", "", 1).isdigit():
+            return "[]" + raw[close + 1 :]
+        return raw
+    colon = raw.find(":", 2, 24)
+    if colon > 0 and raw[colon + 3 : colon + 4] == ":" and raw[colon - 2 : colon].isdigit():
+        return raw[: colon - 2] + raw[colon + 6 :]
+    return raw
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.text(alphabet="[] \t.:0123456789aZ-T²\xa0", max_size=44), st.sampled_from(["", " usb 1-2: x", "] kfd"]))
+def test_the_stamp_key_removes_what_it_did_or_nothing(head: str, tail: str) -> None:
+    """A line's key is what the string-operation definition gave, or the line itself (a stamp written
+    with other than ASCII blanks and digits stays: its repeats are read again). Never another key."""
+    from kfdguard.evidence.text import _stamp_key
+
+    raw = head + tail
+    assert _stamp_key(raw) in (_reference_stamp_key(raw), raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[   12.345678] usb 1-2: new device",
+        "[12.5] x",
+        "[ .5 ] x",
+        "Dec 01 10:00:05 box kernel: amdgpu",
+        "2025-03-03T10:00:01.1Z level=INFO",
+        "12:34:56 x",
+        "a:b 12:34:56 x",
+    ],
+)
+def test_the_stamp_key_of_ordinary_stamps_is_the_old_one(raw: str) -> None:
+    from kfdguard.evidence.text import _stamp_key
+
+    assert _stamp_key(raw) == _reference_stamp_key(raw) != raw
