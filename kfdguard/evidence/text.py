@@ -570,6 +570,24 @@ def _after(bare: str) -> bool:
     return "uname" in bare or bare.endswith(("groups", "is_available()"))
 
 
+def _bare(raw: str) -> str:
+    """The line without blanks around it and without a shell prompt."""
+    stripped = raw.strip()
+    if ("$" in stripped or "#" in stripped) and _PROMPT.match(stripped):
+        return _PROMPT_SUB.sub("", stripped)
+    return stripped
+
+
+_Memo = tuple[dict[str, bool], dict[str, bool]]
+
+
+def _memos(memos: dict[tuple[object, ...], _Memo], obs: Observations, state: _State) -> tuple[_Memo, _Memo]:
+    """The memos of lines outside and inside an open block (read_text) in the present surroundings."""
+    directory, smi, written = state.directory, state.smi, _written(obs)
+    outside = memos.setdefault((directory, 0, smi, written), ({}, {}))
+    return outside, memos.setdefault((directory, state.agent_line, smi, written), ({}, {}))
+
+
 _INSIDE = frozenset(" \t0123456789")
 
 
@@ -596,6 +614,17 @@ def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
     return lines
 
 
+def _paste(text: str) -> Observations:
+    """Observations of nothing yet but the paste's lines (unquoted), their text and its lower case."""
+    obs = Observations()
+    if "\r" in text:  # a search in C; each replace copies the whole paste
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    obs.lines = _unquoted(text, text.split("\n"))
+    obs.text = "\n".join(obs.lines)
+    obs.lowered = obs.text.lower()
+    return obs
+
+
 def read_text(text: str, *, remember: bool = True) -> Observations:
     """Everything a paste shows; what it does not show stays absent.
 
@@ -606,13 +635,7 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     an open rocminfo agent block or rocm-smi table reads only lines that begin with a space or digit.
     ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
     """
-    obs = Observations()
-    if "\r" in text:  # a search in C; each replace copies the whole paste
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    raw_lines = text.split("\n")
-    obs.lines = _unquoted(text, raw_lines)
-    obs.text = "\n".join(obs.lines)
-    obs.lowered = obs.text.lower()
+    obs = _paste(text)
     state = _State()
     line = _Line("", "", 0)
     # (the directory ls lists, the open agent block's line, inside a rocm-smi table, _written) -> the lines that
@@ -620,36 +643,35 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     # its light (_after). The line as it is is found without computing its key: a line repeated exactly
     # (prose, rocminfo, ls, id, an application's message without a clock). An entry of the second never
     # changes once made, so what the first holds for a line is what the second holds for its key.
-    memos: dict[tuple[object, ...], tuple[dict[str, bool], dict[str, bool]]] = {}
+    memos: dict[tuple[object, ...], _Memo] = {}
     # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a digit:
     # those are the same line again only within the same block. Every line is the same again only under
     # the same ls directory, inside or outside a rocm-smi table (its banner and end lines set that), and
     # with the same user and nodes shown (_written).
-    outside = memos.setdefault((None, 0, False, _written(obs)), ({}, {}))
-    inside = outside
+    outside, inside = _memos(memos, obs, state)
     follows = False  # the line before makes this one the output of a command (_after)
     previous = ""  # what state.previous becomes: the last line, as it is when skipped, else bare
     stamp_key, after, size, extractors = _stamp_key, _after, _size, EXTRACTORS
     for number, raw in enumerate(obs.lines, 1):
         key = None
         if remember and not follows:
-            exact, seen = inside if raw[:1] in _INSIDE else outside
-            hit = exact.get(raw)
-            if hit is None:
+            first = raw[:1]
+            exact, seen = inside if first in _INSIDE else outside
+            if first == "[":  # a dmesg line: its time makes it unique, only its key can be seen before
                 key = stamp_key(raw)
                 hit = seen.get(key)
-                if hit is not None:
-                    exact[raw] = hit
+            else:
+                hit = exact.get(raw)
+                if hit is None:
+                    key = stamp_key(raw)
+                    hit = seen.get(key)
+                    if hit is not None:
+                        exact[raw] = hit
             if hit is not None:
                 previous = raw
                 follows = hit
                 continue
-        stripped = raw.strip()
-        bare = (
-            _PROMPT_SUB.sub("", stripped)
-            if ("$" in stripped or "#" in stripped) and _PROMPT.match(stripped)
-            else stripped
-        )
+        bare = _bare(raw)
         line.raw, line.bare, line.number = raw, bare, number
         state.previous = previous
         before = size(obs, state) if key is not None else None
@@ -661,9 +683,7 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
             exact, seen = inside if raw[:1] in _INSIDE else outside
             seen[key] = exact[raw] = follows
         elif remember:  # the line changed what was seen, perhaps the surroundings of the lines after it
-            directory, smi, written = state.directory, state.smi, _written(obs)
-            outside = memos.setdefault((directory, 0, smi, written), ({}, {}))
-            inside = memos.setdefault((directory, state.agent_line, smi, written), ({}, {}))
+            outside, inside = _memos(memos, obs, state)
     _finish(obs, state)
     return obs
 
