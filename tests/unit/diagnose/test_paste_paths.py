@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from kfdguard.assess import claims
 from kfdguard.assess.rules import reason
+from kfdguard.evidence.model import Observations
 from kfdguard.evidence.text import read_text
 from tests.fuzzing import examples
 from tests.paths import TOP
@@ -177,3 +178,35 @@ def test_the_stamp_key_of_ordinary_stamps_is_the_old_one(raw: str) -> None:
     from kfdguard.evidence.text import _stamp_key
 
     assert _stamp_key(raw) == _reference_stamp_key(raw) != raw
+
+
+def test_a_new_extractor_needs_no_declaration_to_be_read_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is skipped by what an extractor says it looks for: a new extractor (as another engineer
+    adds one) sees, on the fast path of a long paste, every line whose like it has not yet read there."""
+    from benchmarks.logdata import generate_paste
+    from kfdguard.evidence import text as evidence_text
+    from kfdguard.evidence.model import Source
+
+    def xyzzy(obs: Observations, line: evidence_text._Line, state: evidence_text._State) -> None:
+        if "XYZZY" in line.bare:
+            obs.add("xyzzy", line.bare, Source("test", line.number))
+
+    monkeypatch.setattr(evidence_text, "EXTRACTORS", (*evidence_text.EXTRACTORS, xyzzy))
+    lines = generate_paste(3_000_000, seed=5).split("\n")
+    for at, marker in ((7, "XYZZY one"), (len(lines) // 2, "[ 99.000000] XYZZY two"), (len(lines) - 3, "> XYZZY 3")):
+        lines.insert(at, marker)
+    text = "\n".join(lines)
+    seen = [o.value for o in read_text(text).facts if o.what == "xyzzy"]
+    assert seen == ["XYZZY one", "[ 99.000000] XYZZY two", "XYZZY 3"]
+    assert seen == [o.value for o in read_text(text, remember=False).facts if o.what == "xyzzy"]
+
+
+def test_a_new_cue_needs_no_declaration_to_be_found_in_a_long_paste() -> None:
+    from benchmarks.logdata import generate_paste
+
+    lines = generate_paste(2 * claims.INDEXED, seed=6).split("\n")
+    lines.insert(len(lines) // 3, "a line with a brand-new Cue in it")
+    text = "\n".join(lines)
+    claims._LAST.clear()
+    claims.index_lines(text, lines)
+    assert claims.lines_with(text, text.lower(), "brand-new cue") == ["a line with a brand-new Cue in it"]
