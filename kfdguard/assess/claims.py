@@ -52,10 +52,55 @@ CUES = ("7440", "14e4", "6.2", "hwe", "7.2", "config_kfd", "modprobe amdkfd")
 assert len(CUES) == len(WRONG_ADVICE)
 
 
-def lines_with(text: str, lowered: str, cue: str) -> list[str]:
-    """The lines of ``text`` whose lower case contains ``cue``, found by substring search over the
-    whole text (``lowered`` is ``text.lower()``, same length): a pattern whose matches stay within one
-    line then runs on those lines only, not on a whole paste."""
+# A paste this long is searched through its index of distinct lines (_Index); a shorter one directly.
+INDEXED = 1_000_000
+
+
+class _Index:
+    """A long text's distinct lines, joined, in lower case, and the lines found for each cue.
+
+    A long paste repeats itself (the same journal, application and prose lines thousands of times), and
+    its rules search it for some twenty cues: each whole-text search of a 10 MB paste cost as much as
+    half of splitting it, most of it spent on repeats. The distinct lines are about half the text, their
+    cue lines a few dozen where the whole text had thousands, and a cue asked for twice is searched once.
+    """
+
+    __slots__ = ("found", "lowered", "source", "text")
+
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
+        self.source = text  # held, so that the identity test in _index cannot meet a new string at its address
+        # A paste's own lines have their hashes computed already (evidence.text looked them up): no split,
+        # no hashing again.
+        self.text = "\n".join(dict.fromkeys(text.split("\n") if lines is None else lines))
+        self.lowered = self.text.lower()
+        self.found: dict[str, list[str]] = {}
+
+
+_LAST: list[_Index] = []  # the index of the text searched last: a diagnosis asks its rules in turn
+
+
+def _index(text: str) -> _Index:
+    last = _index_of(text)
+    if last is not None:
+        return last
+    index = _Index(text)
+    _LAST[:] = [index]
+    return index
+
+
+def index_lines(text: str, lines: list[str]) -> None:
+    """Index a long ``text`` that is ``lines`` joined by newlines (Observations.text and .lines) before its
+    rules search it. A ``lines`` that is not ``text`` split is ignored: the search then splits the text."""
+    if len(text) >= INDEXED and _index_of(text) is None and "\n".join(lines) == text:
+        _LAST[:] = [_Index(text, lines)]
+
+
+def _index_of(text: str) -> _Index | None:
+    last = _LAST[0] if _LAST else None
+    return last if last is not None and last.source is text else None
+
+
+def _find(text: str, lowered: str, cue: str) -> list[str]:
     found: list[str] = []
     position = 0
     while True:
@@ -68,6 +113,22 @@ def lines_with(text: str, lowered: str, cue: str) -> list[str]:
             stop = len(text)
         found.append(text[start:stop])
         position = stop + 1
+
+
+def lines_with(text: str, lowered: str, cue: str) -> list[str]:
+    """The distinct lines of ``text`` whose lower case contains ``cue``, in the order they first appear,
+    found by substring search over the text (``lowered`` is ``text.lower()``, same length): a pattern
+    whose matches stay within one line then runs on those lines only, not on a whole paste. A long text
+    is searched through its index of distinct lines, built once for all the rules that ask."""
+    if not cue or "\n" in cue:
+        raise ValueError(f"a cue is a non-empty piece of one line: {cue!r}")
+    if len(text) < INDEXED or len(lowered) != len(text):
+        return list(dict.fromkeys(_find(text, lowered, cue)))
+    index = _index(text)
+    found = index.found.get(cue)
+    if found is None:
+        found = index.found[cue] = _find(index.text, index.lowered, cue)
+    return list(found)
 
 
 def search_lines(pattern: re.Pattern[str], text: str, lowered: str, *cues: str) -> re.Match[str] | None:

@@ -720,6 +720,10 @@ def run(obs: Observations, machine: Context | None = None) -> Reasoning:
     r = Reasoning(obs, machine)
     if machine is not None:
         r.findings = machine.findings  # one list: machine-only checks add to it through the context
+    else:
+        from kfdguard.assess.claims import index_lines
+
+        index_lines(obs.text, obs.lines)  # the rules' searches of a long paste share one index of its lines
     for rule in _rules():
         rule(r)
     return r

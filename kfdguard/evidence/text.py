@@ -10,6 +10,7 @@ ignores the rest; every observation carries the line it came from.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import SMALL, scan
@@ -68,6 +69,7 @@ _CONTAINER_CUES = ("root@", "dockerenv", "docker ", "podman", "apptainer", "sing
 _NOT_SET = re.compile(r"^[+-]?# CONFIG_\w+ is not set$")
 _MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "remove ")
 # Which source of the kernel release wins when a paste shows several.
+DmesgMatch = Callable[[str], re.Match[str] | None]
 _RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "drm": 0}
 
 
@@ -522,31 +524,46 @@ def _unwrapped(lines: list[str]) -> list[str]:
     return out
 
 
-def _stamp_key(raw: str) -> str:
+# What _stamp_key removes, as a match of the line's start (one call in C instead of half a dozen string
+# operations, a third of the cost of a long paste): a dmesg time, its "]" within the first 40
+# characters, or the first ":" among characters 2-23 with two digits before it and another ":" three
+# after, a clock time. Blanks and digits are ASCII here: a line whose stamp has others keeps it in its key,
+# which only means that its repeats are read again.
+_DMESG_STAMP = re.compile(r"\[[ \t]*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*\]")
+# The clock's ":" is the first at index 2 or later: before it any two characters, then none (or its digits
+# start at index 0 or 1).
+_CLOCK_STAMP = re.compile(r"(?:..[^:]{0,19}|.|)(?P<clock>[0-9]{2}:..:.{0,2})")
+
+
+def _stamp_key(raw: str, dmesg: DmesgMatch = _DMESG_STAMP.match, clock: DmesgMatch = _CLOCK_STAMP.match) -> str:
     """The line without the digits of a leading dmesg time ("[   12.345678]") or clock time
     ("Dec 01 10:00:05", "2025-03-03T10:00:01"): lines that differ only there are the same to every
     extractor (none reads those digits), so what one of them showed, the others show again."""
     if raw[:1] == "[":
-        close = raw.find("]", 1, 40)
-        if close > 1 and raw[1:close].strip().replace(".", "", 1).isdigit():
-            return "[]" + raw[close + 1 :]
-        return raw
-    colon = raw.find(":", 2, 24)
-    if colon > 0 and raw[colon + 3 : colon + 4] == ":" and raw[colon - 2 : colon].isdigit():
-        return raw[: colon - 2] + raw[colon + 6 :]
-    return raw
+        m = dmesg(raw)
+        return "[]" + raw[m.end() :] if m is not None and m.end() <= 40 else raw
+    m = clock(raw)
+    return raw[: m.start("clock")] + raw[m.end() :] if m is not None else raw
+
+
+def _written(obs: Observations) -> tuple[object, ...]:
+    """What extractors overwrite rather than add to: the user (id, groups) and the device nodes (ls).
+
+    A line that writes the value already there shows nothing, but only while it is there: user A, user
+    B, then A's line again changes the user back. So this is part of the surroundings a line is
+    remembered in (read_text), as the ls directory is."""
+    user = (obs.user.user, obs.user.groups) if obs.user else None
+    return user, tuple((n.path, n.mode, n.owner, n.group, n.acl) for n in obs.nodes.values())
 
 
 def _size(obs: Observations, state: _State) -> tuple[object, ...]:
     """What an extractor can change that a repetition of a line could change again, cheaply compared.
 
     The lists of userspace messages and of GPUs named in prose are left out: the rules read the first of
-    each and the distinct texts, so a repeated line adds nothing to them. The user and the KFD node are
-    compared by content: an id line pasted twice shows the same user."""
-    user = (obs.user.user, obs.user.groups) if obs.user else None
-    kfd = (obs.kfd.path, obs.kfd.mode, obs.kfd.owner, obs.kfd.group) if obs.kfd else None
+    each and the distinct texts, so a repeated line adds nothing to them. The user and the device nodes
+    are compared by content: an id line pasted twice shows the same user (see _written)."""
     return (
-        len(obs.kinds), len(obs.facts), len(obs.gpus), len(obs.nodes), kfd, user, len(obs.member_of),
+        len(obs.kinds), len(obs.facts), len(obs.gpus), _written(obs), len(obs.member_of),
         len(obs.not_member_of), len(obs.agents), len(obs.kconfig), len(obs.declared), len(obs.env),
         obs.smi_gpus, obs.foreign_host, state.directory, state.agent_line, state.agent is None, state.smi,
         len(state.kconfig), len(state.kconfig_old), len(state.modprobe),
@@ -559,6 +576,61 @@ def _after(bare: str) -> bool:
     return "uname" in bare or bare.endswith(("groups", "is_available()"))
 
 
+def _bare(raw: str) -> str:
+    """The line without blanks around it and without a shell prompt."""
+    stripped = raw.strip()
+    if ("$" in stripped or "#" in stripped) and _PROMPT.match(stripped):
+        return _PROMPT_SUB.sub("", stripped)
+    return stripped
+
+
+_Memo = tuple[dict[str, bool], dict[str, bool]]
+
+
+def _memos(memos: dict[tuple[object, ...], _Memo], obs: Observations, state: _State) -> tuple[_Memo, _Memo]:
+    """The memos of lines outside and inside an open block (read_text) in the present surroundings."""
+    directory, smi, written = state.directory, state.smi, _written(obs)
+    outside = memos.setdefault((directory, 0, smi, written), ({}, {}))
+    return outside, memos.setdefault((directory, state.agent_line, smi, written), ({}, {}))
+
+
+_INSIDE = frozenset(" \t0123456789")
+
+
+def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
+    """The lines without trailing blanks and without "> " quote markers. Only lines that hold a ">" can
+    be quoted: they are found by searching the text (in C), not by testing every line in Python."""
+    lines = list(map(str.rstrip, raw_lines))
+    find, count, sub = text.find, text.count, _QUOTE.sub
+    done: dict[str, str] = {}  # a long paste quotes the same lines again: each is unquoted once
+    number, counted = 0, 0
+    at = find(">")
+    while at >= 0:
+        number += count("\n", counted, at)
+        counted = at
+        line = raw_lines[number]
+        out = done.get(line)
+        if out is None:
+            out = done[line] = sub("", line).rstrip() if line.lstrip()[:1] == ">" else lines[number]
+        lines[number] = out
+        stop = find("\n", at)
+        if stop < 0:
+            break
+        at = find(">", stop + 1)
+    return lines
+
+
+def _paste(text: str) -> Observations:
+    """Observations of nothing yet but the paste's lines (unquoted), their text and its lower case."""
+    obs = Observations()
+    if "\r" in text:  # a search in C; each replace copies the whole paste
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    obs.lines = _unquoted(text, text.split("\n"))
+    obs.text = "\n".join(obs.lines)
+    obs.lowered = obs.text.lower()
+    return obs
+
+
 def read_text(text: str, *, remember: bool = True) -> Observations:
     """Everything a paste shows; what it does not show stays absent.
 
@@ -569,56 +641,55 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     an open rocminfo agent block or rocm-smi table reads only lines that begin with a space or digit.
     ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
     """
-    obs = Observations()
-    if "\r" in text:  # a search in C; each replace copies the whole paste
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    raw_lines = text.split("\n")
-    sub = _QUOTE.sub
-    # The quote test looks past leading blanks only where the line has a ">" at all.
-    obs.lines = [
-        sub("", line).rstrip() if ">" in line and line.lstrip()[:1] == ">" else line.rstrip() for line in raw_lines
-    ]
-    obs.text = "\n".join(obs.lines)
-    obs.lowered = obs.text.lower()
+    obs = _paste(text)
     state = _State()
     line = _Line("", "", 0)
-    # line key -> whether the next line is read in its light (_after): the lines that showed nothing new
-    seen: dict[tuple[str, str | None, int, bool], bool] = {}
-    # The same, by the line as it is: a line repeated exactly (prose, rocminfo, ls, id, an application's
-    # message without a clock) is found without computing its key. An entry of ``seen`` never changes
-    # once made, so what this holds for a line is what ``seen`` holds for its key.
-    exact: dict[tuple[str, str | None, int, bool], bool] = {}
+    # (the directory ls lists, the open agent block's line, inside a rocm-smi table, _written) -> the lines that
+    # showed nothing new there, as they are and by _stamp_key, each -> whether the next line is read in
+    # its light (_after). The line as it is is found without computing its key: a line repeated exactly
+    # (prose, rocminfo, ls, id, an application's message without a clock). An entry of the second never
+    # changes once made, so what the first holds for a line is what the second holds for its key.
+    memos: dict[tuple[object, ...], _Memo] = {}
+    # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a digit:
+    # those are the same line again only within the same block. Every line is the same again only under
+    # the same ls directory, inside or outside a rocm-smi table (its banner and end lines set that), and
+    # with the same user and nodes shown (_written).
+    outside, inside = _memos(memos, obs, state)
     follows = False  # the line before makes this one the output of a command (_after)
+    previous = ""  # what state.previous becomes: the last line, as it is when skipped, else bare
+    stamp_key, after, size, extractors = _stamp_key, _after, _size, EXTRACTORS
     for number, raw in enumerate(obs.lines, 1):
-        key = as_is = None
+        key = None
         if remember and not follows:
-            # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a
-            # digit: those are the same line again only within the same block.
-            inside = raw[:1] in " \t0123456789"
-            agent_line, smi = (state.agent_line, state.smi) if inside else (0, False)
-            as_is = (raw, state.directory, agent_line, smi)
-            hit = exact.get(as_is)
-            if hit is None:
-                key = (_stamp_key(raw), state.directory, agent_line, smi)
+            first = raw[:1]
+            exact, seen = inside if first in _INSIDE else outside
+            if first == "[":  # a dmesg line: its time makes it unique, only its key can be seen before
+                key = stamp_key(raw)
                 hit = seen.get(key)
+            else:
+                hit = exact.get(raw)
+                if hit is None:
+                    key = stamp_key(raw)
+                    hit = seen.get(key)
+                    if hit is not None:
+                        exact[raw] = hit
             if hit is not None:
-                state.previous = raw
+                previous = raw
                 follows = hit
                 continue
-        stripped = raw.strip()
-        bare = (
-            _PROMPT_SUB.sub("", stripped)
-            if ("$" in stripped or "#" in stripped) and _PROMPT.match(stripped)
-            else stripped
-        )
+        bare = _bare(raw)
         line.raw, line.bare, line.number = raw, bare, number
-        before = _size(obs, state) if key is not None else None
-        for extract in EXTRACTORS:
+        state.previous = previous
+        before = size(obs, state) if key is not None else None
+        for extract in extractors:
             extract(obs, line, state)
-        state.previous = bare
-        follows = _after(bare)
-        if key is not None and as_is is not None and before == _size(obs, state):
-            seen[key] = exact[as_is] = follows
+        previous = state.previous = bare
+        follows = after(bare)
+        if key is not None and before == size(obs, state):
+            exact, seen = inside if raw[:1] in _INSIDE else outside
+            seen[key] = exact[raw] = follows
+        elif remember:  # the line changed what was seen, perhaps the surroundings of the lines after it
+            outside, inside = _memos(memos, obs, state)
     _finish(obs, state)
     return obs
 

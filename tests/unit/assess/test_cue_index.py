@@ -1,0 +1,106 @@
+"""The rules' shared index of a long paste's lines (assess/claims.py: lines_with, index_lines).
+
+A long paste is searched through its distinct lines; a short one directly. Both must give what the
+definition says: the distinct lines whose lower case holds the cue, in the order they first appear.
+The index is forced on small texts here (INDEXED = 0), so that Hypothesis can try many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kfdguard.assess import claims
+from kfdguard.assess.rules import reason
+from kfdguard.evidence.text import read_text
+from tests.fuzzing import examples
+from tests.paths import TOP
+
+
+def _corpus_texts() -> list[str]:
+    corpus = TOP / "tests" / "data" / "real-reports"
+    return [p.read_text(encoding="utf-8").partition("\n# ---\n")[2] for p in sorted(corpus.glob("*.txt"))]
+
+
+_TEXTS = _corpus_texts()
+# Lines of the real reports, and lines whose lower case is not character for character (the Turkish
+# dotted I lengthens, a Greek capital sigma lowers by its context).
+_LINES = [
+    *sorted({line for text in _TEXTS for line in text.split("\n")}),
+    "İstanbul: /dev/kfd Permission denied",
+    "ΟΔΥΣΣΕΥΣ kernel 6.8",
+    "Σ",
+]
+_CUES = ("/dev/kfd", "kernel ", "linux ", "root", "sudo", " group", "support", "7440", "6.2", "dkms", "σ", "i̇")
+
+
+def _spec(text: str, cue: str) -> list[str]:
+    return [line for line in dict.fromkeys(text.split("\n")) if cue in line.lower()]
+
+
+@pytest.fixture
+def indexed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(claims, "INDEXED", 0)
+    claims._LAST.clear()
+    yield
+    claims._LAST.clear()
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.integers(0, len(_LINES) - 1), max_size=40), st.sampled_from(_CUES), st.booleans())
+def test_the_index_finds_what_the_definition_says(picks: list[int], cue: str, prepared: bool) -> None:
+    text = "\n".join(_LINES[i] for i in picks + picks[:5])
+    direct = claims.lines_with(text, text.lower(), cue)
+    saved = claims.INDEXED
+    claims.INDEXED = 0
+    try:
+        claims._LAST.clear()
+        if prepared:
+            claims.index_lines(text, text.split("\n"))
+        through_index = claims.lines_with(text, text.lower(), cue)
+        again = claims.lines_with(text, text.lower(), cue)  # from the index's memo of this cue
+    finally:
+        claims.INDEXED = saved
+        claims._LAST.clear()
+    if len(text.lower()) == len(text):
+        assert direct == through_index == again == _spec(text, cue)
+    else:
+        assert direct == through_index == again  # no alignment: both search the text the same way
+
+
+def test_lines_that_are_not_the_text_are_not_indexed(indexed: None) -> None:
+    text = "first line\nsecond root line"
+    claims.index_lines(text, ["another", "text"])
+    assert claims.lines_with(text, text.lower(), "root") == ["second root line"]
+    assert claims.lines_with(text, text.lower(), "another") == []
+
+
+def test_a_new_text_gets_a_new_index(indexed: None) -> None:
+    one, two = "a root line\nx", "sudo works\ny"
+    assert claims.lines_with(one, one.lower(), "root") == ["a root line"]
+    assert claims.lines_with(two, two.lower(), "root") == []
+    assert claims.lines_with(two, two.lower(), "sudo") == ["sudo works"]
+
+
+@pytest.mark.parametrize("cue", ["", "two\nlines"])
+def test_a_cue_that_is_not_a_piece_of_one_line_is_refused(cue: str) -> None:
+    with pytest.raises(ValueError, match="non-empty piece of one line"):
+        claims.lines_with("text", "text", cue)
+
+
+def _diagnosis(text: str) -> tuple[object, ...]:
+    claims._LAST.clear()
+    obs = read_text(text)
+    established, findings, unknown = reason(obs)
+    return (sorted(obs.kinds), established, findings, unknown)
+
+
+@pytest.mark.parametrize("index", range(0, len(_TEXTS), 4))
+def test_the_index_never_changes_a_diagnosis(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "\n".join([_TEXTS[index], _TEXTS[(index + 5) % len(_TEXTS)], _TEXTS[index]])
+    direct = _diagnosis(text)
+    monkeypatch.setattr(claims, "INDEXED", 0)
+    assert _diagnosis(text) == direct

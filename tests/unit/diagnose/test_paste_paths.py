@@ -1,0 +1,212 @@
+"""The fast path of a long paste gives what reading every line gives.
+
+``read_text(text, remember=False)`` reads every line with every extractor: the reference. The default
+path skips a line it has seen showing nothing in the same surroundings (the ls directory, the open
+rocminfo agent block, a rocm-smi table, the line before naming a command), finds quoted lines by
+searching the text, and the rules search a long paste through one index of its distinct lines. Here
+lines that open and close those surroundings, the extractors' own shapes and real-report lines are
+mixed in random order, repeated as they are, with another stamp and quoted, and the diagnosis must
+be the same on every path.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kfdguard.assess import claims
+from kfdguard.assess.rules import reason
+from kfdguard.evidence.model import Observations
+from kfdguard.evidence.text import read_text
+from tests.fuzzing import examples
+from tests.paths import TOP
+
+# Lines that change what the lines after them mean, and the shapes each extractor reads.
+_SHAPES = [
+    "/dev/dri:",
+    "crw-rw----+ 1 root render 226, 128 Jan  1 10:00 renderD128",
+    "crw-rw---- 1 root video 226, 129 Jan  1 10:00 renderD129",
+    "crw-rw-rw- 1 root root 235, 0 Jan  1 10:00 /dev/kfd",
+    "ls: cannot access '/dev/kfd': No such file or directory",
+    "HSA Agents",
+    "Agent 1",
+    "Agent 2",
+    "  Name:                    gfx1030",
+    "  Name:                    gfx1100",
+    "  Marketing Name:          AMD Radeon RX 6800",
+    "  Device Type:             GPU",
+    "  Device Type:             CPU",
+    "  Chip ID:                 29631(0x73bf)",
+    "  BDFID:                   768",
+    "============================ ROCm System Management Interface ============================",
+    "0       1     0x73bf,   12345  45.0°C  20.0W   N/A, N/A, 0         500Mhz  96Mhz  0%   auto  203.0W  0%   0%",
+    "1    [0x0 : 0x0]   34.0°C",
+    "================================== End of ROCm SMI Log ===================================",
+    "$ uname -r",
+    "6.8.0-45-generic",
+    "5.15.0",
+    "$ groups",
+    "ann adm video",
+    "ann : ann video render",
+    "uid=1000(ann) gid=1000(ann) groups=1000(ann),44(video)",
+    ">>> torch.cuda.is_available()",
+    "False",
+    "ROCk module is loaded",
+    "Unable to open /dev/kfd read-write: Permission denied",
+    'ann is not member of "render" group, the default DRM access group.',
+    "CONFIG_HSA_AMD=y",
+    "-# CONFIG_HSA_AMD is not set",
+    "options amdgpu ppfeaturemask=0xffffffff",
+    "root@0123456789ab:/# rocminfo",
+    "[    2.123456] kfd kfd: amdgpu: added device 1002:73bf",
+    "[    2.223456] kfd kfd: amdgpu: skipped device 1002:73bf, PCI rejects atomics 730<0",
+    "[    1.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)",
+    "Dec 01 10:00:05 box kernel: amdgpu 0000:03:00.0: amdgpu: Fatal error during GPU init",
+    "03:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 21 [1002:73bf] (rev c1)",
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    "It works with sudo but not as my user",
+    "my RX 6600 is not supported?",
+    "",
+]
+
+
+def _corpus_lines() -> list[str]:
+    corpus = TOP / "tests" / "data" / "real-reports"
+    texts = [p.read_text(encoding="utf-8").partition("\n# ---\n")[2] for p in sorted(corpus.glob("*.txt"))]
+    return sorted({line for text in texts for line in text.split("\n")})
+
+
+_LINES = _SHAPES + _corpus_lines()
+_AROUND = st.sampled_from(["", "[ 1234.567890] ", "Dec 02 11:22:33 host kernel: ", "> ", "  ", "$ "])
+
+
+_LINE = re.compile(r"\(line \d+\)")
+
+
+def _diagnosis(text: str, remember: bool) -> tuple[object, ...]:
+    """Everything a diagnosis says, but which line of several equal ones its evidence cites: skipping a
+    repeat cites the first, reading every line the last (read_text)."""
+    claims._LAST.clear()
+    obs = read_text(text, remember=remember)
+    established, findings, unknown = reason(obs)
+    said = [
+        (
+            f.code,
+            f.severity,
+            f.message,
+            f.remedy,
+            tuple(_LINE.sub("(line)", e) for e in f.evidence),
+            f.gpu,
+            f.blocked_by,
+        )
+        for f in findings
+    ]
+    return (sorted(obs.kinds), established, said, unknown)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, len(_LINES) - 1), _AROUND), min_size=1, max_size=50),
+    st.integers(1, 3),
+    st.booleans(),
+)
+def test_every_path_gives_the_diagnosis_of_reading_every_line(
+    picks: list[tuple[int, str]], times: int, shapes_first: bool
+) -> None:
+    lines = [around + _LINES[i] for i, around in picks]
+    if shapes_first:
+        lines = [*_SHAPES[:20], *lines]
+    text = "\n".join(lines * times)
+    reference = _diagnosis(text, False)
+    assert _diagnosis(text, True) == reference
+    saved = claims.INDEXED
+    claims.INDEXED = 0  # the index of distinct lines, as a long paste has it
+    try:
+        assert _diagnosis(text, True) == reference
+    finally:
+        claims.INDEXED = saved
+
+
+@pytest.mark.parametrize("size", [300_000, 2_000_000])
+def test_a_generated_long_paste_diagnoses_as_reading_every_line(size: int) -> None:
+    from benchmarks.logdata import generate_paste
+
+    text = generate_paste(size, seed=size)
+    assert _diagnosis(text, True) == _diagnosis(text, False)
+
+
+def _reference_stamp_key(raw: str) -> str:
+    """_stamp_key as it was written in string operations before it became two regular expressions."""
+    if raw[:1] == "[":
+        close = raw.find("]", 1, 40)
+        if close > 1 and raw[1:close].strip().replace(".", "", 1).isdigit():
+            return "[]" + raw[close + 1 :]
+        return raw
+    colon = raw.find(":", 2, 24)
+    if colon > 0 and raw[colon + 3 : colon + 4] == ":" and raw[colon - 2 : colon].isdigit():
+        return raw[: colon - 2] + raw[colon + 6 :]
+    return raw
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.text(alphabet="[] \t.:0123456789aZ-T²\xa0", max_size=44), st.sampled_from(["", " usb 1-2: x", "] kfd"]))
+def test_the_stamp_key_removes_what_it_did_or_nothing(head: str, tail: str) -> None:
+    """A line's key is what the string-operation definition gave, or the line itself (a stamp written
+    with other than ASCII blanks and digits stays: its repeats are read again). Never another key."""
+    from kfdguard.evidence.text import _stamp_key
+
+    raw = head + tail
+    assert _stamp_key(raw) in (_reference_stamp_key(raw), raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[   12.345678] usb 1-2: new device",
+        "[12.5] x",
+        "[ .5 ] x",
+        "Dec 01 10:00:05 box kernel: amdgpu",
+        "2025-03-03T10:00:01.1Z level=INFO",
+        "12:34:56 x",
+        "a:b 12:34:56 x",
+    ],
+)
+def test_the_stamp_key_of_ordinary_stamps_is_the_old_one(raw: str) -> None:
+    from kfdguard.evidence.text import _stamp_key
+
+    assert _stamp_key(raw) == _reference_stamp_key(raw) != raw
+
+
+def test_a_new_extractor_needs_no_declaration_to_be_read_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is skipped by what an extractor says it looks for: a new extractor (as another engineer
+    adds one) sees, on the fast path of a long paste, every line whose like it has not yet read there."""
+    from benchmarks.logdata import generate_paste
+    from kfdguard.evidence import text as evidence_text
+    from kfdguard.evidence.model import Source
+
+    def xyzzy(obs: Observations, line: evidence_text._Line, state: evidence_text._State) -> None:
+        if "XYZZY" in line.bare:
+            obs.add("xyzzy", line.bare, Source("test", line.number))
+
+    monkeypatch.setattr(evidence_text, "EXTRACTORS", (*evidence_text.EXTRACTORS, xyzzy))
+    lines = generate_paste(3_000_000, seed=5).split("\n")
+    for at, marker in ((7, "XYZZY one"), (len(lines) // 2, "[ 99.000000] XYZZY two"), (len(lines) - 3, "> XYZZY 3")):
+        lines.insert(at, marker)
+    text = "\n".join(lines)
+    seen = [o.value for o in read_text(text).facts if o.what == "xyzzy"]
+    assert seen == ["XYZZY one", "[ 99.000000] XYZZY two", "XYZZY 3"]
+    assert seen == [o.value for o in read_text(text, remember=False).facts if o.what == "xyzzy"]
+
+
+def test_a_new_cue_needs_no_declaration_to_be_found_in_a_long_paste() -> None:
+    from benchmarks.logdata import generate_paste
+
+    lines = generate_paste(2 * claims.INDEXED, seed=6).split("\n")
+    lines.insert(len(lines) // 3, "a line with a brand-new Cue in it")
+    text = "\n".join(lines)
+    claims._LAST.clear()
+    claims.index_lines(text, lines)
+    assert claims.lines_with(text, text.lower(), "brand-new cue") == ["a line with a brand-new Cue in it"]
