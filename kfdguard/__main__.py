@@ -1,9 +1,10 @@
 """``python3 -m kfdguard``, and the units' entry: ``python3 -I -c "from kfdguard.__main__ import run; run()"``.
 
-The units on the boot path do not use ``-m``: runpy and what it imports (importlib.util,
-contextlib) cost 23 M instructions by themselves, 84 % of a bare interpreter's start (callgrind,
-Python 3.11); the oneshot imports much of that anyway, and saves 4 M of its 165 M (2.5 %). ``ENTRY`` in service/starter.py is that command line, held
-against the units by tests/service/test_privsep_service.py.
+The units on the boot path do not use ``-m``: runpy and what it imports (importlib.util, contextlib)
+cost 23 M instructions by themselves, 84 % of a bare interpreter's start (callgrind, Python 3.11);
+the oneshot imports much of that anyway, and saves 4 M of its 165 M (2.5 %). ``ENTRY`` in
+service/starter.py is that command line, held against the units by
+tests/service/test_privsep_service.py.
 """
 
 import sys
