@@ -33,7 +33,6 @@ the package's postrm reads to remove them (config.yaml, which named them, is gon
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -192,8 +191,10 @@ def _link(dfd: int, sfd: int, name: str, mark: bytes) -> bool:
         os.symlink(target, name, dir_fd=dfd)
         return True
     tmp = f".{name}.kfdguard-link-{os.getpid()}"
-    with contextlib.suppress(FileNotFoundError):
+    try:  # noqa: SIM105 (contextlib stays off the boot path: the oneshot runs this)
         os.unlink(tmp, dir_fd=dfd)
+    except FileNotFoundError:
+        pass
     os.symlink(target, tmp, dir_fd=dfd)
     os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     return True

@@ -7,7 +7,6 @@ whole process group gets SIGTERM, then SIGKILL after a short grace period.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -120,8 +119,10 @@ class Runner:
         # The child runs in its own session, so the group id is its pid: helpers
         # it started (modprobe's install commands) go down with it.
         for sig, wait in ((signal.SIGTERM, self.kill_grace), (signal.SIGKILL, None)):
-            with contextlib.suppress(ProcessLookupError):
+            try:  # noqa: SIM105 (contextlib stays off the boot path)
                 os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
             try:
                 return proc.communicate(timeout=wait)
             except subprocess.TimeoutExpired:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from kfdguard.simulate import bundled
 from kfdguard.simulate.render import render
+from tests.paths import TOP
 
 HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect", "typing", "threading", "logging",
          "socket", "systemd.daemon", "yaml",
@@ -28,9 +30,11 @@ HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect"
          "kfdguard.knowledge.appformats", "kfdguard.assess.app_rules", "kfdguard.assess.claims",
          # systemd-boot's entry names and order (this machine boots with GRUB and has no fallback
          # history), and the quoting of a systemd-boot fallback's command
-         "kfdguard.probe.bootspec", "shlex")  # fmt: skip
-# The service's own SIGHUP handler needs signal; the oneshot has no handler to install.
-ONESHOT_HEAVY = (*HEAVY, "signal")
+         "kfdguard.probe.bootspec", "shlex",
+         # try/except where contextlib.suppress would do; the service's SIGHUP handler through _signal
+         # (signal.py builds its enums at import), the oneshot with none
+         "contextlib", "signal")  # fmt: skip
+ONESHOT_HEAVY = HEAVY
 PROBE = """
 import sys
 import kfdguard.service.main as main
@@ -46,8 +50,12 @@ main.main(["--root", {root!r}])
 def _heavy_imports(template: str, tmp_path: Path, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     """The ``heavy`` modules a fresh interpreter holds after ``template`` ran on a healthy machine."""
     root = render(bundled.load("rx7900xtx-ubuntu2404"), tmp_path / "m").path
-    code = template.format(heavy=heavy, root=str(root))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    # -S and the package after the standard library, as a packaged install has it: a development
+    # virtualenv's site hooks (.pth files) import modules of their own (contextlib) before kfdguard.
+    paths = [str(TOP), sysconfig.get_paths()["purelib"]]
+    code = f"import sys; sys.path += {paths!r}\n" + template.format(heavy=heavy, root=str(root))
+    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                            check=False, cwd="/")  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout.split()
 
