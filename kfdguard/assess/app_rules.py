@@ -38,6 +38,15 @@ ROOTLESS = re.compile(r"\brootless\b|\bdistrobox\b|\btoolbx\b|\btoolbox enter\b"
 OWNER_GROUP = re.compile(r"/dev/kfd\b[^.\n]{0,40}?\bgroup\s+`?'?\"?(?P<group>render|video)\b", re.IGNORECASE)
 
 
+# What a Linux host without KFD would show, and a host whose GPU is reached another way cannot: dropped
+# where the text shows such a host (WSL, Docker Desktop, a Windows engine).
+LINUX_HOST_CODES = ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
+
+
+def _drop_linux_host_findings(r: Reasoning) -> None:
+    r.findings[:] = [f for f in r.findings if f.code not in LINUX_HOST_CODES]
+
+
 def _gfx_of_text(r: Reasoning, messages: list[SeenMessage]) -> tuple[str | None, str | None]:
     """The GPU's gfx target and where the text shows it: the message itself, the runtime, lspci, prose."""
     for m in messages:
@@ -160,11 +169,7 @@ def rule_host_without_kfd(r: Reasoning) -> None:
         )
     )
     # Advice for a Linux host (its modules, its node, its groups) does not apply to this one.
-    r.findings[:] = [
-        f
-        for f in r.findings
-        if f.code not in ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
-    ]
+    _drop_linux_host_findings(r)
 
 
 def rule_no_code_object(r: Reasoning) -> None:
@@ -640,11 +645,7 @@ def rule_foreign_host_kfd(r: Reasoning) -> None:
     )
     if host is None:
         return
-    r.findings[:] = [
-        f
-        for f in r.findings
-        if f.code not in ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
-    ]
+    _drop_linux_host_findings(r)
     r.findings.append(
         Finding(
             "host-without-kfd",
@@ -882,11 +883,7 @@ def rule_wsl_runtime(r: Reasoning) -> None:
         )
     if (failed is None and not refused) or r.has("host-without-kfd"):
         return
-    r.findings[:] = [
-        f
-        for f in r.findings
-        if f.code not in ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
-    ]
+    _drop_linux_host_findings(r)
     r.findings.append(
         Finding(
             "host-without-kfd",
