@@ -175,8 +175,11 @@ def test_covers_are_rare_characters_or_the_alternative_and_none_holds_another() 
 
 # Lines a big log holds around the rules' own: anchors, rare characters and terms out of place, pieces of
 # the anchors that are not them, and any text at all.
+# Any character but a line end or a lone surrogate, written for Debian 12's Hypothesis too (6.67, the
+# package build's tests): it has no exclude_categories/exclude_characters.
+_CHARACTER = st.characters().filter(lambda c: c != "\n" and not "\ud800" <= c <= "\udfff")
 _AROUND = st.one_of(
-    st.text(alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\n"), max_size=80),
+    st.text(alphabet=_CHARACTER, max_size=80),
     st.sampled_from(["amdgp", "kf d", "KF", "[dr", "CRA", "'", "#", "snd_hda_intel: bound (ops [amdgpu])",
                      "it's 'quoted'", "Linux version 6.1.0 #1 SMP", "Topology: Add dGPU node [0x744c:0x1002]",
                      "probe of 0000:03:00.0 failed with error -22", "Key was", "unsigned module", ""]),
