@@ -184,7 +184,9 @@ def rule_no_code_object(r: Reasoning) -> None:
         supported = m.value("supported")
         if supported:
             carried = sorted(set(carried) | set(supported.split()))
-    evidence = [m.text for m in messages[:2]]
+    # The distinct texts: a paste repeats its lines, and a repeat is no more evidence (nor is it read
+    # again on a long paste's fast path: evidence/text.py).
+    evidence = list(dict.fromkeys(m.text for m in messages))[:2]
     if gfx and where:
         evidence.append(f"{where}: {gfx}")
     if carried:
