@@ -279,11 +279,10 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 
 def _config_source(args: argparse.Namespace, target: Target) -> ConfigSource:
-    from pathlib import Path
-
     from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.host.paths import HostPath
 
-    path = Path(args.config) if args.config else target.root.etc / "kfdguard/config.yaml"
+    path = HostPath(args.config) if args.config else target.root.etc / "kfdguard/config.yaml"
     return ConfigSource(path, str(path) if args.config else target.root.display(path))
 
 

@@ -13,15 +13,17 @@ import marshal
 import os
 import re
 
+from kfdguard.host.paths import as_host
 from kfdguard.host.root import FLEET_CDI, FLEET_NFD, FLEET_TEXTFILE
 from kfdguard.record import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     import yaml
+
+    from kfdguard.host.paths import HostPath
 
 CONFIG_LIMIT = 256 * 1024
 POLICIES = ("off", "notify", "oneshot", "pin", "assess")
@@ -443,7 +445,9 @@ def config_to_plain(config: Config) -> dict[str, dict[str, object]]:
     return plain
 
 
-def load_config(path: Path, display: str, cache: Path | None = None) -> LoadedConfig:
+def load_config(
+    path: str | os.PathLike[str], display: str, cache: str | os.PathLike[str] | None = None
+) -> LoadedConfig:
     """Read and validate the config file; never raises.
 
     ``cache`` remembers the last file that validated (its bytes and the parsed
@@ -451,47 +455,48 @@ def load_config(path: Path, display: str, cache: Path | None = None) -> LoadedCo
     skipped, which matters on the boot path; when the file is broken, the last
     good config is used instead of the defaults.
     """
+    store = None if cache is None else as_host(cache)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return LoadedConfig(Config(), (), "defaults")
     except OSError as exc:
         error = ConfigError(display, 0, 0, "", f"cannot read: {exc.strerror or exc}")
-        return _fallback(cache, error)
+        return _fallback(store, error)
     try:
         import stat
 
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return _fallback(cache, ConfigError(display, 0, 0, "", "not a regular file"))
+            return _fallback(store, ConfigError(display, 0, 0, "", "not a regular file"))
         raw = os.read(fd, CONFIG_LIMIT + 1)
     except OSError as exc:
-        return _fallback(cache, ConfigError(display, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
+        return _fallback(store, ConfigError(display, 0, 0, "", f"cannot read: {exc.strerror or exc}"))
     finally:
         os.close(fd)
     if len(raw) > CONFIG_LIMIT:
-        return _fallback(cache, ConfigError(display, 0, 0, "", f"larger than {CONFIG_LIMIT} bytes"))
-    cached = _read_cache(cache)
+        return _fallback(store, ConfigError(display, 0, 0, "", f"larger than {CONFIG_LIMIT} bytes"))
+    cached = _read_cache(store)
     if cached is not None and cached[0] == raw:
         return LoadedConfig(cached[1], (), "file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _fallback(cache, ConfigError(display, 0, 0, "", f"not UTF-8 text (byte {exc.start})"))
+        return _fallback(store, ConfigError(display, 0, 0, "", f"not UTF-8 text (byte {exc.start})"))
     config, errors = parse_config(text, display)
     if errors:
-        return _fallback(cache, *errors)
-    _write_cache(cache, raw, config)
+        return _fallback(store, *errors)
+    _write_cache(store, raw, config)
     return LoadedConfig(config, (), "file")
 
 
-def _fallback(cache: Path | None, *errors: ConfigError) -> LoadedConfig:
+def _fallback(cache: HostPath | None, *errors: ConfigError) -> LoadedConfig:
     cached = _read_cache(cache)
     if cached is not None:
         return LoadedConfig(cached[1], tuple(errors), "last-good")
     return LoadedConfig(Config(), tuple(errors), "defaults-after-error")
 
 
-def _read_cache(cache: Path | None) -> tuple[bytes, Config] | None:
+def _read_cache(cache: HostPath | None) -> tuple[bytes, Config] | None:
     if cache is None:
         return None
     try:
@@ -505,7 +510,7 @@ def _read_cache(cache: Path | None) -> tuple[bytes, Config] | None:
         return None
 
 
-def _write_cache(cache: Path | None, raw: bytes, config: Config) -> None:
+def _write_cache(cache: HostPath | None, raw: bytes, config: Config) -> None:
     if cache is None:
         return
     from kfdguard.host.files import atomic_write

@@ -23,9 +23,8 @@ from kfdguard.verdict import Action, Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kfdguard.facts import Facts
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.system import System
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
@@ -63,7 +62,7 @@ def _diff(old: str, new: str, path: str) -> str:
     return "".join(lines)
 
 
-def _read(path: Path) -> bytes | None:
+def _read(path: HostPath) -> bytes | None:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -102,7 +101,7 @@ class Enforcer:
         self.findings: list[Finding] = []
         self.changed_paths: set[str] = set()
 
-    def path(self, shown: str) -> Path:
+    def path(self, shown: str) -> HostPath:
         return self.root.join(shown)
 
     def record(self, action: Action, status: str, detail: str = "", diff: str = "") -> None:
@@ -174,9 +173,9 @@ class Enforcer:
         if not real.startswith(etc + os.sep):
             self.record(action, "skipped", f"{shown} resolves outside /etc: left alone")
             return
-        from pathlib import Path
+        from kfdguard.host.paths import HostPath
 
-        target = Path(real)
+        target = HostPath(real)
         data = _read(target)
         if data is None:
             self.record(action, "skipped", "the file is gone")

@@ -39,7 +39,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def rendered_machines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every bundled machine rendered once, for read-only tests."""
     base = tmp_path_factory.mktemp("machines")
-    return {name: bundled.render_bundled(name, base / name).path for name in MACHINES}
+    return {name: Path(bundled.render_bundled(name, base / name).path) for name in MACHINES}
 
 
 @pytest.fixture(scope="session")

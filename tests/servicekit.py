@@ -43,7 +43,7 @@ class Guardian(Launched):
 
 def machine(which: str | MachineSpec, directory: Path) -> Path:
     spec = bundled.load(which) if isinstance(which, str) else which
-    return render(spec, directory / "machine").path
+    return Path(render(spec, directory / "machine").path)
 
 
 @contextmanager

@@ -83,7 +83,7 @@ class Demo:
         spec = bundled.load(MACHINE)
         # The machine knows the demo's users too, so answers can name them.
         users = tuple(UserSpec(u.name, u.uid, u.groups) for u in (RENDER_USER, PLAIN_USER))
-        self.root = render(spec.with_changes(users=(*spec.users, *users)), self.dir / "machine").path
+        self.root = Path(render(spec.with_changes(users=(*spec.users, *users)), self.dir / "machine").path)
         print(f"{DIM}   #{RESET} kfdguard.service --root <{MACHINE}> --bus <private bus>  (systemd's Type=notify)")
         # The notify socket stays open for the service's lifetime, like systemd's.
         self.service = launch(self.root, self.bus.address, self.dir / "notify", env={"PYTHONDONTWRITEBYTECODE": "1"})

@@ -18,11 +18,10 @@ from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kfdguard.config import Config, ConfigError
     from kfdguard.enforce import Enforcer, EnforceReport
     from kfdguard.facts import Facts
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.system import System
     from kfdguard.verdict import Verdict
 
@@ -33,7 +32,7 @@ class ConfigSource:
     """Where the configuration comes from, and the one loaded last."""
 
     def __init__(
-        self, path: Path | None, shown: str, cache: Path | None = None, loaded: LoadedConfig | None = None
+        self, path: HostPath | None, shown: str, cache: HostPath | None = None, loaded: LoadedConfig | None = None
     ) -> None:
         self.path = path
         self.shown = shown

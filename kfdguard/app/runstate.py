@@ -21,8 +21,7 @@ from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.root import Root
 
 VERSION = 1
@@ -74,7 +73,7 @@ def file_for(kind: str) -> str:
     return "enforce.json" if kind == "enforce" else "fallback.json"
 
 
-def path(root: Root, kind: str) -> Path:
+def path(root: Root, kind: str) -> HostPath:
     return root.run / "kfdguard" / file_for(kind)
 
 
@@ -82,7 +81,7 @@ def now() -> int:
     return time.monotonic_ns()
 
 
-def write(root: Root, record: RunRecord) -> Path:
+def write(root: Root, record: RunRecord) -> HostPath:
     """Write the record atomically (mode 0644: the resident service reads it as another user)."""
     import json
 

@@ -72,9 +72,9 @@ def open_target(root: str | None, machine: str | None) -> Target:
     if machine:
         return _bundled(machine)
     if root:
-        from pathlib import Path
+        from kfdguard.host.paths import HostPath  # not pathlib: this is the boot pass's path (paths.py)
 
-        path = Path(root)
+        path = HostPath(root)
         if not path.is_dir():
             raise TargetError(f"--root {root}: not a directory")
         return _directory(Root(path.resolve()))
@@ -85,9 +85,9 @@ def service_target(root: str | None) -> Target:
     """The service's choice: this host, or the machine directory given with --root."""
     if root is None:
         return _host()
-    from pathlib import Path
+    from kfdguard.host.paths import HostPath
 
-    return _directory(Root(Path(root).resolve()))
+    return _directory(Root(HostPath(root).resolve()))
 
 
 def _host() -> Target:

@@ -41,9 +41,8 @@ from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kfdguard.config import FleetConfig
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.root import Root
 
 STAGE = ".kfdguard"
@@ -63,7 +62,7 @@ class Prepared:
     detail: str = ""
 
 
-def staged(path: Path) -> Path:
+def staged(path: HostPath) -> HostPath:
     """Where the service writes the file the reader finds at ``path``."""
     return path.parent / STAGE / path.name
 

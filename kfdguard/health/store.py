@@ -25,9 +25,8 @@ from kfdguard.record import replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kfdguard.health.tracker import Health
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.root import Root
 
 VERSION = 1
@@ -156,11 +155,11 @@ def _bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def path(root: Root, boot_id: str) -> Path:
+def path(root: Root, boot_id: str) -> HostPath:
     return root.var_lib / DIRECTORY / f"boot-{boot_id}.json"
 
 
-def write(root: Root, boot: BootHealth) -> Path:
+def write(root: Root, boot: BootHealth) -> HostPath:
     """Write this boot's record atomically (0644: root's enforce pass and ``kfdguard fallback`` read it),
     and remove all but the newest KEEP records. Raises OSError (the caller logs it) or ValueError."""
     import json

@@ -9,9 +9,12 @@ test enforces that.
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePosixPath
 
-from kfdguard.record import dataclass
+from kfdguard.host.paths import HostPath
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Where the KFD character device lives, as users see it on any machine.
 KFD_NODE = "/dev/kfd"
@@ -50,69 +53,96 @@ DRI_DIR = "/dev/dri"  # render and card nodes, as CDI specs name them
 PROC_SELF_FD = "/proc/self/fd"
 
 
-@dataclass(frozen=True, slots=True)
+_HOST = HostPath("/")
+
+
 class Root:
-    path: Path = Path("/")
+    """Where a machine's files are: ``/``, or the directory of a simulated machine or a snapshot.
+
+    Given a pathlib path or a string, it keeps a HostPath (kfdguard/host/paths.py: the boot pass does
+    not import pathlib), and every path it makes is one. Frozen, compared and hashed by its path."""
+
+    __slots__ = ("_path",)
+    _path: HostPath
+
+    def __init__(self, path: str | os.PathLike[str] = "/") -> None:
+        object.__setattr__(self, "_path", path if type(path) is HostPath else HostPath(path))
+
+    @property
+    def path(self) -> HostPath:
+        return self._path
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Root is frozen: cannot assign to {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return self._path == other._path if type(other) is Root else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __repr__(self) -> str:
+        return f"Root(path={str(self.path)!r})"
 
     @property
     def is_host(self) -> bool:
-        return self.path == Path("/")
+        return self.path == _HOST
 
     @property
-    def sys(self) -> Path:
+    def sys(self) -> HostPath:
         return self.path / "sys"
 
     @property
-    def dev(self) -> Path:
+    def dev(self) -> HostPath:
         return self.path / "dev"
 
     @property
-    def proc(self) -> Path:
+    def proc(self) -> HostPath:
         return self.path / "proc"
 
     @property
-    def etc(self) -> Path:
+    def etc(self) -> HostPath:
         return self.path / "etc"
 
     @property
-    def boot(self) -> Path:
+    def boot(self) -> HostPath:
         return self.path / "boot"
 
     @property
-    def lib_modules(self) -> Path:
+    def lib_modules(self) -> HostPath:
         return self.path / "lib/modules"
 
     @property
-    def run(self) -> Path:
+    def run(self) -> HostPath:
         return self.path / "run"
 
     @property
-    def var_lib(self) -> Path:
+    def var_lib(self) -> HostPath:
         return self.path / "var/lib"
 
     @property
-    def usr_lib(self) -> Path:
+    def usr_lib(self) -> HostPath:
         return self.path / "usr/lib"
 
     @property
-    def lib(self) -> Path:
+    def lib(self) -> HostPath:
         return self.path / "lib"
 
     @property
-    def efi(self) -> Path:
+    def efi(self) -> HostPath:
         return self.path / "efi"
 
     @property
-    def kfd(self) -> Path:
+    def kfd(self) -> HostPath:
         return self.join(KFD_NODE)
 
     @property
-    def bin_dirs(self) -> tuple[Path, ...]:
+    def bin_dirs(self) -> tuple[HostPath, ...]:
         # Search order for helper binaries (modprobe, grub-editenv...): sbin first,
         # as root's PATH has it on Debian.
         return tuple(self.path / d for d in ("usr/sbin", "usr/bin", "sbin", "bin"))
 
-    def join(self, absolute: str | PurePosixPath) -> Path:
+    def join(self, absolute: str | os.PathLike[str]) -> HostPath:
         """Map a path as written on the machine ("/etc/x") to this root."""
         text = str(absolute)
         if not text.startswith("/"):
@@ -120,16 +150,17 @@ class Root:
         relative = os.path.normpath(text).lstrip("/")
         return self.path / relative if relative and relative != "." else self.path
 
-    def display(self, path: Path) -> str:
+    def display(self, path: str | os.PathLike[str]) -> str:
         """Show a path as it appears on the machine, without the root prefix."""
+        shown = HostPath(path)
         if self.is_host:
-            return str(path)
+            return str(shown)
         try:
-            return "/" + str(path.relative_to(self.path))
+            return "/" + str(shown.relative_to(self.path))
         except ValueError:
-            return str(path)
+            return str(shown)
 
-    def which(self, name: str) -> Path | None:
+    def which(self, name: str) -> HostPath | None:
         for directory in self.bin_dirs:
             candidate = directory / name
             if os.access(candidate, os.X_OK) and candidate.is_file():

@@ -16,13 +16,15 @@ import stat
 import struct
 
 from kfdguard.access import AclEntry, NodeStat, parse_posix_acl
+from kfdguard.host.paths import as_host
 from kfdguard.host.root import PROC_SELF_FD, Root
 from kfdguard.host.runner import Runner, RunResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
+
+    from kfdguard.host.paths import HostPath
 
 # _IOR('K', 0x01, struct kfd_ioctl_get_version_args) from <linux/kfd_ioctl.h>:
 # direction read (2) << 30 | size 8 << 16 | type 'K' << 8 | nr 1.
@@ -67,11 +69,11 @@ class System(abc.ABC):
     provenance: str = "host"
 
     @abc.abstractmethod
-    def stat_node(self, path: Path) -> NodeStat | None:
+    def stat_node(self, path: HostPath) -> NodeStat | None:
         """Attributes of a device node (following symlinks); None if absent."""
 
     @abc.abstractmethod
-    def kfd_version(self, path: Path) -> tuple[int, int]:
+    def kfd_version(self, path: HostPath) -> tuple[int, int]:
         """Open the KFD node read-write and ask its interface version."""
 
     @abc.abstractmethod
@@ -91,19 +93,19 @@ class System(abc.ABC):
 
     # --- changes (enforce is the only caller) ------------------------------------------
 
-    def write_file(self, path: Path, data: bytes, mode: int = 0o644) -> None:
+    def write_file(self, path: HostPath, data: bytes, mode: int = 0o644) -> None:
         from kfdguard.host.files import atomic_write
 
         atomic_write(path, data, mode)
 
-    def remove_file(self, path: Path) -> None:
+    def remove_file(self, path: HostPath) -> None:
         from kfdguard.host.files import check_target
 
         if check_target(path) is not None:
             os.unlink(path)
 
     @abc.abstractmethod
-    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+    def set_node_owner(self, path: HostPath, uid: int, gid: int, mode: int) -> None:
         """chown and chmod a device node, refusing anything that is not one."""
 
     def add_to_group(self, user: str, group: str, timeout: float) -> RunResult:
@@ -152,14 +154,16 @@ def node_stat_from(st: os.stat_result, acl: bytes | None) -> NodeStat:
 
 
 class RealSystem(System):
-    def __init__(self, root: Root | None = None, runner: Runner | None = None, journal_dir: Path | None = None) -> None:
+    def __init__(
+        self, root: Root | None = None, runner: Runner | None = None, journal_dir: str | os.PathLike[str] | None = None
+    ) -> None:
         self.root = root or Root()
         self.provenance = "host" if self.root.is_host else "directory"
         self.runner = runner or Runner()
         # None: the host's journal, or the image's /var/log/journal under another root.
-        self.journal_dir = journal_dir
+        self.journal_dir = None if journal_dir is None else as_host(journal_dir)
 
-    def stat_node(self, path: Path) -> NodeStat | None:
+    def stat_node(self, path: HostPath) -> NodeStat | None:
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -172,7 +176,7 @@ class RealSystem(System):
                 raise
         return node_stat_from(st, acl)
 
-    def kfd_version(self, path: Path) -> tuple[int, int]:
+    def kfd_version(self, path: HostPath) -> tuple[int, int]:
         import fcntl
 
         try:
@@ -270,7 +274,7 @@ class RealSystem(System):
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
         return self.runner.run(argv, timeout=timeout)
 
-    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+    def set_node_owner(self, path: HostPath, uid: int, gid: int, mode: int) -> None:
         # An O_PATH descriptor pins the inode without opening the device (opening
         # /dev/kfd would create a KFD process context); chmod through
         # /proc/self/fd then acts on exactly that inode, never on a symlink's target.

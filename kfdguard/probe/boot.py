@@ -26,9 +26,8 @@ from kfdguard.record import replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kfdguard.facts import DkmsModule
+    from kfdguard.host.paths import HostPath
     from kfdguard.probe.bootspec import SortFields
 
 # kfdguard.probe.bootspec (systemd-boot's entry names and order) is imported where a systemd-boot
@@ -171,7 +170,7 @@ def _release_of(version: str | None, linux: str) -> str | None:
     return None
 
 
-def _type1_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
+def _type1_entries(reader: Reader, directory: HostPath) -> list[tuple[BootEntry, SortFields]]:
     from kfdguard.probe import bootspec
 
     entries = []
@@ -214,7 +213,7 @@ class _Unreadable(Exception):
 UKI_SECTIONS = (".osrel", ".uname", ".cmdline")
 
 
-def _uki(reader: Reader, path: Path) -> dict[str, str]:
+def _uki(reader: Reader, path: HostPath) -> dict[str, str]:
     """The UKI sections of a PE file; raises PeError (a bad file) or _Unreadable."""
     first = reader.read_at(path, 0, 0)
     if first is None:
@@ -232,7 +231,7 @@ def _uki(reader: Reader, path: Path) -> dict[str, str]:
     return pe.sections(read, size, UKI_SECTIONS)
 
 
-def _type2_entries(reader: Reader, directory: Path) -> list[tuple[BootEntry, SortFields]]:
+def _type2_entries(reader: Reader, directory: HostPath) -> list[tuple[BootEntry, SortFields]]:
     """Unified kernel images: the id is the file name (counters dropped), the title, version and
     sort key come from the .osrel section as bootctl picks them, the kernel from .uname."""
     from kfdguard.probe import bootspec
@@ -318,14 +317,14 @@ def _boot_partition_type(reader: Reader) -> str | None:
     return "xbootldr" if kind.strip().lower() == XBOOTLDR_TYPE else "other"
 
 
-def _partition_dirs(reader: Reader) -> tuple[Path | None, Path | None]:
+def _partition_dirs(reader: Reader) -> tuple[HostPath | None, HostPath | None]:
     """(ESP, XBOOTLDR) as bootctl finds them: the ESP at /efi, /boot or /boot/efi, and /boot
     as $BOOT apart from it when it is an XBOOTLDR partition (by its partition type when that
     can be read, else when it holds entries of its own). Only directories that hold boot
     loader spec content count: an ESP with GRUB alone is not systemd-boot's."""
     root = reader.root
 
-    def has_entries(d: Path) -> bool:
+    def has_entries(d: HostPath) -> bool:
         return (
             reader.is_dir(d / "loader/entries")
             or reader.is_file(d / "loader/loader.conf")

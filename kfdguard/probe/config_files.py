@@ -9,7 +9,7 @@ from kfdguard.probe.reader import Reader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
+    from kfdguard.host.paths import HostPath
 
 # libkmod's search path (libkmod-config.c); the first directory holding a
 # file name wins and files are then read in name order across directories.
@@ -32,7 +32,7 @@ MODULES_LOAD_DIRS = (
 
 def collect_conf_files(
     reader: Reader, dirs: tuple[str, ...], suffixes: tuple[str, ...] = (".conf",)
-) -> tuple[list[Path], list[Path]]:
+) -> tuple[list[HostPath], list[HostPath]]:
     """Effective and shadowed configuration files across the search path.
 
     As libkmod's conf_files_list() and systemd's conf_files do: the first
@@ -40,8 +40,8 @@ def collect_conf_files(
     (a link to /dev/null is how an administrator masks a vendor file: it hides
     the name and contributes nothing); directories are skipped.
     """
-    chosen: dict[str, Path | None] = {}
-    shadowed: list[Path] = []
+    chosen: dict[str, HostPath | None] = {}
+    shadowed: list[HostPath] = []
     for rel in dirs:
         directory = reader.root.path / rel
         for name in reader.listdir(directory):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import errno
-from pathlib import Path
 
 from kfdguard.facts import DeviceNode, GpuFacts, KfdFacts, PcieLink, TopologyNode
+from kfdguard.host.paths import HostPath
 from kfdguard.host.system import KfdIoctlError
 from kfdguard.parsers.pcie import SysfsValueError, parse_link_speed, parse_link_width, parse_memory_total
 from kfdguard.parsers.topology import parse_int, parse_properties
@@ -24,7 +24,7 @@ GPU_CLASSES = frozenset({0x03, 0x12})
 TOPOLOGY_NODE_LIMIT = 256
 
 
-def _hex(reader: Reader, path: Path) -> int | None:
+def _hex(reader: Reader, path: HostPath) -> int | None:
     text = reader.value(path)
     if text is None:
         return None
@@ -80,14 +80,14 @@ def probe_gpus(reader: Reader) -> list[GpuFacts]:
 _ATI, _BRIDGE = "0x1002", "0x0604"
 
 
-def _physical_port(reader: Reader, dev: Path) -> Path:
+def _physical_port(reader: Reader, dev: HostPath) -> HostPath:
     """Where the GPU's physical PCIe link shows: RDNA dGPUs sit behind a switch of their own
     (upstream and downstream port, vendor 0x1002), so their endpoint's link is internal to
     the card. amdgpu skips those bridges the same way to find its slot
     (amdgpu_device_partner_bandwidth, "skip upstream/downstream switches internal to dGPU",
     6.12); the upstream port's link is the one to the slot. An APU's bridges are the CPU
     vendor's (0x1022) and are not skipped."""
-    real = Path(reader.realpath(dev))
+    real = HostPath(reader.realpath(dev))
     if not reader.root.is_host and not real.is_relative_to(reader.root.path):
         return dev  # a link that leaves the machine: read the device as it is named
     top = real
@@ -106,7 +106,7 @@ def _looks_like_slot(name: str) -> bool:
     return len(name) == 12 and name[4] == ":" and name[7] == ":" and name[10] == "."
 
 
-def _number(reader: Reader, path: Path, parse: Callable[[str], int | None]) -> int | None:
+def _number(reader: Reader, path: HostPath, parse: Callable[[str], int | None]) -> int | None:
     """One numeric attribute: amdgpu's memory totals (registered on the PCI device, where the
     DRM card's ``device`` link points) or a link width. Absent is unknown, garbled a Problem."""
     text = reader.value(path)
@@ -119,7 +119,7 @@ def _number(reader: Reader, path: Path, parse: Callable[[str], int | None]) -> i
         return None
 
 
-def _link(reader: Reader, dev: Path, prefix: str) -> PcieLink | None:
+def _link(reader: Reader, dev: HostPath, prefix: str) -> PcieLink | None:
     speed_path, width_path = dev / f"{prefix}_speed", dev / f"{prefix}_width"
     speed_text = reader.value(speed_path)
     width = _number(reader, width_path, parse_link_width)
@@ -134,7 +134,7 @@ def _link(reader: Reader, dev: Path, prefix: str) -> PcieLink | None:
     return PcieLink(speed, width)
 
 
-def probe_node(reader: Reader, system: System, path: Path) -> DeviceNode:
+def probe_node(reader: Reader, system: System, path: HostPath) -> DeviceNode:
     shown = reader.root.display(path)
     try:
         return DeviceNode(shown, system.stat_node(path))

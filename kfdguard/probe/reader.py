@@ -10,7 +10,7 @@ from kfdguard.host.root import Root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
+    from kfdguard.host.paths import HostPath
 
 TEXT_LIMIT = 4 << 20
 
@@ -22,11 +22,11 @@ class Reader:
         self.root = root
         self.problems: list[Problem] = []
 
-    def complain(self, path: Path, reason: str) -> None:
+    def complain(self, path: HostPath, reason: str) -> None:
         self.problems.append(Problem(self.root.display(path), reason))
 
     def data(
-        self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False, nofollow: bool = False
+        self, path: HostPath, *, limit: int = TEXT_LIMIT, report_missing: bool = False, nofollow: bool = False
     ) -> bytes | None:
         # O_NONBLOCK: a FIFO planted where a file belongs must not hang the
         # boot. Regular files and sysfs attributes ignore the flag.
@@ -44,7 +44,7 @@ class Reader:
             return None
         return self._drain(fd, path, None, limit)
 
-    def _drain(self, fd: int, where: Path, name: str | None, limit: int) -> bytes | None:
+    def _drain(self, fd: int, where: HostPath, name: str | None, limit: int) -> bytes | None:
         """The whole of a regular file open at ``fd`` (closed here): ``where``, or ``name`` in it."""
         try:
             mode = os.fstat(fd).st_mode
@@ -70,7 +70,7 @@ class Reader:
             return None
         return data
 
-    def read_at(self, path: Path, offset: int, size: int) -> tuple[bytes, int] | None:
+    def read_at(self, path: HostPath, offset: int, size: int) -> tuple[bytes, int] | None:
         """``size`` bytes at ``offset`` of a regular file (fewer at its end), and the file's size:
         for the few headers and sections kfdguard reads of files too large to read whole (a UKI)."""
         try:
@@ -90,16 +90,16 @@ class Reader:
         finally:
             os.close(fd)
 
-    def text(self, path: Path, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> str | None:
+    def text(self, path: HostPath, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> str | None:
         data = self.data(path, limit=limit, report_missing=report_missing)
         return None if data is None else data.decode("utf-8", errors="replace")
 
-    def value(self, path: Path) -> str | None:
+    def value(self, path: HostPath) -> str | None:
         """A one-value sysfs attribute, stripped."""
         text = self.text(path)
         return None if text is None else text.strip()
 
-    def values(self, directory: Path, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
+    def values(self, directory: HostPath, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
         """Several one-value attributes of one directory (a module's parameters), stripped, by name.
 
         As value() on each, but each opened relative to the directory: amdgpu has ~90 parameters,
@@ -131,7 +131,7 @@ class Reader:
             os.close(directory_fd)
         return found
 
-    def values_by_path(self, directory: Path, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
+    def values_by_path(self, directory: HostPath, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
         """values(), one path and one value() at a time (what a recording Reader needs)."""
         found: dict[str, str] = {}
         for name in names:
@@ -143,7 +143,7 @@ class Reader:
                 found[name] = value
         return found
 
-    def listdir(self, path: Path) -> list[str]:
+    def listdir(self, path: HostPath) -> list[str]:
         try:
             return sorted(os.listdir(path))
         except FileNotFoundError:
@@ -155,28 +155,28 @@ class Reader:
     # Existence tests go through the Reader too, so that it is the one seam through
     # which the probe sees the machine (a snapshot records exactly what passes here).
 
-    def is_file(self, path: Path) -> bool:
+    def is_file(self, path: HostPath) -> bool:
         try:
             return path.is_file()
         except (OSError, ValueError):
             return False
 
-    def is_dir(self, path: Path) -> bool:
+    def is_dir(self, path: HostPath) -> bool:
         try:
             return path.is_dir()
         except (OSError, ValueError):
             return False
 
-    def is_symlink(self, path: Path) -> bool:
+    def is_symlink(self, path: HostPath) -> bool:
         try:
             return path.is_symlink()
         except (OSError, ValueError):
             return False
 
-    def realpath(self, path: Path) -> str:
+    def realpath(self, path: HostPath) -> str:
         return os.path.realpath(path)
 
-    def readlink_name(self, path: Path) -> str | None:
+    def readlink_name(self, path: HostPath) -> str | None:
         """Last component of a symlink's target (a sysfs ``driver`` link)."""
         try:
             target = os.readlink(path)

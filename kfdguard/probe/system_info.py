@@ -14,8 +14,7 @@ from kfdguard.probe.reader import Reader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.system import System
 
 # depmod's default search order on Debian/Ubuntu/Fedora: out-of-tree builds
@@ -207,7 +206,7 @@ def _probe_module(
     )
 
 
-def _declared_from_file(reader: Reader, system: System, path: Path) -> tuple[str, ...] | None:
+def _declared_from_file(reader: Reader, system: System, path: HostPath) -> tuple[str, ...] | None:
     if path.name.endswith(".zst"):
         result = system.run(["modinfo", "-F", "parmtype", str(path)], timeout=MODINFO_TIMEOUT)
         if not result.ok:
@@ -229,7 +228,7 @@ def probe_installed_kernels(reader: Reader) -> tuple[str, ...]:
     return tuple(sorted(releases, key=lambda r: (parse_release(r) or (0, 0, 0), r)))
 
 
-def _dkms_built(reader: Reader, vdir: Path, module: str) -> list[str]:
+def _dkms_built(reader: Reader, vdir: HostPath, module: str) -> list[str]:
     """The kernels this version has a built module for."""
     built = []
     for entry in reader.listdir(vdir):
@@ -241,7 +240,7 @@ def _dkms_built(reader: Reader, vdir: Path, module: str) -> list[str]:
     return built
 
 
-def _dkms_failed(reader: Reader, log_path: Path, built: list[str]) -> tuple[list[str], str | None]:
+def _dkms_failed(reader: Reader, log_path: HostPath, built: list[str]) -> tuple[list[str], str | None]:
     """The kernel of the last build when it has no module (its make.log stayed behind), and the log's name."""
     head = reader.text(log_path, limit=1 << 20)
     if head is None:

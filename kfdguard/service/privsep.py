@@ -29,9 +29,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Sequence
-    from pathlib import Path
 
     from kfdguard.access import NodeStat
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.root import Root
     from kfdguard.host.runner import RunResult
     from kfdguard.service.starter import ChildStarter, SystemdStarter
@@ -136,7 +136,7 @@ class UnprivilegedSystem(System):
         self.root = inner.root
         self.provenance = inner.provenance
 
-    def kfd_version(self, path: Path) -> tuple[int, int]:
+    def kfd_version(self, path: HostPath) -> tuple[int, int]:
         record = self.privsep.record
         if record is not None and record.kfd_version:
             version = runstate.version_tuple(record.kfd_version)
@@ -147,7 +147,7 @@ class UnprivilegedSystem(System):
         raise KfdIoctlError("open", errno.EPERM, "the unprivileged service does not open /dev/kfd, and "
                             "kfdguard-enforce.service has not read its version this boot")  # fmt: skip
 
-    def stat_node(self, path: Path) -> NodeStat | None:
+    def stat_node(self, path: HostPath) -> NodeStat | None:
         return self.inner.stat_node(path)
 
     def read_kmsg(self) -> list[str]:
@@ -159,7 +159,7 @@ class UnprivilegedSystem(System):
     def run(self, argv: Sequence[str], *, timeout: float) -> RunResult:
         return self.inner.run(argv, timeout=timeout)
 
-    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+    def set_node_owner(self, path: HostPath, uid: int, gid: int, mode: int) -> None:
         raise PermissionError(errno.EPERM, "the unprivileged service changes no device node")
 
 

@@ -24,7 +24,7 @@ from kfdguard.simulate.udev import policy_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
+    from kfdguard.host.paths import HostPath
 
 KFD_MAJOR = 240
 DRM_MAJOR = 226
@@ -745,7 +745,7 @@ class SimKernel:
         self.values["drm_cards"] = str(sum(1 for p in self.devices if p.startswith("/dev/dri/card")))
 
 
-def _remove_driver_attributes(devdir: Path) -> None:
+def _remove_driver_attributes(devdir: HostPath) -> None:
     # amdgpu's own attributes of the PCI device go with the driver.
     for name in ("mem_info_vram_total", "mem_info_gtt_total"):
         (devdir / name).unlink(missing_ok=True)
@@ -762,7 +762,7 @@ def _int(text: str) -> int | None:
 LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: HostPath) -> bytes | None:
     try:
         with open(path, "rb") as handle:
             return handle.read(1 << 16)

@@ -31,7 +31,7 @@ from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
+    from kfdguard.host.paths import HostPath
 
 # kmod 30's default_config_paths (libkmod.c), then /usr/lib/modprobe.d: the same directory as /lib/modprobe.d
 # on a merged /usr (every supported Debian and Ubuntu), a separate one in a rendered machine's tree.
@@ -68,10 +68,10 @@ def underscores(name: str) -> str | None:
     return "".join(out)
 
 
-def _listing(root: Path, search: tuple[str, ...], accept: tuple[str, ...]) -> list[Path]:
+def _listing(root: HostPath, search: tuple[str, ...], accept: tuple[str, ...]) -> list[HostPath]:
     """conf_files_list(): skip dot files, other suffixes and directories; a name already seen (an earlier
     directory) is ignored; the result is in strcmp order of the names."""
-    chosen: dict[str, Path] = {}
+    chosen: dict[str, HostPath] = {}
     for rel in search:
         directory = root / rel
         try:
@@ -86,7 +86,7 @@ def _listing(root: Path, search: tuple[str, ...], accept: tuple[str, ...]) -> li
     return [chosen[name] for name in sorted(chosen, key=os.fsencode)]
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: HostPath) -> list[str]:
     """freadline_wrapped(): a backslash drops itself; before a newline it drops the newline too."""
     try:
         with open(path, "rb") as handle:
@@ -134,7 +134,7 @@ def _option_text(text: str) -> str:
     return text.replace("\t", " ")
 
 
-def _parse_file(path: Path, options: list[tuple[str, str]], blacklist: list[str],
+def _parse_file(path: HostPath, options: list[tuple[str, str]], blacklist: list[str],
                 install: list[tuple[str, str]]) -> None:  # fmt: skip
     for line in _lines(path):
         if not line or line[0] == "#":
@@ -213,7 +213,7 @@ def _kcmdline(buf: str) -> list[tuple[str, str]]:
     return scan.found
 
 
-def read_config(root: Path, cmdline: str) -> KmodConfig:
+def read_config(root: HostPath, cmdline: str) -> KmodConfig:
     """kmod_config_new(): every file of the search path in name order, then the kernel command line."""
     options: list[tuple[str, str]] = []
     blacklist: list[str] = []
@@ -269,7 +269,7 @@ def install_command(config: KmodConfig, module: str) -> str | None:
     return next((command for m, command in config.install if m == module), None)
 
 
-def modules_to_load(root: Path) -> list[str]:
+def modules_to_load(root: HostPath) -> list[str]:
     """systemd-modules-load: *.conf in its search path (an earlier directory's name wins), one module per
     line, "#" and ";" start comments."""
     modules = []

@@ -17,8 +17,8 @@ from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, O
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
+    from kfdguard.host.paths import HostPath
     from kfdguard.simulate.kernel import SimKernel
 
 # Commands that only read and may run for real against the simulated tree.
@@ -85,13 +85,13 @@ class SimulatedSystem(System):
         self.root = root
         self.runner = runner or Runner()
 
-    def _machine_path(self, path: Path) -> str:
+    def _machine_path(self, path: HostPath) -> str:
         return self.root.display(path)
 
-    def stat_node(self, path: Path) -> NodeStat | None:
+    def stat_node(self, path: HostPath) -> NodeStat | None:
         return state.read_devices(self.root).get(self._machine_path(path))
 
-    def kfd_version(self, path: Path) -> tuple[int, int]:
+    def kfd_version(self, path: HostPath) -> tuple[int, int]:
         node = self.stat_node(path)
         if node is None:
             raise KfdIoctlError("open", errno.ENOENT, "No such file or directory")
@@ -136,7 +136,7 @@ class SimulatedSystem(System):
 
         return SimKernel(self.root, load_spec(self.root))
 
-    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+    def set_node_owner(self, path: HostPath, uid: int, gid: int, mode: int) -> None:
         from kfdguard.record import replace
 
         nodes = state.read_devices(self.root)

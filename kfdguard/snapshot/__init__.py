@@ -13,7 +13,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
+    from kfdguard.host.paths import HostPath
 
 # The package itself holds only what tells a bundle from a machine root: every
 # target directory is asked that (app/targets.py), on the service's boot path
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MANIFEST = ".kfdguard-snapshot.json"
 
 
-def is_bundle(path: Path) -> bool:
+def is_bundle(path: HostPath) -> bool:
     # Present at all, not "a regular file": a manifest that is a link or a FIFO makes the
     # directory a broken bundle, to be refused, not a plain machine root to be probed.
     return os.path.lexists(path / MANIFEST)

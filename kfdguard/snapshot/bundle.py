@@ -25,8 +25,7 @@ from kfdguard.snapshot.recorder import ABSENT, DIR, FIFO, FILE, LINK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from kfdguard.host.paths import HostPath
     from kfdguard.snapshot.recorder import RecordingReader, RecordingSystem
 
 FORMAT = "kfdguard-snapshot"
@@ -115,12 +114,12 @@ def _file_content(shown: str, data: bytes, redact: object) -> bytes:
 
 
 class _Writer:
-    def __init__(self, dest: Path, reader: RecordingReader) -> None:
+    def __init__(self, dest: HostPath, reader: RecordingReader) -> None:
         self.dest = dest
         self.reader = reader
         self.notes: list[str] = []
 
-    def place(self, shown: str) -> Path | None:
+    def place(self, shown: str) -> HostPath | None:
         real = _resolve(shown, self.reader.links)
         if real is None:
             self.notes.append(f"{shown}: a link leads outside the machine's root; left out")
@@ -145,7 +144,7 @@ class _Writer:
             return
         self.write_file(path, shown, kind, redact)
 
-    def write_file(self, path: Path, shown: str, kind: str, redact: object) -> None:
+    def write_file(self, path: HostPath, shown: str, kind: str, redact: object) -> None:
         data = self.reader.data_of.get(shown)
         if data is not None:
             data = _file_content(shown, data, redact)
@@ -180,7 +179,7 @@ class _Writer:
             os.symlink(relative, where)
 
 
-def write_tree(dest: Path, reader: RecordingReader, redact: object) -> list[str]:
+def write_tree(dest: HostPath, reader: RecordingReader, redact: object) -> list[str]:
     """Writes the recorded files and links under ``dest``; returns notes on what was left out."""
     writer = _Writer(dest, reader)
     for shown, kind in sorted(reader.entries.items(), key=lambda item: item[0].count("/")):
@@ -253,7 +252,7 @@ def _node_json(st: object) -> dict[str, object]:
 # --- reading (hostile input) ---------------------------------------------------------------
 
 
-def read_manifest(root: Path) -> dict[str, object]:
+def read_manifest(root: HostPath) -> dict[str, object]:
     import json
 
     path = root / MANIFEST
@@ -341,7 +340,7 @@ def strings(items: list[object], where: str) -> list[str]:
     return [i for i in items if isinstance(i, str)]
 
 
-def check_dest(dest: Path) -> None:
+def check_dest(dest: HostPath) -> None:
     """A bundle goes into a new or empty directory: nothing there is overwritten."""
     try:
         entries = os.listdir(dest)

@@ -55,8 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace, open_of: object) -> int:
     """``open_of(args)`` is the CLI's own: (target, configuration source), or None after saying why."""
-    from pathlib import Path
-
+    from kfdguard.host.paths import HostPath
     from kfdguard.snapshot.bundle import SnapshotError
     from kfdguard.snapshot.take import take
 
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace, open_of: object) -> int:
         source = f"simulated machine {target.name}" if target.name else str(target.root.path)
         snap = take(
             target.system,
-            Path(args.dest),
+            HostPath(args.dest),
             source=source,
             names=args.include_names,
             log_sources=config.log.sources,

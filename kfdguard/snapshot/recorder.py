@@ -19,9 +19,9 @@ from kfdguard.probe.reader import Reader
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from kfdguard.access import NodeStat
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.root import Root
     from kfdguard.host.runner import RunResult
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 FILE, DIR, LINK, FIFO, ABSENT, OTHER = "file", "dir", "link", "fifo", "absent", "other"
 
 
-def _kind(path: Path) -> tuple[str, str | None]:
+def _kind(path: HostPath) -> tuple[str, str | None]:
     """(kind, link target) of a path without following a final symlink."""
     try:
         mode = os.lstat(path).st_mode
@@ -68,7 +68,7 @@ class RecordingReader(Reader):
         # Files read in pieces (a UKI's PE headers and sections): offset -> bytes, and the file's size.
         self.pieces: dict[str, dict[int, bytes]] = {}
 
-    def _note(self, path: Path) -> str:
+    def _note(self, path: HostPath) -> str:
         shown = self.root.display(path)
         if not shown.startswith("/"):
             return shown  # outside the root: not part of the machine
@@ -96,7 +96,7 @@ class RecordingReader(Reader):
                 self.links[current] = target
 
     def data(
-        self, path: Path, *, limit: int = 4 << 20, report_missing: bool = False, nofollow: bool = False
+        self, path: HostPath, *, limit: int = 4 << 20, report_missing: bool = False, nofollow: bool = False
     ) -> bytes | None:
         before = len(self.problems)
         result = super().data(path, limit=limit, report_missing=report_missing, nofollow=nofollow)
@@ -107,7 +107,7 @@ class RecordingReader(Reader):
             self.unreadable[shown] = self.problems[-1].reason
         return result
 
-    def read_at(self, path: Path, offset: int, size: int) -> tuple[bytes, int] | None:
+    def read_at(self, path: HostPath, offset: int, size: int) -> tuple[bytes, int] | None:
         result = super().read_at(path, offset, size)
         shown = self._note(path)
         if result is not None:
@@ -117,11 +117,11 @@ class RecordingReader(Reader):
                 self.pieces.setdefault(shown, {})[offset] = data
         return result
 
-    def values(self, directory: Path, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
+    def values(self, directory: HostPath, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
         # Through data(), one path at a time, so that each file is recorded.
         return self.values_by_path(directory, names, skip_denied=skip_denied)
 
-    def listdir(self, path: Path) -> list[str]:
+    def listdir(self, path: HostPath) -> list[str]:
         names = super().listdir(path)
         shown = self._note(path)
         base = shown.rstrip("/")
@@ -129,23 +129,23 @@ class RecordingReader(Reader):
             self._note(self.root.join(f"{base}/{name}"))
         return names
 
-    def is_file(self, path: Path) -> bool:
+    def is_file(self, path: HostPath) -> bool:
         self._note(path)
         return super().is_file(path)
 
-    def is_dir(self, path: Path) -> bool:
+    def is_dir(self, path: HostPath) -> bool:
         self._note(path)
         return super().is_dir(path)
 
-    def is_symlink(self, path: Path) -> bool:
+    def is_symlink(self, path: HostPath) -> bool:
         self._note(path)
         return super().is_symlink(path)
 
-    def realpath(self, path: Path) -> str:
+    def realpath(self, path: HostPath) -> str:
         self._note(path)
         return super().realpath(path)
 
-    def readlink_name(self, path: Path) -> str | None:
+    def readlink_name(self, path: HostPath) -> str | None:
         self._note(path)
         return super().readlink_name(path)
 
@@ -163,12 +163,12 @@ class RecordingSystem(System):
         self.journal: tuple[int, list[tuple[int, list[str]]] | str] | None = None
         self.runs: list[RunResult] = []
 
-    def stat_node(self, path: Path) -> NodeStat | None:
+    def stat_node(self, path: HostPath) -> NodeStat | None:
         result = self.inner.stat_node(path)
         self.nodes[self.root.display(path)] = result
         return result
 
-    def kfd_version(self, path: Path) -> tuple[int, int]:
+    def kfd_version(self, path: HostPath) -> tuple[int, int]:
         shown = self.root.display(path)
         try:
             version = self.inner.kfd_version(path)
@@ -204,11 +204,11 @@ class RecordingSystem(System):
         self.runs.append(result)
         return result
 
-    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+    def set_node_owner(self, path: HostPath, uid: int, gid: int, mode: int) -> None:
         raise OSError(errno.EROFS, "a snapshot only reads")
 
-    def write_file(self, path: Path, data: bytes, mode: int = 0o644) -> None:
+    def write_file(self, path: HostPath, data: bytes, mode: int = 0o644) -> None:
         raise OSError(errno.EROFS, "a snapshot only reads")
 
-    def remove_file(self, path: Path) -> None:
+    def remove_file(self, path: HostPath) -> None:
         raise OSError(errno.EROFS, "a snapshot only reads")

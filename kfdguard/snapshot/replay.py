@@ -12,8 +12,8 @@ from kfdguard.snapshot.bundle import Fields, SnapshotError, read_manifest, strin
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.root import Root
 
 NODE_KINDS = ("char", "block", "file", "dir", "other")
@@ -120,10 +120,10 @@ class ReplaySystem(System):
                 )
             )
 
-    def stat_node(self, path: Path) -> NodeStat | None:
+    def stat_node(self, path: HostPath) -> NodeStat | None:
         return self.nodes.get(self.root.display(path))
 
-    def kfd_version(self, path: Path) -> tuple[int, int]:
+    def kfd_version(self, path: HostPath) -> tuple[int, int]:
         answer = self.versions.get(self.root.display(path))
         if answer is None:
             raise KfdIoctlError("open", errno.ENOENT, "not recorded in the snapshot")
@@ -152,11 +152,11 @@ class ReplaySystem(System):
         prefix = str(self.root.path).rstrip("/")
         return arg[len(prefix) :] if prefix and arg.startswith(prefix + "/") else arg
 
-    def set_node_owner(self, path: Path, uid: int, gid: int, mode: int) -> None:
+    def set_node_owner(self, path: HostPath, uid: int, gid: int, mode: int) -> None:
         raise OSError(errno.EROFS, READ_ONLY)
 
-    def write_file(self, path: Path, data: bytes, mode: int = 0o644) -> None:
+    def write_file(self, path: HostPath, data: bytes, mode: int = 0o644) -> None:
         raise OSError(errno.EROFS, READ_ONLY)
 
-    def remove_file(self, path: Path) -> None:
+    def remove_file(self, path: HostPath) -> None:
         raise OSError(errno.EROFS, READ_ONLY)

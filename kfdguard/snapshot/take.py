@@ -10,10 +10,9 @@ from kfdguard.snapshot.bundle import SnapshotError, check_dest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kfdguard.config import SoftwareConfig
     from kfdguard.facts import Facts
+    from kfdguard.host.paths import HostPath
     from kfdguard.host.system import System
 
 __all__ = ["Snapshot", "take"]
@@ -28,7 +27,7 @@ REDACTED_LOG = "kernel log: only the lines a kfdguard log rule classifies, at th
 
 @dataclass(frozen=True)
 class Snapshot:
-    path: Path
+    path: HostPath
     files: int
     redacted: tuple[str, ...]
     notes: tuple[str, ...]
@@ -37,7 +36,7 @@ class Snapshot:
 
 def take(
     system: System,
-    dest: Path,
+    dest: str | os.PathLike[str],
     *,
     source: str,
     names: bool = False,
@@ -53,6 +52,9 @@ def take(
     import json
     import time
 
+    from kfdguard.host.paths import as_host
+
+    dest = as_host(dest)
     from kfdguard import __version__
     from kfdguard.config import SoftwareConfig
     from kfdguard.probe import probe
@@ -108,7 +110,7 @@ def take(
     return Snapshot(dest, len(files), tuple(redacted), tuple(notes), facts)
 
 
-def _remove_tree(path: Path) -> None:
+def _remove_tree(path: HostPath) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)

@@ -34,7 +34,8 @@ from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from pathlib import Path
+
+    from kfdguard.host.paths import HostPath
 
 ROCM_DIR = re.compile(r"^rocm(?:-(\d+\.\d+(?:\.\d+)?))?$")
 VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:_-]{1,64}$")
@@ -53,10 +54,10 @@ class _Probe:
         self.reader = Reader(root)
         self.seen: set[str] = set()  # real paths of library directories already taken by a stack
 
-    def show(self, path: Path) -> str:
+    def show(self, path: HostPath) -> str:
         return self.root.display(path)
 
-    def resolve(self, path: Path) -> Path:
+    def resolve(self, path: HostPath) -> HostPath:
         """A path with its symlinks resolved inside the root (an absolute link target is the machine's)."""
         for _ in range(8):
             try:
@@ -111,15 +112,15 @@ class _Probe:
             out.append(Component(name, directory, targets, "name", len(files)))
         return tuple(sorted(out, key=lambda c: c.path))
 
-    def tree(self, path: Path, depth: int = STACK_DEPTH) -> PathScan:
+    def tree(self, path: HostPath, depth: int = STACK_DEPTH) -> PathScan:
         return scan_tree(str(path), self.show(path), max_depth=depth)
 
-    def runtime(self, lib: Path) -> str | None:
+    def runtime(self, lib: HostPath) -> str | None:
         # The longest name is the real file (libamdhip64.so.6.2.60204), not its soname link.
         names = [n for n in self.reader.listdir(lib) if HIP_RUNTIME.match(n)]
         return max(names, key=len) if names else None
 
-    def first_line(self, path: Path) -> str | None:
+    def first_line(self, path: HostPath) -> str | None:
         text = self.reader.text(path, limit=4096)
         if text is None:
             return None
@@ -168,7 +169,7 @@ class _Probe:
         m = pattern.search(text)
         return m.group(2) if m else None
 
-    def libraries(self, lib: Path, names: Iterable[str]) -> list[Component]:
+    def libraries(self, lib: HostPath, names: Iterable[str]) -> list[Component]:
         """The HIP ELF files ``names`` in ``lib``; symlinks are skipped (the soname links of the real file)."""
         parts: list[Component] = []
         for name in names:
@@ -179,7 +180,7 @@ class _Probe:
                 parts += self.components(PathScan(found.path, "file", (found,)))
         return parts
 
-    def library_trees(self, lib: Path) -> list[Component]:
+    def library_trees(self, lib: HostPath) -> list[Component]:
         """The Tensile library directories of rocBLAS and hipBLASLt under a distribution's ``lib``."""
         parts: list[Component] = []
         for sub in ("rocblas", "hipblaslt"):
@@ -240,7 +241,7 @@ class _Probe:
                                 runtime, scan.truncated))  # fmt: skip
         return stacks
 
-    def site_dirs(self, extra: Iterable[str]) -> list[Path]:
+    def site_dirs(self, extra: Iterable[str]) -> list[HostPath]:
         dirs = [self.root.join(SOFTWARE_DEBIAN_PYTHON)]
         for base in SOFTWARE_PYTHON_DIRS:
             path = self.root.join(base)
@@ -297,9 +298,9 @@ class _Probe:
 
     # --- environment -----------------------------------------------------------------------------
 
-    def unit_files(self, unit: str) -> list[Path]:
+    def unit_files(self, unit: str) -> list[HostPath]:
         """The unit's file, then its .conf drop-ins, in systemd's directory order."""
-        files: list[Path] = []
+        files: list[HostPath] = []
         for directory in SYSTEMD_UNIT_DIRS:
             path = self.root.join(directory) / unit
             if path.is_file():

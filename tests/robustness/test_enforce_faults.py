@@ -16,6 +16,7 @@ import pytest
 from kfdguard.app.pipeline import enforce
 from kfdguard.config import Config, ModuleConfig, Timeouts
 from kfdguard.host import files
+from kfdguard.host.paths import HostPath
 from kfdguard.simulate import state
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec
@@ -43,7 +44,7 @@ def mounted(target: Path, *options: str) -> Iterator[None]:
 def _prepare(system: SimulatedSystem) -> Path:
     conf = system.root.etc / "modprobe.d/kfdguard.conf"
     conf.write_text(OLD)
-    return conf
+    return Path(conf)
 
 
 def test_disk_full_leaves_the_old_file_intact(fresh_machine: Make, tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_disk_full_leaves_the_old_file_intact(fresh_machine: Make, tmp_path: Pat
     system = fresh_machine("rx7900xtx-ubuntu2404")
     directory = system.root.etc / "modprobe.d"
     saved = {p.name: p.read_bytes() for p in directory.iterdir()}
-    with mounted(directory, "-t", "tmpfs", "-o", "size=8k", "tmpfs"):
+    with mounted(Path(directory), "-t", "tmpfs", "-o", "size=8k", "tmpfs"):
         for name, data in saved.items():
             (directory / name).write_bytes(data)
         conf = _prepare(system)
@@ -138,7 +139,7 @@ def test_concurrent_runs_are_serialised(fresh_machine: Make, monkeypatch: pytest
     spans: list[tuple[float, float]] = []
     original = SimulatedSystem.write_file
 
-    def slow_write(self: SimulatedSystem, path: Path, data: bytes, mode: int = 0o644) -> None:
+    def slow_write(self: SimulatedSystem, path: HostPath, data: bytes, mode: int = 0o644) -> None:
         start = time.monotonic()
         time.sleep(0.3)
         original(self, path, data, mode)

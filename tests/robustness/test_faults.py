@@ -33,6 +33,7 @@ from kfdguard.assess import assess
 from kfdguard.config import Config, FallbackConfig, ModuleConfig
 from kfdguard.fallback.apply import Outcome, after_check
 from kfdguard.host import files
+from kfdguard.host.paths import HostPath
 from kfdguard.host.root import Root
 from kfdguard.probe import probe
 from kfdguard.simulate import bundled, state
@@ -313,15 +314,15 @@ def test_no_replacement_without_a_backup(fresh_machine: Make, mounts: Mounts) ->
     hand_written = b"# mine, not kfdguard's\noptions amdgpu noretry=0\n"
     conf.write_bytes(hand_written)
     var = system.root.var_lib / "kfdguard"
-    mounts.full(var)
+    mounts.full(Path(var))
     config = Config(module=ModuleConfig(options=(("cwsr_enable", "0"), ("noretry", "1"))))
     report, _, _ = enforce(system, config)
     (failure,) = [f for f in report.findings if f.code == "enforce-write-failed"]
     assert failure.message == "writing /etc/modprobe.d/kfdguard.conf failed: the filesystem is full"
     assert conf.read_bytes() == hand_written
-    assert leftovers(conf.parent) == []
+    assert leftovers(Path(conf.parent)) == []
     # No backup, no half of one; the enforce lock lives here too (an empty file: the pass could make it).
-    assert [p.name for p in var.rglob("*") if p.is_file() and p.name != "enforce.lock"] == [".filler"]
+    assert [p.name for p in Path(var).rglob("*") if p.is_file() and p.name != "enforce.lock"] == [".filler"]
 
 
 @pytest.mark.parametrize("fault", ["full", "read-only"])
@@ -341,9 +342,9 @@ def test_history_write_failure_keeps_the_history_and_the_boot_loader(
     check("notify")  # a history as a previous boot left it
     old = history.read_bytes()
     if fault == "full":
-        mounts.full(history.parent)
+        mounts.full(Path(history.parent))
     else:
-        mounts.read_only(history.parent)
+        mounts.read_only(Path(history.parent))
     cause = "No space left on device" if fault == "full" else "Read-only file system"
     outcome, why = check("notify")
     assert outcome is None and f"the history could not be written ({cause})" in why
@@ -353,7 +354,7 @@ def test_history_write_failure_keeps_the_history_and_the_boot_loader(
     assert outcome is not None and not outcome.ok
     assert outcome.message == f"not arranged: the history cannot be written ({cause})"
     assert "grub-reboot" not in (system.root.path / ".kfdguard-sim/commands.log").read_text()
-    assert history.read_bytes() == old and leftovers(history.parent) == []
+    assert history.read_bytes() == old and leftovers(Path(history.parent)) == []
 
 
 # --- kill -9 between write and rename ---------------------------------------------------------------------
@@ -461,9 +462,9 @@ def test_a_leftover_under_this_writers_pid_does_not_block_writes(tmp_path: Path)
     target.write_bytes(b"old\n")
     leftover = tmp_path / f"{files.TMP_MARK}history.json.{os.getpid()}"
     leftover.write_bytes(b"half a fi")
-    files.atomic_write(target, b"new\n")
+    files.atomic_write(HostPath(target), b"new\n")
     assert target.read_bytes() == b"new\n"
     writing = tmp_path / f"{files.TMP_MARK}other.json.{os.getpid()}.0badc0de"  # a live writer's, mid-write
     writing.write_bytes(b"half")
-    assert files.remove_stale_temporaries(tmp_path, only_dead=True) == [leftover.name]
+    assert files.remove_stale_temporaries(HostPath(tmp_path), only_dead=True) == [leftover.name]
     assert writing.exists()

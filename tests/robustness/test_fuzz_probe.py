@@ -71,10 +71,10 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Machine]:
         (root / KERN_LOG).write_text("Jan 30 23:27:53 host kernel: [    7.0] kfd kfd: amdgpu: added device 1002:744c\n")
         files = sorted(
             str(p.relative_to(root))
-            for p in root.rglob("*")
+            for p in Path(root).rglob("*")
             if p.is_file() and not p.is_symlink() and not (p.parent.name == ".kfdguard-sim" and p.name in SIMULATOR)
         )
-        result[name] = Machine(root, files)
+        result[name] = Machine(Path(root), files)
     return result
 
 
@@ -185,7 +185,7 @@ def test_a_hostile_machine_never_breaks_a_pass(machines: dict[str, Machine], dat
 
 @pytest.fixture
 def machine_dir(tmp_path: Path) -> Iterator[Path]:
-    yield bundled.render_bundled("rx7900xtx-ubuntu2404", tmp_path / "m").path
+    yield Path(bundled.render_bundled("rx7900xtx-ubuntu2404", tmp_path / "m").path)
 
 
 @pytest.mark.parametrize("release", [b"6.8.0-45-generic\x00evil\n", b"../../etc\n", b"..\n", b"6.8 0\n"])

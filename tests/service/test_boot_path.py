@@ -2,7 +2,8 @@
 
 asyncio, the D-Bus library, pyudev and systemd-python come after READY
 (READY itself is the bare datagram); dataclasses, inspect, typing and
-threading not at all (kfdguard.record, _thread); yaml only when the config
+threading not at all (kfdguard.record, _thread); pathlib not at all
+(kfdguard.host.paths); yaml only when the config
 file changed since it was last cached (this machine has none); kfdguard's
 own modules that only other commands or other machines need, not at all. The
 enforce oneshot (what the display manager waits for) does without signal too:
@@ -33,7 +34,10 @@ HEAVY = ("asyncio", "dbus_fast", "dbus_next", "pyudev", "dataclasses", "inspect"
          "kfdguard.probe.bootspec", "shlex",
          # try/except where contextlib.suppress would do; the service's SIGHUP handler through _signal
          # (signal.py builds its enums at import), the oneshot with none
-         "contextlib", "signal")  # fmt: skip
+         "contextlib", "signal",
+         # Root's paths are HostPaths (kfdguard/host/paths.py): pathlib brings urllib.parse, ipaddress,
+         # fnmatch and ntpath, 11% of the oneshot's instructions
+         "pathlib", "urllib.parse", "ipaddress", "fnmatch")  # fmt: skip
 ONESHOT_HEAVY = HEAVY
 PROBE = """
 import sys

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kfdguard.assess import assess
 from kfdguard.config import Config
 from kfdguard.facts import PcieLink, TopologyNode
+from kfdguard.host.paths import HostPath
 from kfdguard.host.root import Root
 from kfdguard.parsers.pcie import SysfsValueError, parse_link_speed, parse_link_width, parse_memory_total
 from kfdguard.probe import probe
@@ -347,7 +348,7 @@ def test_an_rdna_cards_own_switch_is_skipped_for_the_slots_link(tmp_path: Path) 
 
     recorder = RecordingReader(Root(tmp_path))
     probe_gpus(recorder)
-    write_tree(tmp_path / "bundle", recorder, None)
+    write_tree(HostPath(tmp_path / "bundle"), recorder, None)
     (replayed,) = probe_gpus(Reader(Root(tmp_path / "bundle")))
     assert (replayed.link, replayed.link_max) == (gpu.link, gpu.link_max)
 

@@ -14,6 +14,7 @@ from kfdguard.app import pipeline
 from kfdguard.app.pipeline import ConfigSource
 from kfdguard.app.triggers import POLICIES, Trigger, fold, policy
 from kfdguard.config import Config
+from kfdguard.host.paths import HostPath
 from kfdguard.service.checks import Checks
 from kfdguard.service.core import Service
 from kfdguard.service.status import PassResult
@@ -160,7 +161,7 @@ def test_a_lock_file_of_another_user_is_refused_not_waited_on(tmp_path: Path, mo
     lockfile.write_bytes(b"")
     # The file is this process's; seen from another euid it is "someone else's lock".
     monkeypatch.setattr(os, "geteuid", lambda: os.stat(lockfile).st_uid + 1)
-    with pytest.raises(TimeoutError, match="belongs to uid"), files.locked(lockfile, 30.0):
+    with pytest.raises(TimeoutError, match="belongs to uid"), files.locked(HostPath(lockfile), 30.0):
         pytest.fail("the lock was taken")
 
 

@@ -110,7 +110,7 @@ def test_any_json_is_a_record_or_a_run_state_error(value: object) -> None:
 
 @pytest.fixture
 def machine(tmp_path: Path) -> Path:
-    return render(bundled.load("kfd-perms-0600"), tmp_path / "m").path
+    return Path(render(bundled.load("kfd-perms-0600"), tmp_path / "m").path)
 
 
 def test_enforce_record_repairs_and_writes_the_state(machine: Path) -> None:

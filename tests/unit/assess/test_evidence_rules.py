@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from kfdguard.assess import assess
 from kfdguard.assess.order import headline
@@ -32,7 +33,7 @@ def test_optional_firmware_on_the_machine_and_in_its_paste(fresh_machine: Make) 
     (live,) = verdict.by_code("firmware-optional-missing")
     assert live.severity is Severity.INFO and "psp_13_0_0_ta.bin" in live.message
     assert verdict.state is State.READY and "firmware-missing" not in verdict.codes()
-    paste = diagnose_text(paste_of(system.root.path))
+    paste = diagnose_text(paste_of(Path(system.root.path)))
     codes = {f.code for f in paste.findings}
     assert "firmware-optional-missing" in codes and "firmware-missing" not in codes
     assert paste.exit_code == 0
@@ -142,7 +143,7 @@ def test_a_module_for_another_kernel_on_the_machine_and_in_its_paste(fresh_machi
     assert "module-not-loaded" not in verdict.codes()  # the same cause, said once
     root = headline(verdict.findings)
     assert root is not None and root.code == "module-symbol-mismatch"
-    paste = diagnose_text(paste_of(system.root.path))
+    paste = diagnose_text(paste_of(Path(system.root.path)))
     pasted = headline(paste.findings)
     assert pasted is not None and pasted.code == "module-symbol-mismatch"
 

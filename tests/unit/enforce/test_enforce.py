@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -74,11 +75,11 @@ def test_every_machine_has_a_plan_expectation() -> None:
 def test_dry_run_plan_then_apply_then_idempotent(name: str, fresh_machine: Make) -> None:
     system = fresh_machine(name)
     expected_plan, after_state, after_reboot = PLANS[name]
-    before_files = sorted(p.relative_to(system.root.path) for p in system.root.etc.rglob("*"))
+    before_files = sorted(p.relative_to(system.root.path) for p in Path(system.root.etc).rglob("*"))
     report, before, after = enforce(system, REPAIR, dry_run=True)
     assert [(c.action.kind, c.action.target) for c in report.changes] == expected_plan
     assert all(c.status in ("would-change", "unchanged") for c in report.changes)
-    assert sorted(p.relative_to(system.root.path) for p in system.root.etc.rglob("*")) == before_files
+    assert sorted(p.relative_to(system.root.path) for p in Path(system.root.etc).rglob("*")) == before_files
     assert after.state == before.state  # nothing happened
     report, _, after = enforce(system, REPAIR)
     assert not report.failed, report.changes
@@ -99,7 +100,7 @@ def test_seed_advice_is_disabled_with_a_backup(fresh_machine: Make) -> None:
     modules = (system.root.etc / "modules").read_text()  # the file the modules-load.d symlink names
     assert "# kfdguard disabled: amdkfd" in modules
     assert (system.root.etc / "modules-load.d/modules.conf").is_symlink()
-    backups = sorted(p for p in (system.root.var_lib / "kfdguard/backups").rglob("*") if p.is_file())
+    backups = sorted(p for p in Path(system.root.var_lib / "kfdguard/backups").rglob("*") if p.is_file())
     assert {p.name for p in backups} == {"amdkfd.conf", "modules"}
     original = next(p for p in backups if p.name == "amdkfd.conf").read_text()
     assert original.splitlines()[1] == "softdep amdgpu pre: amdkfd"
@@ -209,7 +210,7 @@ def test_a_foreign_file_at_our_path_is_backed_up(fresh_machine: Make) -> None:
     report, _, _ = enforce(system, Config())
     change = next(c for c in report.changes if c.action.target.endswith("71-kfdguard.rules"))
     assert "saved as /var/lib/kfdguard/backups/" in change.detail
-    saved = next((system.root.var_lib / "kfdguard/backups").rglob("71-kfdguard.rules"))
+    saved = next(Path(system.root.var_lib / "kfdguard/backups").rglob("71-kfdguard.rules"))
     assert saved.read_text() == "# someone's own rule\n"
 
 

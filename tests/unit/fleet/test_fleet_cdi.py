@@ -103,7 +103,7 @@ def install(system: SimulatedSystem, spec: object, where: str = "etc/cdi/amd.jso
     path = system.root.path / where
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(spec if isinstance(spec, str) else json.dumps(spec))
-    return path
+    return Path(path)
 
 
 def findings(system: SimulatedSystem, code: str = "cdi-spec-stale") -> list[tuple[str, ...]]:

@@ -96,14 +96,14 @@ def test_simulated_kernel_lines_are_real_formats(name: str, tmp_path: Path) -> N
     root = bundled.render_bundled(name, tmp_path / "m").path
     invented = [
         line
-        for line in _kernel_lines(root)
+        for line in _kernel_lines(Path(root))
         if not any(p.match(line) for p in patterns) and not any(o.match(line) for o in OUTSIDE)
     ]
     assert invented == [], f"{name} ({release}, checked against {', '.join(series)}): lines no kernel prints"
     if series == [f"{version[0]}.{version[1]}"]:
         # DRM core prints amdgpu's own KMS_DRIVER_* version: the series' amdgpu_drv.c says which.
         kms = formats.kernel(series[0])["kms"]
-        for line in _kernel_lines(root):
+        for line in _kernel_lines(Path(root)):
             if line.startswith("[drm] Initialized amdgpu "):
                 assert line.split()[3] == kms, line
 
@@ -139,7 +139,7 @@ def test_simulated_outcomes_print_real_formats(release: str, device: int, outcom
 
     series = ".".join(release.split("-", maxsplit=1)[0].split("+", maxsplit=1)[0].split(".")[:2])
     root = MachineBuilder("outcome").debian12(release).with_gpu(device, outcome=outcome).render(tmp_path / "m").path
-    lines = _kernel_lines(root)
+    lines = _kernel_lines(Path(root))
     assert lines, "the simulated boot printed no amdgpu line"
     patterns = _patterns(series)
     invented = [

@@ -26,7 +26,7 @@ def uki_machine(fresh_machine: Make) -> SimulatedSystem:
     linux = system.root.efi / "EFI/Linux"
     linux.mkdir(parents=True)
     for release, counter in (("6.8.0-50-generic", ""), ("6.8.0-51-generic", "+2-1")):
-        objcopy_uki(linux / f"ubuntu-{release}{counter}.efi", uname=release,
+        objcopy_uki(Path(linux) / f"ubuntu-{release}{counter}.efi", uname=release,
                     osrel=f'PRETTY_NAME="Ubuntu 24.04.1 LTS"\nID=ubuntu\nVERSION_ID="24.04"\nVERSION="{release}"\n')  # fmt: skip
     return system
 

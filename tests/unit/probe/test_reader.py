@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kfdguard.host.paths import HostPath
 from kfdguard.host.root import Root
 from kfdguard.probe.reader import Reader
 
@@ -26,8 +27,8 @@ def test_values_read_what_value_reads_and_say_the_same_about_the_rest(tmp_path: 
     pdir = _parameters(tmp_path)
     names = [*sorted(os.listdir(pdir)), "missing"]
     fast, slow = Reader(Root(tmp_path)), Reader(Root(tmp_path))
-    found = fast.values(pdir, names)
-    assert found == slow.values_by_path(pdir, names)
+    found = fast.values(HostPath(pdir), names)
+    assert found == slow.values_by_path(HostPath(pdir), names)
     assert found == {"binary": "\ufffd\ufffd", "empty": "", "noretry": "-1", "ppfeaturemask": "0xfff7bfff"}
     assert fast.problems == slow.problems
     assert sorted(p.path for p in fast.problems) == [
@@ -39,5 +40,5 @@ def test_values_read_what_value_reads_and_say_the_same_about_the_rest(tmp_path: 
 
 def test_values_of_a_directory_that_cannot_be_opened_are_read_one_by_one(tmp_path: Path) -> None:
     reader = Reader(Root(tmp_path))
-    assert reader.values(tmp_path / "sys/module/absent/parameters", ["a", "b"]) == {}
+    assert reader.values(HostPath(tmp_path / "sys/module/absent/parameters"), ["a", "b"]) == {}
     assert reader.problems == []  # as value() on missing files: nothing to say

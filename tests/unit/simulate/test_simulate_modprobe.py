@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kfdguard.host.paths import HostPath
 from kfdguard.parsers.modprobe import kernel_param
 from kfdguard.simulate.modprobe import SEARCH_PATH, kernel_params, read_config
 
@@ -93,7 +94,7 @@ CASES: dict[str, dict[str, bytes | Path]] = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_model_reads_files_as_kmod_does(name: str, tmp_path: Path) -> None:
     _write(tmp_path, CASES[name])
-    model = read_config(tmp_path, "")
+    model = read_config(HostPath(tmp_path), "")
     assert (list(model.options), list(model.blacklist), list(model.install)) == _kmod(tmp_path)
 
 
@@ -108,7 +109,7 @@ CMDLINES = [
 @pytest.mark.parametrize("cmdline", CMDLINES)
 def test_the_model_reads_the_kernel_command_line_as_kmod_does(cmdline: str, tmp_path: Path) -> None:
     _write(tmp_path, {"etc/modprobe.d/a.conf": b"options amdgpu first=1\n"})
-    model = read_config(tmp_path, cmdline)
+    model = read_config(HostPath(tmp_path), cmdline)
     assert (list(model.options), list(model.blacklist), list(model.install)) == _kmod(tmp_path, cmdline)
 
 
@@ -125,7 +126,7 @@ def test_generated_files_read_the_same_by_model_and_kmod(tmp_path: Path, files: 
     # exist_ok: when Hypothesis replays a failing example, the failed run left its directory (same files).
     root.mkdir(exist_ok=True)
     _write(root, files)
-    model = read_config(root, "")
+    model = read_config(HostPath(root), "")
     assert (list(model.options), list(model.blacklist), list(model.install)) == _kmod(root)
     shutil.rmtree(root)
 

@@ -123,7 +123,7 @@ def test_hostile_trees_never_raise(tmp_path: Path, hostile: str) -> None:
 
 def test_check_json_software_section_and_780m_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = bundled.render_bundled("780m-ubuntu2204-ga", tmp_path / "m").path
-    three_stacks(root, tmp_path)
+    three_stacks(Path(root), tmp_path)
     main(["check", "--root", str(root), "--json"])
     doc = json.loads(capsys.readouterr().out)
     stacks = {s["kind"]: s for s in doc["software"]["stacks"]}
@@ -164,9 +164,9 @@ def test_configured_units_and_paths(tmp_path: Path, capsys: pytest.CaptureFixtur
     _, errs = parse_config("software:\n  units: [ollama]\n", "c.yaml")
     assert [str(e) for e in errs] == ["c.yaml:2:11: software.units: 'ollama' is not a service unit name (NAME.service)"]
     root = bundled.render_bundled("rx7900xtx-ubuntu2404", tmp_path / "m").path
-    three_stacks(root, tmp_path)
-    put(root, "/etc/systemd/system/llama-server.service", "[Service]\nEnvironment=ROCR_VISIBLE_DEVICES=3\n")
-    put(root, "/etc/kfdguard/config.yaml",
+    three_stacks(Path(root), tmp_path)
+    put(Path(root), "/etc/systemd/system/llama-server.service", "[Service]\nEnvironment=ROCR_VISIBLE_DEVICES=3\n")
+    put(Path(root), "/etc/kfdguard/config.yaml",
         "software:\n  units: [ollama.service, llama-server.service]\n  paths: [/home/ada/venv]\n")  # fmt: skip
     main(["check", "--root", str(root), "--json"])
     doc = json.loads(capsys.readouterr().out)
