@@ -30,43 +30,26 @@ E = Severity.ERROR
 
 # --- dkms status --------------------------------------------------------------------------------------------
 
-# One status line of the amdgpu module in either dkms format; ``kernel`` is absent for "added" and "broken".
-DKMS_STATE = re.compile(
-    r"^\s*(?P<module>amdgpu)(?:/|, )(?P<version>[^,:\s]+)(?:, (?P<kernel>\d+\.\d+[^,\s]*), (?P<arch>[\w-]+))?: "
-    r"(?P<state>added|built|installed|broken)\b"
-)
-
-
-def _dkms_states(r: Reasoning) -> list[re.Match[str]]:
-    found = []
-    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, "amdgpu")):
-        m = DKMS_STATE.match(line)
-        if m:
-            found.append(m)
-    return found
-
 
 def rule_dkms_status_unbuilt(r: Reasoning) -> None:
     """``dkms status`` shows the amdgpu module added and built for no kernel at all (dkms prints "added" only
     while no build exists): no ROCm amdgpu is loadable on any kernel, the running one included.
 
     "built" is not read as a failure: dkms 2 printed it beside a working module (a module that differs from the
-    installed copy), and "broken" means the source tree is gone, not that no module is installed.
+    installed copy); a build or an installed module anywhere leaves the comparison of kernels to rule_dkms.
     """
-    if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
+    obs = r.obs
+    if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu") or obs.saw("dkms-status"):
         return
-    states = _dkms_states(r)
-    if any(m["state"] in ("built", "installed") for m in states):
-        return  # a build exists; rule_dkms compares the kernels it is installed for with the running one
-    added = next((m for m in states if m["state"] == "added"), None)
-    if added is None:
+    states = obs.saw("dkms-status-unbuilt")
+    if not states or any(m.value("state") == "built" for m in states):
         return
-    release = r.obs.release
+    release = obs.release
     _dkms_not_built(
         r,
         "dkms status shows the amdgpu DKMS module added but built for no kernel: no ROCm amdgpu exists for the "
         "running kernel" + (f" {release}" if release else "") + " (the build failed or never ran)",
-        f"dkms status: {added.group(0).strip()}",
+        f"{states[0].source}: {states[0].text}",
     )
 
 
@@ -130,16 +113,10 @@ def rule_prose_dkms_kernel(r: Reasoning) -> None:
 
 # --- HSA_OVERRIDE_GFX_VERSION that libhsakmt refuses --------------------------------------------------------
 
-# An assignment as shells, env files, Makefiles, unit files, docker -e and compose files write it; the value is
-# the literal after it (quotes stripped). A reference ($VAR, ${...}), a placeholder (<...>, x.y.z) or nothing is
-# not a value libhsakmt sees.
-OVERRIDE_SET = re.compile(
-    r"\bHSA_OVERRIDE_GFX_VERSION\s*(?::?=|:)[ \t]*"
-    r"(?:(?P<quote>[\"'])(?P<quoted>[^\"'\n]*)(?P=quote)|(?P<value>[^\s\"'`*#;,)\]]+))"
-)
-OVERRIDE_REFUSED = re.compile(r"HSA_OVERRIDE_GFX_VERSION (?P<value>\S+) is invalid")
+# Not a value libhsakmt sees: a reference ($VAR, ${...}), a placeholder (<...>, x.y.z); and ollama's map, which
+# prints an unset variable as "KEY:" followed by its next key.
 _VALID = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)\.(?P<step>\d+)")
-_MAP_KEY = re.compile(r"[A-Z][A-Z0-9_]*:")  # "HSA_OVERRIDE_GFX_VERSION: OLLAMA_DEBUG:false": empty, then a key
+_MAP_KEY = re.compile(r"[A-Z][A-Z0-9_]*:")
 _NOT_A_VALUE = re.compile(r"^(?:[$<{%]|x\.y\.z$|[a-z]\.[a-z]\.[a-z]$)", re.I)
 
 
@@ -154,19 +131,17 @@ def override_refused(value: str) -> bool:
 
 def _refused_override(r: Reasoning) -> tuple[str, str] | None:
     obs = r.obs
-    said = search_lines(OVERRIDE_REFUSED, obs.text, obs.lowered, "is invalid")
+    said = obs.saw("override-invalid")
     if said:
-        return said["value"], f"libhsakmt: {said.group(0)}"
-    for line in dict.fromkeys(lines_with(obs.text, obs.lowered, "hsa_override_gfx_version")):
-        for m in OVERRIDE_SET.finditer(line):
-            raw = (m["quoted"] if m["quote"] else m["value"] or "").strip()
-            if not m["quote"] and _MAP_KEY.match(raw):
-                continue  # ollama's map: the variable is unset and the map goes on to its next key
-            value = raw.rstrip(".:")  # the end of a sentence, not of the value
-            if not value or _NOT_A_VALUE.search(value):
-                continue  # unset, a reference or a placeholder
-            if override_refused(value):
-                return value, f"the text: {m.group(0).strip()}"
+        return said[0].value("value") or "?", f"libhsakmt: {said[0].text}"
+    for m in obs.saw("override-setting"):
+        quoted = m.value("quote") is not None
+        raw = (m.value("quoted") if quoted else m.value("value")) or ""
+        if not quoted and _MAP_KEY.match(raw):
+            continue  # ollama's map: the variable is unset and the map goes on to its next key
+        value = raw.strip().rstrip(".:")  # the end of a sentence, not of the value
+        if value and not _NOT_A_VALUE.search(value) and override_refused(value):
+            return value, f"{m.source}: {m.text}"
     return None
 
 
@@ -196,31 +171,19 @@ def rule_override_invalid(r: Reasoning) -> None:
 
 # --- the module loader refusing a module built for another kernel ------------------------------------------
 
-# kernel/module (version.c, main.c): "%s: disagrees about version of symbol %s", "%s: version magic '%s' should
-# be '%s'"; kmod's modprobe "could not insert '%s': Exec format error" (strerror of ENOEXEC), kmod's insmod and
-# module-init-tools "could not insert module %s: Invalid module format". Found anywhere in a line: people quote
-# them inside prose, where the kernel-log reader does not look.
-LOADER_REFUSED = re.compile(
-    r"(?P<module>[\w-]+): (?:disagrees about version of symbol (?P<symbol>\w+)|version magic '[^']*' should be)"
-    r"|could not insert (?:module )?'?(?P<inserted>[^'\s:]+)'?: (?:Exec format error|[Ii]nvalid module format)"
-)
 # Modules of the amdgpu DKMS package and of the in-tree driver.
 AMD_MODULES = re.compile(
     r"^(?:amdgpu|amdkfd|amdkcl|amdttm|amdchash|amd_sched|amdxcp|amddrm_\w+|amd-sched)(?:\.ko\S*)?$"
 )
 
 
-def _refused_module(r: Reasoning) -> re.Match[str] | None:
-    obs = r.obs
-    built_amdgpu = "amdgpu.ko" in obs.lowered  # the text is about an amdgpu.ko someone built or loads
-    for cue in ("disagrees about version", "version magic", "could not insert"):
-        for line in dict.fromkeys(lines_with(obs.text, obs.lowered, cue)):
-            m = LOADER_REFUSED.search(line)
-            if m is None:
-                continue
-            name = (m["module"] or m["inserted"] or "").rsplit("/", 1)[-1]
-            if AMD_MODULES.match(name) or (built_amdgpu and m["symbol"] == "module_layout"):
-                return m
+def _refused_module(r: Reasoning) -> str | None:
+    """The module loader's refusal (knowledge/appformats.py, kind module-refused) of an amdgpu-family module, or
+    of a module_layout mismatch in a text about an amdgpu.ko someone built."""
+    for m in r.obs.saw("module-refused"):
+        name = (m.value("module") or "").rsplit("/", 1)[-1]
+        if AMD_MODULES.match(name) or (m.value("symbol") == "module_layout" and "amdgpu.ko" in r.obs.lowered):
+            return f"{m.source}: {m.text}"
     return None
 
 
@@ -229,8 +192,8 @@ def rule_module_built_elsewhere(r: Reasoning) -> None:
     vermagic or ENOEXEC), quoted where the kernel-log reader did not see it."""
     if r.has("module-symbol-mismatch", "module-dependency-missing", "no-amd-gpu"):
         return
-    m = _refused_module(r)
-    if m is None:
+    refused = _refused_module(r)
+    if refused is None:
         return
     r.findings.append(
         Finding(
@@ -241,7 +204,7 @@ def rule_module_built_elsewhere(r: Reasoning) -> None:
             "build the module against the running kernel's headers: install the packaged amdgpu-dkms, which DKMS "
             "rebuilds for each kernel (sudo dkms autoinstall -k $(uname -r)), or remove the foreign module and use "
             "the kernel's own amdgpu; then regenerate the initramfs and reboot",
-            (f"the text: {m.group(0)}",),
+            (refused,),
         )
     )
     for t in r.amd:
@@ -268,11 +231,9 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
     if r.has("module-signature-rejected", "no-amd-gpu", "host-without-kfd"):
         return
     lowered = obs.lowered
-    if not any(word in lowered for word in ("amdgpu", "dkms", "rocm", "kfd")):
-        return  # Secure Boot and some other vendor's module
     told = search_lines(PROSE_SECURE_BOOT, obs.text, lowered, "secure")
-    if told is None:
-        return
+    if told is None or not any(word in lowered for word in ("amdgpu", "dkms", "rocm", "kfd")):
+        return  # not told, or Secure Boot and some other vendor's module
     r.findings.append(
         Finding(
             "module-signature-rejected",
@@ -303,6 +264,17 @@ CONTAINER_WORD = re.compile(
 )
 
 
+def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
+    # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
+    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, "kfd")):
+        lowered = line.lower()
+        if "not" in lowered or "n't" in lowered or "no /dev" in lowered or "missing" in lowered or "absent" in lowered:
+            m = KFD_NOT_PRESENT.search(line)
+            if m:
+                return m
+    return None
+
+
 def rule_prose_container_no_kfd(r: Reasoning) -> None:
     """The text says /dev/kfd is not present inside a container: the runtime did not pass it in (--device
     /dev/kfd, a bind under --contain), while the host can have it."""
@@ -311,7 +283,7 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
         return
     if obs.kfd is not None and obs.kfd.mode is not None:
         return  # the node is shown: whatever the prose says, it is there
-    told = search_lines(KFD_NOT_PRESENT, obs.text, obs.lowered, "kfd")
+    told = _kfd_told_absent(r)
     if told is None or not (CONTAINER_WORD.search(told.string) or obs.first("container")):
         return
     r.findings.append(

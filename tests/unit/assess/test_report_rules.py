@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from kfdguard.assess.report_rules import DKMS_STATE, override_refused
+from kfdguard.assess.report_rules import override_refused
 from kfdguard.diagnose import diagnose_text
+from kfdguard.evidence.text import read_text
 
 
 def codes(text: str) -> set[str]:
@@ -33,14 +34,23 @@ def test_dkms_status_with_the_module_only_added_is_no_build(line: str) -> None:
 
 
 def test_dkms_status_line_formats_of_both_dkms_generations() -> None:
-    new = DKMS_STATE.match("amdgpu/6.10.5-2084815.24.04, 6.8.0-51-generic, x86_64: installed")
-    old = DKMS_STATE.match("amdgpu, 5.6.19-1098277, 5.4.0-150-generic, x86_64: built")
-    assert new is not None and (new["version"], new["kernel"], new["state"]) == (
-        "6.10.5-2084815.24.04",
-        "6.8.0-51-generic",
-        "installed",
+    obs = read_text(
+        "amdgpu/6.10.5-2084815.24.04, 6.8.0-51-generic, x86_64: built\n"
+        "amdgpu, 5.6.19-1098277, 5.4.0-150-generic, x86_64: built\n"
+        "amdgpu, 5.6.19-1098277: added\n"
     )
-    assert old is not None and (old["kernel"], old["state"]) == ("5.4.0-150-generic", "built")
+    seen = [(m.value("version"), m.value("release"), m.value("state")) for m in obs.saw("dkms-status-unbuilt")]
+    assert seen == [
+        ("6.10.5-2084815.24.04", "6.8.0-51-generic", "built"),
+        ("5.6.19-1098277", "5.4.0-150-generic", "built"),
+        ("5.6.19-1098277", None, "added"),
+    ]
+
+
+def test_a_build_that_is_not_installed_is_left_to_the_kernel_comparison() -> None:
+    # dkms 2 printed "built" beside a module that loads (one that differs from the installed copy).
+    text = "$ uname -r\n4.15.0-43-generic\n$ dkms status\namdgpu, 2.0-89, 4.15.0-43-generic, x86_64: built\n"
+    assert "dkms-not-built" not in codes(text)
 
 
 def test_an_added_version_beside_one_installed_for_the_running_kernel_is_not_a_failure() -> None:
