@@ -81,12 +81,18 @@ _DRIVER = (
     r"(?:rock|rocm|amdgpu)-dkms|\brock\b|\brock kernel module"
     r"|\b(?:the\s+)?(?:dkms|kernel|rock|rocm)(?:\s+kernel)?\s+(?:module|driver)"
 )
+# One sentence: no newline, and no full stop except inside a version number (6.17.0-6-generic).
+_CLAUSE = r"(?:[^.\n]|\.(?=\d))"
 PROSE_DKMS_KERNEL = re.compile(
     rf"\b(?:build\w*|compil\w*)\s+(?:the\s+)?(?:{_DRIVER})\b[^\n]{{0,60}}?\bnot\s+(?:yet\s+|currently\s+)?supported\b"
     rf"|(?:{_DRIVER})\b\s+(?:currently\s+|still\s+)?(?:does\s?n[o']?t|do not|won'?t|will not|cannot|can'?t)\s+"
     r"(?:build|compile)\s+(?:with|on|for|against|under)\b"
     rf"|(?:{_DRIVER})\b[`'\"]?[^.\n]{{0,30}}?\b(?:does\s?n[o']?t|do not|won'?t|will not)\s+support\s+(?:the\s+)?"
     r"(?:linux\s+)?kernels?\b"
+    # "The ROCm 2.0 DKMS driver is not supported on kernel versions above 4.15", "rocm-dkms install says kernel
+    # 4.18 not supported": a DKMS subject, then "not supported" and "kernel" in the same sentence.
+    rf"|(?:{_DRIVER})\b{_CLAUSE}{{0,40}}?\bnot\s+(?:yet\s+)?supported\b{_CLAUSE}{{0,20}}?\bkernel"
+    rf"|\bdkms\b{_CLAUSE}{{0,40}}?\bkernel\b{_CLAUSE}{{0,40}}?\bnot\s+supported\b"
     r"|\bfail(?:s|ed|ing)?\s+(?:building|to build|compiling|to compile)\b[^.\n]{0,40}?\bdkms\b"
     r"|\bdkms\b(?:\s+\w+){0,3}?\s+(?:do(?:es)? not|don'?t|doesn'?t|did not|didn'?t)\s+(?:\w+\s+)?"
     r"(?:build|install|compile)\b",
@@ -218,8 +224,10 @@ PROSE_SECURE_BOOT = re.compile(
     r"\bsecure\s?boot\b[^.\n]{0,80}?\b(?:block\w*|prevent\w*|refus\w*|reject\w*|stop\w*|den(?:y|ies|ied)|"
     r"disallow\w*|won'?t let)\b[^.\n]{0,60}?\b(?:load\w*|modules?|drivers?|amdgpu|dkms)\b"
     r"|\bsecure\s?boot\b[^.\n]{0,40}?\bmust be disabled\b[^.\n]{0,60}?\b(?:load|module|driver|amdgpu)"
-    r"|\b(?:disabl\w*|turn\w* off|switch\w* off)\s+(?:the\s+)?secure\s?boot\b[^.\n]{0,60}?\b(?:fix\w*|work\w*|"
-    r"solv\w*|resolv\w*)\b",
+    # Disabling it made things work, in that sentence or the next ("I disabled secure boot. Everything works"),
+    # and not "disabled it, still not working".
+    r"|\b(?:disabl\w*|turn\w* off|switch\w* off)\s+(?:the\s+)?secure\s?boot\b[^\n]{0,80}?\b(?<!n't )(?<!not )"
+    r"(?:fix\w*|work\w*|solv\w*|resolv\w*)\b",
     re.I,
 )
 

@@ -157,6 +157,7 @@ def test_another_drivers_refused_module_is_not_amdgpus(text: str) -> None:
         "With Secure Boot on, the kernel refuses to load the amdgpu-dkms module, so rocminfo finds no GPU.\n",
         "rocminfo showed nothing until I turned off Secure Boot in the firmware, which fixed it for amdgpu.\n",
         "Secure boot must be disabled for the ROCm amdgpu driver to load.\n",
+        "amdgpu-dkms installed fine. Then I switched off Secure Boot. Now rocminfo works.\n",
     ],
 )
 def test_secure_boot_told_to_keep_amdgpu_out_is_a_rejected_signature(text: str) -> None:
@@ -168,6 +169,7 @@ def test_secure_boot_told_to_keep_amdgpu_out_is_a_rejected_signature(text: str) 
     [
         "Secure Boot is disabled in my BIOS. rocminfo still lists only the CPU agent.\n",
         "Secure Boot blocked the nvidia driver after the update; disabling it fixed the display.\n",
+        "For amdgpu-dkms I disabled Secure Boot. rocminfo still doesn't work.\n",
     ],
 )
 def test_secure_boot_named_without_it_refusing_amdgpu_is_left_alone(text: str) -> None:
@@ -184,6 +186,8 @@ def test_secure_boot_named_without_it_refusing_amdgpu_is_left_alone(text: str) -
         "Compiling the ROCm kernel module is not supported on kernels newer than 5.4 for this release.\n",
         "The DKMS module still won't compile for 6.9, so I pinned the old kernel.\n",
         "It failed to build during dkms autoinstall on the new kernel.\n",
+        "The amdgpu-dkms package is not supported on kernel 6.16 yet.\n",
+        "apt: the dkms step says kernel 6.17.0-6-generic is not supported\n",
     ],
 )
 def test_the_dkms_driver_said_not_to_build_for_a_kernel_is_not_built(text: str) -> None:
@@ -196,6 +200,7 @@ def test_the_dkms_driver_said_not_to_build_for_a_kernel_is_not_built(text: str) 
         "dkms status shows amdgpu installed and the kernel module builds fine.\n",
         "dkms status shows amdgpu installed; I don't build anything myself.\n",
         "Building rocBLAS from source is not supported on this distribution.\n",
+        "The kernel module is loaded; HSA_XNACK is not supported on this GPU.\n",
     ],
 )
 def test_builds_that_are_fine_or_not_the_kernel_module_are_left_alone(text: str) -> None:
