@@ -154,8 +154,8 @@ def _refused_override(r: Reasoning) -> tuple[str, str] | None:
 def rule_override_invalid(r: Reasoning) -> None:
     """HSA_OVERRIDE_GFX_VERSION set to a value libhsakmt refuses (gfx1102, 11, a script's error text): the
     topology fails to load and the runtime sees no GPU at all."""
-    if r.has("env-override-wrong"):
-        return
+    if r.has("env-override-wrong") or r.obs.foreign_host is not None:
+        return  # on Windows and WSL the variable is not read by libhsakmt (other rules speak of it there)
     refused = _refused_override(r)
     if refused is None:
         return

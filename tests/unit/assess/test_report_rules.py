@@ -119,6 +119,12 @@ def test_valid_unset_or_placeholder_overrides_are_left_alone(text: str) -> None:
     assert "env-override-wrong" not in codes(text)
 
 
+def test_an_override_on_windows_is_not_judged_by_libhsakmts_rule() -> None:
+    text = "OS: Windows 11, HIP SDK 6.2\nC:\\Users\\me> set HSA_OVERRIDE_GFX_VERSION=gfx1102\n"
+    assert read_text(text).foreign_host is not None  # the rule's premise: the text shows a Windows host
+    assert "env-override-wrong" not in codes(text)
+
+
 # --- the module loader refusing a module built for another kernel ------------------------------------------
 
 
