@@ -29,7 +29,10 @@ ROOT_ONLY = re.compile(
     r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
     r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
     r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
-    r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b",
+    r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b"
+    # "has to run commands as `sudo` for GPU access", "needed to use sudo"
+    r"|\b(?:has|have|had|needs?|needed) to "
+    r"(?:(?:run|use|start|launch|execute)\b(?:\s+\S+){0,3}?\s+(?:as|with|under|via)\s+|use\s+)[*_`]{0,2}(?:root|sudo)\b",
     re.IGNORECASE,
 )
 # Rootless containers: Distrobox and Toolbx run rootless Podman by default; "rootless" names it.
@@ -84,6 +87,10 @@ def rule_nvidia_only(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or not obs.nvidia or amd_gpu_named(r) or r.has("no-amd-gpu"):
         return
+    from kfdguard.assess.report_rules import amd_device_listed
+
+    if amd_device_listed(r):
+        return  # an AMD device beside it, listed by lspci or logged by amdgpu, though its chip is not identified
     name, source = obs.nvidia[0]
     evidence = [f"{source}: {name}"]
     detected = obs.saw("amd-driver-only")
@@ -317,7 +324,10 @@ def _root_only(r: Reasoning) -> str | None:
     m = search_lines(ROOT_ONLY, text, r.obs.lowered, "root", "sudo")
     if m is None:
         return None
-    if "/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or r.obs.saw("runtime-gpu") or _said_member(r):
+    # The stack named anywhere, or the GPU named in the very sentence ("has to use sudo for GPU access").
+    gpu_said = "gpu" in m.string.lower()
+    stack_named = "/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or bool(r.obs.saw("runtime-gpu"))
+    if stack_named or gpu_said or _said_member(r):
         return f"the text: {m.group(0)}"
     return None
 

@@ -658,6 +658,19 @@ def text_only(name: str) -> Callable[[Reasoning], None]:
     return rule
 
 
+def report_only(name: str) -> Callable[[Reasoning], None]:
+    """A rule of ``assess/report_rules.py``: like ``text_only``, imported only when a text is reasoned about."""
+
+    def rule(r: Reasoning) -> None:
+        if r.machine is None:
+            from kfdguard.assess import report_rules
+
+            getattr(report_rules, name)(r)
+
+    rule.__name__ = name
+    return rule
+
+
 def _rules() -> tuple[Callable[[Reasoning], None], ...]:
     from kfdguard.assess import checks
     from kfdguard.assess.access_rules import rule_access
@@ -672,12 +685,16 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_module_mismatch,
+        report_only("rule_module_built_elsewhere"),
         rule_log_causes,
         rule_same_id_skipped,
         rule_optional_firmware,
         rule_kernel_support,
         text_only("rule_dkms"),
         text_only("rule_prose_dkms"),
+        report_only("rule_dkms_status_unbuilt"),
+        report_only("rule_prose_dkms_kernel"),
+        report_only("rule_prose_secure_boot"),
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
@@ -687,6 +704,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_wsl_runtime"),
         text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
+        report_only("rule_prose_container_no_kfd"),
         text_only("rule_prose_kernel"),
         text_only("rule_prose_atomics"),
         text_only("rule_udev_rule_fix"),
@@ -704,6 +722,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_no_code_object"),
         text_only("rule_tensile_unreadable"),
         text_only("rule_override_wrong"),
+        report_only("rule_override_invalid"),
         text_only("rule_override_not_applied"),
         text_only("rule_prose_unsupported"),
         text_only("rule_no_device"),

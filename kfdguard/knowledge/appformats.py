@@ -25,6 +25,10 @@ What a row's ``what`` means to the rules (``assess.rules``):
 - ``container-device-missing``: the container runtime's host has no such device node.
 - ``group-missing``: a group named in advice does not exist on this system.
 - ``dkms-build-error``, ``dkms-status``: the out-of-tree amdgpu module's build and its trees.
+- ``dkms-status-unbuilt``: dkms status with the amdgpu module only added (no build) or built, not installed.
+- ``module-refused``: the module loader refused a module built for another kernel (``module`` names it).
+- ``override-setting``: HSA_OVERRIDE_GFX_VERSION as set (``value`` or ``quoted``); ``override-invalid``: libhsakmt
+  refused the value.
 - ``driver-table``: rocm-smi or amd-smi reporting a GPU (amdgpu's sysfs, not KFD).
 - ``amd-driver-only``: the program decided "AMD GPU" only because the amdgpu module is loaded.
 - ``amdgpu-bound``, ``amdgpu-loaded``: amdgpu drives a GPU / the module is loaded.
@@ -50,6 +54,8 @@ SRC_USERMOD = "shadow-maint/shadow src/usermod.c (\"%s: group '%s' does not exis
 SRC_RUST_IO = "rust-lang/rust library/std/src/io/error.rs (Display of an OS error: '... (os error 13)')"
 SRC_DKMS = "dell/dkms dkms.in (status lines 'module, version, kernel, arch: installed'; build errors in make.log)"
 SRC_SMI = "ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py, ROCm/amdsmi amdsmi_cli (GPU tables)"
+SRC_MODULE = "torvalds/linux kernel/module/"
+SRC_HSAKMT = "ROCm/ROCT-Thunk-Interface src/topology.c (now ROCm/rocm-systems projects/rocr-runtime libhsakmt)"
 SRC_GO_OS = "golang/go src/os/error.go (*PathError: 'open /dev/kfd: permission denied')"
 SRC_OLLAMA_ENV = (
     "ollama/ollama envconfig/config.go AsMap + server/routes.go Serve (slog 'server config' env=map[KEY:value ...]; "
@@ -414,6 +420,69 @@ FORMATS: tuple[AppFormat, ...] = (
         "dkms status: a kernel the amdgpu DKMS module is built and installed for",
         SRC_DKMS,
         "amdgpu, 1.8-192, 4.15.0-29-generic, x86_64: installed",
+    ),
+    AppFormat(
+        "dkms-status-unbuilt",
+        "dkms-status-unbuilt",
+        "amdgpu",
+        # do_status prints "module/version: added" (dkms 2: "module, version: added") while no build exists, and
+        # "module/version, kernel, arch: built" for a build that is not installed.
+        r"^amdgpu(?:/|, )(?P<version>[^,:\s]+)(?:, (?P<release>\d+\.\d+[^,\s]*), (?P<arch>[\w-]+))?: "
+        r"(?P<state>added|built)\b",
+        "dkms status: the amdgpu DKMS module added and built for no kernel, or built and not installed",
+        SRC_DKMS + " do_status()",
+        "amdgpu/6.10.5-2084815.24.04: added",
+    ),
+    # --- the module loader refusing a module built for another kernel ----------------------------------
+    AppFormat(
+        "module-symbol-version",
+        "module-refused",
+        "disagrees about version of symbol",
+        r"(?P<module>[\w-]+): disagrees about version of symbol (?P<symbol>\w+)",
+        "the kernel refused a module built against another kernel's symbol versions",
+        SRC_MODULE + " version.c check_version() ('%s: disagrees about version of symbol %s')",
+        "amdgpu: disagrees about version of symbol module_layout",
+    ),
+    AppFormat(
+        "module-vermagic",
+        "module-refused",
+        "version magic '",
+        r"(?P<module>[\w-]+): version magic '[^']*' should be",
+        "the kernel refused a module whose version magic names another kernel",
+        SRC_MODULE + " main.c check_modinfo() (\"%s: version magic '%s' should be '%s'\")",
+        "amdgpu: version magic '6.5.0-14-generic SMP mod_unload ' should be '6.5.0-15-generic SMP mod_unload '",
+    ),
+    AppFormat(
+        "module-enoexec",
+        "module-refused",
+        "could not insert",
+        r"could not insert (?:module )?'?(?P<module>[^'\s:]+)'?: (?:Exec format error|[Ii]nvalid module format)",
+        "modprobe or insmod: the kernel refused the module file (ENOEXEC: built for another kernel)",
+        "kmod-project/kmod tools/modprobe.c, tools/insmod.c (\"could not insert '%s': %s\"; strerror or "
+        "'Invalid module format' for ENOEXEC, as module-init-tools' insmod)",
+        "modprobe: ERROR: could not insert 'amdgpu': Exec format error",
+    ),
+    # --- HSA_OVERRIDE_GFX_VERSION as set and as libhsakmt judges it -------------------------------------
+    AppFormat(
+        "override-setting",
+        "override-setting",
+        "HSA_OVERRIDE_GFX_VERSION",
+        # Shells, env files, Makefiles, unit files (Environment="..."), docker -e and compose files; the value as
+        # written, quoted or not. The rules judge it (assess/report_rules.py: override_refused).
+        r"\bHSA_OVERRIDE_GFX_VERSION\s*(?::?=|:)[ \t]*"
+        r"(?:(?P<quote>[\"'])(?P<quoted>[^\"'\n]*)(?P=quote)|(?P<value>[^\s\"'`*#;,)\]]+))",
+        "HSA_OVERRIDE_GFX_VERSION set to a value, as written",
+        SRC_HSAKMT + ' (getenv("HSA_OVERRIDE_GFX_VERSION"))',
+        "export HSA_OVERRIDE_GFX_VERSION=10.3.0",
+    ),
+    AppFormat(
+        "hsakmt-override-invalid",
+        "override-invalid",
+        " is invalid",
+        r"HSA_OVERRIDE_GFX_VERSION (?P<value>\S+) is invalid",
+        "libhsakmt refused HSA_OVERRIDE_GFX_VERSION: the topology does not load and no GPU is enumerated",
+        SRC_HSAKMT + " (pr_err when sscanf '%u.%u.%u%c' does not fill three, or a part is out of range)",
+        "HSA_OVERRIDE_GFX_VERSION 1100 is invalid",
     ),
     # --- amdgpu bound to a GPU, as lspci -k, busybox lspci and lsmod show it ---------------------------
     AppFormat(

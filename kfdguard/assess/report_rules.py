@@ -1,0 +1,342 @@
+"""Rules over formats and wordings that the fourth round of unseen reports (corpus files 132-153) showed the
+earlier rule modules did not read: each written from the program that prints the text or from the cause told
+in words, not from a report's wording.
+
+- ``dkms status`` naming the amdgpu module only as *added*, *built* or *broken* (dell/dkms ``do_status``:
+  ``module/version: added`` since dkms 3, ``module, version: added`` before; ``module/version, kernel, arch:
+  built``): DKMS never installed it for any kernel, or not for the running one.
+- HSA_OVERRIDE_GFX_VERSION set to something libhsakmt refuses (topology.c: ``sscanf(envvar, "%u.%u.%u%c",
+  ...) != 3`` or a part out of range prints ``HSA_OVERRIDE_GFX_VERSION %s is invalid`` and topology fails, so
+  no GPU is enumerated at all).
+- The module loader's refusals quoted anywhere in a line (kernel/module: ``%s: disagrees about version of
+  symbol %s``, ``%s: version magic '%s' should be '%s'``; kmod's modprobe ``could not insert '%s': Exec format
+  error``, insmod's and module-init-tools' ``Invalid module format`` for ENOEXEC): a module built for another
+  kernel.
+- Causes told in prose: Secure Boot refusing the module, the out-of-tree driver not supporting or not building
+  for a kernel, /dev/kfd absent inside a container.
+
+Every rule here reads a paste's observations only (``rules.report_only`` skips them on a machine).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.assess.claims import lines_with, search_lines
+from kfdguard.assess.reasoning import Reasoning
+from kfdguard.verdict import Finding, Severity
+
+E = Severity.ERROR
+
+# --- dkms status --------------------------------------------------------------------------------------------
+
+
+def rule_dkms_status_unbuilt(r: Reasoning) -> None:
+    """``dkms status`` shows the amdgpu module added and built for no kernel at all (dkms prints "added" only
+    while no build exists): no ROCm amdgpu is loadable on any kernel, the running one included.
+
+    "built" is not read as a failure: dkms 2 printed it beside a working module (a module that differs from the
+    installed copy); a build or an installed module anywhere leaves the comparison of kernels to rule_dkms.
+    """
+    obs = r.obs
+    if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu") or obs.saw("dkms-status"):
+        return
+    states = obs.saw("dkms-status-unbuilt")
+    if not states or any(m.value("state") == "built" for m in states):
+        return
+    release = obs.release
+    _dkms_not_built(
+        r,
+        "dkms status shows the amdgpu DKMS module added but built for no kernel: no ROCm amdgpu exists for the "
+        "running kernel" + (f" {release}" if release else "") + " (the build failed or never ran)",
+        f"{states[0].source}: {states[0].text}",
+    )
+
+
+def _dkms_not_built(r: Reasoning, message: str, evidence: str) -> None:
+    r.findings.append(
+        Finding(
+            "dkms-not-built",
+            E,
+            message,
+            "sudo dkms autoinstall -k $(uname -r) and read /var/lib/dkms/amdgpu/*/build/make.log when it fails; "
+            "if this amdgpu-dkms release does not support the kernel, boot a kernel it supports or install a "
+            "release that does (or drop amdgpu-dkms and use the kernel's own amdgpu where it has KFD)",
+            (evidence,),
+        )
+    )
+    # What the fallback (in-tree) amdgpu says about KFD support describes that driver, not the GPU.
+    r.findings[:] = [f for f in r.findings if f.code not in ("asic-not-supported", "kernel-too-old")]
+    for t in r.amd:
+        t.block("amdgpu-dkms not built for this kernel", "dkms-not-built")
+
+
+# --- the out-of-tree driver told not to support or build for a kernel ---------------------------------------
+
+# "Building the ROCK kernel module is not yet supported on kernels above 4.15", "build ROCk against a 5.3 kernel.
+# This is not supported yet", "the kernel module currently does not build with kernel 4.4", "rock-dkms ... does
+# not support kernel newer than 5.4", "failed building during the dkms step", "DKMS scripts ... do not properly
+# build or install".
+_DRIVER = (
+    r"(?:rock|rocm|amdgpu)-dkms|\brock\b|\brock kernel module"
+    r"|\b(?:the\s+)?(?:dkms|kernel|rock|rocm)(?:\s+kernel)?\s+(?:module|driver)"
+)
+# One sentence: no newline, and no full stop except inside a version number (6.17.0-6-generic).
+_CLAUSE = r"(?:[^.\n]|\.(?=\d))"
+PROSE_DKMS_KERNEL = re.compile(
+    rf"\b(?:build\w*|compil\w*)\s+(?:the\s+)?(?:{_DRIVER})\b[^\n]{{0,60}}?\bnot\s+(?:yet\s+|currently\s+)?supported\b"
+    rf"|(?:{_DRIVER})\b\s+(?:currently\s+|still\s+)?(?:does\s?n[o']?t|do not|won'?t|will not|cannot|can'?t)\s+"
+    r"(?:build|compile)\s+(?:with|on|for|against|under)\b"
+    rf"|(?:{_DRIVER})\b[`'\"]?[^.\n]{{0,30}}?\b(?:does\s?n[o']?t|do not|won'?t|will not)\s+support\s+(?:the\s+)?"
+    r"(?:linux\s+)?kernels?\b"
+    # "The ROCm 2.0 DKMS driver is not supported on kernel versions above 4.15", "rocm-dkms install says kernel
+    # 4.18 not supported": a DKMS subject, then "not supported" and "kernel" in the same sentence.
+    rf"|(?:{_DRIVER})\b{_CLAUSE}{{0,40}}?\bnot\s+(?:yet\s+)?supported\b{_CLAUSE}{{0,20}}?\bkernel"
+    rf"|\bdkms\b{_CLAUSE}{{0,40}}?\bkernel\b{_CLAUSE}{{0,40}}?\bnot\s+supported\b"
+    r"|\bfail(?:s|ed|ing)?\s+(?:building|to build|compiling|to compile)\b[^.\n]{0,40}?\bdkms\b"
+    r"|\bdkms\b(?:\s+\w+){0,3}?\s+(?:do(?:es)? not|don'?t|doesn'?t|did not|didn'?t)\s+(?:\w+\s+)?"
+    r"(?:build|install|compile)\b",
+    re.I,
+)
+
+
+def rule_prose_dkms_kernel(r: Reasoning) -> None:
+    """The text says the out-of-tree amdgpu (rock-dkms, amdgpu-dkms, "the ROCK kernel module") does not support
+    or does not build for a kernel, or that DKMS did not build or install it."""
+    obs = r.obs
+    if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
+        return
+    told = search_lines(PROSE_DKMS_KERNEL, obs.text, obs.lowered, "dkms", "rock", "kernel module")
+    if told is None:
+        return
+    _dkms_not_built(
+        r,
+        "the text says the out-of-tree amdgpu (DKMS) module does not build or is not supported for the kernel in "
+        "question: that kernel has no ROCm amdgpu, and its own amdgpu (with an older KFD, or none) runs instead",
+        f"the text: {told.group(0)}",
+    )
+
+
+# --- HSA_OVERRIDE_GFX_VERSION that libhsakmt refuses --------------------------------------------------------
+
+# Not a value libhsakmt sees: a reference ($VAR, ${...}), a placeholder (<...>, x.y.z); and ollama's map, which
+# prints an unset variable as "KEY:" followed by its next key.
+_VALID = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)\.(?P<step>\d+)")
+_MAP_KEY = re.compile(r"[A-Z][A-Z0-9_]*:")
+_NOT_A_VALUE = re.compile(r"^(?:[$<{%]|x\.y\.z$|[a-z]\.[a-z]\.[a-z]$)", re.I)
+
+
+def override_refused(value: str) -> bool:
+    """Whether libhsakmt refuses this HSA_OVERRIDE_GFX_VERSION: not exactly major.minor.stepping in decimal
+    (sscanf "%u.%u.%u%c" must fill three), or major > 63, minor or stepping > 255."""
+    m = _VALID.fullmatch(value)
+    if m is None:
+        return True
+    return int(m["major"]) > 63 or int(m["minor"]) > 255 or int(m["step"]) > 255
+
+
+def _refused_override(r: Reasoning) -> tuple[str, str] | None:
+    obs = r.obs
+    said = obs.saw("override-invalid")
+    if said:
+        return said[0].value("value") or "?", f"libhsakmt: {said[0].text}"
+    for m in obs.saw("override-setting"):
+        quoted = m.value("quote") is not None
+        raw = (m.value("quoted") if quoted else m.value("value")) or ""
+        if not quoted and _MAP_KEY.match(raw):
+            continue  # ollama's map: the variable is unset and the map goes on to its next key
+        value = raw.strip().rstrip(".:")  # the end of a sentence, not of the value
+        if value and not _NOT_A_VALUE.search(value) and override_refused(value):
+            return value, f"{m.source}: {m.text}"
+    return None
+
+
+def rule_override_invalid(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION set to a value libhsakmt refuses (gfx1102, 11, a script's error text): the
+    topology fails to load and the runtime sees no GPU at all."""
+    if r.has("env-override-wrong") or r.obs.foreign_host is not None:
+        return  # on Windows and WSL the variable is not read by libhsakmt (other rules speak of it there)
+    refused = _refused_override(r)
+    if refused is None:
+        return
+    value, evidence = refused
+    r.findings.append(
+        Finding(
+            "env-override-wrong",
+            E,
+            f"HSA_OVERRIDE_GFX_VERSION is set to {value!r}, which is not a version libhsakmt accepts "
+            "(major.minor.stepping in decimal, such as 10.3.0 for gfx1030): it refuses it ('HSA_OVERRIDE_GFX_VERSION "
+            "... is invalid'), the topology fails to load and the runtime sees no GPU",
+            "set it to the dotted decimal form of a target the software carries (gfx1030 is 10.3.0, gfx1100 is "
+            "11.0.0, gfx90a is 9.0.10), or unset it where the GPU's own target is supported; where a script "
+            "computes it, fix or bypass the detection",
+            (evidence,),
+        )
+    )
+
+
+# --- the module loader refusing a module built for another kernel ------------------------------------------
+
+# Modules of the amdgpu DKMS package and of the in-tree driver.
+AMD_MODULES = re.compile(
+    r"^(?:amdgpu|amdkfd|amdkcl|amdttm|amdchash|amd_sched|amdxcp|amddrm_\w+|amd-sched)(?:\.ko\S*)?$"
+)
+
+
+def _refused_module(r: Reasoning) -> str | None:
+    """The module loader's refusal (knowledge/appformats.py, kind module-refused) of an amdgpu-family module, or
+    of a module_layout mismatch in a text about an amdgpu.ko someone built."""
+    for m in r.obs.saw("module-refused"):
+        name = (m.value("module") or "").rsplit("/", 1)[-1]
+        if AMD_MODULES.match(name) or (m.value("symbol") == "module_layout" and "amdgpu.ko" in r.obs.lowered):
+            return f"{m.source}: {m.text}"
+    return None
+
+
+def rule_module_built_elsewhere(r: Reasoning) -> None:
+    """The module loader refused an amdgpu module built against another kernel's headers (symbol versions,
+    vermagic or ENOEXEC), quoted where the kernel-log reader did not see it."""
+    if r.has("module-symbol-mismatch", "module-dependency-missing", "no-amd-gpu"):
+        return
+    refused = _refused_module(r)
+    if refused is None:
+        return
+    r.findings.append(
+        Finding(
+            "module-symbol-mismatch",
+            E,
+            "the kernel refused an amdgpu module built for another kernel (its symbol versions or version magic "
+            "do not match the running kernel): that module cannot load",
+            "build the module against the running kernel's headers: install the packaged amdgpu-dkms, which DKMS "
+            "rebuilds for each kernel (sudo dkms autoinstall -k $(uname -r)), or remove the foreign module and use "
+            "the kernel's own amdgpu; then regenerate the initramfs and reboot",
+            (refused,),
+        )
+    )
+    for t in r.amd:
+        if not t.has_node:
+            t.block("amdgpu cannot load", "module-symbol-mismatch")
+
+
+# --- Secure Boot told in words ------------------------------------------------------------------------------
+
+PROSE_SECURE_BOOT = re.compile(
+    r"\bsecure\s?boot\b[^.\n]{0,80}?\b(?:block\w*|prevent\w*|refus\w*|reject\w*|stop\w*|den(?:y|ies|ied)|"
+    r"disallow\w*|won'?t let)\b[^.\n]{0,60}?\b(?:load\w*|modules?|drivers?|amdgpu|dkms)\b"
+    r"|\bsecure\s?boot\b[^.\n]{0,40}?\bmust be disabled\b[^.\n]{0,60}?\b(?:load|module|driver|amdgpu)"
+    # Disabling it made things work, in that sentence or the next ("I disabled secure boot. Everything works"),
+    # and not "disabled it, still not working".
+    r"|\b(?:disabl\w*|turn\w* off|switch\w* off)\s+(?:the\s+)?secure\s?boot\b[^\n]{0,80}?\b(?<!n't )(?<!not )"
+    r"(?:fix\w*|work\w*|solv\w*|resolv\w*)\b",
+    re.I,
+)
+
+
+def rule_prose_secure_boot(r: Reasoning) -> None:
+    """The text says Secure Boot kept the amdgpu (DKMS) module from loading: the kernel's lockdown refuses a
+    module not signed with an enrolled key, as 'Key was rejected by service' says when it is shown."""
+    obs = r.obs
+    if r.has("module-signature-rejected", "no-amd-gpu", "host-without-kfd"):
+        return
+    lowered = obs.lowered
+    told = search_lines(PROSE_SECURE_BOOT, obs.text, lowered, "secure")
+    if told is None or not any(word in lowered for word in ("amdgpu", "dkms", "rocm", "kfd")):
+        return  # not told, or Secure Boot and some other vendor's module
+    r.findings.append(
+        Finding(
+            "module-signature-rejected",
+            E,
+            "the text says Secure Boot keeps the amdgpu module from loading: with Secure Boot on, the kernel loads "
+            "only modules signed with an enrolled key, and an amdgpu-dkms build is signed with DKMS's own key",
+            "enroll the DKMS signing key and confirm it in the MOK manager at the next boot: sudo mokutil --import "
+            "/var/lib/dkms/mok.pub (or disable Secure Boot, or use the distribution's signed in-tree amdgpu)",
+            (f"the text: {told.group(0)}",),
+        )
+    )
+    for t in r.amd:
+        t.block("module rejected (Secure Boot)", "module-signature-rejected")
+
+
+# --- /dev/kfd absent inside a container, told in words -----------------------------------------------------
+
+KFD_NOT_PRESENT = re.compile(
+    r"(?:/dev/)?kfd\b[`'\"]?(?:\s+(?:device|node|file))?\s+(?:is\s+|was\s+|will\s+|would\s+|does\s+|did\s+)?"
+    r"(?:not|n't)\s+(?:be\s+)?(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
+    r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b",
+    re.I,
+)
+CONTAINER_WORD = re.compile(
+    r"\b(?:containers?|docker|podman|singularity|apptainer|lxc|lxd|toolbox|distrobox|kubernetes|k8s|pods?)\b"
+    r"|--contain\b",
+    re.I,
+)
+
+
+def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
+    # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
+    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, "kfd")):
+        lowered = line.lower()
+        if "not" in lowered or "n't" in lowered or "no /dev" in lowered or "missing" in lowered or "absent" in lowered:
+            m = KFD_NOT_PRESENT.search(line)
+            if m:
+                return m
+    return None
+
+
+def rule_prose_container_no_kfd(r: Reasoning) -> None:
+    """The text says /dev/kfd is not present inside a container: the runtime did not pass it in (--device
+    /dev/kfd, a bind under --contain), while the host can have it."""
+    obs = r.obs
+    if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
+        return
+    if obs.kfd is not None and obs.kfd.mode is not None:
+        return  # the node is shown: whatever the prose says, it is there
+    told = _kfd_told_absent(r)
+    if told is None or not (CONTAINER_WORD.search(told.string) or obs.first("container")):
+        return
+    r.findings.append(
+        Finding(
+            "device-node-missing",
+            E,
+            "the text says /dev/kfd is not present inside the container: the container runtime did not pass the "
+            "host's KFD node in, so ROCm there has no device to open",
+            "pass it in: docker/podman run --device=/dev/kfd --device=/dev/dri; Singularity/Apptainer --rocm with "
+            "--bind /dev/kfd where /dev is minimal (--contain, --containall); in Kubernetes, the AMD device plugin; "
+            "check on the host that /dev/kfd exists first",
+            (f"the text: {told.group(0)}",),
+        )
+    )
+
+
+# --- an AMD GPU listed beside an NVIDIA one -----------------------------------------------------------------
+
+# lspci's display controller line of an AMD device, with or without -nn, named or not ("Vega [Radeon RX Vega]").
+AMD_DISPLAY = re.compile(
+    r"^\s*(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] (?:VGA compatible controller|Display controller|"
+    r"3D controller)(?: \[03[0-9a-f]{2}\])?: (?:Advanced Micro Devices|AMD|ATI)\b",
+    re.I,
+)
+
+
+def amd_device_listed(r: Reasoning) -> str | None:
+    """An AMD display device that lspci lists or that amdgpu logs by its PCI slot, whether or not its chip is
+    identified: the machine has an AMD GPU."""
+    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, " controller")):
+        if AMD_DISPLAY.match(line):
+            return f"lspci: {line.strip()}"
+    for e in r.events:
+        if e.driver == "amdgpu" and e.device and e.device != "kfd":
+            return f"kernel log: {e.text}"
+    return None
+
+
+__all__ = [
+    "amd_device_listed",
+    "override_refused",
+    "rule_dkms_status_unbuilt",
+    "rule_module_built_elsewhere",
+    "rule_override_invalid",
+    "rule_prose_container_no_kfd",
+    "rule_prose_dkms_kernel",
+    "rule_prose_secure_boot",
+]
