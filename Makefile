@@ -309,26 +309,17 @@ NODE_EXPORTER_DEB ?= $(lastword $(wildcard /var/cache/kfdguard-testdata/debs/pro
 SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep+fleet
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
-# empty (make test-system's default) runs every row; make test runs
-# TEST_VM_GUESTS (the bookworm row; the reasons below).
+# empty, the default of both make test-system and make test, runs every row.
 # Every row runs SCENARIOS (a row with `only` keeps the scenarios whose header
-# names it, e.g. "# vmlane: bus"). Why every row fits: measured whole on 2 CPUs
-# under TCG the same afternoon (2026-12-01, load 4-7; vm/README.md, "The matrix,
-# measured whole"), the bookworm row took 1,963 s, the trixie row 1,863 s and
-# trixie-broker 464 s: the two trixie rows cost 1.19x the bookworm row (1.6x
-# in the last session's partial runs). CI's last whole make test with the
-# bookworm row took 1,880 s, of which the lane is ~1,370 s (the fast suite,
-# the Shell 48 test and the package builds take ~8.5 min, README); adding
-# 1.2-1.6x that gives ~3,500-4,100 s, 59-68 of CI's 90 minutes: a quarter to
-# a third of the budget to spare. That estimate has not been one run: each row
-# passed in its own run (two cells only on a rerun: a TCG double fault at 0.6 s
-# of a 6.12 boot, a systemd start of 1.1 s at load 7), no whole make test with
-# every row has run, and a CI run of ~60-70 min has little room for the
-# infrastructure retries TCG needs now and then. So make test keeps one row
-# until one whole make test-system has passed; then empty TEST_VM_GUESTS.
-# Every row in make test: make test TEST_VM_GUESTS=
+# names it, e.g. "# vmlane: bus"). Why every row fits CI: one whole make test
+# with every row, from a fresh clone on a fresh 2-CPU machine under TCG (every
+# cache cold: the Debian packages, the virtualenv, both chroots, both images),
+# took 44 min 47 s (2026-12-01): the lane 2,184 s of it, 25 of 25 scenarios,
+# 810 checks, no retry (README; vm/README.md, "The matrix, measured whole").
+# That leaves half of CI's 90 minutes for TCG's occasional infrastructure retry.
+# One row only: make test TEST_VM_GUESTS=bookworm
 VM_GUESTS ?=
-TEST_VM_GUESTS ?= bookworm
+TEST_VM_GUESTS ?=
 
 # A guest's wall limit, all its boots (it catches a hung guest): a chain of four
 # scenarios took 366-423 s on 2 CPUs with the load of other builds, over vmlane's
