@@ -14,6 +14,7 @@ import re
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
+from kfdguard.assess.report_rules import dkms_not_built
 from kfdguard.evidence.model import SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -1049,21 +1050,15 @@ def rule_prose_dkms(r: Reasoning) -> None:
     shown = _dkms_told(text, lowered)
     if shown is None:
         return
-    r.findings.append(
-        Finding(
-            "dkms-not-built",
-            E,
-            "the text says the amdgpu DKMS module fails to build or install: for the kernel it failed on there is no "
-            "ROCm amdgpu (the kernel's own amdgpu, or none, runs instead); a kernel update is the usual trigger",
-            "boot the previous kernel (the boot menu keeps it) until an amdgpu-dkms release supports the new one, "
-            "or install that release and run sudo dkms autoinstall -k <kernel>; 'dkms status' and "
-            "/var/lib/dkms/amdgpu/*/build/make.log show what failed",
-            (shown,),
-        )
+    dkms_not_built(
+        r,
+        "the text says the amdgpu DKMS module fails to build or install: for the kernel it failed on there is no "
+        "ROCm amdgpu (the kernel's own amdgpu, or none, runs instead); a kernel update is the usual trigger",
+        shown,
+        "boot the previous kernel (the boot menu keeps it) until an amdgpu-dkms release supports the new one, "
+        "or install that release and run sudo dkms autoinstall -k <kernel>; 'dkms status' and "
+        "/var/lib/dkms/amdgpu/*/build/make.log show what failed",
     )
-    r.findings[:] = [f for f in r.findings if f.code not in ("asic-not-supported", "kernel-too-old")]
-    for t in r.amd:
-        t.block("amdgpu-dkms not built for this kernel", "dkms-not-built")
 
 
 def rule_prose_old_radeon(r: Reasoning) -> None:

@@ -45,7 +45,7 @@ def rule_dkms_status_unbuilt(r: Reasoning) -> None:
     if not states or any(m.value("state") == "built" for m in states):
         return
     release = obs.release
-    _dkms_not_built(
+    dkms_not_built(
         r,
         "dkms status shows the amdgpu DKMS module added but built for no kernel: no ROCm amdgpu exists for the "
         "running kernel" + (f" {release}" if release else "") + " (the build failed or never ran)",
@@ -53,19 +53,17 @@ def rule_dkms_status_unbuilt(r: Reasoning) -> None:
     )
 
 
-def _dkms_not_built(r: Reasoning, message: str, evidence: str) -> None:
-    r.findings.append(
-        Finding(
-            "dkms-not-built",
-            E,
-            message,
-            "sudo dkms autoinstall -k $(uname -r) and read /var/lib/dkms/amdgpu/*/build/make.log when it fails; "
-            "if this amdgpu-dkms release does not support the kernel, boot a kernel it supports or install a "
-            "release that does (or drop amdgpu-dkms and use the kernel's own amdgpu where it has KFD)",
-            (evidence,),
-        )
-    )
-    # What the fallback (in-tree) amdgpu says about KFD support describes that driver, not the GPU.
+DKMS_REMEDY = (
+    "sudo dkms autoinstall -k $(uname -r) and read /var/lib/dkms/amdgpu/*/build/make.log when it fails; "
+    "if this amdgpu-dkms release does not support the kernel, boot a kernel it supports or install a "
+    "release that does (or drop amdgpu-dkms and use the kernel's own amdgpu where it has KFD)"
+)
+
+
+def dkms_not_built(r: Reasoning, message: str, evidence: str, remedy: str = DKMS_REMEDY) -> None:
+    """dkms-not-built, and what it makes moot: the in-tree amdgpu's words about KFD support describe the
+    driver that runs instead, not the GPU (app_rules.rule_prose_dkms uses it too)."""
+    r.findings.append(Finding("dkms-not-built", E, message, remedy, (evidence,)))
     r.findings[:] = [f for f in r.findings if f.code not in ("asic-not-supported", "kernel-too-old")]
     for t in r.amd:
         t.block("amdgpu-dkms not built for this kernel", "dkms-not-built")
@@ -109,7 +107,7 @@ def rule_prose_dkms_kernel(r: Reasoning) -> None:
     told = search_lines(PROSE_DKMS_KERNEL, obs.text, obs.lowered, "dkms", "rock", "kernel module")
     if told is None:
         return
-    _dkms_not_built(
+    dkms_not_built(
         r,
         "the text says the out-of-tree amdgpu (DKMS) module does not build or is not supported for the kernel in "
         "question: that kernel has no ROCm amdgpu, and its own amdgpu (with an older KFD, or none) runs instead",
