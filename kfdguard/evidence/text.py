@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from itertools import compress, count
-from operator import not_
+from itertools import compress, count, filterfalse
+from operator import methodcaller, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
@@ -628,18 +628,19 @@ def _paste(text: str) -> Observations:
     return obs
 
 
-def _keys(distinct: list[str], units: list[str]) -> list[str]:
-    """The memo key of each of these lines: its _stamp_key, behind a newline for a line that an open block
-    reads (its first character a blank or a digit; no line holds a newline, so the two kinds never meet).
+def _key_of(distinct: list[str], units: list[str]) -> dict[str, str]:
+    """Each distinct line's memo key: its _stamp_key, behind a newline for a line that an open block reads
+    (its first character a blank or a digit; no line holds a newline, so the two kinds never meet).
 
     A long paste's dmesg lines are all distinct (their times differ) and most of its distinct lines: their
-    keys are their untimed units (kernellog.untimed removes what _stamp_key does, in one substitution in C),
-    the others' come from _stamp_key, one call each."""
+    keys are their untimed forms (kernellog.untimed removes what _stamp_key does, by one substitution in C),
+    taken as they are; Python computes only the others (picked by a filter in C), one call each."""
+    key_of = dict(zip(distinct, units, strict=True))
     stamp_key, inside = _stamp_key, _INSIDE
-    return [
-        unit if raw[:1] == "[" else "\n" + stamp_key(raw) if raw[:1] in inside else stamp_key(raw)
-        for raw, unit in zip(distinct, units, strict=True)
-    ]
+    for raw in filterfalse(methodcaller("startswith", "["), distinct):
+        key = stamp_key(raw)
+        key_of[raw] = "\n" + key if raw[:1] in inside else key
+    return key_of
 
 
 def _surroundings(obs: Observations, state: _State) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -679,20 +680,19 @@ def _read_every_line(obs: Observations, state: _State) -> None:
 def _read_remembering(obs: Observations, state: _State) -> None:
     """read_text's default path: the lines not yet seen showing nothing in their surroundings.
 
-    Which those are is decided in C: the key of every line (_keys, over the distinct lines), then
+    Which those are is decided in C: the key of every line (_key_of, over the distinct lines), then
     ``compress`` over the keys not in the present surroundings' set. Python sees only the lines it reads.
     A line after one that names a command (_after) is read whatever its key, and such a line itself is
     never remembered. A line that changed what was seen may have changed the surroundings: then the set
     of those surroundings takes over (each line stays remembered where it showed nothing)."""
     lines = obs.lines
-    key_of = dict(zip(obs.distinct, _keys(obs.distinct, obs.units), strict=True))
-    keys = list(map(key_of.__getitem__, lines))
+    key_of = _key_of(obs.distinct, obs.units)
     reader, size, after = _Reader(obs, state), _size, _after
     stores: dict[tuple[object, ...], set[str]] = {}
     where = _surroundings(obs, state)
     outside, inside = stores.setdefault(where[0], set()), stores.setdefault(where[1], set())
     seen = outside | inside  # what the lines not read are tested against, in C
-    remaining = iter(keys)
+    remaining = map(key_of.__getitem__, lines)  # the keys of the lines after the last one read
     chain = compress(count(0), map(not_, map(seen.__contains__, remaining)))
     index, last, bare, forced = -1, -1, "", False
     while True:
@@ -707,18 +707,18 @@ def _read_remembering(obs: Observations, state: _State) -> None:
         raw = lines[index]
         before = None if forced else size(obs, state)
         bare = reader.read(raw, index + 1, "" if index == 0 else bare if last == index - 1 else lines[index - 1])
-        last, was_forced, forced = index, forced, after(bare)
+        last, rebuild, forced = index, forced, after(bare)
         if before is not None and before == size(obs, state):
             if not forced:
-                key = keys[index]
+                key = key_of[raw]
                 seen.add(key)
                 (inside if raw[:1] in _INSIDE else outside).add(key)
         elif (now := _surroundings(obs, state)) != where:
             where = now
             outside, inside = stores.setdefault(where[0], set()), stores.setdefault(where[1], set())
             seen = outside | inside
-            was_forced = True  # the chain must test against the new set
-        if forced or was_forced:
+            rebuild = True  # the chain must test against the new set
+        if forced or rebuild:  # (after a line read out of the chain, the chain starts after it)
             chain = compress(count(index + 1), map(not_, map(seen.__contains__, remaining)))
 
 
