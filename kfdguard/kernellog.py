@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import compress, count
 
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, SRC_MODLOAD, SRC_SIGN, SRC_UDEV, LogRule
@@ -280,14 +281,15 @@ def scan_distinct(
 
     Which lines pass the prefilter is decided on the distinct untimed lines (a few hundred in a long
     paste, not a hundred thousand) where every word it looks for is blind to the times; then one pass in C
-    picks every line that passes, each with its number, as the big-log path does over the text."""
+    numbers every line that passes, as the big-log path does over the text."""
     search = engine.prefilter.search
     if all(map(blind_to_times, engine.alternatives)):
         passing_units = set(filter(search, dict.fromkeys(units)))
-        passing = {line for line, unit in zip(distinct, units, strict=True) if unit in passing_units}
+        passing = set(compress(distinct, map(passing_units.__contains__, units)))
     else:
         passing = set(filter(search, distinct))
-    return _events(_numbered(lines, list(filter(passing.__contains__, lines))), boot, source, engine)
+    numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
+    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine)
 
 
 def _numbered(lines: list[str], hits: list[str]) -> list[tuple[int, str]]:
