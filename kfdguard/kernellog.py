@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import compress, count
 
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, SRC_MODLOAD, SRC_SIGN, SRC_UDEV, LogRule
@@ -243,6 +244,66 @@ def _events(candidates: Iterable[tuple[int, str]], boot: int, source: str, engin
     return events
 
 
+# A dmesg time at the start of a line ("[   12.345678]"), as evidence.text's memo removes it: blanks, digits
+# and a dot between the brackets, its "]" within the first 40 characters (the lookahead). Preceded by the
+# newline that starts the line, so that one substitution over lines joined finds every line's.
+_DMESG_TIMES = re.compile(r"\n\[(?=[ \t0-9.]{0,38}\])[ \t]*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*\]")
+# What such a time consists of, besides its closing "]".
+_TIME_CHARS = frozenset("[ \t0123456789.")
+
+
+def untimed(lines: list[str]) -> list[str]:
+    """Each line without its leading dmesg time: "[]" and the rest of the line, or the line as it is.
+
+    A long log's dmesg lines are all distinct, their times differ; without them, a few hundred remain. One
+    substitution in C over the lines joined, instead of a call per line."""
+    return _DMESG_TIMES.sub("\n[]", "\n" + "\n".join(lines)).split("\n")[1:]
+
+
+def blind_to_times(word: str) -> bool:
+    """Whether ``word`` is in a line exactly when it is in the line untimed (untimed): a word without "]"
+    that is not made of a time's characters alone can neither lie in the time nor reach across its end,
+    and the "[]" left in its place holds no such word either."""
+    return bool(word) and "]" not in word and not set(word) <= _TIME_CHARS
+
+
+def scan_distinct(
+    lines: list[str],
+    distinct: list[str],
+    units: list[str],
+    *,
+    boot: int = 0,
+    source: str = "",
+    engine: Engine = DEFAULT,
+) -> list[LogEvent]:
+    """The events ``scan`` finds in the big log ``"\\n".join(lines)``, given its distinct lines in the order
+    they first appear and those untimed (``untimed(distinct)``).
+
+    Which lines pass the prefilter is decided on the distinct untimed lines (a few hundred in a long
+    paste, not a hundred thousand) where every word it looks for is blind to the times; then one pass in C
+    numbers every line that passes, as the big-log path does over the text."""
+    search = engine.prefilter.search
+    if all(map(blind_to_times, engine.alternatives)):
+        passing_units = set(filter(search, dict.fromkeys(units)))
+        passing = set(compress(distinct, map(passing_units.__contains__, units)))
+    else:
+        passing = set(filter(search, distinct))
+    numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
+    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine)
+
+
+def _numbered(lines: list[str], hits: list[str]) -> list[tuple[int, str]]:
+    """(line number, line) of ``hits``, the lines of ``lines`` that a filter in C kept, in order: each is
+    found by identity after the one before it, without enumerating every line in Python."""
+    numbered: list[tuple[int, str]] = []
+    start, index = 0, lines.index
+    for hit in hits:
+        at = index(hit, start)
+        numbered.append((at + 1, hit))
+        start = at + 1
+    return numbered
+
+
 def _is_big(text: str) -> bool:
     """Whether the text has at least SMALL lines, counting no further than needed: the newlines of its
     first SMALL * 400 characters decide a log of ordinary lines (a whole count costs 0.4x a split)."""
@@ -264,11 +325,5 @@ def scan(
     else:
         # Only the rare candidate lines need their numbers: find them by identity
         # after the C-level filter instead of enumerating every line in Python.
-        hits = list(filter(engine.prefilter.search, lines))
-        candidates = []
-        start = 0
-        for hit in hits:
-            index = lines.index(hit, start)
-            candidates.append((index + 1, hit))
-            start = index + 1
+        candidates = _numbered(lines, list(filter(engine.prefilter.search, lines)))
     return len(lines), _events(candidates, boot, source, engine)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 
 from kfdguard.assess import remedies
-from kfdguard.assess.claims import lines_with, search_lines
+from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.assess.report_rules import dkms_not_built
-from kfdguard.evidence.model import SeenMessage
+from kfdguard.evidence.model import Observations, SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
@@ -280,6 +280,16 @@ def rule_no_device(r: Reasoning) -> None:
         )
 
 
+def _holds(obs: Observations, *words: str) -> bool:
+    """Whether the text holds one of these words (each a piece of one line): a long paste through its index."""
+    return any(contains(obs.text, obs.lowered, word) for word in words)
+
+
+def _holds_lower(obs: Observations, *words: str) -> bool:
+    """Whether the text's lower case holds one of these words (each a piece of one line)."""
+    return any(contains(obs.text, obs.lowered, word, lower=True) for word in words)
+
+
 def _denied_group(r: Reasoning) -> str:
     node = r.obs.kfd
     if node is not None and node.group and node.mode:
@@ -327,7 +337,7 @@ def _root_only(r: Reasoning) -> str | None:
         return None
     # The stack named anywhere, or the GPU named in the very sentence ("has to use sudo for GPU access").
     gpu_said = "gpu" in m.string.lower()
-    stack_named = "/dev/kfd" in text or "rocminfo" in text or "clinfo" in text or bool(r.obs.saw("runtime-gpu"))
+    stack_named = _holds(r.obs, "/dev/kfd", "rocminfo", "clinfo") or bool(r.obs.saw("runtime-gpu"))
     if stack_named or gpu_said or _said_member(r):
         return f"the text: {m.group(0)}"
     return None
@@ -360,7 +370,7 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     if r.has("user-not-in-group", "device-permissions"):
         return
     evidence: list[str] = [m.text for m in obs.saw("kfd-eacces")[:1]]
-    if not evidence and obs.saw("eacces") and ("/dev/kfd" in text or "/dev/dri/renderD" in text):
+    if not evidence and obs.saw("eacces") and _holds(obs, "/dev/kfd", "/dev/dri/renderD"):
         evidence.append(obs.saw("eacces")[0].text)
     root_only = _root_only(r)
     if root_only:
@@ -518,7 +528,7 @@ def rule_dkms(r: Reasoning) -> None:
     if r.machine is not None:
         return
     errors = obs.saw("dkms-build-error")
-    if not errors and ("amdgpu" in obs.lowered or "rock-dkms" in obs.lowered):
+    if not errors and _holds_lower(obs, "amdgpu", "rock-dkms"):
         errors = obs.saw("dkms-build-skipped")  # dkms skips every module alike: the text must be about amdgpu
     statuses = obs.saw("dkms-status")
     release = obs.release
@@ -833,9 +843,8 @@ def rule_override_not_applied(r: Reasoning) -> None:
             "and it did: the override never reached the server that logged"
         )
     else:
-        lowered = obs.lowered
-        profile = next((p for p in (".bashrc", ".profile", ".zshrc", "/etc/environment") if p in lowered), None)
-        service = "journalctl -u" in lowered or "systemctl" in lowered or ".service" in lowered
+        profile = next((p for p in (".bashrc", ".profile", ".zshrc", "/etc/environment") if _holds_lower(obs, p)), None)
+        service = _holds_lower(obs, "journalctl -u", "systemctl", ".service")
         if profile is None or not service or profile == "/etc/environment":
             return
         evidence.append(f"the text: the variable is set in {profile}, and the program runs as a systemd service")
@@ -860,7 +869,7 @@ def _wsl(r: Reasoning) -> str | None:
     seen = obs.saw("wsl-runtime")
     if seen:
         return seen[0].text
-    if "sources/wsl/" in obs.lowered:
+    if _holds_lower(obs, "sources/wsl/"):
         return "the text: a ROCm WSL build's source path (sources/wsl/)"
     if obs.foreign_host is not None and "wsl" in str(obs.foreign_host).lower():
         return str(obs.foreign_host)
@@ -924,7 +933,7 @@ def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
     if where is None:
         return
     text, lowered = obs.text, obs.lowered
-    cpu_only = "HSA Agents" in text and "Device Type:" in text  # rocminfo ran; its agents (no GPU) are above
+    cpu_only = _holds(obs, "HSA Agents") and _holds(obs, "Device Type:")  # rocminfo ran; its agents (no GPU) are above
     said = (
         None
         if cpu_only
@@ -983,7 +992,7 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     ]
     evidence: list[str] = []
     amd_listed = any("AMD" in n or "ATI" in n or "Advanced Micro" in n or "Radeon" in n for n in names)
-    if names and not amd_listed and "[1002:" not in lowered:
+    if names and not amd_listed and not _holds_lower(obs, "[1002:"):
         evidence.append(f"lspci: display controllers {'; '.join(dict.fromkeys(names))}")
         virtual = next((n for n in names if appformats.VIRTUAL_DISPLAY.search(n)), None)
         if virtual and appformats.PASSTHROUGH.search(text):
@@ -1024,15 +1033,15 @@ def _dkms_told(text: str, lowered: str) -> str | None:
     said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
     if said:
         return f"the text: {said.group(0)}"
-    if "build" in lowered or "compil" in lowered:
+    if contains(text, lowered, "build", lower=True) or contains(text, lowered, "compil", lower=True):
         fails = search_lines(appformats.PROSE_BUILD_FAILS, text, lowered, "build", "compil")
         if fails:
             return f"the text: {fails.group(0)}"
-    if "--no-dkms" in lowered:
+    if contains(text, lowered, "--no-dkms", lower=True):
         works = search_lines(appformats.NO_DKMS_WORKS, text, lowered, "--no-dkms")
         if works:
             return f"the text: {works.group(0)} (ROCm works without the DKMS module)"
-    if "errors were encountered while processing" in lowered:
+    if contains(text, lowered, "errors were encountered while processing", lower=True):
         package = appformats.DPKG_DKMS.search(text)
         if package:
             return f"dpkg: errors were encountered while processing {package['package']}"
@@ -1045,7 +1054,7 @@ def rule_prose_dkms(r: Reasoning) -> None:
     if r.machine is not None or r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
     text, lowered = obs.text, obs.lowered
-    if not ("dkms" in lowered or "rock " in lowered or "rock-" in lowered or "base driver" in lowered):
+    if not _holds_lower(obs, "dkms", "rock ", "rock-", "base driver"):
         return  # prose about building ROCm's own userspace from source is not the kernel module
     shown = _dkms_told(text, lowered)
     if shown is None:
@@ -1143,7 +1152,7 @@ def rule_prose_atomics(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("pcie-atomics", "host-without-kfd"):
         return
-    if "atomic" not in obs.lowered:
+    if not _holds_lower(obs, "atomic"):
         return
     said = search_lines(appformats.PROSE_ATOMICS, obs.text, obs.lowered, "atomic")
     if said is None:
@@ -1179,7 +1188,7 @@ def rule_udev_rule_fix(r: Reasoning) -> None:
         "device-permissions", "user-not-in-group", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
     ):
         return
-    if "udev" not in obs.lowered and 'kfd"' not in obs.lowered:
+    if not _holds_lower(obs, "udev", 'kfd"'):
         return  # neither a rule line (KERNEL=="kfd") nor words about udev: nothing to read
     rule = search_lines(appformats.KFD_UDEV_RULE, obs.text, obs.lowered, "kfd")
     shown: tuple[str, ...] | None = None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from kfdguard.kernellog import blind_to_times, untimed
+
 WRONG_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"0x7440\b.{0,60}(?:navi ?31|7900)|(?:navi ?31|7900).{0,60}0x7440\b", re.I),
@@ -57,23 +59,67 @@ INDEXED = 1_000_000
 
 
 class _Index:
-    """A long text's distinct lines, joined, in lower case, and the lines found for each cue.
+    """A long text's distinct lines, searched through their untimed forms, and the lines found for each cue.
 
     A long paste repeats itself (the same journal, application and prose lines thousands of times), and
-    its rules search it for some twenty cues: each whole-text search of a 10 MB paste cost as much as
-    half of splitting it, most of it spent on repeats. The distinct lines are about half the text, their
-    cue lines a few dozen where the whole text had thousands, and a cue asked for twice is searched once.
+    its rules search it for some twenty cues and words: each whole-text search of a 10 MB paste cost as
+    much as half of splitting it, most of it spent on repeats. Its distinct lines are still half the text:
+    a kernel log's lines differ in their times. Without their dmesg times (kernellog.untimed) a few
+    thousand lines remain, a few hundred kilobytes; a cue or word blind to those times
+    (kernellog.blind_to_times) is in a line exactly when it is in the line untimed, so it is searched for
+    there and the lines it finds stand for every distinct line with that untimed form. Any other cue
+    ("6.2", "7440": a time may hold them) is searched for in the distinct lines joined, built when first
+    needed. A cue asked for twice is searched once.
     """
 
-    __slots__ = ("found", "lowered", "source", "text")
+    __slots__ = ("_full", "_groups", "_order", "distinct", "found", "lowered", "source", "text", "units")
 
-    def __init__(self, text: str, lines: list[str] | None = None) -> None:
+    def __init__(self, text: str, distinct: list[str], units: list[str] | None = None) -> None:
         self.source = text  # held, so that the identity test in _index cannot meet a new string at its address
-        # A paste's own lines have their hashes computed already (evidence.text looked them up): no split,
-        # no hashing again.
-        self.text = "\n".join(dict.fromkeys(text.split("\n") if lines is None else lines))
+        self.distinct = distinct
+        self.units = untimed(distinct) if units is None else units
+        self.text = "\n".join(dict.fromkeys(self.units))
         self.lowered = self.text.lower()
         self.found: dict[str, list[str]] = {}
+        self._full: tuple[str, str] | None = None  # the distinct lines joined, and in lower case
+        self._groups: dict[str, list[str]] | None = None  # an untimed form -> the distinct lines it stands for
+        self._order: dict[str, int] | None = None  # a distinct line -> where it first appears
+
+    def full(self) -> tuple[str, str]:
+        if self._full is None:
+            joined = "\n".join(self.distinct)
+            self._full = (joined, joined.lower())
+        return self._full
+
+    def contains(self, word: str, lower: bool) -> bool:
+        """Whether a line of the text (or of its lower case) holds ``word``, a piece of one line."""
+        if blind_to_times(word):
+            return word in (self.lowered if lower else self.text)
+        text, lowered = self.full()
+        return word in (lowered if lower else text)
+
+    def lines_with(self, cue: str) -> list[str]:
+        if not blind_to_times(cue):
+            text, lowered = self.full()
+            return _find(text, lowered, cue)
+        found = _find(self.text, self.lowered, cue)
+        if not any(unit[:2] == "[]" for unit in found):
+            return found  # no dmesg line among them: each line is its own untimed form
+        groups = self._group()
+        lines = [line for unit in found for line in groups.get(unit, (unit,))]
+        if len(lines) > len(found) and len(found) > 1:  # several forms' lines, each form's in order: merge
+            order = self._order = self._order or {line: at for at, line in enumerate(self.distinct)}
+            lines.sort(key=order.__getitem__)
+        return lines
+
+    def _group(self) -> dict[str, list[str]]:
+        if self._groups is None:
+            # Every line whose untimed form begins "[]": the dmesg lines, and any line written so itself.
+            self._groups = {}
+            for line, unit in zip(self.distinct, self.units, strict=True):
+                if unit[:2] == "[]":
+                    self._groups.setdefault(unit, []).append(line)
+        return self._groups
 
 
 _LAST: list[_Index] = []  # the index of the text searched last: a diagnosis asks its rules in turn
@@ -83,21 +129,37 @@ def _index(text: str) -> _Index:
     last = _index_of(text)
     if last is not None:
         return last
-    index = _Index(text)
+    index = _Index(text, list(dict.fromkeys(text.split("\n"))))
     _LAST[:] = [index]
     return index
 
 
-def index_lines(text: str, lines: list[str]) -> None:
+def index_lines(text: str, lines: list[str], distinct: list[str] | None = None, units: list[str] | None = None) -> None:
     """Index a long ``text`` that is ``lines`` joined by newlines (Observations.text and .lines) before its
-    rules search it. A ``lines`` that is not ``text`` split is ignored: the search then splits the text."""
-    if len(text) >= INDEXED and _index_of(text) is None and "\n".join(lines) == text:
-        _LAST[:] = [_Index(text, lines)]
+    rules search it. A ``lines`` that is not ``text`` split is ignored: the search then splits the text.
+    ``distinct`` and ``units``, where given, are the lines' distinct lines in the order they first appear and
+    those untimed (Observations.distinct and .units, as evidence.text made them from those lines)."""
+    if len(text) < INDEXED or _index_of(text) is not None:
+        return
+    if distinct is None or units is None or len(distinct) != len(units):
+        if "\n".join(lines) == text:
+            _LAST[:] = [_Index(text, list(dict.fromkeys(lines)))]
+        return
+    _LAST[:] = [_Index(text, distinct, units)]
 
 
 def _index_of(text: str) -> _Index | None:
     last = _LAST[0] if _LAST else None
     return last if last is not None and last.source is text else None
+
+
+def contains(text: str, lowered: str, word: str, *, lower: bool = False) -> bool:
+    """``word in text`` (``word in lowered`` with ``lower``), for a word that is a piece of one line: a long
+    text through its index, where the word is looked for among its few untimed lines when it can be."""
+    index = _index_of(text) if len(text) >= INDEXED and len(lowered) == len(text) and "\n" not in word else None
+    if index is None:
+        return word in (lowered if lower else text)
+    return index.contains(word, lower)
 
 
 def _find(text: str, lowered: str, cue: str) -> list[str]:
@@ -127,7 +189,7 @@ def lines_with(text: str, lowered: str, cue: str) -> list[str]:
     index = _index(text)
     found = index.found.get(cue)
     if found is None:
-        found = index.found[cue] = _find(index.text, index.lowered, cue)
+        found = index.found[cue] = index.lines_with(cue)
     return list(found)
 
 

@@ -742,7 +742,8 @@ def run(obs: Observations, machine: Context | None = None) -> Reasoning:
     else:
         from kfdguard.assess.claims import index_lines
 
-        index_lines(obs.text, obs.lines)  # the rules' searches of a long paste share one index of its lines
+        # The rules' searches of a long paste share one index of its lines (and of their untimed forms).
+        index_lines(obs.text, obs.lines, obs.distinct, obs.units)
     for rule in _rules():
         rule(r)
     return r

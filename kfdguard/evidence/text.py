@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import compress, count, filterfalse
+from operator import methodcaller, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
-from kfdguard.kernellog import SMALL, scan
+from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
 from kfdguard.knowledge import appformats
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
@@ -488,9 +490,12 @@ def _finish(obs: Observations, state: _State) -> None:
         if directives:
             obs.kinds.add("modprobe")
             obs.modprobe = list(directives)
-    # A paste the size of a whole log goes through the big-log search over its text (kernellog.SMALL).
+    # A paste the size of a whole log is searched as the big-log path searches a text (kernellog.SMALL).
     lines = obs.lines
-    _, events = scan(obs.text if len(lines) > SMALL else _unwrapped(lines), source="paste")
+    if len(lines) > SMALL:  # what scan(obs.text) finds, from the distinct lines
+        events = scan_distinct(lines, obs.distinct, obs.units, source="paste")
+    else:
+        _, events = scan(_unwrapped(lines), source="paste")
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
@@ -584,16 +589,6 @@ def _bare(raw: str) -> str:
     return stripped
 
 
-_Memo = tuple[dict[str, bool], dict[str, bool]]
-
-
-def _memos(memos: dict[tuple[object, ...], _Memo], obs: Observations, state: _State) -> tuple[_Memo, _Memo]:
-    """The memos of lines outside and inside an open block (read_text) in the present surroundings."""
-    directory, smi, written = state.directory, state.smi, _written(obs)
-    outside = memos.setdefault((directory, 0, smi, written), ({}, {}))
-    return outside, memos.setdefault((directory, state.agent_line, smi, written), ({}, {}))
-
-
 _INSIDE = frozenset(" \t0123456789")
 
 
@@ -628,7 +623,103 @@ def _paste(text: str) -> Observations:
     obs.lines = _unquoted(text, text.split("\n"))
     obs.text = "\n".join(obs.lines)
     obs.lowered = obs.text.lower()
+    obs.distinct = list(dict.fromkeys(obs.lines))
+    obs.units = untimed(obs.distinct)
     return obs
+
+
+def _key_of(distinct: list[str], units: list[str]) -> dict[str, str]:
+    """Each distinct line's memo key: its _stamp_key, behind a newline for a line that an open block reads
+    (its first character a blank or a digit; no line holds a newline, so the two kinds never meet).
+
+    A long paste's dmesg lines are all distinct (their times differ) and most of its distinct lines: their
+    keys are their untimed forms (kernellog.untimed removes what _stamp_key does, by one substitution in C),
+    taken as they are; Python computes only the others (picked by a filter in C), one call each."""
+    key_of = dict(zip(distinct, units, strict=True))
+    stamp_key, inside = _stamp_key, _INSIDE
+    for raw in filterfalse(methodcaller("startswith", "["), distinct):
+        key = stamp_key(raw)
+        key_of[raw] = "\n" + key if raw[:1] in inside else key
+    return key_of
+
+
+def _surroundings(obs: Observations, state: _State) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    """Where a line that showed nothing is remembered, outside and inside an open block (read_text)."""
+    directory, smi, written = state.directory, state.smi, _written(obs)
+    return (directory, smi, written), (directory, state.agent_line, smi, written)
+
+
+class _Reader:
+    """One line read with every extractor (EXTRACTORS as the module holds it when reading starts)."""
+
+    __slots__ = ("extractors", "line", "obs", "state")
+
+    def __init__(self, obs: Observations, state: _State) -> None:
+        self.obs, self.state, self.line = obs, state, _Line("", "", 0)
+        self.extractors = EXTRACTORS
+
+    def read(self, raw: str, number: int, previous: str) -> str:
+        """Read the line; returns it bare (what the next line sees as the one before it)."""
+        bare = _bare(raw)
+        line, state, obs = self.line, self.state, self.obs
+        line.raw, line.bare, line.number = raw, bare, number
+        state.previous = previous
+        for extract in self.extractors:
+            extract(obs, line, state)
+        state.previous = bare
+        return bare
+
+
+def _read_every_line(obs: Observations, state: _State) -> None:
+    reader = _Reader(obs, state)
+    previous = ""
+    for number, raw in enumerate(obs.lines, 1):
+        previous = reader.read(raw, number, previous)
+
+
+def _read_remembering(obs: Observations, state: _State) -> None:
+    """read_text's default path: the lines not yet seen showing nothing in their surroundings.
+
+    Which those are is decided in C: the key of every line (_key_of, over the distinct lines), then
+    ``compress`` over the keys not in the present surroundings' set. Python sees only the lines it reads.
+    A line after one that names a command (_after) is read whatever its key, and such a line itself is
+    never remembered. A line that changed what was seen may have changed the surroundings: then the set
+    of those surroundings takes over (each line stays remembered where it showed nothing)."""
+    lines = obs.lines
+    key_of = _key_of(obs.distinct, obs.units)
+    reader, size, after = _Reader(obs, state), _size, _after
+    stores: dict[tuple[object, ...], set[str]] = {}
+    where = _surroundings(obs, state)
+    outside, inside = stores.setdefault(where[0], set()), stores.setdefault(where[1], set())
+    seen = outside | inside  # what the lines not read are tested against, in C
+    remaining = map(key_of.__getitem__, lines)  # the keys of the lines after the last one read
+    chain = compress(count(0), map(not_, map(seen.__contains__, remaining)))
+    index, last, bare, forced = -1, -1, "", False
+    while True:
+        if forced:  # the line after one that names a command
+            index += 1
+            if next(remaining, None) is None:
+                break
+        else:
+            index = next(chain, -1)
+            if index < 0:
+                break
+        raw = lines[index]
+        before = None if forced else size(obs, state)
+        bare = reader.read(raw, index + 1, "" if index == 0 else bare if last == index - 1 else lines[index - 1])
+        last, rebuild, forced = index, forced, after(bare)
+        if before is not None and before == size(obs, state):
+            if not forced:
+                key = key_of[raw]
+                seen.add(key)
+                (inside if raw[:1] in _INSIDE else outside).add(key)
+        elif (now := _surroundings(obs, state)) != where:
+            where = now
+            outside, inside = stores.setdefault(where[0], set()), stores.setdefault(where[1], set())
+            seen = outside | inside
+            rebuild = True  # the chain must test against the new set
+        if forced or rebuild:  # (after a line read out of the chain, the chain starts after it)
+            chain = compress(count(index + 1), map(not_, map(seen.__contains__, remaining)))
 
 
 def read_text(text: str, *, remember: bool = True) -> Observations:
@@ -636,60 +727,18 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
 
     A long paste repeats itself: the same kernel, journal and application lines with other
     timestamps. A line that showed nothing (no extractor changed anything) is remembered by its text
-    without the timestamp's digits, and its repetitions are skipped, where nothing around them can
-    change what they mean: the line before names no command whose output follows (uname, groups), and
-    an open rocminfo agent block or rocm-smi table reads only lines that begin with a space or digit.
-    ``remember=False`` reads every line (tests/unit/assess/test_prose_rules.py compares the two).
+    without the timestamp's digits (_stamp_key), and its repetitions are skipped, where nothing around
+    them can change what they mean: the ls directory, an open rocminfo agent block or rocm-smi table
+    (which read only lines that begin with a space or digit), the user and nodes shown (_written), and
+    the line before, when it names a command whose output follows (uname, groups).
+    ``remember=False`` reads every line (tests/unit/diagnose/test_paste_paths.py compares the two).
     """
     obs = _paste(text)
     state = _State()
-    line = _Line("", "", 0)
-    # (the directory ls lists, the open agent block's line, inside a rocm-smi table, _written) -> the lines that
-    # showed nothing new there, as they are and by _stamp_key, each -> whether the next line is read in
-    # its light (_after). The line as it is is found without computing its key: a line repeated exactly
-    # (prose, rocminfo, ls, id, an application's message without a clock). An entry of the second never
-    # changes once made, so what the first holds for a line is what the second holds for its key.
-    memos: dict[tuple[object, ...], _Memo] = {}
-    # An open rocminfo agent block or rocm-smi table reads lines that begin with a space or a digit:
-    # those are the same line again only within the same block. Every line is the same again only under
-    # the same ls directory, inside or outside a rocm-smi table (its banner and end lines set that), and
-    # with the same user and nodes shown (_written).
-    outside, inside = _memos(memos, obs, state)
-    follows = False  # the line before makes this one the output of a command (_after)
-    previous = ""  # what state.previous becomes: the last line, as it is when skipped, else bare
-    stamp_key, after, size, extractors = _stamp_key, _after, _size, EXTRACTORS
-    for number, raw in enumerate(obs.lines, 1):
-        key = None
-        if remember and not follows:
-            first = raw[:1]
-            exact, seen = inside if first in _INSIDE else outside
-            if first == "[":  # a dmesg line: its time makes it unique, only its key can be seen before
-                key = stamp_key(raw)
-                hit = seen.get(key)
-            else:
-                hit = exact.get(raw)
-                if hit is None:
-                    key = stamp_key(raw)
-                    hit = seen.get(key)
-                    if hit is not None:
-                        exact[raw] = hit
-            if hit is not None:
-                previous = raw
-                follows = hit
-                continue
-        bare = _bare(raw)
-        line.raw, line.bare, line.number = raw, bare, number
-        state.previous = previous
-        before = size(obs, state) if key is not None else None
-        for extract in extractors:
-            extract(obs, line, state)
-        previous = state.previous = bare
-        follows = after(bare)
-        if key is not None and before == size(obs, state):
-            exact, seen = inside if raw[:1] in _INSIDE else outside
-            seen[key] = exact[raw] = follows
-        elif remember:  # the line changed what was seen, perhaps the surroundings of the lines after it
-            outside, inside = _memos(memos, obs, state)
+    if remember:
+        _read_remembering(obs, state)
+    else:
+        _read_every_line(obs, state)
     _finish(obs, state)
     return obs
 

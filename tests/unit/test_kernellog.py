@@ -15,9 +15,12 @@ from kfdguard.kernellog import (
     Engine,
     _big_log,
     _covers,
+    blind_to_times,
     match,
     normalise,
     scan,
+    scan_distinct,
+    untimed,
 )
 from kfdguard.knowledge.logrules import RULES, SRC_DEVICE, SRC_MODLOAD, SRC_SIGN, LogRule
 from tests.fuzzing import examples
@@ -258,3 +261,74 @@ def test_an_engine_refuses_terms_that_would_match_everywhere(terms: tuple[str, .
     row = LogRule("test-bad-terms", "neutral", None, terms, r"x", "", SRC_DEVICE, "x")
     with pytest.raises(ValueError, match="test-bad-terms"):
         Engine((*RULES, row))
+
+
+def _distinct(text: str) -> tuple[list[str], list[str], list[str]]:
+    lines = text.split("\n")
+    distinct = list(dict.fromkeys(lines))
+    return lines, distinct, untimed(distinct)
+
+
+@settings(max_examples=examples(60))
+@given(st.dictionaries(st.integers(0, SMALL + 50), _AROUND, min_size=1, max_size=12), st.integers(1, 3))
+def test_the_distinct_lines_scan_finds_what_the_big_log_search_finds(placed: dict[int, str], repeat: int) -> None:
+    """scan_distinct (a long paste's scan, evidence.text) over lines repeated with other times and as
+    they are gives scan's events of the text: the same rules, lines, numbers and texts."""
+    lines = [
+        f"[{i:12.6f}] usb 1-2: new high-speed USB device number {i % 97} using xhci_hcd" for i in range(SMALL + 51)
+    ]
+    for position, line in placed.items():
+        lines[position] = line
+    for times in range(1, repeat):  # the same lines later in the log: the times differ, or nothing does
+        lines += [f"[{times * 1000 + i:12.6f}] {line}" for i, line in placed.items()] + list(placed.values())
+    text = "\n".join(lines)
+    assert scan_distinct(*_distinct(text)) == scan(text)[1]
+
+
+def test_the_distinct_lines_scan_of_an_engine_whose_words_a_time_may_hold() -> None:
+    """A rule word that a dmesg time could hold ("1.5") cannot be decided on the untimed lines: the
+    distinct lines themselves are searched, and the events are still scan's."""
+    row = LogRule("test-digit-row", "neutral", None, ("1.5",), r"1\.5 (?P<x>\w+)", "", SRC_MODLOAD, "1.5 x")
+    engine = Engine((*RULES, row))
+    assert not all(map(blind_to_times, engine.alternatives))
+    lines = [f"[{i:12.6f}] usb 1-2: new device {i % 7}" for i in range(SMALL + 10)]
+    lines[42] = "[    1.500000] 1.5 frobs"
+    lines[43] = "[    2.000000] 1.5 frobs"
+    text = "\n".join(lines)
+    events = scan_distinct(*_distinct(text), engine=engine)
+    assert events == scan(text, engine=engine)[1]
+    assert [e.line for e in events if e.rule == "test-digit-row"] == [43, 44]
+
+
+def _reference_untimed(line: str) -> str:
+    """A leading dmesg time written as the definition says: "[", blanks, a number, blanks, "]"."""
+    import re
+
+    m = re.match(r"\[[ \t]*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*\]", line)
+    return "[]" + line[m.end() :] if m and m.end() <= 40 else line
+
+
+_TIMED = st.text(alphabet="[] \t.:0123456789akfdx]", max_size=50)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(st.lists(_TIMED, min_size=1, max_size=8))
+def test_untimed_removes_a_leading_dmesg_time_and_nothing_else(lines: list[str]) -> None:
+    assert untimed(lines) == [_reference_untimed(line) for line in lines]
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(_TIMED, st.text(alphabet="[] \t.:0123456789akfd", min_size=1, max_size=5))
+def test_a_word_blind_to_times_is_in_a_line_exactly_when_in_it_untimed(line: str, word: str) -> None:
+    (unit,) = untimed([line])
+    if blind_to_times(word):
+        assert (word in line) == (word in unit)
+
+
+@pytest.mark.parametrize(
+    ("word", "blind"),
+    [("amdgpu", True), ("[drm", True), ("[1002:", True), ("6.2", False), ("7440", False), (" ", False),
+     ("] x", False), ("x]", False), ("", False)],
+)  # fmt: skip
+def test_which_words_are_blind_to_times(word: str, blind: bool) -> None:
+    assert blind_to_times(word) is blind

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kfdguard.assess import claims
 from kfdguard.assess.rules import reason
 from kfdguard.evidence.text import read_text
+from kfdguard.kernellog import untimed
 from tests.fuzzing import examples
 from tests.paths import TOP
 
@@ -69,6 +70,50 @@ def test_the_index_finds_what_the_definition_says(picks: list[int], cue: str, pr
         assert direct == through_index == again == _spec(text, cue)
     else:
         assert direct == through_index == again  # no alignment: both search the text the same way
+
+
+_TIMES = st.sampled_from(
+    ["", "[    1.000000] ", "[ 6.200000] ", "[7440.5] ", "[  12.345678]", "[] ", "Dec 01 10:00:05 "]
+)
+_WORDS = (*_CUES, "amdgpu", "HSA Agents", "[1002:", "] kfd", "0]", "Permission denied", ".service")
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_LINES) - 1), _TIMES), max_size=40), st.sampled_from(_WORDS))
+def test_the_untimed_index_finds_what_the_definition_says(picks: list[tuple[int, str]], word: str) -> None:
+    """Lines of real reports behind dmesg times (the same line behind several, times that hold a cue):
+    through the index of untimed lines, a cue finds the distinct lines whose lower case holds it, in
+    the order they first appear, and a word is in the text exactly when ``in`` says so."""
+    text = "\n".join(time + _LINES[i] for i, time in picks + picks[:5])
+    lowered = text.lower()
+    cue = word.lower()
+    saved = claims.INDEXED
+    claims.INDEXED = 0
+    try:
+        claims._LAST.clear()
+        distinct = list(dict.fromkeys(text.split("\n")))
+        claims.index_lines(text, text.split("\n"), distinct, untimed(distinct))
+        found = claims.lines_with(text, lowered, cue) if len(lowered) == len(text) else None
+        holds = (claims.contains(text, lowered, word), claims.contains(text, lowered, cue, lower=True))
+    finally:
+        claims.INDEXED = saved
+        claims._LAST.clear()
+    if found is not None:
+        assert found == _spec(text, cue)
+    assert holds == (word in text, cue in lowered)
+
+
+def test_lines_of_several_untimed_forms_come_in_the_order_they_first_appear(indexed: None) -> None:
+    lines = [
+        "[    1.000000] amdgpu: ring A",
+        "x amdgpu",
+        "[    2.000000] amdgpu: ring B",
+        "[    3.000000] amdgpu: ring A",
+    ]
+    text = "\n".join([*lines, lines[0]])
+    assert claims.lines_with(text, text.lower(), "amdgpu") == lines
+    assert claims.lines_with(text, text.lower(), "ring a") == [lines[0], lines[3]]
+    assert claims.lines_with(text, text.lower(), "1.0") == [lines[0]]  # in a time only: the distinct lines
 
 
 def test_lines_that_are_not_the_text_are_not_indexed(indexed: None) -> None:

@@ -210,3 +210,59 @@ def test_a_new_cue_needs_no_declaration_to_be_found_in_a_long_paste() -> None:
     claims._LAST.clear()
     claims.index_lines(text, lines)
     assert claims.lines_with(text, text.lower(), "brand-new cue") == ["a line with a brand-new Cue in it"]
+
+
+def _firsts(obs: Observations) -> Observations:
+    """The Observations with what reading every line adds by repeats left out: of the userspace messages
+    of each kind, the GPUs named in prose and the NVIDIA names, the first of each; the user without which
+    and the device nodes without which of their equal lines showed them (the default path reads the first,
+    reading every line ends on the last)."""
+    from kfdguard.evidence.model import SeenMessage, Source
+    from kfdguard.record import replace
+
+    messages: dict[tuple[str, str], SeenMessage] = {}
+    for m in obs.messages:
+        messages.setdefault((m.what, m.format), m)
+    gfx: dict[str, tuple[str, Source]] = {}
+    for named in obs.prose_gfx:
+        gfx.setdefault(named[0], named)
+    nvidia: dict[str, tuple[str, Source]] = {}
+    for name in obs.nvidia:
+        nvidia.setdefault(name[0], name)
+    user = replace(obs.user, source=Source("id")) if obs.user is not None else None
+    nodes = {path: replace(node, source=Source("ls -l")) for path, node in obs.nodes.items()}
+    kfd = replace(obs.kfd, source=Source("ls -l")) if obs.kfd is not None else None
+    return replace(obs, messages=list(messages.values()), prose_gfx=list(gfx.values()),
+                   nvidia=list(nvidia.values()), user=user, nodes=nodes, kfd=kfd)  # fmt: skip
+
+
+def _retimed(text: str, shift: int) -> str:
+    return re.sub(r"^\[\s*(\d+\.\d+)\]", lambda m: f"[{float(m[1]) + shift:12.6f}]", text, flags=re.M)
+
+
+_REPORTS = sorted((TOP / "tests" / "data" / "real-reports").glob("*.txt"))
+
+
+@pytest.mark.parametrize("path", _REPORTS, ids=[p.stem for p in _REPORTS])
+def test_every_real_report_reads_as_reading_every_line(path: object) -> None:
+    """Every report alone and followed by itself with other times and again as it is: the whole
+    Observations (but which of equal lines the repeats cite: _firsts) and the findings are those of
+    reading every line."""
+    from pathlib import Path
+
+    assert isinstance(path, Path)
+    report = path.read_text(encoding="utf-8").partition("\n# ---\n")[2]
+    for text in (report, "\n".join([report, _retimed(report, 1000), report])):
+        assert _firsts(read_text(text)) == _firsts(read_text(text, remember=False))
+        assert _diagnosis(text, True) == _diagnosis(text, False)
+
+
+@pytest.mark.parametrize(("size", "seed"), [(300_000, 1), (300_000, 4), (2_500_000, 9)])
+def test_a_generated_long_paste_reads_as_reading_every_line(size: int, seed: int) -> None:
+    """A generated paste (over kernellog.SMALL lines at 2.5 MB: the big-log scan of distinct lines and the
+    untimed index): the whole Observations, as above, and the findings with their evidence."""
+    from benchmarks.logdata import generate_paste
+
+    text = generate_paste(size, seed=seed)
+    assert _firsts(read_text(text)) == _firsts(read_text(text, remember=False))
+    assert _diagnosis(text, True) == _diagnosis(text, False)
