@@ -73,7 +73,7 @@ def scratch() -> Iterator[Path]:
 
 def machine(which: str | MachineSpec, directory: Path) -> Path:
     spec = bundled.load(which) if isinstance(which, str) else which
-    return render(spec, directory).path
+    return Path(render(spec, directory).path)
 
 
 @contextmanager
