@@ -20,25 +20,29 @@ the unit has; kfdguard's files are UTF-8).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import IO, Any
 
 # What pathlib's exists()/is_file()/is_dir() treat as "no" rather than raise (pathlib._IGNORED_ERRNOS).
-_IGNORED = (2, 20, 9, 40)  # ENOENT, ENOTDIR, EBADF, ELOOP
+_IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
-def _parts(text: str) -> tuple[bool, tuple[str, ...]]:
-    absolute = text.startswith("/")
-    return absolute, tuple(p for p in text.split("/") if p and p != ".")
+def _parts(text: str) -> tuple[str, ...]:
+    """The parts of a path text as PurePosixPath has them: "/" first when it is absolute."""
+    parts = tuple(p for p in text.split("/") if p and p != ".")
+    return ("/", *parts) if text.startswith("/") else parts
 
 
-def _ignored(exc: OSError) -> bool:
-    return exc.errno in _IGNORED
+def _text(parts: tuple[str, ...]) -> str:
+    if parts[:1] == ("/",):
+        return "/" + "/".join(parts[1:])
+    return "/".join(parts) or "."
 
 
 class HostPath:
@@ -48,19 +52,13 @@ class HostPath:
     __slots__ = ("_parts", "_text")
 
     def __init__(self, path: str | os.PathLike[str] = ".") -> None:
-        text = path if type(path) is str else os.fspath(path)
-        absolute, parts = _parts(text)
-        self._parts = ("/", *parts) if absolute else parts
-        self._text = ("/" + "/".join(parts)) if absolute else ("/".join(parts) or ".")
+        self._parts = _parts(path if type(path) is str else os.fspath(path))
+        self._text = _text(self._parts)
 
     @classmethod
     def _made(cls, parts: tuple[str, ...]) -> HostPath:
         new = cls.__new__(cls)
-        new._parts = parts
-        if parts[:1] == ("/",):
-            new._text = "/" + "/".join(parts[1:])
-        else:
-            new._text = "/".join(parts) or "."
+        new._parts, new._text = parts, _text(parts)
         return new
 
     # -- the pure part (PurePosixPath) -------------------------------------------------------------
@@ -100,10 +98,9 @@ class HostPath:
         return self._parts >= other._parts
 
     def __truediv__(self, other: str | os.PathLike[str]) -> HostPath:
-        text = other if type(other) is str else os.fspath(other)
-        absolute, parts = _parts(text)
-        if absolute:  # as pathlib: an absolute right-hand side replaces the left
-            return HostPath._made(("/", *parts))
+        parts = _parts(other if type(other) is str else os.fspath(other))
+        if parts[:1] == ("/",):  # as pathlib: an absolute right-hand side replaces the left
+            return HostPath._made(parts)
         return HostPath._made(self._parts + parts) if parts else self
 
     def __rtruediv__(self, other: str) -> HostPath:
@@ -178,11 +175,11 @@ class HostPath:
     def lstat(self) -> os.stat_result:
         return os.lstat(self._text)
 
-    def _test(self, check: Any, *, follow: bool = True) -> bool:
+    def _test(self, check: Callable[[int], bool], *, follow: bool = True) -> bool:
         try:
-            return bool(check(os.stat(self._text, follow_symlinks=follow).st_mode))
+            return check(os.stat(self._text, follow_symlinks=follow).st_mode)
         except OSError as exc:
-            if not _ignored(exc):
+            if exc.errno not in _IGNORED:
                 raise
             return False
         except ValueError:  # an embedded NUL: no such file, as pathlib says

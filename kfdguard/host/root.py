@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from kfdguard.host.paths import HostPath
+from kfdguard.host.paths import HostPath, as_host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class Root:
 
     def display(self, path: str | os.PathLike[str]) -> str:
         """Show a path as it appears on the machine, without the root prefix."""
-        shown = HostPath(path)
+        shown = as_host(path)
         if self.is_host:
             return str(shown)
         try:
