@@ -14,7 +14,7 @@ import re
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
-from kfdguard.assess.report_rules import dkms_not_built
+from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built
 from kfdguard.evidence.model import Observations, SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -88,8 +88,6 @@ def rule_nvidia_only(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or not obs.nvidia or amd_gpu_named(r) or r.has("no-amd-gpu"):
         return
-    from kfdguard.assess.report_rules import amd_device_listed
-
     if amd_device_listed(r):
         return  # an AMD device beside it, listed by lspci or logged by amdgpu, though its chip is not identified
     name, source = obs.nvidia[0]
@@ -303,7 +301,7 @@ def _denied_group(r: Reasoning) -> str:
 
 def _said_member(r: Reasoning) -> str | None:
     """The group the person says the user is already in ("in the video group already"), not a negation."""
-    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, " group")):
+    for line in lines_with(r.obs.text, r.obs.lowered, " group"):
         m = appformats.PROSE_IN_GROUP.search(line)
         if m and not appformats.NOT_IN_GROUP.search(line) and "not " not in line[max(0, m.start() - 12) : m.start()]:
             return m["group"].lower()
@@ -691,7 +689,7 @@ def rule_prose_unsupported(r: Reasoning) -> None:
         return  # a cause lower in the stack (or a message of the program's own) already explains it
     # (A wrong override speaks of a GPU ROCm supports; another GPU beside it may still have no code.)
     said = None
-    for line in dict.fromkeys(lines_with(obs.text, obs.lowered, "support")):
+    for line in lines_with(obs.text, obs.lowered, "support"):
         m = appformats.PROSE_UNSUPPORTED.search(line)
         low = line.lower()
         gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
@@ -739,7 +737,7 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
     ):
         return
     m = None
-    for line in dict.fromkeys(lines_with(obs.text, obs.lowered, " group")):
+    for line in lines_with(obs.text, obs.lowered, " group"):
         low = line.lower()  # "groups=" of id(1) holds the cue too: test the words before the expression
         if ("render" in low or "video" in low) and "not" in low:
             m = appformats.NOT_IN_GROUP.search(line)
@@ -986,9 +984,7 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
         return
     text, lowered = obs.text, obs.lowered
     names = [
-        m["name"]
-        for line in dict.fromkeys(lines_with(text, lowered, " controller"))
-        if (m := appformats.PCI_DISPLAY.match(line))
+        m["name"] for line in lines_with(text, lowered, " controller") if (m := appformats.PCI_DISPLAY.match(line))
     ]
     evidence: list[str] = []
     amd_listed = any("AMD" in n or "ATI" in n or "Advanced Micro" in n or "Radeon" in n for n in names)

@@ -15,14 +15,14 @@ in words, not from a report's wording.
 - Causes told in prose: Secure Boot refusing the module, the out-of-tree driver not supporting or not building
   for a kernel, /dev/kfd absent inside a container.
 
-Every rule here reads a paste's observations only (``rules.report_only`` skips them on a machine).
+Every rule here reads a paste's observations only (``rules.text_only`` skips them on a machine).
 """
 
 from __future__ import annotations
 
 import re
 
-from kfdguard.assess.claims import lines_with, search_lines
+from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.verdict import Finding, Severity
 
@@ -186,7 +186,9 @@ def _refused_module(r: Reasoning) -> str | None:
     of a module_layout mismatch in a text about an amdgpu.ko someone built."""
     for m in r.obs.saw("module-refused"):
         name = (m.value("module") or "").rsplit("/", 1)[-1]
-        if AMD_MODULES.match(name) or (m.value("symbol") == "module_layout" and "amdgpu.ko" in r.obs.lowered):
+        if AMD_MODULES.match(name) or (
+            m.value("symbol") == "module_layout" and contains(r.obs.text, r.obs.lowered, "amdgpu.ko", lower=True)
+        ):
             return f"{m.source}: {m.text}"
     return None
 
@@ -236,9 +238,10 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
     obs = r.obs
     if r.has("module-signature-rejected", "no-amd-gpu", "host-without-kfd"):
         return
-    lowered = obs.lowered
-    told = search_lines(PROSE_SECURE_BOOT, obs.text, lowered, "secure")
-    if told is None or not any(word in lowered for word in ("amdgpu", "dkms", "rocm", "kfd")):
+    told = search_lines(PROSE_SECURE_BOOT, obs.text, obs.lowered, "secure")
+    if told is None or not any(
+        contains(obs.text, obs.lowered, w, lower=True) for w in ("amdgpu", "dkms", "rocm", "kfd")
+    ):
         return  # not told, or Secure Boot and some other vendor's module
     r.findings.append(
         Finding(
@@ -272,7 +275,7 @@ CONTAINER_WORD = re.compile(
 
 def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
-    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, "kfd")):
+    for line in lines_with(r.obs.text, r.obs.lowered, "kfd"):
         lowered = line.lower()
         if "not" in lowered or "n't" in lowered or "no /dev" in lowered or "missing" in lowered or "absent" in lowered:
             m = KFD_NOT_PRESENT.search(line)
@@ -319,7 +322,7 @@ AMD_DISPLAY = re.compile(
 def amd_device_listed(r: Reasoning) -> str | None:
     """An AMD display device that lspci lists or that amdgpu logs by its PCI slot, whether or not its chip is
     identified: the machine has an AMD GPU."""
-    for line in dict.fromkeys(lines_with(r.obs.text, r.obs.lowered, " controller")):
+    for line in lines_with(r.obs.text, r.obs.lowered, " controller"):
         if AMD_DISPLAY.match(line):
             return f"lspci: {line.strip()}"
     for e in r.events:

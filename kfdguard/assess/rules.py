@@ -639,8 +639,9 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return result
 
 
-def text_only(name: str) -> Callable[[Reasoning], None]:
-    """A rule of ``assess/app_rules.py``: what userspace printed, which only a text shows.
+def text_only(name: str, module: str = "app_rules") -> Callable[[Reasoning], None]:
+    """A rule of ``assess/app_rules.py`` (or ``assess/report_rules.py``): what userspace printed or people
+    told, which only a text shows.
 
     Every one of them returns at once on a machine, and importing them compiles the message formats of
     ``knowledge/appformats.py`` (about a third of the enforce oneshot's CPU time, which the display
@@ -650,22 +651,9 @@ def text_only(name: str) -> Callable[[Reasoning], None]:
 
     def rule(r: Reasoning) -> None:
         if r.machine is None:
-            from kfdguard.assess import app_rules
+            from kfdguard.assess import app_rules, report_rules  # app_rules imports report_rules anyway
 
-            getattr(app_rules, name)(r)
-
-    rule.__name__ = name
-    return rule
-
-
-def report_only(name: str) -> Callable[[Reasoning], None]:
-    """A rule of ``assess/report_rules.py``: like ``text_only``, imported only when a text is reasoned about."""
-
-    def rule(r: Reasoning) -> None:
-        if r.machine is None:
-            from kfdguard.assess import report_rules
-
-            getattr(report_rules, name)(r)
+            getattr(report_rules if module == "report_rules" else app_rules, name)(r)
 
     rule.__name__ = name
     return rule
@@ -685,16 +673,16 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_kfd_built,
         checks.machine_only(checks.check_dkms),
         rule_module_mismatch,
-        report_only("rule_module_built_elsewhere"),
+        text_only("rule_module_built_elsewhere", "report_rules"),
         rule_log_causes,
         rule_same_id_skipped,
         rule_optional_firmware,
         rule_kernel_support,
         text_only("rule_dkms"),
         text_only("rule_prose_dkms"),
-        report_only("rule_dkms_status_unbuilt"),
-        report_only("rule_prose_dkms_kernel"),
-        report_only("rule_prose_secure_boot"),
+        text_only("rule_dkms_status_unbuilt", "report_rules"),
+        text_only("rule_prose_dkms_kernel", "report_rules"),
+        text_only("rule_prose_secure_boot", "report_rules"),
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
@@ -704,7 +692,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_wsl_runtime"),
         text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
-        report_only("rule_prose_container_no_kfd"),
+        text_only("rule_prose_container_no_kfd", "report_rules"),
         text_only("rule_prose_kernel"),
         text_only("rule_prose_atomics"),
         text_only("rule_udev_rule_fix"),
@@ -722,7 +710,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_no_code_object"),
         text_only("rule_tensile_unreadable"),
         text_only("rule_override_wrong"),
-        report_only("rule_override_invalid"),
+        text_only("rule_override_invalid", "report_rules"),
         text_only("rule_override_not_applied"),
         text_only("rule_prose_unsupported"),
         text_only("rule_no_device"),
