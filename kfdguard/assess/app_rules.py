@@ -363,7 +363,7 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
     rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
     if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
-        _rootless(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
+        rootless_unmapped(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
         return
     if r.has("user-not-in-group", "device-permissions"):
         return
@@ -397,7 +397,10 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     )
 
 
-def _rootless(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+def rootless_unmapped(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+    """The finding for a rootless container whose user namespace leaves out the host's group of /dev/kfd
+    (assess/stack_rules.py reaches it from Podman's keep-groups told as the fix, and from a runtime that sees no
+    GPU in such a container)."""
     error = r.obs.value("kfd-open-error")
     shown = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
     r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
@@ -410,7 +413,7 @@ def _rootless(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> N
             "on the host, keep the host's groups: podman run --group-add keep-groups (crun) or distrobox create "
             "--additional-flags '--group-add keep-groups'; or map the host's render/video gids (/etc/subgid); "
             "usermod inside the container does not help",
-            (*shown, *evidence[:1], f"the text: {cue.group(0) if cue else 'rootless'}"),
+            (*shown, *evidence[:2], f"the text: {cue.group(0) if cue else 'rootless'}"),
         )
     )
 
@@ -662,7 +665,16 @@ def rule_foreign_host_kfd(r: Reasoning) -> None:
     if passed is None:
         return
     host = search_lines(
-        appformats.STRONG_FOREIGN, text, lowered, "docker desktop", "wsl", "microsoft", "dxg", ":\\users\\"
+        appformats.STRONG_FOREIGN,
+        text,
+        lowered,
+        "docker desktop",
+        "docker-desktop",
+        "desktop-linux",
+        "wsl",
+        "microsoft",
+        "dxg",
+        ":\\users\\",
     )
     if host is None:
         return

@@ -24,6 +24,7 @@ import re
 
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
+from kfdguard.evidence.model import Observations
 from kfdguard.verdict import Finding, Severity
 
 E = Severity.ERROR
@@ -266,6 +267,9 @@ KFD_NOT_PRESENT = re.compile(
     r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b",
     re.I,
 )
+# The line that says the container lacks /dev/kfd also says the host has it ("not available in the container,
+# while being present on the host"): a listing of the node elsewhere in the text is the host's.
+HOST_WORD = re.compile(r"\b(?:on|in|from|of) the host\b|\bhost(?:'s)? (?:has|shows|side)\b", re.I)
 CONTAINER_WORD = re.compile(
     r"\b(?:containers?|docker|podman|singularity|apptainer|lxc|lxd|toolbox|distrobox|kubernetes|k8s|pods?)\b"
     r"|--contain\b",
@@ -284,17 +288,23 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     return None
 
 
+def _host_node(obs: Observations) -> tuple[str, ...]:
+    node = obs.kfd
+    return (f"{node.source}: the host's /dev/kfd is there ({node.mode})",) if node is not None else ()
+
+
 def rule_prose_container_no_kfd(r: Reasoning) -> None:
     """The text says /dev/kfd is not present inside a container: the runtime did not pass it in (--device
     /dev/kfd, a bind under --contain), while the host can have it."""
     obs = r.obs
     if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
         return
-    if obs.kfd is not None and obs.kfd.mode is not None:
-        return  # the node is shown: whatever the prose says, it is there
     told = _kfd_told_absent(r)
     if told is None or not (CONTAINER_WORD.search(told.string) or obs.first("container")):
         return
+    host_listing = obs.kfd is not None and obs.kfd.mode is not None
+    if host_listing and not HOST_WORD.search(told.string):
+        return  # the node is shown, and nothing says the listing is another machine's: it is there
     r.findings.append(
         Finding(
             "device-node-missing",
@@ -304,7 +314,7 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
             "pass it in: docker/podman run --device=/dev/kfd --device=/dev/dri; Singularity/Apptainer --rocm with "
             "--bind /dev/kfd where /dev is minimal (--contain, --containall); in Kubernetes, the AMD device plugin; "
             "check on the host that /dev/kfd exists first",
-            (f"the text: {told.group(0)}",),
+            (f"the text: {told.group(0)}", *(_host_node(obs) if host_listing else ())),
         )
     )
 

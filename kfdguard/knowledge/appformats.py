@@ -571,9 +571,13 @@ FOREIGN_HOST = re.compile(
 # The hosts among those that can never pass a host's /dev/kfd into a container, whatever is installed:
 # Docker Desktop runs its engine in a VM of its own (on Linux too), WSL2's kernel is Microsoft's, and a
 # Windows prompt (C:\Users\...) runs Docker Desktop. "Windows 10" alone may be another disk of a dual-boot PC.
-STRONG_FOREIGN = re.compile(r"\bDocker Desktop\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I)
-# /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list.
-KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b")
+# Docker Desktop for Linux is the package docker-desktop, and its engine the docker context desktop-linux.
+STRONG_FOREIGN = re.compile(
+    r"\bDocker[ -]Desktop\b|\bdesktop-linux\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I
+)
+# /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
+# node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
+KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
 # Prose that says a GPU is not supported ("the AMD 6700M GPU is not supported"). Users say it of ROCm's
 # libraries; the kernel's own wording ("... not supported in kfd") is read by the log rules instead.
 PROSE_UNSUPPORTED = re.compile(

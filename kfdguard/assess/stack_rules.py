@@ -1,0 +1,217 @@
+"""Rules over what a text shows of the software around the GPU: which build of the framework runs, how a
+variable was set, and what a rootless container makes of the host's groups.
+
+Each rule reads a format a program prints or a shell accepts (PyTorch's version string and
+torch.utils.collect_env, pip's resolver errors, fish's and POSIX shells' ``set``, Podman's
+``--group-add keep-groups``), never a particular report's wording. These causes sit above the kernel:
+KFD can be perfect and the program still never reaches the GPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.assess.app_rules import ROOTLESS, amd_gpu_named, rootless_unmapped
+from kfdguard.assess.claims import contains, lines_with, search_lines
+from kfdguard.assess.reasoning import Reasoning
+from kfdguard.knowledge import appformats
+from kfdguard.verdict import Finding, Severity
+
+E, W = Severity.ERROR, Severity.WARNING
+
+# --- a framework built without ROCm ---------------------------------------------------------------------------
+
+# PyTorch's version carries its build as a local version label (PEP 440): "2.6.0+cu124" (CUDA 12.4),
+# "2.11.0+cpu", "2.4.1+rocm6.1". torch.__version__, collect_env's "PyTorch version:", pip list and
+# "torch version =" all print it after the package's name.
+TORCH_BUILD = re.compile(
+    r"\b(?:py)?torch(?:vision|audio)?\b(?:\.__version__)?[^\n+]{0,40}?(?<![\w.])\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?"
+    r"(?:\.dev\d+)?\+(?P<build>cu\d{2,3}|cpu|rocm[\d.]+)\b",
+    re.I,
+)
+# torch.version.hip is None in every build without HIP; collect_env prints that as "ROCM used to build
+# PyTorch: N/A" (torch/utils/collect_env.py), and a ROCm build's version there ("6.0.32830-d62f6a171").
+HIP_NONE = re.compile(r"\btorch\.version\.hip\b['\")]*\s*[:=,]?\s*None\b|\bROCM used to build PyTorch: N/A\b")
+HIP_BUILT = re.compile(r"\btorch\.version\.hip\b['\")]*\s*[:=,]?\s*['\"]?\d|\bROCM used to build PyTorch: \d")
+# pip's resolver (pip/_internal/index/package_finder.py): "Could not find a version that satisfies the
+# requirement %s (from versions: %s)", then "No matching distribution found for %s".
+PIP_NO_TORCH = re.compile(
+    r"Could not find a version that satisfies the requirement (?P<req>(?:torch|torchvision|torchaudio)\b[^\s(]*)"
+    r"(?: \(from versions: (?P<versions>[^)]*)\))?",
+    re.I,
+)
+
+
+def _torch_builds(r: Reasoning) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
+    """The PyTorch builds the text shows, each with where it appears: (position, build, line) for a version
+    string, (position, line) for a HIP version of None (a build without ROCm)."""
+    text, lowered = r.obs.text, r.obs.lowered
+    builds: list[tuple[int, str, str]] = []
+    for cue in ("+cu", "+cpu", "+rocm"):
+        for line in lines_with(text, lowered, cue):
+            m = TORCH_BUILD.search(line)
+            if m and "from versions:" not in line:  # pip's list of what an index has, not what is installed
+                builds.append((text.find(line), m["build"].lower(), line.strip()))
+    hipless = [
+        (text.find(line), line.strip())
+        for cue in ("torch.version.hip", "rocm used to build pytorch")
+        for line in lines_with(text, lowered, cue)
+        if HIP_NONE.search(line)
+    ]
+    for cue in ("torch.version.hip", "rocm used to build pytorch"):
+        for line in lines_with(text, lowered, cue):
+            if HIP_BUILT.search(line):
+                builds.append((text.find(line), "rocm", line.strip()))
+    return sorted(builds), sorted(hipless)
+
+
+def _no_rocm_build_shown(r: Reasoning) -> list[str]:
+    """The lines that show the PyTorch in use to be a build without ROCm, unless a ROCm build shows up after them
+    (the fix, told in the same thread)."""
+    builds, hipless = _torch_builds(r)
+    shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
+    if not shown:
+        return []
+    last_rocm = max((at for at, build, _ in builds if build.startswith("rocm")), default=-1)
+    if last_rocm > max(at for at, _ in shown):
+        return []
+    return [line for _, line in sorted(shown)][:2]
+
+
+def _rocm_wheel_missing(r: Reasoning) -> str | None:
+    """pip finding no ROCm build of torch at the version asked for, in an index of ROCm wheels."""
+    for line in lines_with(r.obs.text, r.obs.lowered, "satisfies the requirement"):
+        m = PIP_NO_TORCH.search(line)
+        if m and ("+rocm" in (m["versions"] or "").lower() or contains(r.obs.text, r.obs.lowered, "/rocm", lower=True)):
+            return line.strip()
+    return None
+
+
+def rule_no_rocm_build(r: Reasoning) -> None:
+    """The framework is a build without ROCm (a CUDA or CPU wheel): it never looks for the AMD GPU."""
+    obs = r.obs
+    if r.machine is not None or r.has("userspace-no-rocm-build", "no-amd-gpu", "host-without-kfd"):
+        return
+    if not (amd_gpu_named(r) or contains(obs.text, obs.lowered, "rocm", lower=True)):
+        return  # a CUDA build on an NVIDIA machine is the right build
+    shown = _no_rocm_build_shown(r)
+    pip = None if shown else _rocm_wheel_missing(r)
+    if not shown and pip is None:
+        return
+    if shown:
+        message = (
+            "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
+            "it has no HIP backend and never looks for the AMD GPU, so it runs on the CPU; KFD, /dev/kfd and the "
+            "groups are not the cause"
+        )
+        evidence = tuple(f"the text: {line[:160]}" for line in shown)
+    else:
+        message = (
+            "pip found no ROCm build of PyTorch at the version asked for in the ROCm index: the ROCm wheel was not "
+            "installed, and an installer that goes on installs the default wheel, a CUDA build that never looks "
+            "for an AMD GPU (the program then runs on the CPU)"
+        )
+        evidence = (f"pip: {pip[:160]}",)
+    r.findings.append(
+        Finding(
+            "userspace-no-rocm-build",
+            E,
+            message,
+            "install the ROCm build of torch (and torchvision/torchaudio) from PyTorch's ROCm wheel index for a "
+            "version that index has (pip install --index-url <PyTorch's rocmX.Y index> torch==<a version it lists>), "
+            'or an image built with it; check with python -c "import torch; print(torch.__version__, '
+            'torch.version.hip)" (a ROCm build prints "+rocm..." and a HIP version)',
+            evidence,
+        )
+    )
+
+
+# --- an override set but never exported -----------------------------------------------------------------------
+
+# "set VAR value" exports nothing: fish's set exports only with -x/--export (-U is universal, not exported;
+# fish's builtin set), and a POSIX shell's set assigns positional parameters. fish's set may carry -U/-g/-l
+# flags before the name and -x inside any of them ("-Ux", "-gx").
+SET_OVERRIDE = re.compile(
+    r"(?<![\w-])set\s+(?P<flags>(?:--?[A-Za-z-]+\s+)*)HSA_OVERRIDE_GFX_VERSION\s+['\"]?(?P<value>\d+\.\d+\.\d+)"
+)
+
+
+def _unexported_override(r: Reasoning) -> re.Match[str] | None:
+    for line in lines_with(r.obs.text, r.obs.lowered, "hsa_override_gfx_version"):
+        m = SET_OVERRIDE.search(line)
+        if m is None:
+            continue
+        flags = m["flags"].split()
+        exported = any(f == "--export" or (not f.startswith("--") and "x" in f) for f in flags)
+        if not exported:
+            return m
+    return None
+
+
+def rule_override_unexported(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION set with a shell's set and no export: the shell has it, no program it starts does."""
+    obs = r.obs
+    if r.machine is not None or obs.saw("override") or r.has("env-override-not-applied", "no-amd-gpu"):
+        return
+    m = _unexported_override(r)
+    if m is None:
+        return
+    value = m["value"]
+    r.findings.append(
+        Finding(
+            "env-override-not-applied",
+            W,
+            f"HSA_OVERRIDE_GFX_VERSION={value} is set with '{m.group(0).split(' HSA_')[0]}', which does not export it: "
+            "the shell sees it (echo prints it) but the programs it starts get no such variable (env does not list "
+            "it), so the runtime still treats the GPU as its own target",
+            f"export it: in fish set -gx HSA_OVERRIDE_GFX_VERSION {value} (or set -Ux for every session); in bash "
+            f"or zsh export HSA_OVERRIDE_GFX_VERSION={value}; check with env | grep HSA_OVERRIDE",
+            (f"the text: {m.group(0)}",),
+        )
+    )
+
+
+# --- rootless containers: the host's groups are not the container's -----------------------------------------
+
+# Podman's "--group-add keep-groups" (crun) keeps the caller's supplementary groups; a line that offers it as
+# the fix ("use keep-groups instead of --group-add render", "swap the group flags for keep-groups") says the
+# named groups did not reach /dev/kfd.
+KEEP_GROUPS_FIX = re.compile(
+    r"keep-groups\b[^\n]*\b(?:instead of|rather than)\b|\b(?:instead of|rather than)\b[^\n]*keep-groups\b"
+    r"|\b(?:swap|replace)\w*\b[^\n]*keep-groups\b"
+    r"|\b(?:need|needs|must|have to|has to)\s+(?:to\s+)?use\b[^\n]*keep-groups"
+    r"|keep-groups\b[^\n]*\bonly (?:form|way|option)\b",
+    re.I,
+)
+
+
+def rule_keep_groups_told(r: Reasoning) -> None:
+    """The text offers Podman's keep-groups as the fix for a GPU container: the named groups were the container's."""
+    obs = r.obs
+    if r.machine is not None or r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"):
+        return
+    told = search_lines(KEEP_GROUPS_FIX, obs.text, obs.lowered, "keep-groups")
+    if told is None:
+        return
+    if not any(contains(obs.text, obs.lowered, w, lower=True) for w in ("/dev/kfd", "render", "rocm", "gpu")):
+        return  # keep-groups for some other device or file
+    rootless_unmapped(r, told, [])
+
+
+def rule_rootless_no_device(r: Reasoning) -> None:
+    """A rootless container (Distrobox, Toolbx) given /dev/kfd whose runtime sees no GPU: the host's render gid
+    is not mapped, so the open fails and HIP reports no device."""
+    obs = r.obs
+    if r.machine is not None or obs.foreign_host is not None or obs.agents or obs.saw("runtime-gpu"):
+        return
+    if r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu", "kfd-not-built", "device-node-missing"):
+        return
+    symptoms = obs.saw("no-device")
+    if not symptoms or any(f.severity is E for f in r.findings):
+        return  # no symptom, or a cause already found explains it
+    text, lowered = obs.text, obs.lowered
+    rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
+    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    if rootless is None or passed is None:
+        return
+    rootless_unmapped(r, rootless, [symptoms[0].text, f"the text: {passed.group(0).strip()}"])
