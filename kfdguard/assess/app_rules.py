@@ -14,7 +14,7 @@ import re
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
-from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built
+from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built, kfd_told_absent_in_container
 from kfdguard.evidence.model import Observations, SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -455,7 +455,7 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
     if not bound:
         return
     text = obs.text
-    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd")
+    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd", "/dev/dri")
     listed = obs.kfd is not None and obs.kfd.mode is None
     if not (absent or listed):
         return
@@ -654,14 +654,14 @@ def rule_override_wrong(r: Reasoning) -> None:
 
 
 def rule_foreign_host_kfd(r: Reasoning) -> None:
-    """/dev/kfd passed to a container on a host that has none (Docker Desktop, WSL2, a Windows prompt), told in
-    prose without the runtime's own error."""
+    """/dev/kfd passed to (or told missing from) a container on a host that has none (Docker Desktop, WSL2, a
+    Windows prompt), told in prose without the runtime's own error."""
     obs = r.obs
     if r.machine is not None or r.has("host-without-kfd", "no-amd-gpu"):
         return
     text, lowered = obs.text, obs.lowered
     # The rarer cue first: each cue is one search of the whole text.
-    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd") or kfd_told_absent_in_container(r)
     if passed is None:
         return
     host = search_lines(

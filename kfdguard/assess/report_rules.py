@@ -264,7 +264,13 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
 KFD_NOT_PRESENT = re.compile(
     r"(?:/dev/)?kfd\b[`'\"]?(?:\s+(?:device|node|file))?\s+(?:is\s+|was\s+|will\s+|would\s+|does\s+|did\s+)?"
     r"(?:not|n't)\s+(?:be\s+)?(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
-    r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b",
+    r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b"
+    # "the only thing missing is /dev/kfd", "missing the /dev/kfd device"
+    r"|\bmissing\b[^.\n]{0,40}?/dev/kfd\b"
+    # "/dev/kfd ... never passed into the container", "the host had /dev/kfd, but neither reached the container"
+    r"|/dev/kfd\b[^.\n]{0,60}?\b(?:not|never|neither|n't)\b[^.\n]{0,20}?\b(?:reach\w*|pass\w*|forward\w*|expos\w*|"
+    r"mapp\w*|mount\w*|bound|bind\w*|added)\b[^.\n]{0,12}?\b(?:(?:in|into|to|inside)\s+)?(?:the\s+|a\s+|my\s+)?"
+    r"(?:containers?|pods?|sandbox)\b",
     re.I,
 )
 # The line that says the container lacks /dev/kfd also says the host has it ("not available in the container,
@@ -281,11 +287,19 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
     for line in lines_with(r.obs.text, r.obs.lowered, "kfd"):
         lowered = line.lower()
-        if "not" in lowered or "n't" in lowered or "no /dev" in lowered or "missing" in lowered or "absent" in lowered:
+        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither")):
             m = KFD_NOT_PRESENT.search(line)
             if m:
                 return m
     return None
+
+
+def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:
+    """Prose that says /dev/kfd is absent from (or never reached) a container."""
+    told = _kfd_told_absent(r)
+    if told is None or not (CONTAINER_WORD.search(told.string) or r.obs.first("container")):
+        return None
+    return told
 
 
 def _host_node(obs: Observations) -> tuple[str, ...]:
@@ -299,8 +313,8 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
     obs = r.obs
     if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
         return
-    told = _kfd_told_absent(r)
-    if told is None or not (CONTAINER_WORD.search(told.string) or obs.first("container")):
+    told = kfd_told_absent_in_container(r)
+    if told is None:
         return
     host_listing = obs.kfd is not None and obs.kfd.mode is not None
     if host_listing and not HOST_WORD.search(told.string):
@@ -343,6 +357,7 @@ def amd_device_listed(r: Reasoning) -> str | None:
 
 __all__ = [
     "amd_device_listed",
+    "kfd_told_absent_in_container",
     "override_refused",
     "rule_dkms_status_unbuilt",
     "rule_module_built_elsewhere",

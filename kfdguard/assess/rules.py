@@ -704,6 +704,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_keep_groups_told", "stack_rules"),
         text_only("rule_rootless_no_device", "stack_rules"),
         text_only("rule_prose_not_in_group"),
+        text_only("rule_prose_group_fix", "stack_rules"),
         text_only("rule_tool_groups_missing"),
         text_only("rule_prose_node_group"),
         rule_modprobe,

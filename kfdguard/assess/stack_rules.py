@@ -215,3 +215,44 @@ def rule_rootless_no_device(r: Reasoning) -> None:
     if rootless is None or passed is None:
         return
     rootless_unmapped(r, rootless, [symptoms[0].text, f"the text: {passed.group(0).strip()}"])
+
+
+# --- a user added to the group as the fix, told in words ----------------------------------------------------
+
+# "we need to add the ollama user to the render group", "I had to add my user to video": the fix, so the account
+# was not in the group; "added myself to the render group" (done, not needed) is a membership and is not this.
+ADD_TO_GROUP_FIX = re.compile(
+    r"\b(?:need|needs|needed|have|had|has|must)\s+(?:to\s+)?add\s+(?:the\s+|my\s+|our\s+|your\s+|this\s+|that\s+)?"
+    r"(?:[\w.-]+\s+)?(?:user\s+|account\s+)?to\s+(?:the\s+|both\s+)?[`'\"]?(?P<group>render|video)[`'\"]?"
+    r"(?:\s+(?:and|&)\s+[`'\"]?(?:render|video)[`'\"]?)?\s+groups?\b",
+    re.I,
+)
+# What the missing membership did, somewhere in the text.
+DENIAL_WORDS = ("permission", "denied", "eacces", "access the", "crash", "no gpu", "not detected")
+
+
+def rule_prose_group_fix(r: Reasoning) -> None:
+    """The text gives adding the account to render (or video) as the fix for the GPU failing: it was not a member."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
+    ):
+        return
+    told = search_lines(ADD_TO_GROUP_FIX, obs.text, obs.lowered, "to the", "to both")
+    if told is None or not any(contains(obs.text, obs.lowered, w, lower=True) for w in DENIAL_WORDS):
+        return
+    group = told["group"].lower()
+    if obs.user is not None and group in obs.user.groups:
+        return  # id shows the account in it already
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"the text gives adding the account to '{group}' as the fix: it was not in the group that owns /dev/kfd "
+            "and /dev/dri/renderD*, so ROCm could not open them",
+            f"sudo usermod -aG {group} <account> (render and video where both exist), then restart the service or log "
+            "in again; for a service account, add the group where the account is created (its install script or "
+            "unit's SupplementaryGroups=)",
+            (f"the text: {told.group(0)}",),
+        )
+    )

@@ -83,7 +83,10 @@ GFX = r"gfx[0-9a-f]{3,4}"
 # Prose that says /dev/kfd is absent ("the kfd device is not present", "there is no /dev/kfd").
 KFD_ABSENT = re.compile(
     r"\b(?:/dev/)?kfd`?'?\"? (?:device |node )?(?:is |was )?(?:not (?:present|there|created)|missing|"
-    r"does not exist|doesn't exist)|\bno /dev/kfd\b",
+    r"does not exist|doesn't exist)|\bno /dev/kfd\b"
+    # the driver said to make only its DRM nodes ("the amdgpu driver is only exposing /dev/dri/card0"): no KFD node
+    r"|\b(?:amdgpu|driver|kernel|module)\b[^.\n]{0,40}?\bonly (?:expos|creat|provid|register)\w*\b"
+    r"[^.\n]{0,30}?/dev/dri\b",
     re.IGNORECASE,
 )
 

@@ -211,3 +211,69 @@ def test_a_listed_node_with_no_other_machine_named_is_there() -> None:
         "I thought /dev/kfd was not available in the container, but ls shows it.\n"
     )
     assert "device-node-missing" not in codes(text)
+
+
+# --- second round (204-209): /dev/kfd not reaching a container, the group given as the fix, a driver that makes
+# only its DRM nodes ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Our k3s pods get /dev/dri, but /dev/kfd was never passed into the pod spec's container.",
+        "The Nomad task has the render node; /dev/kfd is not mapped into the container at all.",
+        "Looking at the compose file, what is missing is the /dev/kfd line under devices: for the container.",
+    ],
+)
+def test_kfd_told_not_to_reach_a_container(told: str) -> None:
+    assert "device-node-missing" in codes(f"RX 7800 XT, ROCm 6.3.\n{told}\n")
+
+
+def test_kfd_not_passed_is_not_read_on_a_host_that_has_none() -> None:
+    text = "Docker Desktop on Windows 11: /dev/kfd was never passed into the container, rocminfo fails.\n"
+    found = codes(text)
+    assert "host-without-kfd" in found
+    assert "device-node-missing" not in found
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I had to add my user to the render group, otherwise every ROCm app got permission denied.",
+        "The fix: you need to add the jellyfin user to the video and render groups; before that it could not access the GPU.",
+    ],
+)
+def test_the_group_given_as_the_fix(told: str) -> None:
+    assert "user-not-in-group" in codes(f"Radeon RX 6600, Ubuntu 24.04.\n{told}\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a membership already made, with no failure told
+        "I added myself to the render group last year and everything works.\n",
+        # the fix named, but id shows the account in the group
+        "uid=1000(ana) gid=1000(ana) groups=1000(ana),44(video),992(render)\n"
+        "Guides say you need to add the user to the render group, but I get permission denied anyway.\n",
+    ],
+)
+def test_group_advice_that_does_not_show_a_missing_membership(text: str) -> None:
+    assert "user-not-in-group" not in codes(text)
+
+
+def test_a_driver_said_to_make_only_its_drm_nodes_has_no_kfd() -> None:
+    text = (
+        "03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 23 [Radeon RX 6600/6600 XT]\n"
+        "\tKernel driver in use: amdgpu\n"
+        "On this custom kernel the amdgpu module only creates /dev/dri/card1 and renderD128, so ROCm has nothing.\n"
+    )
+    assert "kfd-not-built" in codes(text)
+
+
+def test_a_container_that_only_shows_the_drm_nodes_is_not_a_kernel_without_kfd() -> None:
+    text = (
+        "03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 23 [Radeon RX 6600/6600 XT]\n"
+        "\tKernel driver in use: amdgpu\n"
+        "Inside the container ls only shows /dev/dri, I forgot --device /dev/kfd.\n"
+    )
+    assert "kfd-not-built" not in codes(text)
