@@ -42,6 +42,23 @@ PIP_NO_TORCH = re.compile(
 )
 
 
+# What only a build without HIP prints. A CUDA build's lazy init without libcuda (aten/src/ATen/cuda/detail/
+# CUDAHooks.cpp): "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a
+# driver from ..."; a CPU build's torch.cuda._lazy_init: "Torch not compiled with CUDA enabled". A ROCm build says
+# "No HIP GPUs are available" instead (appformats' torch-no-gpus).
+CUDA_ONLY = re.compile(
+    r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b",
+    re.I,
+)
+# The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
+# "it switches to CUDA instead of ROCm", "seems to be downloading nvidia stuff").
+PROSE_CUDA_TORCH = re.compile(
+    r"\b(?:install|pull|download|replac|switch|reinstall|default)\w*\b[^.\n]{0,40}?\b(?:cuda|nvidia)\s+"
+    r"(?:versions?|builds?|wheels?|packages?|stuff)\b|\bcuda instead of rocm\b",
+    re.I,
+)
+
+
 def _torch_builds(r: Reasoning) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
     """The PyTorch builds the text shows, each with where it appears: (position, build, line) for a version
     string, (position, line) for a HIP version of None (a build without ROCm)."""
@@ -66,16 +83,22 @@ def _torch_builds(r: Reasoning) -> tuple[list[tuple[int, str, str]], list[tuple[
 
 
 def _no_rocm_build_shown(r: Reasoning) -> list[str]:
-    """The lines that show the PyTorch in use to be a build without ROCm, unless a ROCm build shows up after them
-    (the fix, told in the same thread)."""
+    """The lines that show a PyTorch build without ROCm: its version label, a HIP version of None, or a message
+    only such a build prints. A ROCm build shown later is the fix told beside the cause, which stays the cause."""
     builds, hipless = _torch_builds(r)
     shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
-    if not shown:
-        return []
-    last_rocm = max((at for at, build, _ in builds if build.startswith("rocm")), default=-1)
-    if last_rocm > max(at for at, _ in shown):
-        return []
+    text, lowered = r.obs.text, r.obs.lowered
+    for cue in ("nvidia driver", "not compiled with cuda"):
+        shown += [(text.find(line), line.strip()) for line in lines_with(text, lowered, cue) if CUDA_ONLY.search(line)]
     return [line for _, line in sorted(shown)][:2]
+
+
+def _cuda_torch_told(r: Reasoning) -> str | None:
+    """Prose that says an install brought CUDA builds of torch, in a text about torch."""
+    if not contains(r.obs.text, r.obs.lowered, "torch", lower=True):
+        return None
+    m = search_lines(PROSE_CUDA_TORCH, r.obs.text, r.obs.lowered, "cuda", "nvidia")
+    return m.group(0) if m else None
 
 
 def _rocm_wheel_missing(r: Reasoning) -> str | None:
@@ -95,23 +118,26 @@ def rule_no_rocm_build(r: Reasoning) -> None:
     if not (amd_gpu_named(r) or contains(obs.text, obs.lowered, "rocm", lower=True)):
         return  # a CUDA build on an NVIDIA machine is the right build
     shown = _no_rocm_build_shown(r)
+    told = None if shown else _cuda_torch_told(r)
+    if told:
+        shown = [told]
     pip = None if shown else _rocm_wheel_missing(r)
-    if not shown and pip is None:
-        return
     if shown:
         message = (
             "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
-            "it has no HIP backend and never looks for the AMD GPU, so it runs on the CPU; KFD, /dev/kfd and the "
-            "groups are not the cause"
+            "it has no HIP backend and never looks for the AMD GPU, so the program fails or runs on the CPU; KFD, "
+            "/dev/kfd and the groups are not the cause"
         )
         evidence = tuple(f"the text: {line[:160]}" for line in shown)
-    else:
+    elif pip is not None:
         message = (
             "pip found no ROCm build of PyTorch at the version asked for in the ROCm index: the ROCm wheel was not "
             "installed, and an installer that goes on installs the default wheel, a CUDA build that never looks "
             "for an AMD GPU (the program then runs on the CPU)"
         )
         evidence = (f"pip: {pip[:160]}",)
+    else:
+        return
     r.findings.append(
         Finding(
             "userspace-no-rocm-build",

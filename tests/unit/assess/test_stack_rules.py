@@ -42,11 +42,53 @@ def test_a_rocm_build_of_torch_is_not_blamed() -> None:
     assert "userspace-no-rocm-build" not in codes(text)
 
 
-def test_a_cuda_build_replaced_by_the_rocm_one_later_in_the_thread_is_the_fix() -> None:
+def test_a_cuda_build_replaced_later_in_the_thread_is_still_the_cause_it_names() -> None:
+    # The corpus's convention: a thread that tells its fix is diagnosed for the cause it established.
     text = (
         "Radeon RX 7600, the image had torch 2.5.1+cu124 and used the CPU.\n"
         "After reinstalling from the rocm6.2 index: torch.__version__ = 2.5.1+rocm6.2 and it runs on the GPU.\n"
     )
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # a CUDA build without libcuda (CUDAHooks.cpp), as a traceback ends
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed "
+        "a driver from http://www.nvidia.com/Download/index.aspx",
+        # a CPU build (torch.cuda._lazy_init)
+        'raise AssertionError("Torch not compiled with CUDA enabled")\nAssertionError: Torch not compiled with CUDA enabled',
+    ],
+)
+def test_messages_only_a_build_without_hip_prints(message: str) -> None:
+    text = f"Fedora 41, Radeon RX 6800 XT, ROCm 6.2 installed; Forge fails at start:\n{message}\n"
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_a_rocm_build_without_a_gpu_is_not_a_cuda_build() -> None:
+    text = "Radeon RX 6800 XT, torch 2.4.1+rocm6.1\nRuntimeError: No HIP GPUs are available\n"
+    assert "userspace-no-rocm-build" not in codes(text)
+
+
+def test_no_nvidia_driver_on_an_nvidia_machine_is_not_an_amd_matter() -> None:
+    text = "GeForce RTX 4070, fresh Ubuntu\nRuntimeError: Found no NVIDIA driver on your system.\n"
+    assert "userspace-no-rocm-build" not in codes(text)
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "the node's installer pulled the CUDA wheels of torch back in, and my Radeon is ignored",
+        "updating the WebUI replaced torch with CUDA builds, so ROCm is not used anymore",
+    ],
+)
+def test_cuda_torch_told_in_words(told: str) -> None:
+    assert "userspace-no-rocm-build" in codes(f"RX 7800 XT with ROCm 6.3: {told}.\n")
+
+
+def test_cuda_told_without_torch_is_not_read() -> None:
+    text = "RX 7800 XT with ROCm 6.3: the game launcher installs NVIDIA packages for PhysX anyway.\n"
     assert "userspace-no-rocm-build" not in codes(text)
 
 
