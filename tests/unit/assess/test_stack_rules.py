@@ -319,3 +319,22 @@ def test_a_container_that_only_shows_the_drm_nodes_is_not_a_kernel_without_kfd()
         "Inside the container ls only shows /dev/dri, I forgot --device /dev/kfd.\n"
     )
     assert "kfd-not-built" not in codes(text)
+
+
+# --- the DRM nodes handed over and /dev/kfd left out (216) ------------------------------------------------------
+
+
+def test_dri_handed_over_but_kfd_left_out() -> None:
+    text = "The Incus profile maps /dev/dri/renderD128 into the instance, but /dev/kfd was never added, so ROCm sees no GPU.\n"
+    assert "device-node-missing" in codes(text)
+
+
+def test_dri_made_but_kfd_not_created_is_a_kernel_without_kfd() -> None:
+    text = (
+        "03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 23 [Radeon RX 6600/6600 XT]\n"
+        "\tKernel driver in use: amdgpu\n"
+        "amdgpu gives me /dev/dri/card1, but /dev/kfd is not created on this self-built kernel.\n"
+    )
+    found = codes(text)
+    assert "device-node-missing" not in found
+    assert "kfd-not-built" in found
