@@ -25,6 +25,7 @@ import re
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.evidence.model import Observations
+from kfdguard.knowledge import appformats
 from kfdguard.verdict import Finding, Severity
 
 E = Severity.ERROR
@@ -294,24 +295,13 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     return None
 
 
-# The DRM nodes handed over and /dev/kfd not ("/dev/dri devices are configured, but /dev/kfd is not always added"):
-# only a container's (or a sandbox's) device list hands over /dev/dri nodes, so the pairing names one.
-DRI_BUT_NOT_KFD = re.compile(
-    r"/dev/dri\b[^.\n]{0,80}?\bbut\b[^.\n]{0,20}?/dev/kfd\b[`'\"]?\s+(?:is|was|are|were|gets?|got)?\s*"
-    # handed-over verbs only: "but /dev/kfd is not created" is a kernel without KFD, not a device list
-    r"(?:not|n't|never)\s+(?:always\s+|automatically\s+)?(?:added|passed|mapped|mounted|included|forwarded|exposed|"
-    r"bound|listed|configured)\b",
-    re.I,
-)
-
-
 def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:
     """Prose that says /dev/kfd is absent from (or never reached) a container, or was left out where the DRM nodes
     were handed over."""
     told = _kfd_told_absent(r)
     if told is not None and (CONTAINER_WORD.search(told.string) or r.obs.first("container")):
         return told
-    return search_lines(DRI_BUT_NOT_KFD, r.obs.text, r.obs.lowered, "/dev/dri")
+    return search_lines(appformats.DRI_BUT_NOT_KFD, r.obs.text, r.obs.lowered, appformats.DRI_CUE)
 
 
 def _host_node(obs: Observations) -> tuple[str, ...]:

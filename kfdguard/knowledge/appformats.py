@@ -581,6 +581,19 @@ STRONG_FOREIGN = re.compile(
 # /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
 # node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
 KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
+# The DRM nodes handed over and /dev/kfd not ("/dev/dri devices are configured, but /dev/kfd is not always added"):
+# only a container's (or a sandbox's) device list hands over /dev/dri nodes, so the pairing names one
+# (assess/report_rules.kfd_told_absent_in_container); DRI_CUE is the literal every such line holds.
+DRI_CUE = "/dev/dri"
+DRI_BUT_NOT_KFD = re.compile(
+    r"/dev/dri\b[^.\n]{0,80}?\bbut\b[^.\n]{0,20}?/dev/kfd\b[`'\"]?\s+(?:is|was|are|were|gets?|got)?\s*"
+    # handed-over verbs only: "but /dev/kfd is not created" is a kernel without KFD, not a device list
+    r"(?:not|n't|never)\s+(?:always\s+|automatically\s+)?(?:added|passed|mapped|mounted|included|forwarded|exposed|"
+    r"bound|listed|configured)\b",
+    re.I,
+)
+
+
 # Prose that says a GPU is not supported ("the AMD 6700M GPU is not supported"). Users say it of ROCm's
 # libraries; the kernel's own wording ("... not supported in kfd") is read by the log rules instead.
 PROSE_UNSUPPORTED = re.compile(
