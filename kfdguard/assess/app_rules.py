@@ -14,7 +14,7 @@ import re
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
-from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built
+from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built, kfd_told_absent_in_container
 from kfdguard.evidence.model import Observations, SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -363,7 +363,7 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
     rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
     if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
-        _rootless(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
+        rootless_unmapped(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
         return
     if r.has("user-not-in-group", "device-permissions"):
         return
@@ -397,7 +397,10 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     )
 
 
-def _rootless(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+def rootless_unmapped(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+    """The finding for a rootless container whose user namespace leaves out the host's group of /dev/kfd
+    (assess/stack_rules.py reaches it from Podman's keep-groups told as the fix, and from a runtime that sees no
+    GPU in such a container)."""
     error = r.obs.value("kfd-open-error")
     shown = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
     r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
@@ -410,7 +413,7 @@ def _rootless(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> N
             "on the host, keep the host's groups: podman run --group-add keep-groups (crun) or distrobox create "
             "--additional-flags '--group-add keep-groups'; or map the host's render/video gids (/etc/subgid); "
             "usermod inside the container does not help",
-            (*shown, *evidence[:1], f"the text: {cue.group(0) if cue else 'rootless'}"),
+            (*shown, *evidence[:2], f"the text: {cue.group(0) if cue else 'rootless'}"),
         )
     )
 
@@ -452,7 +455,7 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
     if not bound:
         return
     text = obs.text
-    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd")
+    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd", "/dev/dri")
     listed = obs.kfd is not None and obs.kfd.mode is None
     if not (absent or listed):
         return
@@ -651,18 +654,27 @@ def rule_override_wrong(r: Reasoning) -> None:
 
 
 def rule_foreign_host_kfd(r: Reasoning) -> None:
-    """/dev/kfd passed to a container on a host that has none (Docker Desktop, WSL2, a Windows prompt), told in
-    prose without the runtime's own error."""
+    """/dev/kfd passed to (or told missing from) a container on a host that has none (Docker Desktop, WSL2, a
+    Windows prompt), told in prose without the runtime's own error."""
     obs = r.obs
     if r.machine is not None or r.has("host-without-kfd", "no-amd-gpu"):
         return
     text, lowered = obs.text, obs.lowered
     # The rarer cue first: each cue is one search of the whole text.
-    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd") or kfd_told_absent_in_container(r)
     if passed is None:
         return
     host = search_lines(
-        appformats.STRONG_FOREIGN, text, lowered, "docker desktop", "wsl", "microsoft", "dxg", ":\\users\\"
+        appformats.STRONG_FOREIGN,
+        text,
+        lowered,
+        "docker desktop",
+        "docker-desktop",
+        "desktop-linux",
+        "wsl",
+        "microsoft",
+        "dxg",
+        ":\\users\\",
     )
     if host is None:
         return

@@ -45,6 +45,7 @@ FLOOR: dict[str, int] = {
     "user-not-in-group": ACCESS,
     "rootless-gid-unmapped": ACCESS,
     "userspace-target-unsupported": USERSPACE,
+    "userspace-no-rocm-build": USERSPACE,
     "env-visibility-hides-gpu": USERSPACE,
     "env-override-wrong": USERSPACE,
 }

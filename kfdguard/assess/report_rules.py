@@ -24,6 +24,8 @@ import re
 
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
+from kfdguard.evidence.model import Observations
+from kfdguard.knowledge import appformats
 from kfdguard.verdict import Finding, Severity
 
 E = Severity.ERROR
@@ -263,9 +265,18 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
 KFD_NOT_PRESENT = re.compile(
     r"(?:/dev/)?kfd\b[`'\"]?(?:\s+(?:device|node|file))?\s+(?:is\s+|was\s+|will\s+|would\s+|does\s+|did\s+)?"
     r"(?:not|n't)\s+(?:be\s+)?(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
-    r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b",
+    r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b"
+    # "the only thing missing is /dev/kfd", "missing the /dev/kfd device"
+    r"|\bmissing\b[^.\n]{0,40}?/dev/kfd\b"
+    # "/dev/kfd ... never passed into the container", "the host had /dev/kfd, but neither reached the container"
+    r"|/dev/kfd\b[^.\n]{0,60}?\b(?:not|never|neither|n't)\b[^.\n]{0,20}?\b(?:reach\w*|pass\w*|forward\w*|expos\w*|"
+    r"mapp\w*|mount\w*|bound|bind\w*|added)\b[^.\n]{0,12}?\b(?:(?:in|into|to|inside)\s+)?(?:the\s+|a\s+|my\s+)?"
+    r"(?:containers?|pods?|sandbox)\b",
     re.I,
 )
+# The line that says the container lacks /dev/kfd also says the host has it ("not available in the container,
+# while being present on the host"): a listing of the node elsewhere in the text is the host's.
+HOST_WORD = re.compile(r"\b(?:on|in|from|of) the host\b|\bhost(?:'s)? (?:has|shows|side)\b", re.I)
 CONTAINER_WORD = re.compile(
     r"\b(?:containers?|docker|podman|singularity|apptainer|lxc|lxd|toolbox|distrobox|kubernetes|k8s|pods?)\b"
     r"|--contain\b",
@@ -277,11 +288,25 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
     for line in lines_with(r.obs.text, r.obs.lowered, "kfd"):
         lowered = line.lower()
-        if "not" in lowered or "n't" in lowered or "no /dev" in lowered or "missing" in lowered or "absent" in lowered:
+        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither")):
             m = KFD_NOT_PRESENT.search(line)
             if m:
                 return m
     return None
+
+
+def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:
+    """Prose that says /dev/kfd is absent from (or never reached) a container, or was left out where the DRM nodes
+    were handed over."""
+    told = _kfd_told_absent(r)
+    if told is not None and (CONTAINER_WORD.search(told.string) or r.obs.first("container")):
+        return told
+    return search_lines(appformats.DRI_BUT_NOT_KFD, r.obs.text, r.obs.lowered, appformats.DRI_CUE)
+
+
+def _host_node(obs: Observations) -> tuple[str, ...]:
+    node = obs.kfd
+    return (f"{node.source}: the host's /dev/kfd is there ({node.mode})",) if node is not None else ()
 
 
 def rule_prose_container_no_kfd(r: Reasoning) -> None:
@@ -290,11 +315,12 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
     obs = r.obs
     if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
         return
-    if obs.kfd is not None and obs.kfd.mode is not None:
-        return  # the node is shown: whatever the prose says, it is there
-    told = _kfd_told_absent(r)
-    if told is None or not (CONTAINER_WORD.search(told.string) or obs.first("container")):
+    told = kfd_told_absent_in_container(r)
+    if told is None:
         return
+    host_listing = obs.kfd is not None and obs.kfd.mode is not None
+    if host_listing and not HOST_WORD.search(told.string):
+        return  # the node is shown, and nothing says the listing is another machine's: it is there
     r.findings.append(
         Finding(
             "device-node-missing",
@@ -304,7 +330,7 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
             "pass it in: docker/podman run --device=/dev/kfd --device=/dev/dri; Singularity/Apptainer --rocm with "
             "--bind /dev/kfd where /dev is minimal (--contain, --containall); in Kubernetes, the AMD device plugin; "
             "check on the host that /dev/kfd exists first",
-            (f"the text: {told.group(0)}",),
+            (f"the text: {told.group(0)}", *(_host_node(obs) if host_listing else ())),
         )
     )
 
@@ -333,6 +359,7 @@ def amd_device_listed(r: Reasoning) -> str | None:
 
 __all__ = [
     "amd_device_listed",
+    "kfd_told_absent_in_container",
     "override_refused",
     "rule_dkms_status_unbuilt",
     "rule_module_built_elsewhere",

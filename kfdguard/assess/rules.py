@@ -640,8 +640,8 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def text_only(name: str, module: str = "app_rules") -> Callable[[Reasoning], None]:
-    """A rule of ``assess/app_rules.py`` (or ``assess/report_rules.py``): what userspace printed or people
-    told, which only a text shows.
+    """A rule of ``assess/app_rules.py`` (or ``assess/report_rules.py``, ``assess/stack_rules.py``): what
+    userspace printed or people told, which only a text shows.
 
     Every one of them returns at once on a machine, and importing them compiles the message formats of
     ``knowledge/appformats.py`` (about a third of the enforce oneshot's CPU time, which the display
@@ -651,9 +651,10 @@ def text_only(name: str, module: str = "app_rules") -> Callable[[Reasoning], Non
 
     def rule(r: Reasoning) -> None:
         if r.machine is None:
-            from kfdguard.assess import app_rules, report_rules  # app_rules imports report_rules anyway
+            from kfdguard.assess import app_rules, report_rules, stack_rules  # app_rules imports report_rules anyway
 
-            getattr(report_rules if module == "report_rules" else app_rules, name)(r)
+            modules = {"report_rules": report_rules, "stack_rules": stack_rules}
+            getattr(modules.get(module, app_rules), name)(r)
 
     rule.__name__ = name
     return rule
@@ -700,7 +701,10 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
         text_only("rule_denied_by_groups"),
+        text_only("rule_keep_groups_told", "stack_rules"),
+        text_only("rule_rootless_no_device", "stack_rules"),
         text_only("rule_prose_not_in_group"),
+        text_only("rule_prose_group_fix", "stack_rules"),
         text_only("rule_tool_groups_missing"),
         text_only("rule_prose_node_group"),
         rule_modprobe,
@@ -712,7 +716,9 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_wrong"),
         text_only("rule_override_invalid", "report_rules"),
         text_only("rule_override_not_applied"),
+        text_only("rule_override_unexported", "stack_rules"),
         text_only("rule_prose_unsupported"),
+        text_only("rule_no_rocm_build", "stack_rules"),
         text_only("rule_no_device"),
         rule_claims,
         rule_ready,

@@ -83,7 +83,10 @@ GFX = r"gfx[0-9a-f]{3,4}"
 # Prose that says /dev/kfd is absent ("the kfd device is not present", "there is no /dev/kfd").
 KFD_ABSENT = re.compile(
     r"\b(?:/dev/)?kfd`?'?\"? (?:device |node )?(?:is |was )?(?:not (?:present|there|created)|missing|"
-    r"does not exist|doesn't exist)|\bno /dev/kfd\b",
+    r"does not exist|doesn't exist)|\bno /dev/kfd\b"
+    # the driver said to make only its DRM nodes ("the amdgpu driver is only exposing /dev/dri/card0"): no KFD node
+    r"|\b(?:amdgpu|driver|kernel|module)\b[^.\n]{0,40}?\bonly (?:expos|creat|provid|register)\w*\b"
+    r"[^.\n]{0,30}?/dev/dri\b",
     re.IGNORECASE,
 )
 
@@ -571,9 +574,26 @@ FOREIGN_HOST = re.compile(
 # The hosts among those that can never pass a host's /dev/kfd into a container, whatever is installed:
 # Docker Desktop runs its engine in a VM of its own (on Linux too), WSL2's kernel is Microsoft's, and a
 # Windows prompt (C:\Users\...) runs Docker Desktop. "Windows 10" alone may be another disk of a dual-boot PC.
-STRONG_FOREIGN = re.compile(r"\bDocker Desktop\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I)
-# /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list.
-KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b")
+# Docker Desktop for Linux is the package docker-desktop, and its engine the docker context desktop-linux.
+STRONG_FOREIGN = re.compile(
+    r"\bDocker[ -]Desktop\b|\bdesktop-linux\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I
+)
+# /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
+# node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
+KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
+# The DRM nodes handed over and /dev/kfd not ("/dev/dri devices are configured, but /dev/kfd is not always added"):
+# only a container's (or a sandbox's) device list hands over /dev/dri nodes, so the pairing names one
+# (assess/report_rules.kfd_told_absent_in_container); DRI_CUE is the literal every such line holds.
+DRI_CUE = "/dev/dri"
+DRI_BUT_NOT_KFD = re.compile(
+    r"/dev/dri\b[^.\n]{0,80}?\bbut\b[^.\n]{0,20}?/dev/kfd\b[`'\"]?\s+(?:is|was|are|were|gets?|got)?\s*"
+    # handed-over verbs only: "but /dev/kfd is not created" is a kernel without KFD, not a device list
+    r"(?:not|n't|never)\s+(?:always\s+|automatically\s+)?(?:added|passed|mapped|mounted|included|forwarded|exposed|"
+    r"bound|listed|configured)\b",
+    re.I,
+)
+
+
 # Prose that says a GPU is not supported ("the AMD 6700M GPU is not supported"). Users say it of ROCm's
 # libraries; the kernel's own wording ("... not supported in kfd") is read by the log rules instead.
 PROSE_UNSUPPORTED = re.compile(

@@ -1,0 +1,284 @@
+"""Rules over what a text shows of the software around the GPU: which build of the framework runs, how a
+variable was set, and what a rootless container makes of the host's groups.
+
+Each rule reads a format a program prints or a shell accepts (PyTorch's version string and
+torch.utils.collect_env, pip's resolver errors, fish's and POSIX shells' ``set``, Podman's
+``--group-add keep-groups``), never a particular report's wording. These causes sit above the kernel:
+KFD can be perfect and the program still never reaches the GPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.assess.app_rules import ROOTLESS, amd_gpu_named, rootless_unmapped
+from kfdguard.assess.claims import contains, lines_with, search_lines
+from kfdguard.assess.reasoning import Reasoning
+from kfdguard.knowledge import appformats
+from kfdguard.verdict import Finding, Severity
+
+E, W = Severity.ERROR, Severity.WARNING
+
+# --- a framework built without ROCm ---------------------------------------------------------------------------
+
+# PyTorch's version carries its build as a local version label (PEP 440): "2.6.0+cu124" (CUDA 12.4),
+# "2.11.0+cpu", "2.4.1+rocm6.1". torch.__version__, collect_env's "PyTorch version:", pip list and
+# "torch version =" all print it after the package's name.
+TORCH_BUILD = re.compile(
+    r"\b(?:py)?torch(?:vision|audio)?\b(?:\.__version__)?[^\n+]{0,40}?(?<![\w.])\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?"
+    r"(?:\.dev\d+)?\+(?P<build>cu\d{2,3}|cpu|rocm[\d.]+)\b",
+    re.I,
+)
+# torch.version.hip is None in every build without HIP; collect_env prints that as "ROCM used to build
+# PyTorch: N/A" (torch/utils/collect_env.py), and a ROCm build's version there ("6.0.32830-d62f6a171").
+HIP_NONE = re.compile(r"\btorch\.version\.hip\b['\")]*\s*[:=,]?\s*None\b|\bROCM used to build PyTorch: N/A\b")
+HIP_BUILT = re.compile(r"\btorch\.version\.hip\b['\")]*\s*[:=,]?\s*['\"]?\d|\bROCM used to build PyTorch: \d")
+# pip's resolver (pip/_internal/index/package_finder.py): "Could not find a version that satisfies the
+# requirement %s (from versions: %s)", then "No matching distribution found for %s".
+PIP_NO_TORCH = re.compile(
+    r"Could not find a version that satisfies the requirement (?P<req>(?:torch|torchvision|torchaudio)\b[^\s(]*)"
+    r"(?: \(from versions: (?P<versions>[^)]*)\))?",
+    re.I,
+)
+
+
+# What only a build without HIP prints. A CUDA build's lazy init without libcuda (aten/src/ATen/cuda/detail/
+# CUDAHooks.cpp): "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a
+# driver from ..."; a CPU build's torch.cuda._lazy_init: "Torch not compiled with CUDA enabled". A ROCm build says
+# "No HIP GPUs are available" instead (appformats' torch-no-gpus).
+CUDA_ONLY = re.compile(
+    r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b",
+    re.I,
+)
+# The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
+# "it switches to CUDA instead of ROCm", "seems to be downloading nvidia stuff").
+PROSE_CUDA_TORCH = re.compile(
+    r"\b(?:install|pull|download|replac|switch|reinstall|default)\w*\b[^.\n]{0,40}?\b(?:cuda|nvidia)\s+"
+    r"(?:versions?|builds?|wheels?|packages?|stuff)\b|\bcuda instead of rocm\b",
+    re.I,
+)
+
+
+def _torch_builds(r: Reasoning) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
+    """The PyTorch builds the text shows, each with where it appears: (position, build, line) for a version
+    string, (position, line) for a HIP version of None (a build without ROCm)."""
+    text, lowered = r.obs.text, r.obs.lowered
+    builds: list[tuple[int, str, str]] = []
+    for cue in ("+cu", "+cpu", "+rocm"):
+        for line in lines_with(text, lowered, cue):
+            m = TORCH_BUILD.search(line)
+            if m and "from versions:" not in line:  # pip's list of what an index has, not what is installed
+                builds.append((text.find(line), m["build"].lower(), line.strip()))
+    hipless = [
+        (text.find(line), line.strip())
+        for cue in ("torch.version.hip", "rocm used to build pytorch")
+        for line in lines_with(text, lowered, cue)
+        if HIP_NONE.search(line)
+    ]
+    for cue in ("torch.version.hip", "rocm used to build pytorch"):
+        for line in lines_with(text, lowered, cue):
+            if HIP_BUILT.search(line):
+                builds.append((text.find(line), "rocm", line.strip()))
+    return sorted(builds), sorted(hipless)
+
+
+def _no_rocm_build_shown(r: Reasoning) -> list[str]:
+    """The lines that show a PyTorch build without ROCm: its version label, a HIP version of None, or a message
+    only such a build prints. A ROCm build shown later is the fix told beside the cause, which stays the cause."""
+    builds, hipless = _torch_builds(r)
+    shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
+    text, lowered = r.obs.text, r.obs.lowered
+    for cue in ("nvidia driver", "not compiled with cuda"):
+        shown += [(text.find(line), line.strip()) for line in lines_with(text, lowered, cue) if CUDA_ONLY.search(line)]
+    return [line for _, line in sorted(shown)][:2]
+
+
+def _cuda_torch_told(r: Reasoning) -> str | None:
+    """Prose that says an install brought CUDA builds of torch, in a text about torch."""
+    if not contains(r.obs.text, r.obs.lowered, "torch", lower=True):
+        return None
+    m = search_lines(PROSE_CUDA_TORCH, r.obs.text, r.obs.lowered, "cuda", "nvidia")
+    return m.group(0) if m else None
+
+
+def _rocm_wheel_missing(r: Reasoning) -> str | None:
+    """pip finding no ROCm build of torch at the version asked for, in an index of ROCm wheels."""
+    for line in lines_with(r.obs.text, r.obs.lowered, "satisfies the requirement"):
+        m = PIP_NO_TORCH.search(line)
+        if m and ("+rocm" in (m["versions"] or "").lower() or contains(r.obs.text, r.obs.lowered, "/rocm", lower=True)):
+            return line.strip()
+    return None
+
+
+def rule_no_rocm_build(r: Reasoning) -> None:
+    """The framework is a build without ROCm (a CUDA or CPU wheel): it never looks for the AMD GPU."""
+    obs = r.obs
+    if r.machine is not None or r.has("userspace-no-rocm-build", "no-amd-gpu", "host-without-kfd"):
+        return
+    if not (amd_gpu_named(r) or contains(obs.text, obs.lowered, "rocm", lower=True)):
+        return  # a CUDA build on an NVIDIA machine is the right build
+    shown = _no_rocm_build_shown(r)
+    told = None if shown else _cuda_torch_told(r)
+    if told:
+        shown = [told]
+    pip = None if shown else _rocm_wheel_missing(r)
+    if shown:
+        message = (
+            "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
+            "it has no HIP backend and never looks for the AMD GPU, so the program fails or runs on the CPU; KFD, "
+            "/dev/kfd and the groups are not the cause"
+        )
+        evidence = tuple(f"the text: {line[:160]}" for line in shown)
+    elif pip is not None:
+        message = (
+            "pip found no ROCm build of PyTorch at the version asked for in the ROCm index: the ROCm wheel was not "
+            "installed, and an installer that goes on installs the default wheel, a CUDA build that never looks "
+            "for an AMD GPU (the program then runs on the CPU)"
+        )
+        evidence = (f"pip: {pip[:160]}",)
+    else:
+        return
+    r.findings.append(
+        Finding(
+            "userspace-no-rocm-build",
+            E,
+            message,
+            "install the ROCm build of torch (and torchvision/torchaudio) from PyTorch's ROCm wheel index for a "
+            "version that index has (pip install --index-url <PyTorch's rocmX.Y index> torch==<a version it lists>), "
+            'or an image built with it; check with python -c "import torch; print(torch.__version__, '
+            'torch.version.hip)" (a ROCm build prints "+rocm..." and a HIP version)',
+            evidence,
+        )
+    )
+
+
+# --- an override set but never exported -----------------------------------------------------------------------
+
+# "set VAR value" exports nothing: fish's set exports only with -x/--export (-U is universal, not exported;
+# fish's builtin set), and a POSIX shell's set assigns positional parameters. fish's set may carry -U/-g/-l
+# flags before the name and -x inside any of them ("-Ux", "-gx").
+SET_OVERRIDE = re.compile(
+    r"(?<![\w-])set\s+(?P<flags>(?:--?[A-Za-z-]+\s+)*)HSA_OVERRIDE_GFX_VERSION\s+['\"]?(?P<value>\d+\.\d+\.\d+)"
+)
+
+
+def _unexported_override(r: Reasoning) -> re.Match[str] | None:
+    for line in lines_with(r.obs.text, r.obs.lowered, "hsa_override_gfx_version"):
+        m = SET_OVERRIDE.search(line)
+        if m is None:
+            continue
+        flags = m["flags"].split()
+        exported = any(f == "--export" or (not f.startswith("--") and "x" in f) for f in flags)
+        if not exported:
+            return m
+    return None
+
+
+def rule_override_unexported(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION set with a shell's set and no export: the shell has it, no program it starts does."""
+    obs = r.obs
+    if r.machine is not None or obs.saw("override") or r.has("env-override-not-applied", "no-amd-gpu"):
+        return
+    m = _unexported_override(r)
+    if m is None:
+        return
+    value = m["value"]
+    r.findings.append(
+        Finding(
+            "env-override-not-applied",
+            W,
+            f"HSA_OVERRIDE_GFX_VERSION={value} is set with '{m.group(0).split(' HSA_')[0]}', which does not export it: "
+            "the shell sees it (echo prints it) but the programs it starts get no such variable (env does not list "
+            "it), so the runtime still treats the GPU as its own target",
+            f"export it: in fish set -gx HSA_OVERRIDE_GFX_VERSION {value} (or set -Ux for every session); in bash "
+            f"or zsh export HSA_OVERRIDE_GFX_VERSION={value}; check with env | grep HSA_OVERRIDE",
+            (f"the text: {m.group(0)}",),
+        )
+    )
+
+
+# --- rootless containers: the host's groups are not the container's -----------------------------------------
+
+# Podman's "--group-add keep-groups" (crun) keeps the caller's supplementary groups; a line that offers it as
+# the fix ("use keep-groups instead of --group-add render", "swap the group flags for keep-groups") says the
+# named groups did not reach /dev/kfd.
+KEEP_GROUPS_FIX = re.compile(
+    r"keep-groups\b[^\n]*\b(?:instead of|rather than)\b|\b(?:instead of|rather than)\b[^\n]*keep-groups\b"
+    r"|\b(?:swap|replace)\w*\b[^\n]*keep-groups\b"
+    r"|\b(?:need|needs|must|have to|has to)\s+(?:to\s+)?use\b[^\n]*keep-groups"
+    r"|keep-groups\b[^\n]*\bonly (?:form|way|option)\b",
+    re.I,
+)
+
+
+def rule_keep_groups_told(r: Reasoning) -> None:
+    """The text offers Podman's keep-groups as the fix for a GPU container: the named groups were the container's."""
+    obs = r.obs
+    if r.machine is not None or r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"):
+        return
+    told = search_lines(KEEP_GROUPS_FIX, obs.text, obs.lowered, "keep-groups")
+    if told is None:
+        return
+    if not any(contains(obs.text, obs.lowered, w, lower=True) for w in ("/dev/kfd", "render", "rocm", "gpu")):
+        return  # keep-groups for some other device or file
+    rootless_unmapped(r, told, [])
+
+
+def rule_rootless_no_device(r: Reasoning) -> None:
+    """A rootless container (Distrobox, Toolbx) given /dev/kfd whose runtime sees no GPU: the host's render gid
+    is not mapped, so the open fails and HIP reports no device."""
+    obs = r.obs
+    if r.machine is not None or obs.foreign_host is not None or obs.agents or obs.saw("runtime-gpu"):
+        return
+    if r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu", "kfd-not-built", "device-node-missing"):
+        return
+    symptoms = obs.saw("no-device")
+    if not symptoms or any(f.severity is E for f in r.findings):
+        return  # no symptom, or a cause already found explains it
+    text, lowered = obs.text, obs.lowered
+    rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
+    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    if rootless is None or passed is None:
+        return
+    rootless_unmapped(r, rootless, [symptoms[0].text, f"the text: {passed.group(0).strip()}"])
+
+
+# --- a user added to the group as the fix, told in words ----------------------------------------------------
+
+# "we need to add the ollama user to the render group", "I had to add my user to video": the fix, so the account
+# was not in the group; "added myself to the render group" (done, not needed) is a membership and is not this.
+ADD_TO_GROUP_FIX = re.compile(
+    r"\b(?:need|needs|needed|have|had|has|must)\s+(?:to\s+)?add\s+(?:the\s+|my\s+|our\s+|your\s+|this\s+|that\s+)?"
+    r"(?:[\w.-]+\s+)?(?:user\s+|account\s+)?to\s+(?:the\s+|both\s+)?[`'\"]?(?P<group>render|video)[`'\"]?"
+    r"(?:\s+(?:and|&)\s+[`'\"]?(?:render|video)[`'\"]?)?\s+groups?\b",
+    re.I,
+)
+# What the missing membership did, somewhere in the text.
+DENIAL_WORDS = ("permission", "denied", "eacces", "access the", "crash", "no gpu", "not detected")
+
+
+def rule_prose_group_fix(r: Reasoning) -> None:
+    """The text gives adding the account to render (or video) as the fix for the GPU failing: it was not a member."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
+    ):
+        return
+    told = search_lines(ADD_TO_GROUP_FIX, obs.text, obs.lowered, "to the", "to both")
+    if told is None or not any(contains(obs.text, obs.lowered, w, lower=True) for w in DENIAL_WORDS):
+        return
+    group = told["group"].lower()
+    if obs.user is not None and group in obs.user.groups:
+        return  # id shows the account in it already
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"the text gives adding the account to '{group}' as the fix: it was not in the group that owns /dev/kfd "
+            "and /dev/dri/renderD*, so ROCm could not open them",
+            f"sudo usermod -aG {group} <account> (render and video where both exist), then restart the service or log "
+            "in again; for a service account, add the group where the account is created (its install script or "
+            "unit's SupplementaryGroups=)",
+            (f"the text: {told.group(0)}",),
+        )
+    )
