@@ -554,9 +554,9 @@ def rule_claims(r: Reasoning) -> None:
     from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
     text, lowered = r.obs.text, r.obs.lowered
-    for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
-        # Every claim's match lies within one line that holds its cue (claims.CUES).
-        m = search_lines(pattern, text, lowered, cue)
+    for (pattern, truth), cues in zip(WRONG_ADVICE, CUES, strict=True):
+        # Every claim's match lies within one line that holds one of its cues (claims.CUES).
+        m = search_lines(pattern, text, lowered, *cues)
         if m:
             r.findings.append(
                 Finding(
