@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from itertools import compress, count, filterfalse
-from operator import methodcaller, not_
+from itertools import compress, count
+from operator import itemgetter, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
@@ -595,6 +595,7 @@ def _bare(raw: str) -> str:
 
 
 _INSIDE = frozenset(" \t0123456789")
+_FIRST = itemgetter(slice(0, 1))
 
 
 def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
@@ -642,7 +643,9 @@ def _key_of(distinct: list[str], units: list[str]) -> dict[str, str]:
     taken as they are; Python computes only the others (picked by a filter in C), one call each."""
     key_of = dict(zip(distinct, units, strict=True))
     stamp_key, inside = _stamp_key, _INSIDE
-    for raw in filterfalse(methodcaller("startswith", "["), distinct):
+    # The lines whose first character is not "[" (a slice of one character is a cached string, compared
+    # by a slot: a quarter cheaper than a startswith call per line).
+    for raw in compress(distinct, map("[".__ne__, map(_FIRST, distinct))):
         key = stamp_key(raw)
         key_of[raw] = "\n" + key if raw[:1] in inside else key
     return key_of
