@@ -24,9 +24,12 @@ import re
 
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
+from kfdguard.knowledge import appformats
+from kfdguard.knowledge.asics import ASICS
 from kfdguard.verdict import Finding, Severity
 
 E = Severity.ERROR
+W = Severity.WARNING
 
 # --- dkms status --------------------------------------------------------------------------------------------
 
@@ -98,6 +101,15 @@ PROSE_DKMS_KERNEL = re.compile(
 )
 
 
+# DKMS named first and failing after it: "AMDGPU/ROCm DKMS fails on kernel 6.16", "dkms failed for running
+# kernel", "the DKMS build fails with 6.13". It names no module, so it is read only in a text about amdgpu.
+PROSE_DKMS_FAILS = re.compile(
+    r"\bdkms\b(?:\s+(?:build|builds|module|modules|package|install|installation))?\s+(?:fails?|failed|failing)\s+"
+    r"(?:on|for|with|against|under|to\s+(?:build|compile|install))\b",
+    re.I,
+)
+
+
 def rule_prose_dkms_kernel(r: Reasoning) -> None:
     """The text says the out-of-tree amdgpu (rock-dkms, amdgpu-dkms, "the ROCK kernel module") does not support
     or does not build for a kernel, or that DKMS did not build or install it."""
@@ -105,6 +117,8 @@ def rule_prose_dkms_kernel(r: Reasoning) -> None:
     if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
     told = search_lines(PROSE_DKMS_KERNEL, obs.text, obs.lowered, "dkms", "rock", "kernel module")
+    if told is None and contains(obs.text, obs.lowered, "amdgpu", lower=True):
+        told = search_lines(PROSE_DKMS_FAILS, obs.text, obs.lowered, "dkms")
     if told is None:
         return
     dkms_not_built(
@@ -331,10 +345,138 @@ def amd_device_listed(r: Reasoning) -> str | None:
     return None
 
 
+# --- the targets ROCm's device enumerators list -------------------------------------------------------------
+
+# Programs that print the runtime's GPU targets one to a line: ROCm's rocm_agent_enumerator ("gfx000" for the
+# CPU first), LLVM's amdgpu-arch and offload-arch (clang/tools/amdgpu-arch: each HSA agent's name, or on
+# Windows each HIP device's gcnArchName).
+ENUMERATORS = ("amdgpu-arch", "offload-arch", "rocm_agent_enumerator")
+LISTED_TARGET = re.compile(r"^[\s>]*(?P<gfx>gfx[0-9][0-9a-f]{2,3})(?::[a-z]+[+-])*\s*$")
+
+
+def _enumerated(r: Reasoning) -> tuple[str, list[str]] | None:
+    """The enumerator the text runs and the GPU targets it printed, in order (gfx000, the CPU, left out)."""
+    obs = r.obs
+    tool = next((t for t in ENUMERATORS if contains(obs.text, obs.lowered, t, lower=True)), None)
+    if tool is None:
+        return None
+    listed = [m["gfx"].lower() for line in lines_with(obs.text, obs.lowered, "gfx") if (m := LISTED_TARGET.match(line))]
+    targets = [g for g in dict.fromkeys(listed) if g != "gfx000"]
+    return (tool, targets) if targets else None
+
+
+def rule_enumerated_target_unsupported(r: Reasoning) -> None:
+    """A device enumerator lists a GPU target ROCm's prebuilt libraries carry no code for (an iGPU's gfx1036
+    beside a supported card, a gfx902 APU): programs that use that device, the first one by default, fail."""
+    if r.has("userspace-target-unsupported", "no-amd-gpu"):
+        return
+    enumerated = _enumerated(r)
+    if enumerated is None:
+        return
+    tool, targets = enumerated
+    known = {g: [a for a in ASICS if a.gfx == g] for g in targets}
+    unsupported = [g for g, asics in known.items() if asics and not any(a.rocm_prebuilt for a in asics)]
+    if not unsupported:
+        return
+    gfx = unsupported[0]
+    # A GPU the libraries do carry, listed beside it or named elsewhere (an enumerator may list only the first).
+    named = [g for g, _ in r.obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
+    carried = [g for g in dict.fromkeys([*targets, *named]) if any(a.rocm_prebuilt for a in ASICS if a.gfx == g)]
+    remedy = (
+        f"make the program use the {carried[0]} GPU: hide the other (ROCR_VISIBLE_DEVICES on Linux, "
+        "HIP_VISIBLE_DEVICES with the index of the GPU to keep) or disable the integrated GPU in the firmware setup"
+        if carried
+        else f"use software built for {gfx}, or a build whose targets include it"
+    )
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"{tool} lists the GPU targets the runtime enumerates ({', '.join(targets)}), and ROCm's prebuilt "
+            f"libraries carry no code for {gfx}: a program that uses that GPU (the first listed is device 0) has "
+            "nothing to run on it, whatever the kernel and permissions",
+            remedy,
+            (f"{tool}: {gfx}",),
+        )
+    )
+
+
+# --- a container given the video group only, where the nodes belong to render -------------------------------
+
+# docker/podman run's --group-add (a name resolved in the image's /etc/group, or a numeric gid), read in the
+# command that starts the container, or in words that say video is all it adds ("only adds --group-add video"):
+# a line that advises "add --group-add render" is the fix, not what the container had.
+GROUP_ADD = re.compile(r"--group-add(?:=|\s+)[\"']?(?P<group>[^\s\"']+)")
+RUN_COMMAND = re.compile(r"\b(?:docker|podman|nerdctl)\b[^\n]*?\s(?:run|create)\s")
+ONLY_VIDEO = re.compile(r"\b(?:only|just)\b[^.\n]{0,40}?--group-add(?:=|\s+)[\"']?video\b", re.I)
+
+
+def _groups_added(r: Reasoning) -> set[str]:
+    """The groups the container is started with: its run commands' --group-add, else words that say video only."""
+    lines = lines_with(r.obs.text, r.obs.lowered, "--group-add")
+    commands = [line for line in lines if RUN_COMMAND.search(line)]
+    if commands:
+        return {
+            m["group"].lower().rstrip(".,;:")  # the end of a sentence, not of the group
+            for line in commands
+            for m in GROUP_ADD.finditer(line)
+        }
+    return {"video"} if any(ONLY_VIDEO.search(line) for line in lines) else set()
+
+
+def _render_owned(r: Reasoning) -> str | None:
+    """Where the text shows /dev/kfd or a render node owned by group render: ls -l, or words."""
+    obs = r.obs
+    for path, node in obs.nodes.items():
+        if node.group == "render" and (path.endswith("/kfd") or "/renderD" in path):
+            return f"{node.source}: {path} group render"
+    for pattern, cue in ((appformats.NODE_GROUP_PROSE, "/dev/k"), (appformats.RENDER_NODE_GROUP_PROSE, "/dev/dri/")):
+        m = search_lines(pattern, obs.text, obs.lowered, cue)
+        if m and (m["owner"] or m["group"] or "").lower() == "render":
+            return f"the text: {m.group(0)}"
+    return None
+
+
+def rule_container_without_render_group(r: Reasoning) -> None:
+    """A container started with --group-add naming video but not render, where /dev/kfd or the render node
+    belongs to group render: its user is in video only, so opening the node fails and HIP sees no GPU."""
+    if r.has(
+        "user-not-in-group",
+        "device-permissions",
+        "rootless-gid-unmapped",
+        "host-without-kfd",
+        "no-amd-gpu",
+        "device-node-missing",
+    ):
+        return
+    added = _groups_added(r)
+    if "video" not in added or "render" in added or "keep-groups" in added:
+        return
+    if any(not g.isalpha() for g in added):
+        return  # a numeric gid, or one a command computes ($(getent ...)), may be render's
+    owned = _render_owned(r)
+    if owned is None:
+        return
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            "the container is started with --group-add video but not render, while the GPU's nodes belong to group "
+            "render: the container's user is in video only, cannot open them, and HIP enumerates no GPU",
+            "add the host's render group: docker/podman run --group-add $(getent group render | cut -d: -f3) (the "
+            "numeric gid; a name is looked up in the image's own /etc/group), beside --group-add video; with rootless "
+            "podman, --group-add keep-groups",
+            (f"the text: {sorted(added)}", owned),
+        )
+    )
+
+
 __all__ = [
     "amd_device_listed",
     "override_refused",
+    "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
+    "rule_enumerated_target_unsupported",
     "rule_module_built_elsewhere",
     "rule_override_invalid",
     "rule_prose_container_no_kfd",

@@ -550,6 +550,8 @@ FORMATS: tuple[AppFormat, ...] = (
 # the rows are recognised inside the banner's block (evidence.text).
 ROCM_SMI_BANNER = "ROCm System Management Interface"
 ROCM_SMI_END = "End of ROCm SMI Log"
+# rocm-smi's per-device lines (rocm_smi.py printLog 'GPU[%s]\t\t: %s', printErrLog behind logging's "ERROR: ").
+ROCM_SMI_DEVICE = re.compile(r"^[\s>]*(?:ERROR:\s*)?GPU\[(?P<index>\d+)\]\s*:\s")
 ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\]|\d+(?:\.\d+)?\s*°?[cC])")
 
 # Environment variables that select GPUs: ROCr's filter applies first, then HIP's (and CUDA's, which
@@ -595,8 +597,11 @@ PROSE_FAMILY = re.compile(
     r"\b(?:polaris|vega|navi|fiji|tonga|hawaii|ellesmere|baffin|lexa|gcn\s?[1-5]|rdna\s?[1-4])\b", re.I
 )
 # Prose that says a user lacks the group that owns /dev/kfd ("was not in the render group").
+# The verb may be left out after the subject, as people write a cause down ("the issue was `ollama` user not in
+# the render group", "my user not a member of video group"); rocminfo's own "is not member of" drops the "a".
 NOT_IN_GROUP = re.compile(
-    r"\b(?:is|was|are|were|am|'m)(?:n't| not)\s+(?:a\s+member\s+of|in|part\s+of|added\s+to)\s+(?:the\s+)?"
+    r"(?:\b(?:is|was|are|were|am|'m)(?:n't| not)|\b(?:user|account)[`'\"]?\s+not)\s+"
+    r"(?:(?:a\s+)?member\s+of|in|part\s+of|added\s+to)\s+(?:the\s+)?"
     r"[`'\"]?(?P<group>render|video)[`'\"]?\s+group",
     re.I,
 )
@@ -694,6 +699,11 @@ PROSE_OVERRIDE_SET = re.compile(
 PROSE_IN_GROUP = re.compile(
     r"\b(?:in|member of|added (?:myself |me |the user |my user |it )?to)\s+(?:the\s+)?[`'\"]?"
     r"(?P<group>render|video)[`'\"]?\s+group",
+    re.I,
+)
+# The render node's group told in prose: "/dev/dri/renderD* is owned by group render", "renderD128 root:render".
+RENDER_NODE_GROUP_PROSE = re.compile(
+    r"/dev/dri/render\S*[^\n]{0,60}?\b(?:root:(?P<owner>render)\b|(?:group|owned by)\s+[`'\"]?(?P<group>render)\b)",
     re.I,
 )
 # /dev/kfd's group told in prose: "restricted to root:render", "owned by group render" (and the kdf typo).
