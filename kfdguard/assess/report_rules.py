@@ -401,6 +401,126 @@ def rule_enumerated_target_unsupported(r: Reasoning) -> None:
     )
 
 
+# --- the integrated GPU picked instead of the discrete one, told in words ------------------------------------
+
+# "HIP using your integrated graphics rather than your discrete graphics", "it picks the iGPU first", "ROCm
+# selected the onboard GPU": HIP's device 0 is the first GPU agent, often an APU's iGPU.
+PROSE_IGPU_USED = re.compile(
+    r"\b(?:using|uses|used|picks?|picked|picking|selects?|selected|selecting|chooses?|chose|defaults?\s+to)\s+"
+    r"(?:the\s+|your\s+|my\s+|an?\s+)?(?:integrated|on-?board|internal)\s+(?:graphics|gpu|apu)\b"
+    r"|\b(?:using|uses|used|picks?|picked|selects?|selected|chooses?|chose)\s+(?:the\s+|your\s+|my\s+|an?\s+)?igpu\b",
+    re.I,
+)
+
+
+def rule_igpu_used(r: Reasoning) -> None:
+    """The text says the program runs on the integrated GPU rather than the discrete one: HIP numbers the GPU
+    agents in order and an APU's iGPU (gfx902, gfx90c, gfx1036: no prebuilt code) often comes first."""
+    obs = r.obs
+    if r.has("userspace-target-unsupported", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = search_lines(PROSE_IGPU_USED, obs.text, obs.lowered, "integrated", "board", "internal", "igpu")
+    if told is None or _NEGATED.search(told.string[max(0, told.start() - 16) : told.start()]):
+        return  # not told, or advice ("make sure you are not using the integrated GPU")
+    named = [g for g, _ in obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
+    bare = [g for g in dict.fromkeys(named) if not any(a.rocm_prebuilt for a in ASICS if a.gfx == g)]
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            "the text says the program uses the integrated GPU instead of the discrete one: HIP's device 0 is the "
+            "first GPU agent, an APU's iGPU whose target ROCm's prebuilt libraries carry no code for"
+            + (f" (beside it, {', '.join(bare)} has none either)" if bare else ""),
+            "make the program use the discrete GPU: HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) with its index "
+            "among the GPU agents, or disable the integrated GPU in the firmware setup",
+            (f"the text: {told.group(0)}",),
+        )
+    )
+
+
+# --- an override that made the program work ------------------------------------------------------------------
+
+# Prose that says what came before it helped ("This worked for me", "that did the trick"); a negation in the line
+# ("it never worked") undoes it.
+_WORKED_CUES = ("worked", "works now", "now it works", "fixed", "solved", "resolved", "trick")
+_NEGATED = re.compile(r"\b(?:not|n't|never|no longer)\b", re.I)
+
+
+def override_target(value: str) -> str | None:
+    """The gfx target an HSA_OVERRIDE_GFX_VERSION value makes the runtime report: major, minor, then the stepping
+    in hex (libhsakmt: 9.0.10 is gfx90a, 10.3.0 gfx1030, 11.0.0 gfx1100)."""
+    m = _VALID.fullmatch(value)
+    if m is None or override_refused(value):
+        return None
+    return f"gfx{int(m['major'])}{int(m['minor'])}{int(m['step']):x}"
+
+
+def rule_override_worked(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION set, and the text says it then worked: the program's build has no code for the
+    GPU's own target, which the override replaces with a neighbouring target's code (the README's "unsupported
+    workaround"). Read from the GPU's own target as the text names it, not from what the override reports."""
+    obs = r.obs
+    if r.has("userspace-target-unsupported", "env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    set_at = obs.first("gfx-override")
+    claimed = override_target(set_at.value) if set_at else None
+    if set_at is None or claimed is None:
+        return
+    worked = None
+    for line in dict.fromkeys(line for cue in _WORKED_CUES for line in lines_with(obs.text, obs.lowered, cue)):
+        m = appformats.PROSE_FIXED.search(line)
+        if m and not _NEGATED.search(line) and _line_number(obs.lines, line) > set_at.source.line:
+            worked = m
+            break
+    if worked is None:
+        return
+    named = [(g, str(w)) for g, w in obs.prose_gfx] + [(t.asic.gfx, str(t.gpu.source)) for t in r.amd if t.asic]
+    named += _targets_beside_settings(r)
+    own = next(((g, w) for g, w in named if g and g != claimed), None)
+    if own is None:
+        return
+    gfx, where = own
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"the text says HSA_OVERRIDE_GFX_VERSION={set_at.value} made it work: the program's build carries no code "
+            f"for {gfx}, so the override has it run the code built for {claimed} instead (unsupported: it may crash "
+            "or compute wrongly)",
+            f"keep the override in the environment of the process that uses the GPU, or use a build whose targets "
+            f"include {gfx}",
+            (
+                f"{set_at.source}: HSA_OVERRIDE_GFX_VERSION={set_at.value}",
+                f"the text: {worked.group(0)}",
+                f"{where}: {gfx}",
+            ),
+        )
+    )
+
+
+def _targets_beside_settings(r: Reasoning) -> list[tuple[str, str]]:
+    """A GPU target named alone in a line that also sets a variable ("Until gfx1151 support is enabled use export
+    HSA_OVERRIDE_GFX_VERSION=11.0.0"), which the evidence layer's prose reading leaves out for its "="; build
+    flags that list targets (AMDGPU_TARGETS=, PYTORCH_ROCM_ARCH=) name what is built, not the GPU."""
+    found = []
+    for line in lines_with(r.obs.text, r.obs.lowered, "gfx"):
+        low = line.lower()
+        if "=" not in low or "targets" in low or "arch" in low:
+            continue
+        targets = appformats.PROSE_GFX.findall(low)
+        if len(targets) == 1:
+            found.append((targets[0], "the text"))
+    return found
+
+
+def _line_number(lines: list[str], line: str) -> int:
+    """The 1-based number of the first line equal to ``line`` (0 where none is): one C-level scan of the list."""
+    try:
+        return lines.index(line) + 1
+    except ValueError:
+        return 0
+
+
 # --- a container given the video group only, where the nodes belong to render -------------------------------
 
 # docker/podman run's --group-add (a name resolved in the image's /etc/group, or a numeric gid), read in the
@@ -474,11 +594,14 @@ def rule_container_without_render_group(r: Reasoning) -> None:
 __all__ = [
     "amd_device_listed",
     "override_refused",
+    "override_target",
     "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",
+    "rule_igpu_used",
     "rule_module_built_elsewhere",
     "rule_override_invalid",
+    "rule_override_worked",
     "rule_prose_container_no_kfd",
     "rule_prose_dkms_kernel",
     "rule_prose_secure_boot",

@@ -715,6 +715,8 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_not_applied"),
         text_only("rule_prose_unsupported"),
         text_only("rule_enumerated_target_unsupported", "report_rules"),
+        text_only("rule_override_worked", "report_rules"),
+        text_only("rule_igpu_used", "report_rules"),
         text_only("rule_no_device"),
         rule_claims,
         rule_ready,

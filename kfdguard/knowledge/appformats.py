@@ -589,8 +589,9 @@ PROSE_UNSUPPORTED = re.compile(
     r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b",
     re.I,
 )
-# A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat) or an ISA name.
-PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w.-])")
+# A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;
+# a full stop that ends the sentence ("my card reports gfx1032.") is not a file name's.
+PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w-]|\.\w)")
 # GPU families named in prose without a number ("Polaris is no longer supported"): a line that names one
 # speaks of a GPU, as "gpu" or "card" would.
 PROSE_FAMILY = re.compile(

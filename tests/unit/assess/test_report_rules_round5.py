@@ -176,3 +176,80 @@ def test_not_in_group_without_is_or_was(said: str) -> None:
 
 def test_a_user_in_the_group_is_not_told_missing() -> None:
     assert "user-not-in-group" not in codes("The user is in the render group and rocminfo lists the GPU.\n")
+
+
+# --- second round (173-179): a gid without a name, an override that worked, the iGPU picked ----------------------
+
+LS_KFD_GID = "$ kubectl exec infer-0 -- ls -l /dev/kfd\ncrw-rw---- 1 root 992 511, 0 May  3 08:00 /dev/kfd\n"
+
+
+def test_a_bare_gid_on_kfd_and_a_non_root_pod_user() -> None:
+    [found] = of("user-not-in-group", LS_KFD_GID + "The pod spec sets runAsUser: 1000.\n")
+    assert "992" in found.remedy and "supplementalGroups" in found.remedy
+
+
+def test_a_bare_gid_and_permission_denied_without_words_about_the_user() -> None:
+    text = LS_KFD_GID + "$ rocminfo\nROCk module is loaded\nUnable to open /dev/kfd read-write: Permission denied\n"
+    assert any("gid 992" in f.message for f in of("user-not-in-group", text))
+
+
+def test_the_overflow_gid_stays_a_rootless_mapping() -> None:
+    text = "crw-rw---- 1 nobody nogroup 511, 0 May  3 08:00 /dev/kfd\nrunning as non-root\n"
+    assert not any("has no name here" in f.message for f in findings(text))
+
+
+def test_root_in_the_container_opens_the_node_whatever_its_gid() -> None:
+    assert "user-not-in-group" not in codes(LS_KFD_GID)
+
+
+def test_a_world_writable_node_is_not_a_group_problem() -> None:
+    text = "crw-rw-rw- 1 root 992 511, 0 May  3 08:00 /dev/kfd\nthe job runs as nobody\n"
+    assert not any("has no name here" in f.message for f in findings(text))
+
+
+@pytest.mark.parametrize(
+    ("value", "target"), [("9.0.10", "gfx90a"), ("10.3.0", "gfx1030"), ("11.0.0", "gfx1100"), ("11", None)]
+)
+def test_override_values_name_the_target_the_runtime_reports(value: str, target: str | None) -> None:
+    from kfdguard.assess.report_rules import override_target
+
+    assert override_target(value) == target
+
+
+def test_an_override_that_made_it_work_shows_the_build_lacks_the_gpu_s_target() -> None:
+    text = "My card reports gfx1032.\n$ export HSA_OVERRIDE_GFX_VERSION=10.3.0\n$ python3 bench.py\nNow it works!\n"
+    [found] = of("userspace-target-unsupported", text)
+    assert "gfx1032" in found.message and "gfx1030" in found.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My card reports gfx1032.\nexport HSA_OVERRIDE_GFX_VERSION=10.3.0\nit still never worked\n",
+        "It worked fine on ROCm 5.7 with my gfx1032.\nexport HSA_OVERRIDE_GFX_VERSION=10.3.0 made it crash.\n",
+        "My card reports gfx1030.\nexport HSA_OVERRIDE_GFX_VERSION=10.3.0\nNow it works!\n",
+    ],
+)
+def test_an_override_that_did_not_help_came_after_or_names_the_own_target(text: str) -> None:
+    assert not any("made it work" in f.message for f in findings(text))
+
+
+def test_the_igpu_picked_before_the_card_told_in_words() -> None:
+    text = "Turns out PyTorch picks the iGPU of the 7840HS before my RX 7700S; that is why kernels fail.\n"
+    [found] = of("userspace-target-unsupported", text)
+    assert "HIP_VISIBLE_DEVICES" in found.remedy
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Make sure you are not using the integrated graphics.\n", "I disabled the integrated GPU in the BIOS.\n"],
+)
+def test_advice_or_a_disabled_igpu_is_not_the_igpu_used(text: str) -> None:
+    assert not any("integrated GPU instead" in f.message for f in findings(text))
+
+
+def test_a_target_that_ends_a_sentence_is_prose_and_a_file_name_is_not() -> None:
+    from kfdguard.evidence.text import read_text
+
+    assert [g for g, _ in read_text("My card reports gfx1032.\n").prose_gfx] == ["gfx1032"]
+    assert read_text("loading kernels from gfx1032.co\n").prose_gfx == []
