@@ -195,6 +195,10 @@ def rule_host_without_kfd(r: Reasoning) -> None:
     _drop_linux_host_findings(r)
 
 
+# Two or more targets with no separator between them ("gfx1030gfx1100"); "gfx90a:xnack-" is one target.
+_GLUED_TARGETS = re.compile(r"(?:gfx[0-9a-f]{3,4}){2,}")
+
+
 def rule_no_code_object(r: Reasoning) -> None:
     """A program that has no code object for the GPU's target: the software build, not the GPU or the kernel."""
     obs = r.obs
@@ -205,8 +209,8 @@ def rule_no_code_object(r: Reasoning) -> None:
     carried = sorted({m.gfx for m in obs.saw("library-targets") if m.gfx})
     for m in messages:
         supported = m.value("supported")
-        if supported:
-            carried = sorted(set(carried) | set(supported.split()))
+        if supported:  # ollama's "[gfx1030 gfx1100]", TensorFlow's "gfx1030, gfx900, ..."
+            carried = sorted(set(carried) | {t for t in re.split(r"[\s,]+", supported) if t})
     # The distinct texts: a paste repeats its lines, and a repeat is no more evidence (nor is it read
     # again on a long paste's fast path: evidence/text.py).
     evidence = list(dict.fromkeys(m.text for m in messages))[:2]
@@ -229,6 +233,15 @@ def rule_no_code_object(r: Reasoning) -> None:
     )
     if override:
         message += f" (HSA_OVERRIDE_GFX_VERSION={override} is set where the text shows it)"
+    glued = next((t for t in carried if gfx and gfx in t and _GLUED_TARGETS.fullmatch(t)), None)
+    if glued:
+        # The program's own list holds the target run together with another ("gfx1030gfx1100"): a separator
+        # lost in its build, so it refuses a target it is meant to carry.
+        message = (
+            f"the program refuses {gfx}: its own list of supported targets reads '{glued}', two names run together "
+            "(a separator lost in its build), so it leaves out a GPU it is meant to support; the GPU, the kernel "
+            "and permissions are not the cause"
+        )
     if not carried:
         r.unknown.append(
             "which gfx targets the installed ROCm libraries carry: paste 'ls /opt/rocm*/lib/rocblas/library | head' "

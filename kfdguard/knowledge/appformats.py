@@ -49,6 +49,11 @@ SRC_TORCH = "pytorch/pytorch torch/cuda/__init__.py _lazy_init (hipified: 'No HI
 SRC_OLLAMA = "ollama/ollama discover/amd_linux.go AMDGetGPUInfo (gpu/amd_linux.go before 0.4)"
 SRC_OLLAMA_OLD = "ollama/ollama gpu/amd_linux.go, amd_windows.go 0.1.2x-0.1.3x (fmt.Sprintf slog messages)"
 SRC_DOCKER = "moby/moby oci/devices_linux.go DevicesFromPath (error gathering device information ...)"
+SRC_TF = (
+    "ROCm/tensorflow-upstream tensorflow/core/common_runtime/gpu/gpu_device.cc (BaseGPUDeviceFactory: 'Ignoring "
+    "visible gpu device (...) with AMDGPU version : %s. The supported AMDGPU versions are %s.'; TF 1.x 'with AMDGPU "
+    "ISA %s. The minimum required AMDGPU ISA is gfx803.')"
+)
 SRC_CLINFO = "Oblomov/clinfo src/clinfo.c (--list: ' `-- Device #N: <name>'; ROCm names devices by gfx target)"
 SRC_USERMOD = "shadow-maint/shadow src/usermod.c (\"%s: group '%s' does not exist\")"
 SRC_RUST_IO = "rust-lang/rust library/std/src/io/error.rs (Display of an OS error: '... (os error 13)')"
@@ -124,6 +129,21 @@ FORMATS: tuple[AppFormat, ...] = (
         "PyTorch's wording of the same error (hipErrorNoBinaryForGpu through CUDA's name)",
         SRC_CLR_ERROR,
         "RuntimeError: HIP error: no kernel image is available for execution on the device",
+    ),
+    AppFormat(
+        "tf-ignoring-gpu",
+        "no-code-object",
+        "Ignoring visible gpu device",
+        rf"Ignoring visible gpu device \(.*?\) with AMDGPU (?:version :|ISA) (?P<gfx>{GFX})",
+        "TensorFlow's ROCm build carries no code for this GPU's target (by its own list) and leaves the GPU out",
+        SRC_TF,
+        "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1990] Ignoring visible gpu device (device: 0, name: AMD "
+        "Radeon RX 6600 XT, pci bus id: 0000:0c:00.0) with AMDGPU version : gfx1032. The supported AMDGPU versions "
+        "are gfx1030, gfx900, gfx906, gfx908, gfx90a.",
+        (
+            r"The supported AMDGPU versions are (?P<supported>[^.]*)",
+            r"minimum required AMDGPU ISA is (?P<supported>gfx\w+)",
+        ),
     ),
     # --- rocBLAS / Tensile ------------------------------------------------------------------------------
     AppFormat(

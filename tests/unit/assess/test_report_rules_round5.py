@@ -253,3 +253,48 @@ def test_a_target_that_ends_a_sentence_is_prose_and_a_file_name_is_not() -> None
 
     assert [g for g, _ in read_text("My card reports gfx1032.\n").prose_gfx] == ["gfx1032"]
     assert read_text("loading kernels from gfx1032.co\n").prose_gfx == []
+
+
+# --- fourth round (182-185): TensorFlow's refusal of a target ------------------------------------------------------
+
+
+def test_tensorflow_ignoring_a_gpu_of_a_target_it_was_not_built_for() -> None:
+    line = (
+        "2023-05-02 10:11:12.123456: I tensorflow/core/common_runtime/gpu/gpu_device.cc:2015] Ignoring visible gpu "
+        "device (device: 0, name: AMD Radeon RX 6700 XT, pci bus id: 0000:2d:00.0) with AMDGPU version : gfx1031. "
+        "The supported AMDGPU versions are gfx1030, gfx900, gfx906, gfx908, gfx90a.\n"
+    )
+    [found] = of("userspace-target-unsupported", line)
+    assert "gfx1031" in found.message
+    assert any("gfx1030 gfx900" in e for e in found.evidence)  # the list, without its commas
+
+
+def test_tensorflow_1_x_minimum_isa_wording() -> None:
+    line = (
+        "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1605] Ignoring visible gpu device (device: 0, name: "
+        "Carrizo, pci bus id: 0000:00:01.0) with AMDGPU ISA gfx801. The minimum required AMDGPU ISA is gfx803.\n"
+    )
+    assert "userspace-target-unsupported" in codes(line)
+
+
+def test_a_target_run_together_in_the_program_s_own_list_is_named_as_the_list_s_fault() -> None:
+    line = (
+        "Ignoring visible gpu device (device: 0, name: Radeon PRO W7900, pci bus id: 0000:43:00.0) with AMDGPU "
+        "version : gfx1100. The supported AMDGPU versions are gfx1030gfx1100, gfx900, gfx90a.\n"
+    )
+    [found] = of("userspace-target-unsupported", line)
+    assert "'gfx1030gfx1100'" in found.message and "refuses gfx1100" in found.message
+
+
+def test_a_supported_list_that_names_the_target_alone_is_no_glued_list() -> None:
+    line = (
+        "Ignoring visible gpu device (device: 0, name: X, pci bus id: 0000:43:00.0) with AMDGPU version : gfx1101. "
+        "The supported AMDGPU versions are gfx1100, gfx1030, gfx90a.\n"
+    )
+    [found] = of("userspace-target-unsupported", line)
+    assert "run together" not in found.message
+
+
+def test_a_target_with_its_features_in_the_list_is_not_glued() -> None:
+    text = 'msg="amdgpu is not supported (supported types:[gfx1030 gfx90a:xnack- gfx942])" gpu_type=gfx90a gpu=0\n'
+    assert not any("run together" in f.message for f in findings(text))
