@@ -345,6 +345,54 @@ def amd_device_listed(r: Reasoning) -> str | None:
     return None
 
 
+# --- amdgpu's init failure quoted outside a kernel log, and PCI BARs without space ----------------------------
+
+# The kernel's own words quoted in prose, a title or a quote, where the log reader does not see a log line:
+# drivers/base/dd.c "probe of %s failed with error %d" (6.12: "probe with driver %s failed with error %d") and
+# amdgpu's "Fatal error during GPU init" (people insert the error: "Fatal error -12 during GPU init").
+QUOTED_INIT_FAILURE = re.compile(
+    r"\bamdgpu\b[^\n]{0,40}?(?:\bprobe (?:of \S+|with driver \S+) failed with error (?P<err>-?\d+)"
+    r"|\bFatal error\b(?:\s+(?P<err2>-?\d+))?\s+during GPU init)",
+    re.I,
+)
+# drivers/pci/setup-res.c: "BAR %d: no space for %pR", "BAR %d: failed to assign %pR" (6.x: "BAR %d %pR: can't
+# assign; no space"): the firmware left the device no room for a memory window.
+BAR_NO_SPACE = re.compile(r"\bBAR \d+(?::| \[[^\]]*\]:)\s*(?:no space for|can't assign; no space|failed to assign)")
+
+
+def rule_quoted_init_failure(r: Reasoning) -> None:
+    """amdgpu's probe failure or "Fatal error during GPU init" quoted where no kernel log shows it; with error
+    -12 (ENOMEM) or the PCI core's "no space" for a BAR, the firmware did not map the GPU's memory windows."""
+    obs = r.obs
+    if r.has("gpu-init-failed", "firmware-missing", "gpu-psp-init-failed", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = search_lines(QUOTED_INIT_FAILURE, obs.text, obs.lowered, "probe of", "probe with", "fatal error")
+    if told is None:
+        return
+    err = told["err"] or told["err2"]
+    bar = search_lines(BAR_NO_SPACE, obs.text, obs.lowered, "no space", "failed to assign")
+    space = err == "-12" or bar is not None
+    r.findings.append(
+        Finding(
+            "gpu-init-failed",
+            E,
+            "the text shows amdgpu failing to initialise the GPU"
+            + (f" (error {err})" if err else "")
+            + (
+                ": ENOMEM at probe, where the PCI core could not give the GPU its memory windows (BARs), which the "
+                "firmware's resource settings decide"
+                if space
+                else ": the GPU never reaches KFD"
+            ),
+            "in the firmware setup enable Above 4G Decoding and Re-Size BAR support and disable CSM (on servers also "
+            "check SR-IOV and MMIO settings); 'sudo dmesg | grep -E \"BAR|amdgpu\"' shows whether a BAR found no space"
+            if space
+            else "read the whole boot's 'sudo dmesg | grep -Ei \"amdgpu|kfd\"' for the line before the failure",
+            tuple(x for x in (f"the text: {told.group(0)}", f"the text: {bar.group(0)}" if bar else None) if x),
+        )
+    )
+
+
 # --- the targets ROCm's device enumerators list -------------------------------------------------------------
 
 # Programs that print the runtime's GPU targets one to a line: ROCm's rocm_agent_enumerator ("gfx000" for the
@@ -605,4 +653,5 @@ __all__ = [
     "rule_prose_container_no_kfd",
     "rule_prose_dkms_kernel",
     "rule_prose_secure_boot",
+    "rule_quoted_init_failure",
 ]

@@ -693,6 +693,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
         text_only("rule_prose_container_no_kfd", "report_rules"),
+        text_only("rule_quoted_init_failure", "report_rules"),
         text_only("rule_prose_kernel"),
         text_only("rule_prose_atomics"),
         text_only("rule_udev_rule_fix"),

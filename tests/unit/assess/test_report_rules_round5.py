@@ -298,3 +298,27 @@ def test_a_supported_list_that_names_the_target_alone_is_no_glued_list() -> None
 def test_a_target_with_its_features_in_the_list_is_not_glued() -> None:
     text = 'msg="amdgpu is not supported (supported types:[gfx1030 gfx90a:xnack- gfx942])" gpu_type=gfx90a gpu=0\n'
     assert not any("run together" in f.message for f in findings(text))
+
+
+# --- fifth round (186-187): amdgpu's init failure quoted, and BARs without space ----------------------------------
+
+
+def test_a_quoted_probe_failure_with_enomem_and_a_bar_without_space() -> None:
+    text = (
+        "After moving the card to the lower slot, dmesg says `amdgpu 0000:0a:00.0: probe with driver amdgpu failed "
+        "with error -12` and also:\n"
+        "pci 0000:0a:00.0: BAR 0 [mem size 0x800000000 64bit pref]: can't assign; no space\n"
+    )
+    [found] = of("gpu-init-failed", text)
+    assert "Above 4G Decoding" in found.remedy
+    assert any("can't assign; no space" in e for e in found.evidence)
+
+
+def test_a_fatal_init_error_told_in_a_title_without_enomem() -> None:
+    [found] = of("gpu-init-failed", "Title: amdgpu: Fatal error -5 during GPU init after the update\n")
+    assert "error -5" in found.message and "Above 4G" not in found.remedy
+
+
+def test_another_driver_s_probe_failure_is_not_amdgpu_s() -> None:
+    text = "nvme 0000:01:00.0: probe with driver nvme failed with error -12\n"
+    assert "gpu-init-failed" not in codes(text)
