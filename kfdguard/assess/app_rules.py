@@ -156,7 +156,14 @@ def rule_host_without_kfd(r: Reasoning) -> None:
     listed = obs.kfd is not None and obs.kfd.mode is None
     # rocminfo's "ROCk module is NOT loaded" (its test of /sys/module/amdgpu) under WSL or Docker Desktop: the
     # Linux hosts' ROCm runs on a kernel that has no amdgpu to load (AMD's WSL releases do not make that test).
-    unloaded = obs.value("rock-module") == "NOT loaded" and _strong_foreign(r) is not None
+    # Not where AMD's WSL rocminfo ran ("WSL environment detected."; the line is then quoted from elsewhere), nor
+    # where there is no AMD GPU at all (rule_no_amd_gpu_listed says so).
+    unloaded = (
+        obs.value("rock-module") == "NOT loaded"
+        and _strong_foreign(r) is not None
+        and not obs.saw("wsl-runtime")
+        and not r.has("no-amd-gpu")
+    )
     if not (missing or rocminfo or listed or unloaded):
         return
     if obs.foreign_host is None:

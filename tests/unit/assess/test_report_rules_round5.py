@@ -322,3 +322,11 @@ def test_a_fatal_init_error_told_in_a_title_without_enomem() -> None:
 def test_another_driver_s_probe_failure_is_not_amdgpu_s() -> None:
     text = "nvme 0000:01:00.0: probe with driver nvme failed with error -12\n"
     assert "gpu-init-failed" not in codes(text)
+
+
+def test_rock_not_loaded_quoted_beside_amd_s_wsl_rocminfo_is_not_this_host_s() -> None:
+    text = (
+        "$ rocminfo\nWSL environment detected.\n(agents follow)\nOn bare metal Linux the same card said: "
+        "ROCk module is NOT loaded, possibly no GPU devices\nRadeon RX 7900 XTX under WSL2.\n"
+    )
+    assert not any("ROCk module is NOT loaded" in e for f in findings(text) for e in f.evidence)
