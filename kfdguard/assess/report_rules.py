@@ -461,6 +461,11 @@ PROSE_IGPU_USED = re.compile(
 )
 
 
+_FOR_DISPLAY = re.compile(
+    r"^\s*(?:\w+\s+){0,2}?for\s+(?:the\s+|my\s+)?(?:display|desktop|monitors?|screens?|output|video|gaming)\b", re.I
+)
+
+
 def rule_igpu_used(r: Reasoning) -> None:
     """The text says the program runs on the integrated GPU rather than the discrete one: HIP numbers the GPU
     agents in order and an APU's iGPU (gfx902, gfx90c, gfx1036: no prebuilt code) often comes first."""
@@ -470,6 +475,8 @@ def rule_igpu_used(r: Reasoning) -> None:
     told = search_lines(PROSE_IGPU_USED, obs.text, obs.lowered, "integrated", "board", "internal", "igpu")
     if told is None or _NEGATED.search(told.string[max(0, told.start() - 16) : told.start()]):
         return  # not told, or advice ("make sure you are not using the integrated GPU")
+    if _FOR_DISPLAY.search(told.string[told.end() : told.end() + 40]):
+        return  # the iGPU drives the screens ("using the integrated graphics for the desktop"): a setup, not a fault
     named = [g for g, _ in obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
     bare = [g for g in dict.fromkeys(named) if not any(a.rocm_prebuilt for a in ASICS if a.gfx == g)]
     r.findings.append(

@@ -330,3 +330,8 @@ def test_rock_not_loaded_quoted_beside_amd_s_wsl_rocminfo_is_not_this_host_s() -
         "ROCk module is NOT loaded, possibly no GPU devices\nRadeon RX 7900 XTX under WSL2.\n"
     )
     assert not any("ROCk module is NOT loaded" in e for f in findings(text) for e in f.evidence)
+
+
+def test_an_igpu_that_drives_the_screens_is_a_setup_not_the_cause() -> None:
+    text = "I am using the integrated graphics for the desktop and the RX 6800 for compute.\n"
+    assert not any("integrated GPU instead" in f.message for f in findings(text))
