@@ -73,9 +73,37 @@ def test_the_index_finds_what_the_definition_says(picks: list[int], cue: str, pr
 
 
 _TIMES = st.sampled_from(
-    ["", "[    1.000000] ", "[ 6.200000] ", "[7440.5] ", "[  12.345678]", "[] ", "Dec 01 10:00:05 "]
+    [
+        "",
+        "[    1.000000] ",
+        "[ 6.200000] ",
+        "[7440.5] ",
+        "[  12.345678]",
+        "[] ",
+        "Dec 01 10:00:05 ",
+        "Dec 01 10:00:06 box ",
+        "2025-03-03T10:00:01.123Z ",
+        "x\x00y 10:00:05,5 ",
+        "[    2.000000] 23:59:59 ",
+    ]
 )
-_WORDS = (*_CUES, "amdgpu", "HSA Agents", "[1002:", "] kfd", "0]", "Permission denied", ".service")
+_WORDS = (
+    *_CUES,
+    "amdgpu",
+    "HSA Agents",
+    "[1002:",
+    "] kfd",
+    "0]",
+    "Permission denied",
+    ".service",
+    "10:00",
+    ":05 b",
+    ".",
+    "5 b",
+    "Z /",
+    "\x00",
+    "01 1",
+)
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -173,3 +201,27 @@ def test_a_claim_in_a_timed_line_of_a_long_paste_is_found(line: str) -> None:
     assert len(long) >= claims.INDEXED
     assert "wrong-advice" in {f.code for f in reason(read_text(long))[1]}
     assert "wrong-advice" in {f.code for f in reason(read_text(line))[1]}
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(st.text(alphabet="ab .:05\u0660", max_size=12), st.text(alphabet="ab .:05\u0660", min_size=1, max_size=4))
+def test_a_word_blind_to_digits_is_in_a_line_as_in_it_with_its_digits_made_0(line: str, word: str) -> None:
+    """What the index's search among lines with their digits made "0" rests on (claims.blind_to_digits)."""
+    if claims.blind_to_digits(word):
+        assert (word in line) == (word in line.translate(claims._DIGITS))
+
+
+def test_journal_lines_that_differ_in_their_clocks_are_found_in_order(indexed: None) -> None:
+    lines = [
+        "Dec 01 10:00:05 box kernel: amdgpu: ring A",
+        "[    1.000000] amdgpu: ring A",
+        "Dec 01 10:00:06 box kernel: amdgpu: ring B",
+        "Dec 01 10:00:07 box kernel: amdgpu: ring A",
+        "time=10:00:07.5 kernel",
+    ]
+    text = "\n".join([*lines, lines[0]])
+    assert claims.lines_with(text, text.lower(), "amdgpu") == lines[:4]
+    assert claims.lines_with(text, text.lower(), "ring a") == [lines[0], lines[1], lines[3]]
+    assert claims.lines_with(text, text.lower(), "kernel") == [lines[0], lines[2], lines[3], lines[4]]
+    assert claims.lines_with(text, text.lower(), "10:00:06") == [lines[2]]  # a clock's digits: the untimed lines
+    assert claims.contains(text, text.lower(), "ring b", lower=True) and not claims.contains(text, text.lower(), "10:00:08")
