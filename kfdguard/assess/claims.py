@@ -6,6 +6,7 @@ A rule (``rules.rule_claims``) quotes the claim when a paste repeats it.
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from kfdguard.kernellog import blind_to_times, untimed
 
@@ -218,12 +219,46 @@ def _index_of(text: str) -> _Index | None:
     return last if last is not None and last.source is text else None
 
 
-def contains(text: str, lowered: str, word: str, *, lower: bool = False) -> bool:
-    """``word in text`` (``word in lowered`` with ``lower``), for a word that is a piece of one line: a long
+class Searchable(Protocol):
+    """What the searches below read: a text and its lower case (Observations, or Text for any other string).
+    A long text's lower case is not read when the text is ASCII: its index answers from its own lines."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def lowered(self) -> str: ...
+
+
+class Text:
+    """A text to search that is not a paste's Observations; its lower case is made when first needed."""
+
+    __slots__ = ("_lowered", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lowered: str | None = None
+
+    @property
+    def lowered(self) -> str:
+        if self._lowered is None:
+            self._lowered = self.text.lower()
+        return self._lowered
+
+
+def _long(source: Searchable, word: str) -> bool:
+    """Whether a text is searched through an index: a long one whose lines and their lower case align (an
+    ASCII text always does, and str.isascii is a flag of the string: its lower case need not be made)."""
+    text = source.text
+    return len(text) >= INDEXED and "\n" not in word and (text.isascii() or len(source.lowered) == len(text))
+
+
+def contains(source: Searchable, word: str, *, lower: bool = False) -> bool:
+    """``word in`` the text (in its lower case with ``lower``), for a word that is a piece of one line: a long
     text through its index, where the word is looked for among its few untimed lines when it can be."""
-    index = _index_of(text) if len(text) >= INDEXED and len(lowered) == len(text) and "\n" not in word else None
+    index = _index_of(source.text) if _long(source, word) else None  # one search needs no index made for it
     if index is None:
-        return word in (lowered if lower else text)
+        return word in (source.lowered if lower else source.text)
     return index.contains(word, lower)
 
 
@@ -242,27 +277,27 @@ def _find(text: str, lowered: str, cue: str) -> list[str]:
         position = stop + 1
 
 
-def lines_with(text: str, lowered: str, cue: str) -> list[str]:
-    """The distinct lines of ``text`` whose lower case contains ``cue``, in the order they first appear,
-    found by substring search over the text (``lowered`` is ``text.lower()``, same length): a pattern
-    whose matches stay within one line then runs on those lines only, not on a whole paste. A long text
-    is searched through its index of distinct lines, built once for all the rules that ask."""
+def lines_with(source: Searchable, cue: str) -> list[str]:
+    """The distinct lines of the text whose lower case contains ``cue``, in the order they first appear,
+    found by substring search over the text and its lower case (of the same length, or the text is searched
+    as it is): a pattern whose matches stay within one line then runs on those lines only, not on a whole
+    paste. A long text is searched through its index of distinct lines, built once for all the rules that ask."""
     if not cue or "\n" in cue:
         raise ValueError(f"a cue is a non-empty piece of one line: {cue!r}")
-    if len(text) < INDEXED or len(lowered) != len(text):
-        return list(dict.fromkeys(_find(text, lowered, cue)))
-    index = _index(text)
+    if not _long(source, cue):
+        return list(dict.fromkeys(_find(source.text, source.lowered, cue)))
+    index = _index(source.text)
     found = index.found.get(cue)
     if found is None:
         found = index.found[cue] = index.lines_with(cue)
     return list(found)
 
 
-def search_lines(pattern: re.Pattern[str], text: str, lowered: str, *cues: str) -> re.Match[str] | None:
+def search_lines(pattern: re.Pattern[str], source: Searchable, *cues: str) -> re.Match[str] | None:
     """The first match of a single-line pattern among the lines that hold one of ``cues``."""
     tested: set[str] = set()  # a long paste repeats its lines: each distinct one is searched once
     for cue in cues:
-        for line in lines_with(text, lowered, cue):
+        for line in lines_with(source, cue):
             if line in tested:
                 continue
             tested.add(line)
