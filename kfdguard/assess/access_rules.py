@@ -221,7 +221,7 @@ def _unnamed_gid(r: Reasoning) -> bool:
     if obs.user is not None and gid in obs.user.groups:
         return False
     denied = "Permission denied" in (obs.value("kfd-open-error") or "")
-    if not denied and search_lines(NON_ROOT, obs.text, obs.lowered, *NON_ROOT_CUES) is None:
+    if not denied and search_lines(NON_ROOT, obs, *NON_ROOT_CUES) is None:
         return False  # root opens it whatever its group
     r.findings.append(
         Finding(

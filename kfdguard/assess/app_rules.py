@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kfdguard.assess import remedies
-from kfdguard.assess.claims import contains, lines_with, search_lines
+from kfdguard.assess.claims import Searchable, contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built, kfd_told_absent_in_container
 from kfdguard.evidence.model import Observations, SeenMessage
@@ -317,19 +317,19 @@ def rule_no_device(r: Reasoning) -> None:
 
 def _holds(obs: Observations, *words: str) -> bool:
     """Whether the text holds one of these words (each a piece of one line): a long paste through its index."""
-    return any(contains(obs.text, obs.lowered, word) for word in words)
+    return any(contains(obs, word) for word in words)
 
 
 def _holds_lower(obs: Observations, *words: str) -> bool:
     """Whether the text's lower case holds one of these words (each a piece of one line)."""
-    return any(contains(obs.text, obs.lowered, word, lower=True) for word in words)
+    return any(contains(obs, word, lower=True) for word in words)
 
 
 def _denied_group(r: Reasoning) -> str:
     node = r.obs.kfd
     if node is not None and node.group and node.mode:
         return node.group
-    m = search_lines(OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd")
+    m = search_lines(OWNER_GROUP, r.obs, "/dev/kfd")
     if m:
         return m["group"]
     owned = next((g for e in r.obs.saw("kfd-eacces") if (g := e.value("group"))), None)
@@ -338,7 +338,7 @@ def _denied_group(r: Reasoning) -> str:
 
 def _said_member(r: Reasoning) -> str | None:
     """The group the person says the user is already in ("in the video group already"), not a negation."""
-    for line in lines_with(r.obs.text, r.obs.lowered, " group"):
+    for line in lines_with(r.obs, " group"):
         m = appformats.PROSE_IN_GROUP.search(line)
         if m and not appformats.NOT_IN_GROUP.search(line) and "not " not in line[max(0, m.start() - 12) : m.start()]:
             return m["group"].lower()
@@ -366,8 +366,7 @@ def _node_does_not_grant(r: Reasoning, group: str, evidence: list[str]) -> None:
 
 def _root_only(r: Reasoning) -> str | None:
     """Prose that says root (or sudo) can and the user cannot, about the GPU stack or the user's groups."""
-    text = r.obs.text
-    m = search_lines(ROOT_ONLY, text, r.obs.lowered, "root", "sudo")
+    m = search_lines(ROOT_ONLY, r.obs, "root", "sudo")
     if m is None:
         return None
     # The stack named anywhere, or the GPU named in the very sentence ("has to use sudo for GPU access").
@@ -382,9 +381,7 @@ def _member_yet_denied(r: Reasoning, evidence: list[str]) -> bool:
     """In render (the group udev gives /dev/kfd today) and still denied, with nothing showing the node: the
     node's mode is the cause, not membership."""
     node = r.obs.kfd
-    owner_shown = (node is not None and bool(node.group)) or search_lines(
-        OWNER_GROUP, r.obs.text, r.obs.lowered, "/dev/kfd"
-    )
+    owner_shown = (node is not None and bool(node.group)) or search_lines(OWNER_GROUP, r.obs, "/dev/kfd")
     if owner_shown or _said_member(r) != "render":
         return False
     _node_does_not_grant(r, "render", evidence)
@@ -396,9 +393,8 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("rootless-gid-unmapped", "no-amd-gpu", "host-without-kfd", "kfd-open-einval"):
         return
-    text, lowered = obs.text, obs.lowered
     rocminfo_denied = "Permission denied" in (obs.value("kfd-open-error") or "")
-    rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
+    rootless = search_lines(ROOTLESS, obs, "rootless", "distrobox", "toolb")
     if rootless and (rocminfo_denied or obs.saw("kfd-eacces")):
         rootless_unmapped(r, rootless, [m.text for m in obs.saw("kfd-eacces")[:1]])
         return
@@ -491,8 +487,7 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
     bound = obs.saw("amdgpu-bound", "amdgpu-loaded")
     if not bound:
         return
-    text = obs.text
-    absent = search_lines(appformats.KFD_ABSENT, text, obs.lowered, "kfd", "/dev/dri")
+    absent = search_lines(appformats.KFD_ABSENT, obs, "kfd", "/dev/dri")
     listed = obs.kfd is not None and obs.kfd.mode is None
     if not (absent or listed):
         return
@@ -567,9 +562,9 @@ def _smi_device_lines(r: Reasoning) -> int:
     errors "ERROR: GPU[1]\t: ..."), the form of every option but the concise table: each index is a card amdgpu's
     sysfs lists. Read only where rocm-smi's banner shows that the lines are its own."""
     obs = r.obs
-    if not contains(obs.text, obs.lowered, appformats.ROCM_SMI_BANNER):
+    if not contains(obs, appformats.ROCM_SMI_BANNER):
         return 0
-    lines = lines_with(obs.text, obs.lowered, "gpu[")
+    lines = lines_with(obs, "gpu[")
     return len({m["index"] for line in lines if (m := appformats.ROCM_SMI_DEVICE.match(line))})
 
 
@@ -709,15 +704,13 @@ def rule_foreign_host_kfd(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("host-without-kfd", "no-amd-gpu"):
         return
-    text, lowered = obs.text, obs.lowered
     # The rarer cue first: each cue is one search of the whole text.
-    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd") or kfd_told_absent_in_container(r)
+    passed = search_lines(appformats.KFD_PASSED, obs, "/dev/kfd") or kfd_told_absent_in_container(r)
     if passed is None:
         return
     host = search_lines(
         appformats.STRONG_FOREIGN,
-        text,
-        lowered,
+        obs,
         "docker desktop",
         "docker-desktop",
         "desktop-linux",
@@ -751,7 +744,7 @@ def rule_prose_unsupported(r: Reasoning) -> None:
         return  # a cause lower in the stack (or a message of the program's own) already explains it
     # (A wrong override speaks of a GPU ROCm supports; another GPU beside it may still have no code.)
     said = None
-    for line in lines_with(obs.text, obs.lowered, "support"):
+    for line in lines_with(obs, "support"):
         m = appformats.PROSE_UNSUPPORTED.search(line)
         low = line.lower()
         gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
@@ -760,7 +753,7 @@ def rule_prose_unsupported(r: Reasoning) -> None:
             break
     if said is None:
         # "Ollama doesn't use gpu", "uses only the CPU": the same conclusion for a GPU without prebuilt code.
-        said = search_lines(appformats.PROSE_CPU_ONLY, obs.text, obs.lowered, "gpu", "cpu", "card")
+        said = search_lines(appformats.PROSE_CPU_ONLY, obs, "gpu", "cpu", "card")
     if said is None:
         return
     # Of several GPUs (an iGPU beside a discrete one), the one ROCm's libraries carry no code for.
@@ -799,7 +792,7 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
     ):
         return
     m = None
-    for line in lines_with(obs.text, obs.lowered, " group"):
+    for line in lines_with(obs, " group"):
         low = line.lower()  # "groups=" of id(1) holds the cue too: test the words before the expression
         if ("render" in low or "video" in low) and "not" in low:
             m = appformats.NOT_IN_GROUP.search(line)
@@ -833,7 +826,7 @@ def rule_prose_kernel(r: Reasoning) -> None:
     said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
     if version is None:
         # "kernel 6.8" and "6.8 kernel" hold "kernel " (journald's "kernel:" does not), "Linux 6.8" "linux ".
-        lines = lines_with(obs.text, obs.lowered, "kernel ") + lines_with(obs.text, obs.lowered, "linux ")
+        lines = lines_with(obs, "kernel ") + lines_with(obs, "linux ")
         versions = {
             (int(a), int(b))
             for line in set(lines)  # a long paste repeats its prose lines
@@ -867,7 +860,7 @@ def rule_prose_kernel(r: Reasoning) -> None:
 def _said_override(r: Reasoning) -> str | None:
     """A line where the person (not the program) shows HSA_OVERRIDE_GFX_VERSION set: a unit's Environment=, an
     export, a docker -e. ollama's own lines (its config map, its check) say what the program got instead."""
-    for line in lines_with(r.obs.text, r.obs.lowered, "hsa_override_gfx_version"):
+    for line in lines_with(r.obs, "hsa_override_gfx_version"):
         if "=" in line and "server config" not in line and "source=" not in line and "msg=" not in line:
             return line.strip()[:160]
     return None
@@ -890,7 +883,7 @@ def rule_override_not_applied(r: Reasoning) -> None:
     if said is None and obs.saw("override-unset"):
         # "setting the override with systemctl edit ... does not take place": no value shown, but the server's
         # own config map shows the variable empty, which is the point.
-        told = search_lines(appformats.PROSE_OVERRIDE_SET, obs.text, obs.lowered, "override")
+        told = search_lines(appformats.PROSE_OVERRIDE_SET, obs, "override")
         said = told.group(0) if told else None
     if said is None:
         return
@@ -992,13 +985,8 @@ def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
     where = _wsl(r)
     if where is None:
         return
-    text, lowered = obs.text, obs.lowered
     cpu_only = _holds(obs, "HSA Agents") and _holds(obs, "Device Type:")  # rocminfo ran; its agents (no GPU) are above
-    said = (
-        None
-        if cpu_only
-        else search_lines(appformats.PROSE_NO_GPU_SEEN, text, lowered, "work", "get", "cpu", "detect", "fail")
-    )
+    said = None if cpu_only else search_lines(appformats.PROSE_NO_GPU_SEEN, obs, "work", "get", "cpu", "detect", "fail")
     if not cpu_only and said is None:
         return
     gfx, shown = _gfx_of_text(r, [])
@@ -1044,10 +1032,8 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or amd_gpu_named(r) or r.has("no-amd-gpu"):
         return
-    text, lowered = obs.text, obs.lowered
-    names = [
-        m["name"] for line in lines_with(text, lowered, " controller") if (m := appformats.PCI_DISPLAY.match(line))
-    ]
+    text = obs.text
+    names = [m["name"] for line in lines_with(obs, " controller") if (m := appformats.PCI_DISPLAY.match(line))]
     evidence: list[str] = []
     amd_listed = any("AMD" in n or "ATI" in n or "Advanced Micro" in n or "Radeon" in n for n in names)
     if names and not amd_listed and not _holds_lower(obs, "[1002:"):
@@ -1067,7 +1053,7 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
             else "run ROCm on a machine with a supported AMD GPU; 'lspci -nn | grep -Ei \"vga|display|3d\"' lists them"
         )
     else:
-        said = search_lines(appformats.PROSE_NO_AMD, text, lowered, "amd", "radeon")
+        said = search_lines(appformats.PROSE_NO_AMD, obs, "amd", "radeon")
         if said is None:
             return
         evidence.append(f"the text: {said.group(0)}")
@@ -1085,22 +1071,22 @@ def rule_no_amd_gpu_listed(r: Reasoning) -> None:
     )
 
 
-def _dkms_told(text: str, lowered: str) -> str | None:
+def _dkms_told(source: Searchable) -> str | None:
     """Where the text says the out-of-tree driver does not build: the package by name, the driver in words,
     ROCm working only with --no-dkms, or dpkg failing to configure a -dkms package."""
-    said = search_lines(appformats.PROSE_DKMS, text, lowered, "dkms")
+    said = search_lines(appformats.PROSE_DKMS, source, "dkms")
     if said:
         return f"the text: {said.group(0)}"
-    if contains(text, lowered, "build", lower=True) or contains(text, lowered, "compil", lower=True):
-        fails = search_lines(appformats.PROSE_BUILD_FAILS, text, lowered, "build", "compil")
+    if contains(source, "build", lower=True) or contains(source, "compil", lower=True):
+        fails = search_lines(appformats.PROSE_BUILD_FAILS, source, "build", "compil")
         if fails:
             return f"the text: {fails.group(0)}"
-    if contains(text, lowered, "--no-dkms", lower=True):
-        works = search_lines(appformats.NO_DKMS_WORKS, text, lowered, "--no-dkms")
+    if contains(source, "--no-dkms", lower=True):
+        works = search_lines(appformats.NO_DKMS_WORKS, source, "--no-dkms")
         if works:
             return f"the text: {works.group(0)} (ROCm works without the DKMS module)"
-    if contains(text, lowered, "errors were encountered while processing", lower=True):
-        package = appformats.DPKG_DKMS.search(text)
+    if contains(source, "errors were encountered while processing", lower=True):
+        package = appformats.DPKG_DKMS.search(source.text)
         if package:
             return f"dpkg: errors were encountered while processing {package['package']}"
     return None
@@ -1111,10 +1097,9 @@ def rule_prose_dkms(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
-    text, lowered = obs.text, obs.lowered
     if not _holds_lower(obs, "dkms", "rock ", "rock-", "base driver"):
         return  # prose about building ROCm's own userspace from source is not the kernel module
-    shown = _dkms_told(text, lowered)
+    shown = _dkms_told(obs)
     if shown is None:
         return
     dkms_not_built(
@@ -1133,9 +1118,7 @@ def rule_prose_old_radeon(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or amd_gpu_named(r) or r.has("asic-not-supported", "no-amd-gpu", "host-without-kfd"):
         return  # a GPU the text identifies otherwise (ids, agents, a target) is the other rules'
-    lines = "\n".join(
-        dict.fromkeys(line for cue in appformats.OLD_RADEON_CUES for line in lines_with(obs.text, obs.lowered, cue))
-    )
+    lines = "\n".join(dict.fromkeys(line for cue in appformats.OLD_RADEON_CUES for line in lines_with(obs, cue)))
     if not lines:
         return
     from kfdguard.knowledge import identify
@@ -1168,8 +1151,8 @@ def rule_prose_node_group(r: Reasoning) -> None:
         return
     if obs.kfd is not None and obs.kfd.group:
         return  # ls -l shows the node: rule_access reads it
-    text, lowered = obs.text, obs.lowered
-    m = search_lines(appformats.NODE_GROUP_PROSE, text, lowered, "/dev/k")  # kfd, and its "kdf" typo
+    text = obs.text
+    m = search_lines(appformats.NODE_GROUP_PROSE, obs, "/dev/k")  # kfd, and its "kdf" typo
     if m is None:
         return
     group = (m["owner"] or m["group"]).lower()
@@ -1178,7 +1161,7 @@ def rule_prose_node_group(r: Reasoning) -> None:
         return
     if any(g["group"].lower() == group for g in appformats.PROSE_IN_GROUP.finditer(text)):
         return  # the person says they are in it
-    if other not in lowered.replace(m.group(0).lower(), ""):
+    if other not in obs.lowered.replace(m.group(0).lower(), ""):
         return  # nothing says the user's setup is the other group's
     r.findings.append(
         Finding(
@@ -1212,7 +1195,7 @@ def rule_prose_atomics(r: Reasoning) -> None:
         return
     if not _holds_lower(obs, "atomic"):
         return
-    said = search_lines(appformats.PROSE_ATOMICS, obs.text, obs.lowered, "atomic")
+    said = search_lines(appformats.PROSE_ATOMICS, obs, "atomic")
     if said is None:
         return
     guest = appformats.PASSTHROUGH.search(obs.text)
@@ -1248,13 +1231,12 @@ def rule_udev_rule_fix(r: Reasoning) -> None:
         return
     if not _holds_lower(obs, "udev", 'kfd"'):
         return  # neither a rule line (KERNEL=="kfd") nor words about udev: nothing to read
-    rule = search_lines(appformats.KFD_UDEV_RULE, obs.text, obs.lowered, "kfd")
+    rule = search_lines(appformats.KFD_UDEV_RULE, obs, "kfd")
     shown: tuple[str, ...] | None = None
     if rule is not None:
         fixed = search_lines(
             appformats.PROSE_FIXED,
-            obs.text,
-            obs.lowered,
+            obs,
             "required",
             "fixed",
             "solved",
@@ -1267,7 +1249,7 @@ def rule_udev_rule_fix(r: Reasoning) -> None:
         if fixed is not None and not re.search(r"\b(?:not|n't|never)\b", fixed.string):
             shown = (f"the text: {rule.group(0).strip()[:80]}", f"the text: {fixed.group(0)}")
     if shown is None:
-        missing = search_lines(appformats.PROSE_NO_UDEV, obs.text, obs.lowered, "udev")
+        missing = search_lines(appformats.PROSE_NO_UDEV, obs, "udev")
         if missing is None:
             return
         shown = (f"the text: {missing.group(0)}",)

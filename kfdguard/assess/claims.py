@@ -6,6 +6,7 @@ A rule (``rules.rule_claims``) quotes the claim when a paste repeats it.
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from kfdguard.kernellog import blind_to_times, untimed
 
@@ -68,32 +69,53 @@ assert len(CUES) == len(WRONG_ADVICE)
 INDEXED = 1_000_000
 
 
+# Every ASCII digit as "0": in a long paste's untimed lines most of what still differs is digits (a journal
+# line a second, a counter, a pid), and str.translate replaces them in C over the few hundred kilobytes.
+_DIGITS = str.maketrans("123456789", "000000000")
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def blind_to_digits(word: str) -> bool:
+    """Whether ``word`` is in a line exactly when it is in the line with its ASCII digits made "0"
+    (_DIGITS): a word that holds none cannot lie over a digit in either, and nothing else changes."""
+    return not _ASCII_DIGITS.intersection(word)
+
+
 class _Index:
     """A long text's distinct lines, searched through their untimed forms, and the lines found for each cue.
 
     A long paste repeats itself (the same journal, application and prose lines thousands of times), and
-    its rules search it for some twenty cues and words: each whole-text search of a 10 MB paste cost as
+    its rules search it for some forty cues and words: each whole-text search of a 10 MB paste cost as
     much as half of splitting it, most of it spent on repeats. Its distinct lines are still half the text:
     a kernel log's lines differ in their times. Without their dmesg times (kernellog.untimed) a few
-    thousand lines remain, a few hundred kilobytes; a cue or word blind to those times
-    (kernellog.blind_to_times) is in a line exactly when it is in the line untimed, so it is searched for
-    there and the lines it finds stand for every distinct line with that untimed form. Any other cue
-    ("6.2", "7440": a time may hold them) is searched for in the distinct lines joined, built when first
-    needed. A cue asked for twice is searched once.
+    thousand lines remain, a few hundred kilobytes, and most of those are journal lines that differ in
+    their clocks' digits; with every digit made "0", a few hundred lines. A cue or word blind to times and
+    digits (kernellog.blind_to_times, blind_to_digits) is in a line exactly when it is in that form of the
+    line, so it is searched for there, and the lines it finds stand for every distinct line with that form.
+    A cue blind to times only ("rocm 7.2", "14e4") is searched among the untimed lines, built when first
+    needed; any other in the distinct lines joined. A cue asked for twice is searched once.
     """
 
-    __slots__ = ("_full", "_groups", "_order", "distinct", "found", "lowered", "source", "text", "units")
+    __slots__ = (
+        "_forms", "_full", "_groups", "_members", "_order", "_rank", "_untimed",
+        "distinct", "found", "lowered", "source", "text", "unique", "units",
+    )  # fmt: skip
 
     def __init__(self, text: str, distinct: list[str], units: list[str] | None = None) -> None:
         self.source = text  # held, so that the identity test in _index cannot meet a new string at its address
         self.distinct = distinct
         self.units = untimed(distinct) if units is None else units
-        self.text = "\n".join(dict.fromkeys(self.units))
+        self.unique = list(dict.fromkeys(self.units))  # the untimed forms, in the order they first appear
+        self._forms = "\n".join(self.unique).translate(_DIGITS).split("\n")  # each with its digits made "0"
+        self.text = "\n".join(dict.fromkeys(self._forms))
         self.lowered = self.text.lower()
         self.found: dict[str, list[str]] = {}
+        self._untimed: tuple[str, str] | None = None  # the untimed forms joined, and in lower case
         self._full: tuple[str, str] | None = None  # the distinct lines joined, and in lower case
         self._groups: dict[str, list[str]] | None = None  # an untimed form -> the distinct lines it stands for
+        self._members: dict[str, list[str]] | None = None  # a form with a "0" -> the untimed forms it stands for
         self._order: dict[str, int] | None = None  # a distinct line -> where it first appears
+        self._rank: dict[str, int] | None = None  # an untimed form -> where it first appears
 
     def full(self) -> tuple[str, str]:
         if self._full is None:
@@ -101,18 +123,28 @@ class _Index:
             self._full = (joined, joined.lower())
         return self._full
 
+    def untimed_text(self) -> tuple[str, str]:
+        if self._untimed is None:
+            joined = "\n".join(self.unique)
+            self._untimed = (joined, joined.lower())
+        return self._untimed
+
+    def _texts(self, word: str) -> tuple[str, str]:
+        """The text (and its lower case) that holds ``word`` in a line exactly when the long text does."""
+        if not blind_to_times(word):
+            return self.full()
+        return (self.text, self.lowered) if blind_to_digits(word) else self.untimed_text()
+
     def contains(self, word: str, lower: bool) -> bool:
         """Whether a line of the text (or of its lower case) holds ``word``, a piece of one line."""
-        if blind_to_times(word):
-            return word in (self.lowered if lower else self.text)
-        text, lowered = self.full()
+        text, lowered = self._texts(word)
         return word in (lowered if lower else text)
 
     def lines_with(self, cue: str) -> list[str]:
         if not blind_to_times(cue):
             text, lowered = self.full()
             return _find(text, lowered, cue)
-        found = _find(self.text, self.lowered, cue)
+        found = self._untimed_forms(cue)
         if not any(unit[:2] == "[]" for unit in found):
             return found  # no dmesg line among them: each line is its own untimed form
         groups = self._group()
@@ -121,6 +153,30 @@ class _Index:
             order = self._order = self._order or {line: at for at, line in enumerate(self.distinct)}
             lines.sort(key=order.__getitem__)
         return lines
+
+    def _untimed_forms(self, cue: str) -> list[str]:
+        """The untimed forms whose lower case holds ``cue`` (blind to times), in the order they first appear."""
+        if not blind_to_digits(cue):
+            return _find(*self.untimed_text(), cue)
+        found = _find(self.text, self.lowered, cue)
+        if not any("0" in form for form in found):
+            return found  # no digit in them: each is its own untimed form
+        members = self._members_of()
+        units = [unit for form in found for unit in members.get(form, (form,))]
+        if len(units) > len(found) and len(found) > 1:  # several forms' untimed forms: merge
+            rank = self._rank = self._rank or {unit: at for at, unit in enumerate(self.unique)}
+            units.sort(key=rank.__getitem__)
+        return units
+
+    def _members_of(self) -> dict[str, list[str]]:
+        if self._members is None:
+            # Every untimed form whose form holds a "0": it had a digit, and another form with other digits
+            # may have the same one (a form without "0" is its own untimed form, and stands for no other).
+            self._members = {}
+            for unit, form in zip(self.unique, self._forms, strict=True):
+                if "0" in form:
+                    self._members.setdefault(form, []).append(unit)
+        return self._members
 
     def _group(self) -> dict[str, list[str]]:
         if self._groups is None:
@@ -163,12 +219,46 @@ def _index_of(text: str) -> _Index | None:
     return last if last is not None and last.source is text else None
 
 
-def contains(text: str, lowered: str, word: str, *, lower: bool = False) -> bool:
-    """``word in text`` (``word in lowered`` with ``lower``), for a word that is a piece of one line: a long
+class Searchable(Protocol):
+    """What the searches below read: a text and its lower case (Observations, or Text for any other string).
+    A long text's lower case is not read when the text is ASCII: its index answers from its own lines."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def lowered(self) -> str: ...
+
+
+class Text:
+    """A text to search that is not a paste's Observations; its lower case is made when first needed."""
+
+    __slots__ = ("_lowered", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lowered: str | None = None
+
+    @property
+    def lowered(self) -> str:
+        if self._lowered is None:
+            self._lowered = self.text.lower()
+        return self._lowered
+
+
+def _long(source: Searchable, word: str) -> bool:
+    """Whether a text is searched through an index: a long one whose lines and their lower case align (an
+    ASCII text always does, and str.isascii is a flag of the string: its lower case need not be made)."""
+    text = source.text
+    return len(text) >= INDEXED and "\n" not in word and (text.isascii() or len(source.lowered) == len(text))
+
+
+def contains(source: Searchable, word: str, *, lower: bool = False) -> bool:
+    """``word in`` the text (in its lower case with ``lower``), for a word that is a piece of one line: a long
     text through its index, where the word is looked for among its few untimed lines when it can be."""
-    index = _index_of(text) if len(text) >= INDEXED and len(lowered) == len(text) and "\n" not in word else None
+    index = _index_of(source.text) if _long(source, word) else None  # one search needs no index made for it
     if index is None:
-        return word in (lowered if lower else text)
+        return word in (source.lowered if lower else source.text)
     return index.contains(word, lower)
 
 
@@ -187,27 +277,27 @@ def _find(text: str, lowered: str, cue: str) -> list[str]:
         position = stop + 1
 
 
-def lines_with(text: str, lowered: str, cue: str) -> list[str]:
-    """The distinct lines of ``text`` whose lower case contains ``cue``, in the order they first appear,
-    found by substring search over the text (``lowered`` is ``text.lower()``, same length): a pattern
-    whose matches stay within one line then runs on those lines only, not on a whole paste. A long text
-    is searched through its index of distinct lines, built once for all the rules that ask."""
+def lines_with(source: Searchable, cue: str) -> list[str]:
+    """The distinct lines of the text whose lower case contains ``cue``, in the order they first appear,
+    found by substring search over the text and its lower case (of the same length, or the text is searched
+    as it is): a pattern whose matches stay within one line then runs on those lines only, not on a whole
+    paste. A long text is searched through its index of distinct lines, built once for all the rules that ask."""
     if not cue or "\n" in cue:
         raise ValueError(f"a cue is a non-empty piece of one line: {cue!r}")
-    if len(text) < INDEXED or len(lowered) != len(text):
-        return list(dict.fromkeys(_find(text, lowered, cue)))
-    index = _index(text)
+    if not _long(source, cue):
+        return list(dict.fromkeys(_find(source.text, source.lowered, cue)))
+    index = _index(source.text)
     found = index.found.get(cue)
     if found is None:
         found = index.found[cue] = index.lines_with(cue)
     return list(found)
 
 
-def search_lines(pattern: re.Pattern[str], text: str, lowered: str, *cues: str) -> re.Match[str] | None:
+def search_lines(pattern: re.Pattern[str], source: Searchable, *cues: str) -> re.Match[str] | None:
     """The first match of a single-line pattern among the lines that hold one of ``cues``."""
     tested: set[str] = set()  # a long paste repeats its lines: each distinct one is searched once
     for cue in cues:
-        for line in lines_with(text, lowered, cue):
+        for line in lines_with(source, cue):
             if line in tested:
                 continue
             tested.add(line)

@@ -117,9 +117,9 @@ def rule_prose_dkms_kernel(r: Reasoning) -> None:
     obs = r.obs
     if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
-    told = search_lines(PROSE_DKMS_KERNEL, obs.text, obs.lowered, "dkms", "rock", "kernel module")
-    if told is None and contains(obs.text, obs.lowered, "amdgpu", lower=True):
-        told = search_lines(PROSE_DKMS_FAILS, obs.text, obs.lowered, "dkms")
+    told = search_lines(PROSE_DKMS_KERNEL, obs, "dkms", "rock", "kernel module")
+    if told is None and contains(obs, "amdgpu", lower=True):
+        told = search_lines(PROSE_DKMS_FAILS, obs, "dkms")
     if told is None:
         return
     dkms_not_built(
@@ -202,7 +202,7 @@ def _refused_module(r: Reasoning) -> str | None:
     for m in r.obs.saw("module-refused"):
         name = (m.value("module") or "").rsplit("/", 1)[-1]
         if AMD_MODULES.match(name) or (
-            m.value("symbol") == "module_layout" and contains(r.obs.text, r.obs.lowered, "amdgpu.ko", lower=True)
+            m.value("symbol") == "module_layout" and contains(r.obs, "amdgpu.ko", lower=True)
         ):
             return f"{m.source}: {m.text}"
     return None
@@ -253,10 +253,8 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
     obs = r.obs
     if r.has("module-signature-rejected", "no-amd-gpu", "host-without-kfd"):
         return
-    told = search_lines(PROSE_SECURE_BOOT, obs.text, obs.lowered, "secure")
-    if told is None or not any(
-        contains(obs.text, obs.lowered, w, lower=True) for w in ("amdgpu", "dkms", "rocm", "kfd")
-    ):
+    told = search_lines(PROSE_SECURE_BOOT, obs, "secure")
+    if told is None or not any(contains(obs, w, lower=True) for w in ("amdgpu", "dkms", "rocm", "kfd")):
         return  # not told, or Secure Boot and some other vendor's module
     r.findings.append(
         Finding(
@@ -299,7 +297,7 @@ CONTAINER_WORD = re.compile(
 
 def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
-    for line in lines_with(r.obs.text, r.obs.lowered, "kfd"):
+    for line in lines_with(r.obs, "kfd"):
         lowered = line.lower()
         if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither")):
             m = KFD_NOT_PRESENT.search(line)
@@ -314,7 +312,7 @@ def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:
     told = _kfd_told_absent(r)
     if told is not None and (CONTAINER_WORD.search(told.string) or r.obs.first("container")):
         return told
-    return search_lines(appformats.DRI_BUT_NOT_KFD, r.obs.text, r.obs.lowered, appformats.DRI_CUE)
+    return search_lines(appformats.DRI_BUT_NOT_KFD, r.obs, appformats.DRI_CUE)
 
 
 def _host_node(obs: Observations) -> tuple[str, ...]:
@@ -361,7 +359,7 @@ AMD_DISPLAY = re.compile(
 def amd_device_listed(r: Reasoning) -> str | None:
     """An AMD display device that lspci lists or that amdgpu logs by its PCI slot, whether or not its chip is
     identified: the machine has an AMD GPU."""
-    for line in lines_with(r.obs.text, r.obs.lowered, " controller"):
+    for line in lines_with(r.obs, " controller"):
         if AMD_DISPLAY.match(line):
             return f"lspci: {line.strip()}"
     for e in r.events:
@@ -391,11 +389,11 @@ def rule_quoted_init_failure(r: Reasoning) -> None:
     obs = r.obs
     if r.has("gpu-init-failed", "firmware-missing", "gpu-psp-init-failed", "no-amd-gpu", "host-without-kfd"):
         return
-    told = search_lines(QUOTED_INIT_FAILURE, obs.text, obs.lowered, "probe of", "probe with", "fatal error")
+    told = search_lines(QUOTED_INIT_FAILURE, obs, "probe of", "probe with", "fatal error")
     if told is None:
         return
     err = told["err"] or told["err2"]
-    bar = search_lines(BAR_NO_SPACE, obs.text, obs.lowered, "no space", "failed to assign")
+    bar = search_lines(BAR_NO_SPACE, obs, "no space", "failed to assign")
     space = err == "-12" or bar is not None
     r.findings.append(
         Finding(
@@ -430,10 +428,10 @@ LISTED_TARGET = re.compile(r"^[\s>]*(?P<gfx>gfx[0-9][0-9a-f]{2,3})(?::[a-z]+[+-]
 def _enumerated(r: Reasoning) -> tuple[str, list[str]] | None:
     """The enumerator the text runs and the GPU targets it printed, in order (gfx000, the CPU, left out)."""
     obs = r.obs
-    tool = next((t for t in ENUMERATORS if contains(obs.text, obs.lowered, t, lower=True)), None)
+    tool = next((t for t in ENUMERATORS if contains(obs, t, lower=True)), None)
     if tool is None:
         return None
-    listed = [m["gfx"].lower() for line in lines_with(obs.text, obs.lowered, "gfx") if (m := LISTED_TARGET.match(line))]
+    listed = [m["gfx"].lower() for line in lines_with(obs, "gfx") if (m := LISTED_TARGET.match(line))]
     targets = [g for g in dict.fromkeys(listed) if g != "gfx000"]
     return (tool, targets) if targets else None
 
@@ -497,7 +495,7 @@ def rule_igpu_used(r: Reasoning) -> None:
     obs = r.obs
     if r.has("userspace-target-unsupported", "no-amd-gpu", "host-without-kfd"):
         return
-    told = search_lines(PROSE_IGPU_USED, obs.text, obs.lowered, "integrated", "board", "internal", "igpu")
+    told = search_lines(PROSE_IGPU_USED, obs, "integrated", "board", "internal", "igpu")
     if told is None or _NEGATED.search(told.string[max(0, told.start() - 16) : told.start()]):
         return  # not told, or advice ("make sure you are not using the integrated GPU")
     if _FOR_DISPLAY.search(told.string[told.end() : told.end() + 40]):
@@ -547,7 +545,7 @@ def rule_override_worked(r: Reasoning) -> None:
     if set_at is None or claimed is None:
         return
     worked = None
-    for line in dict.fromkeys(line for cue in _WORKED_CUES for line in lines_with(obs.text, obs.lowered, cue)):
+    for line in dict.fromkeys(line for cue in _WORKED_CUES for line in lines_with(obs, cue)):
         m = appformats.PROSE_FIXED.search(line)
         if m and not _NEGATED.search(line) and _line_number(obs.lines, line) > set_at.source.line:
             worked = m
@@ -583,7 +581,7 @@ def _targets_beside_settings(r: Reasoning) -> list[tuple[str, str]]:
     HSA_OVERRIDE_GFX_VERSION=11.0.0"), which the evidence layer's prose reading leaves out for its "="; build
     flags that list targets (AMDGPU_TARGETS=, PYTORCH_ROCM_ARCH=) name what is built, not the GPU."""
     found = []
-    for line in lines_with(r.obs.text, r.obs.lowered, "gfx"):
+    for line in lines_with(r.obs, "gfx"):
         low = line.lower()
         if "=" not in low or "targets" in low or "arch" in low:
             continue
@@ -613,7 +611,7 @@ ONLY_VIDEO = re.compile(r"\b(?:only|just)\b[^.\n]{0,40}?--group-add(?:=|\s+)[\"'
 
 def _groups_added(r: Reasoning) -> set[str]:
     """The groups the container is started with: its run commands' --group-add, else words that say video only."""
-    lines = lines_with(r.obs.text, r.obs.lowered, "--group-add")
+    lines = lines_with(r.obs, "--group-add")
     commands = [line for line in lines if RUN_COMMAND.search(line)]
     if commands:
         return {
@@ -631,7 +629,7 @@ def _render_owned(r: Reasoning) -> str | None:
         if node.group == "render" and (path.endswith("/kfd") or "/renderD" in path):
             return f"{node.source}: {path} group render"
     for pattern, cue in ((appformats.NODE_GROUP_PROSE, "/dev/k"), (appformats.RENDER_NODE_GROUP_PROSE, "/dev/dri/")):
-        m = search_lines(pattern, obs.text, obs.lowered, cue)
+        m = search_lines(pattern, obs, cue)
         if m and (m["owner"] or m["group"] or "").lower() == "render":
             return f"the text: {m.group(0)}"
     return None

@@ -554,10 +554,9 @@ def rule_claims(r: Reasoning) -> None:
         return
     from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
-    text, lowered = r.obs.text, r.obs.lowered
     for (pattern, truth), cues in zip(WRONG_ADVICE, CUES, strict=True):
         # Every claim's match lies within one line that holds one of its cues (claims.CUES).
-        m = search_lines(pattern, text, lowered, *cues)
+        m = search_lines(pattern, r.obs, *cues)
         if m:
             r.findings.append(
                 Finding(

@@ -62,21 +62,21 @@ PROSE_CUDA_TORCH = re.compile(
 def _torch_builds(r: Reasoning) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
     """The PyTorch builds the text shows, each with where it appears: (position, build, line) for a version
     string, (position, line) for a HIP version of None (a build without ROCm)."""
-    text, lowered = r.obs.text, r.obs.lowered
+    text = r.obs.text
     builds: list[tuple[int, str, str]] = []
     for cue in ("+cu", "+cpu", "+rocm"):
-        for line in lines_with(text, lowered, cue):
+        for line in lines_with(r.obs, cue):
             m = TORCH_BUILD.search(line)
             if m and "from versions:" not in line:  # pip's list of what an index has, not what is installed
                 builds.append((text.find(line), m["build"].lower(), line.strip()))
     hipless = [
         (text.find(line), line.strip())
         for cue in ("torch.version.hip", "rocm used to build pytorch")
-        for line in lines_with(text, lowered, cue)
+        for line in lines_with(r.obs, cue)
         if HIP_NONE.search(line)
     ]
     for cue in ("torch.version.hip", "rocm used to build pytorch"):
-        for line in lines_with(text, lowered, cue):
+        for line in lines_with(r.obs, cue):
             if HIP_BUILT.search(line):
                 builds.append((text.find(line), "rocm", line.strip()))
     return sorted(builds), sorted(hipless)
@@ -87,25 +87,25 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
     only such a build prints. A ROCm build shown later is the fix told beside the cause, which stays the cause."""
     builds, hipless = _torch_builds(r)
     shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
-    text, lowered = r.obs.text, r.obs.lowered
+    text = r.obs.text
     for cue in ("nvidia driver", "not compiled with cuda"):
-        shown += [(text.find(line), line.strip()) for line in lines_with(text, lowered, cue) if CUDA_ONLY.search(line)]
+        shown += [(text.find(line), line.strip()) for line in lines_with(r.obs, cue) if CUDA_ONLY.search(line)]
     return [line for _, line in sorted(shown)][:2]
 
 
 def _cuda_torch_told(r: Reasoning) -> str | None:
     """Prose that says an install brought CUDA builds of torch, in a text about torch."""
-    if not contains(r.obs.text, r.obs.lowered, "torch", lower=True):
+    if not contains(r.obs, "torch", lower=True):
         return None
-    m = search_lines(PROSE_CUDA_TORCH, r.obs.text, r.obs.lowered, "cuda", "nvidia")
+    m = search_lines(PROSE_CUDA_TORCH, r.obs, "cuda", "nvidia")
     return m.group(0) if m else None
 
 
 def _rocm_wheel_missing(r: Reasoning) -> str | None:
     """pip finding no ROCm build of torch at the version asked for, in an index of ROCm wheels."""
-    for line in lines_with(r.obs.text, r.obs.lowered, "satisfies the requirement"):
+    for line in lines_with(r.obs, "satisfies the requirement"):
         m = PIP_NO_TORCH.search(line)
-        if m and ("+rocm" in (m["versions"] or "").lower() or contains(r.obs.text, r.obs.lowered, "/rocm", lower=True)):
+        if m and ("+rocm" in (m["versions"] or "").lower() or contains(r.obs, "/rocm", lower=True)):
             return line.strip()
     return None
 
@@ -115,7 +115,7 @@ def rule_no_rocm_build(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("userspace-no-rocm-build", "no-amd-gpu", "host-without-kfd"):
         return
-    if not (amd_gpu_named(r) or contains(obs.text, obs.lowered, "rocm", lower=True)):
+    if not (amd_gpu_named(r) or contains(obs, "rocm", lower=True)):
         return  # a CUDA build on an NVIDIA machine is the right build
     shown = _no_rocm_build_shown(r)
     told = None if shown else _cuda_torch_told(r)
@@ -163,7 +163,7 @@ SET_OVERRIDE = re.compile(
 
 
 def _unexported_override(r: Reasoning) -> re.Match[str] | None:
-    for line in lines_with(r.obs.text, r.obs.lowered, "hsa_override_gfx_version"):
+    for line in lines_with(r.obs, "hsa_override_gfx_version"):
         m = SET_OVERRIDE.search(line)
         if m is None:
             continue
@@ -216,10 +216,10 @@ def rule_keep_groups_told(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"):
         return
-    told = search_lines(KEEP_GROUPS_FIX, obs.text, obs.lowered, "keep-groups")
+    told = search_lines(KEEP_GROUPS_FIX, obs, "keep-groups")
     if told is None:
         return
-    if not any(contains(obs.text, obs.lowered, w, lower=True) for w in ("/dev/kfd", "render", "rocm", "gpu")):
+    if not any(contains(obs, w, lower=True) for w in ("/dev/kfd", "render", "rocm", "gpu")):
         return  # keep-groups for some other device or file
     rootless_unmapped(r, told, [])
 
@@ -235,9 +235,8 @@ def rule_rootless_no_device(r: Reasoning) -> None:
     symptoms = obs.saw("no-device")
     if not symptoms or any(f.severity is E for f in r.findings):
         return  # no symptom, or a cause already found explains it
-    text, lowered = obs.text, obs.lowered
-    rootless = search_lines(ROOTLESS, text, lowered, "rootless", "distrobox", "toolb")
-    passed = search_lines(appformats.KFD_PASSED, text, lowered, "/dev/kfd")
+    rootless = search_lines(ROOTLESS, obs, "rootless", "distrobox", "toolb")
+    passed = search_lines(appformats.KFD_PASSED, obs, "/dev/kfd")
     if rootless is None or passed is None:
         return
     rootless_unmapped(r, rootless, [symptoms[0].text, f"the text: {passed.group(0).strip()}"])
@@ -264,8 +263,8 @@ def rule_prose_group_fix(r: Reasoning) -> None:
         "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
     ):
         return
-    told = search_lines(ADD_TO_GROUP_FIX, obs.text, obs.lowered, "to the", "to both")
-    if told is None or not any(contains(obs.text, obs.lowered, w, lower=True) for w in DENIAL_WORDS):
+    told = search_lines(ADD_TO_GROUP_FIX, obs, "to the", "to both")
+    if told is None or not any(contains(obs, w, lower=True) for w in DENIAL_WORDS):
         return
     group = told["group"].lower()
     if obs.user is not None and group in obs.user.groups:

@@ -106,10 +106,9 @@ class Observations:
     declared: list[str] = field(default_factory=list)  # modinfo parm names
     events: list[LogEvent] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # a paste without quote markers, for claims
-    # The same lines joined, and lower-cased: rules that search the whole text share one copy (a 10 MB
-    # paste costs tens of milliseconds per join).
+    # The same lines joined: rules that search the whole text share one copy (a 10 MB paste costs tens of
+    # milliseconds per join). Its lower case is `lowered`, made when first asked for.
     text: str = ""
-    lowered: str = ""
     # The distinct lines in the order they first appear, and each without its dmesg time (kernellog.untimed):
     # what a long paste's reading, its kernel-log scan and the rules' searches share (evidence/text.py).
     distinct: list[str] = field(default_factory=list)
@@ -133,6 +132,16 @@ class Observations:
 
     def add(self, what: str, value: str, source: Source) -> None:
         self.facts.append(Observed(what, value, source))
+
+    @property
+    def lowered(self) -> str:
+        """The text in lower case, made once for the text as it is now: a long ASCII paste's rules never ask
+        (they search its index, assess/claims.py), and its 10 MB are not lowered. Kept beside the fields, not
+        as one: what was asked of the observations is not something they show."""
+        made: tuple[str, str] | None = self.__dict__.get("_lowered_of")
+        if made is None or made[0] is not self.text:
+            made = self.__dict__["_lowered_of"] = (self.text, self.text.lower())
+        return made[1]
 
     @property
     def release(self) -> str | None:

@@ -622,13 +622,13 @@ def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
 
 
 def _paste(text: str) -> Observations:
-    """Observations of nothing yet but the paste's lines (unquoted), their text and its lower case."""
+    """Observations of nothing yet but the paste's lines (unquoted), their text, the distinct lines and those
+    untimed."""
     obs = Observations()
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     obs.lines = _unquoted(text, text.split("\n"))
     obs.text = "\n".join(obs.lines)
-    obs.lowered = obs.text.lower()
     obs.distinct = list(dict.fromkeys(obs.lines))
     obs.units = untimed(obs.distinct)
     return obs

@@ -54,15 +54,15 @@ def indexed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @given(st.lists(st.integers(0, len(_LINES) - 1), max_size=40), st.sampled_from(_CUES), st.booleans())
 def test_the_index_finds_what_the_definition_says(picks: list[int], cue: str, prepared: bool) -> None:
     text = "\n".join(_LINES[i] for i in picks + picks[:5])
-    direct = claims.lines_with(text, text.lower(), cue)
+    direct = claims.lines_with(claims.Text(text), cue)
     saved = claims.INDEXED
     claims.INDEXED = 0
     try:
         claims._LAST.clear()
         if prepared:
             claims.index_lines(text, text.split("\n"))
-        through_index = claims.lines_with(text, text.lower(), cue)
-        again = claims.lines_with(text, text.lower(), cue)  # from the index's memo of this cue
+        through_index = claims.lines_with(claims.Text(text), cue)
+        again = claims.lines_with(claims.Text(text), cue)  # from the index's memo of this cue
     finally:
         claims.INDEXED = saved
         claims._LAST.clear()
@@ -73,9 +73,37 @@ def test_the_index_finds_what_the_definition_says(picks: list[int], cue: str, pr
 
 
 _TIMES = st.sampled_from(
-    ["", "[    1.000000] ", "[ 6.200000] ", "[7440.5] ", "[  12.345678]", "[] ", "Dec 01 10:00:05 "]
+    [
+        "",
+        "[    1.000000] ",
+        "[ 6.200000] ",
+        "[7440.5] ",
+        "[  12.345678]",
+        "[] ",
+        "Dec 01 10:00:05 ",
+        "Dec 01 10:00:06 box ",
+        "2025-03-03T10:00:01.123Z ",
+        "x\x00y 10:00:05,5 ",
+        "[    2.000000] 23:59:59 ",
+    ]
 )
-_WORDS = (*_CUES, "amdgpu", "HSA Agents", "[1002:", "] kfd", "0]", "Permission denied", ".service")
+_WORDS = (
+    *_CUES,
+    "amdgpu",
+    "HSA Agents",
+    "[1002:",
+    "] kfd",
+    "0]",
+    "Permission denied",
+    ".service",
+    "10:00",
+    ":05 b",
+    ".",
+    "5 b",
+    "Z /",
+    "\x00",
+    "01 1",
+)
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -93,8 +121,9 @@ def test_the_untimed_index_finds_what_the_definition_says(picks: list[tuple[int,
         claims._LAST.clear()
         distinct = list(dict.fromkeys(text.split("\n")))
         claims.index_lines(text, text.split("\n"), distinct, untimed(distinct))
-        found = claims.lines_with(text, lowered, cue) if len(lowered) == len(text) else None
-        holds = (claims.contains(text, lowered, word), claims.contains(text, lowered, cue, lower=True))
+        source = claims.Text(text)
+        found = claims.lines_with(source, cue) if len(lowered) == len(text) else None
+        holds = (claims.contains(source, word), claims.contains(source, cue, lower=True))
     finally:
         claims.INDEXED = saved
         claims._LAST.clear()
@@ -111,29 +140,29 @@ def test_lines_of_several_untimed_forms_come_in_the_order_they_first_appear(inde
         "[    3.000000] amdgpu: ring A",
     ]
     text = "\n".join([*lines, lines[0]])
-    assert claims.lines_with(text, text.lower(), "amdgpu") == lines
-    assert claims.lines_with(text, text.lower(), "ring a") == [lines[0], lines[3]]
-    assert claims.lines_with(text, text.lower(), "1.0") == [lines[0]]  # in a time only: the distinct lines
+    assert claims.lines_with(claims.Text(text), "amdgpu") == lines
+    assert claims.lines_with(claims.Text(text), "ring a") == [lines[0], lines[3]]
+    assert claims.lines_with(claims.Text(text), "1.0") == [lines[0]]  # in a time only: the distinct lines
 
 
 def test_lines_that_are_not_the_text_are_not_indexed(indexed: None) -> None:
     text = "first line\nsecond root line"
     claims.index_lines(text, ["another", "text"])
-    assert claims.lines_with(text, text.lower(), "root") == ["second root line"]
-    assert claims.lines_with(text, text.lower(), "another") == []
+    assert claims.lines_with(claims.Text(text), "root") == ["second root line"]
+    assert claims.lines_with(claims.Text(text), "another") == []
 
 
 def test_a_new_text_gets_a_new_index(indexed: None) -> None:
     one, two = "a root line\nx", "sudo works\ny"
-    assert claims.lines_with(one, one.lower(), "root") == ["a root line"]
-    assert claims.lines_with(two, two.lower(), "root") == []
-    assert claims.lines_with(two, two.lower(), "sudo") == ["sudo works"]
+    assert claims.lines_with(claims.Text(one), "root") == ["a root line"]
+    assert claims.lines_with(claims.Text(two), "root") == []
+    assert claims.lines_with(claims.Text(two), "sudo") == ["sudo works"]
 
 
 @pytest.mark.parametrize("cue", ["", "two\nlines"])
 def test_a_cue_that_is_not_a_piece_of_one_line_is_refused(cue: str) -> None:
     with pytest.raises(ValueError, match="non-empty piece of one line"):
-        claims.lines_with("text", "text", cue)
+        claims.lines_with(claims.Text("text"), cue)
 
 
 def _diagnosis(text: str) -> tuple[object, ...]:
@@ -173,3 +202,28 @@ def test_a_claim_in_a_timed_line_of_a_long_paste_is_found(line: str) -> None:
     assert len(long) >= claims.INDEXED
     assert "wrong-advice" in {f.code for f in reason(read_text(long))[1]}
     assert "wrong-advice" in {f.code for f in reason(read_text(line))[1]}
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(st.text(alphabet="ab .:05\u0660", max_size=12), st.text(alphabet="ab .:05\u0660", min_size=1, max_size=4))
+def test_a_word_blind_to_digits_is_in_a_line_as_in_it_with_its_digits_made_0(line: str, word: str) -> None:
+    """What the index's search among lines with their digits made "0" rests on (claims.blind_to_digits)."""
+    if claims.blind_to_digits(word):
+        assert (word in line) == (word in line.translate(claims._DIGITS))
+
+
+def test_journal_lines_that_differ_in_their_clocks_are_found_in_order(indexed: None) -> None:
+    lines = [
+        "Dec 01 10:00:05 box kernel: amdgpu: ring A",
+        "[    1.000000] amdgpu: ring A",
+        "Dec 01 10:00:06 box kernel: amdgpu: ring B",
+        "Dec 01 10:00:07 box kernel: amdgpu: ring A",
+        "time=10:00:07.5 kernel",
+    ]
+    text = "\n".join([*lines, lines[0]])
+    assert claims.lines_with(claims.Text(text), "amdgpu") == lines[:4]
+    assert claims.lines_with(claims.Text(text), "ring a") == [lines[0], lines[1], lines[3]]
+    assert claims.lines_with(claims.Text(text), "kernel") == [lines[0], lines[2], lines[3], lines[4]]
+    assert claims.lines_with(claims.Text(text), "10:00:06") == [lines[2]]  # a clock's digits: the untimed lines
+    assert claims.contains(claims.Text(text), "ring b", lower=True)
+    assert not claims.contains(claims.Text(text), "10:00:08")
