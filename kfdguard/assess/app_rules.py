@@ -189,7 +189,8 @@ def rule_no_code_object(r: Reasoning) -> None:
     for m in messages:
         supported = m.value("supported")
         if supported:
-            carried = sorted(set(carried) | set(supported.split()))
+            # Lists come space- or comma-separated, or as ollama's map[gfx1030:true ...]: the names are the targets.
+            carried = sorted(set(carried) | set(appformats.PROSE_GFX.findall(supported)))
     # The distinct texts: a paste repeats its lines, and a repeat is no more evidence (nor is it read
     # again on a long paste's fast path: evidence/text.py).
     evidence = list(dict.fromkeys(m.text for m in messages))[:2]
@@ -569,7 +570,9 @@ __all__ = [
     "rule_no_code_object",
     "rule_no_device",
     "rule_nvidia_only",
+    "rule_override_stands_in",
     "rule_override_wrong",
+    "rule_prose_incompatible_build",
     "rule_prose_kernel",
     "rule_prose_not_in_group",
     "rule_prose_unsupported",
@@ -607,6 +610,30 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
     return result
 
 
+def override_told_needed(r: Reasoning) -> str | None:
+    """The text's own word that the override is what makes the program run: it was needed ("had to set",
+    "without the override ... drops"), or the line that sets it (or the next) tells a success."""
+    text, lowered = r.obs.text, r.obs.lowered
+    for line in lines_with(text, lowered, "override"):
+        if appformats.OVERRIDE_NEEDED.search(line) or appformats.WITHOUT_OVERRIDE.search(line):
+            return line.strip()
+    for line in lines_with(text, lowered, "hsa_override_gfx_version"):
+        at = text.find(line)
+        end = text.find("\n", at + len(line) + 1)
+        window = text[at : end if end != -1 else len(text)]
+        m = appformats.OVERRIDE_WORKS.search(window, window.find("HSA_OVERRIDE_GFX_VERSION") + 1)
+        if m:
+            return window.strip()[:160]
+    return None
+
+
+def _override_is_the_workaround(r: Reasoning) -> bool:
+    """Whether the text shows that this program needs a neighbouring target's code: it has none for the GPU's own
+    (a no-code-object message), or the text tells the override as what makes it run. Then a same-generation
+    override is the known workaround, whatever ROCm's own libraries carry (an application bundles its own)."""
+    return bool(r.obs.saw("no-code-object")) or override_told_needed(r) is not None
+
+
 def rule_override_wrong(r: Reasoning) -> None:
     """HSA_OVERRIDE_GFX_VERSION claiming a target of another GFX generation, or any other target for a GPU
     ROCm supports as it is: the runtime loads code built for another instruction set.
@@ -629,6 +656,8 @@ def rule_override_wrong(r: Reasoning) -> None:
         supported = any(a.rocm_prebuilt for a in _asics_of(gfx))
         if major is None or (major == claimed_major and not supported):
             continue
+        if major == claimed_major and _override_is_the_workaround(r):
+            continue
         why = (
             f"a GFX{claimed_major} target on a GFX{major} GPU: another instruction set"
             if major != claimed_major
@@ -648,6 +677,36 @@ def rule_override_wrong(r: Reasoning) -> None:
                     f"{source.source}: HSA_OVERRIDE_GFX_VERSION={value}" if source else f"override {value}",
                     f"{where}: {gfx}",
                 ),
+            )
+        )
+        return
+
+
+def rule_override_stands_in(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION told as what makes the program run on a GPU of the same generation: the program
+    has no code for the GPU's own target, and the neighbouring target's code stands in for it (a workaround in
+    place, so a warning: the cause stays the build, which a later update of the override's target can break)."""
+    obs = r.obs
+    value = obs.value("gfx-override")
+    if r.machine is not None or value is None or r.has("userspace-target-unsupported", "env-override-wrong"):
+        return
+    claimed = appformats.override_target(value)
+    told = override_told_needed(r) if claimed else None
+    if told is None or claimed is None:
+        return
+    for gfx, where in _real_targets(r, claimed):
+        if appformats.gfx_major(gfx) != appformats.gfx_major(claimed):
+            continue
+        r.findings.append(
+            Finding(
+                "userspace-target-unsupported",
+                W,
+                f"the program has no GPU code for {gfx}: the text tells HSA_OVERRIDE_GFX_VERSION={value} (code built "
+                f"for the neighbouring {claimed}) as what makes it run, the unsupported workaround for a build "
+                "without the GPU's own target; the GPU, the kernel and permissions are not the cause",
+                f"keep the override only where the program needs it (its environment, not the whole system), or use "
+                f"a build that includes {gfx}; 'rocminfo | grep gfx' names the GPU's own target",
+                (f"the text: {told}", f"{where}: {gfx}"),
             )
         )
         return
@@ -737,6 +796,43 @@ def rule_prose_unsupported(r: Reasoning) -> None:
             f"HSA_OVERRIDE_GFX_VERSION set in the environment of the process that uses the GPU (for a service: "
             "systemctl edit, Environment=), not in a login shell's profile",
             (f"the text: {said.group(0)}", f"{where}: {gfx}"),
+        )
+    )
+
+
+def rule_prose_incompatible_build(r: Reasoning) -> None:
+    """The text says a program's ROCm build (an engine, a backend) is not compatible, beside an AMD GPU it names: the
+    build carries no code for that GPU's target, whatever ROCm's own libraries carry (an application bundles its
+    own). A kernel's or a driver's incompatibility is another cause, left to the rules that read those."""
+    obs = r.obs
+    if r.machine is not None or r.has("userspace-target-unsupported", "userspace-no-rocm-build", "no-amd-gpu"):
+        return
+    if any(f.severity is E for f in r.findings):
+        return  # a cause lower in the stack, or the program's own message, already explains it
+    said = None
+    for line in lines_with(obs.text, obs.lowered, "compatible"):
+        low = line.lower()
+        if "kernel" in low or "driver" in low:
+            continue
+        said = appformats.ROCM_BUILD_INCOMPATIBLE.search(line)
+        if said:
+            break
+    if said is None:
+        return
+    gfx, where = _gfx_of_text(r, [])
+    if gfx is None and not (amd_gpu_named(r) or contains(obs.text, obs.lowered, "radeon", lower=True)):
+        return  # no AMD GPU in sight: nothing says whose target is missing
+    target = gfx or "this GPU's target"
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"the text says the program's ROCm build is not compatible with this GPU ({target}): it carries no code "
+            "for that target, so the program leaves the GPU out (or falls back to another backend); the kernel and "
+            "permissions are not the cause",
+            f"use a release of the program whose ROCm build lists {target} among its targets, or its Vulkan backend "
+            "meanwhile; 'rocminfo | grep gfx' names the GPU's target",
+            (f"the text: {said.group(0)}",) + ((f"{where}: {gfx}",) if gfx else ()),
         )
     )
 
@@ -836,6 +932,8 @@ def rule_override_not_applied(r: Reasoning) -> None:
         return  # ollama honoured an override
     if r.has("env-override-wrong", "no-amd-gpu"):
         return
+    if search_lines(appformats.WITHOUT_OVERRIDE, obs.text, obs.lowered, "without"):
+        return  # "without the override, ollama drops it": the failure shown is the run before the fix
     said = _said_override(r) if obs.value("gfx-override") is not None else None
     if said is None and obs.saw("override-unset"):
         # "setting the override with systemctl edit ... does not take place": no value shown, but the server's
