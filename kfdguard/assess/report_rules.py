@@ -135,11 +135,34 @@ def override_refused(value: str) -> bool:
     return int(m["major"]) > 63 or int(m["minor"]) > 255 or int(m["step"]) > 255
 
 
+# An empty value as written: a shell or compose reference whose default is empty ("${NAME:-}", "${NAME-}": nothing
+# when NAME is unset), or an assignment with nothing after "=" on its line (env files, compose lists, `env`).
+_EMPTY_DEFAULT = re.compile(r"\$\{\w+:?-\}")
+_BARE_EMPTY = re.compile(r"(?<![\w$])HSA_OVERRIDE_GFX_VERSION=[\"']?[\"']?\s*$")
+
+
+def _empty_override(r: Reasoning) -> str | None:
+    """HSA_OVERRIDE_GFX_VERSION defined but empty where the text sets it. libhsakmt tests only that getenv returns a
+    value (topology.c: if (envvar)), so "" reaches sscanf("%u.%u.%u%c"), which fills nothing: refused."""
+    for m in r.obs.saw("override-setting"):
+        quoted = m.value("quote") is not None
+        raw = (m.value("quoted") if quoted else m.value("value")) or ""
+        if (quoted and raw == "") or (not quoted and _EMPTY_DEFAULT.fullmatch(raw)):
+            return f"{m.source}: {m.text}"
+    for line in lines_with(r.obs.text, r.obs.lowered, "hsa_override_gfx_version="):
+        if _BARE_EMPTY.search(line):
+            return f"the text: {line.strip()}"
+    return None
+
+
 def _refused_override(r: Reasoning) -> tuple[str, str] | None:
     obs = r.obs
     said = obs.saw("override-invalid")
     if said:
         return said[0].value("value") or "?", f"libhsakmt: {said[0].text}"
+    empty = _empty_override(r)
+    if empty is not None:
+        return "", empty
     for m in obs.saw("override-setting"):
         quoted = m.value("quote") is not None
         raw = (m.value("quoted") if quoted else m.value("value")) or ""
@@ -160,6 +183,20 @@ def rule_override_invalid(r: Reasoning) -> None:
     if refused is None:
         return
     value, evidence = refused
+    if value == "":
+        r.findings.append(
+            Finding(
+                "env-override-wrong",
+                E,
+                "HSA_OVERRIDE_GFX_VERSION is defined but empty (an empty default such as ${HSA_OVERRIDE_GFX_VERSION:-} "
+                'defines it as "" when it is unset): libhsakmt reads any defined value, refuses "" as a version, '
+                "the topology fails to load and the runtime sees no GPU ('no ROCm-capable device')",
+                "leave the variable out entirely where no override is wanted (drop the line, or use an env file that "
+                "does not list it); set it only to a dotted version the software carries, such as 10.3.0",
+                (evidence,),
+            )
+        )
+        return
     r.findings.append(
         Finding(
             "env-override-wrong",

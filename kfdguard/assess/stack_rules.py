@@ -110,6 +110,62 @@ def _rocm_wheel_missing(r: Reasoning) -> str | None:
     return None
 
 
+def _rocm_torch_reinstalled(r: Reasoning) -> str | None:
+    """A forced reinstall of torch from PyTorch's ROCm index, followed by a told success, where the text shows no
+    ROCm build of torch before it: the torch it replaced (an installer's default) had no HIP backend."""
+    text, lowered = r.obs.text, r.obs.lowered
+    for line in lines_with(text, lowered, "--force-reinstall"):
+        m = appformats.ROCM_TORCH_REINSTALL.search(line)
+        if m is None:
+            continue
+        at = text.find(line)
+        if any(build.startswith("rocm") and where < at for where, build, _ in _torch_builds(r)[0]):
+            return None  # a ROCm torch was there before: the reinstall changed its version, not its kind
+        if appformats.GPU_WORKS_AFTER.search(text, at + len(line), at + len(line) + 600):
+            return m.group(0)
+    return None
+
+
+def _no_rocm_build_told(r: Reasoning) -> str | None:
+    """A line that says the program was built or shipped without ROCm/HIP (not that one GPU lacks support)."""
+    for cue in ("rocm", "hip", "gpu offload"):
+        for line in lines_with(r.obs.text, r.obs.lowered, cue):
+            m = appformats.PROSE_NO_ROCM_BUILD.search(line)
+            # "... not available for my RX 580", "... not enabled on gfx803": that GPU's support, told right after.
+            tail = line[m.end() : m.end() + 30] if m else ""
+            if m and not appformats.PROSE_GFX.search(tail) and not appformats.FOR_A_GPU.match(tail.lstrip(" ,")):
+                return line.strip()
+    return None
+
+
+def _told_without_rocm(r: Reasoning) -> bool:
+    """A build without ROCm that the text tells rather than prints: in words, or as a forced reinstall of torch from
+    the ROCm index that made the GPU work. Adds the finding and says whether it did."""
+    said = _no_rocm_build_told(r)
+    reinstall = None if said else _rocm_torch_reinstalled(r)
+    if said is None and reinstall is None:
+        return False
+    message = (
+        "the text says the program was built (or shipped) without ROCm/HIP support: it has no HIP backend and never "
+        "looks for the AMD GPU, so it runs on the CPU whatever the GPU, KFD, /dev/kfd and HSA_OVERRIDE_GFX_VERSION are"
+        if said
+        else "the text fixes it by reinstalling torch from PyTorch's ROCm index: the torch installed before (an "
+        "installer's default, a CUDA or CPU wheel) had no HIP backend and never looked for the AMD GPU"
+    )
+    r.findings.append(
+        Finding(
+            "userspace-no-rocm-build",
+            E,
+            message,
+            "use a build of the program with ROCm/HIP (llama.cpp: cmake -DGGML_HIP=ON with the ROCm device libraries "
+            "and hipBLAS installed; PyTorch from its ROCm wheel index; an image or installer with a ROCm variant), "
+            "then check that it lists the GPU (torch.version.hip, or llama.cpp's 'found N ROCm devices')",
+            (f"the text: {(said or reinstall or '')[:160]}",),
+        )
+    )
+    return True
+
+
 def rule_no_rocm_build(r: Reasoning) -> None:
     """The framework is a build without ROCm (a CUDA or CPU wheel): it never looks for the AMD GPU."""
     obs = r.obs
@@ -122,6 +178,8 @@ def rule_no_rocm_build(r: Reasoning) -> None:
     if told:
         shown = [told]
     pip = None if shown else _rocm_wheel_missing(r)
+    if not (shown or pip) and _told_without_rocm(r):
+        return
     if shown:
         message = (
             "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
