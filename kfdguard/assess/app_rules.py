@@ -932,8 +932,6 @@ def rule_override_not_applied(r: Reasoning) -> None:
         return  # ollama honoured an override
     if r.has("env-override-wrong", "no-amd-gpu"):
         return
-    if search_lines(appformats.WITHOUT_OVERRIDE, obs.text, obs.lowered, "without"):
-        return  # "without the override, ollama drops it": the failure shown is the run before the fix
     said = _said_override(r) if obs.value("gfx-override") is not None else None
     if said is None and obs.saw("override-unset"):
         # "setting the override with systemctl edit ... does not take place": no value shown, but the server's
@@ -942,6 +940,8 @@ def rule_override_not_applied(r: Reasoning) -> None:
         said = told.group(0) if told else None
     if said is None:
         return
+    if search_lines(appformats.WITHOUT_OVERRIDE, obs.text, obs.lowered, "without"):
+        return  # "without the override, ollama drops it": the failure shown is the run before the fix
     ollama = [m for m in obs.saw("no-code-object") if m.format.startswith("ollama-")] + obs.saw("override-unset")
     evidence = [f"the text: {said}"]
     if ollama:

@@ -308,7 +308,11 @@ KFD_NOT_PRESENT = re.compile(
     # "/dev/kfd ... never passed into the container", "the host had /dev/kfd, but neither reached the container"
     r"|/dev/kfd\b[^.\n]{0,60}?\b(?:not|never|neither|n't)\b[^.\n]{0,20}?\b(?:reach\w*|pass\w*|forward\w*|expos\w*|"
     r"mapp\w*|mount\w*|bound|bind\w*|added)\b[^.\n]{0,12}?\b(?:(?:in|into|to|inside)\s+)?(?:the\s+|a\s+|my\s+)?"
-    r"(?:containers?|pods?|sandbox)\b",
+    r"(?:containers?|pods?|sandbox)\b"
+    # "kfd devices will work after you upgrade to 25.04": the platform's release at hand does not hand /dev/kfd over
+    r"|(?:/dev/)?kfd(?:\s+(?:devices?|nodes?|passthrough))?\s+(?:will|would|should)\s+(?:only\s+)?work\s+"
+    r"(?:after|once|from|when|with)\s+(?:you\s+)?(?:upgrad\w*|updat\w*|mov\w*)\b"
+    r"(?![^.\n]{0,24}?\b(?:kernel|linux|driver|firmware|rocm|amdgpu)\b)[^.\n]{0,20}?\d",  # those are other causes
     re.I,
 )
 # The line that says the container lacks /dev/kfd also says the host has it ("not available in the container,
@@ -325,7 +329,7 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
     for line in lines_with(r.obs.text, r.obs.lowered, "kfd"):
         lowered = line.lower()
-        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither")):
+        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work")):
             m = KFD_NOT_PRESENT.search(line)
             if m:
                 return m
@@ -337,6 +341,10 @@ def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:
     were handed over."""
     told = _kfd_told_absent(r)
     if told is not None and (CONTAINER_WORD.search(told.string) or r.obs.first("container")):
+        return told
+    # A platform's later release told to bring the kfd devices is an answer about its containers: the question
+    # (another line) says which container.
+    if told is not None and " work" in told.group(0).lower() and contains(r.obs.text, r.obs.lowered, "container"):
         return told
     return search_lines(appformats.DRI_BUT_NOT_KFD, r.obs.text, r.obs.lowered, appformats.DRI_CUE)
 

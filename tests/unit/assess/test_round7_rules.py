@@ -193,3 +193,19 @@ def test_a_log_of_the_run_without_the_override_is_not_the_override_lost() -> Non
     found = codes(text)
     assert "env-override-not-applied" not in found
     assert "userspace-target-unsupported" in found
+
+
+# --- a platform release told to bring /dev/kfd to its containers ------------------------------------------------
+
+
+def test_kfd_told_to_come_with_a_later_platform_release() -> None:
+    text = (
+        "The Jellyfin app container sees /dev/dri but ROCm tone mapping fails.\n"
+        "> The kfd passthrough will only work once you update to 24.10.2 of the appliance.\n"
+    )
+    assert "device-node-missing" in codes(text)
+
+
+def test_a_kernel_upgrade_told_is_not_a_container_without_kfd() -> None:
+    text = "In the container rocminfo fails.\n> kfd will work after you upgrade to kernel 6.8 on that APU.\n"
+    assert "device-node-missing" not in codes(text)
