@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from kfdguard.diagnose import diagnose_text
-from kfdguard.verdict import Severity
+from kfdguard.verdict import Finding, Severity
 
 
-def findings(text: str) -> dict[str, list[object]]:
-    found: dict[str, list[object]] = {}
+def findings(text: str) -> dict[str, list[Finding]]:
+    found: dict[str, list[Finding]] = {}
     for f in diagnose_text(text).findings:
         found.setdefault(f.code, []).append(f)
     return found
@@ -38,7 +38,7 @@ def test_ollama_dropping_a_device_without_rocblas_kernels() -> None:
     )
     found = findings(text)
     assert "userspace-target-unsupported" in found
-    evidence = " ".join(found["userspace-target-unsupported"][0].evidence)  # type: ignore[attr-defined]
+    evidence = " ".join(found["userspace-target-unsupported"][0].evidence)
     assert "gfx1036" in evidence
     assert "gfx1030 gfx1100 gfx1201" in evidence  # the map's names, not "gfx1030:true"
 
@@ -54,7 +54,7 @@ def test_lm_studio_engine_without_the_gpus_target() -> None:
     )
     found = findings(text)
     assert "userspace-target-unsupported" in found
-    assert "gfx1103" in " ".join(found["userspace-target-unsupported"][0].evidence)  # type: ignore[attr-defined]
+    assert "gfx1103" in " ".join(found["userspace-target-unsupported"][0].evidence)
 
 
 # --- an override of the same generation told as the workaround --------------------------------------------------
@@ -73,7 +73,7 @@ def test_a_same_generation_override_told_as_what_makes_it_run(told: str) -> None
     found = findings(told)
     assert "env-override-wrong" not in found
     stands_in = found["userspace-target-unsupported"][0]
-    assert stands_in.severity is Severity.WARNING  # type: ignore[attr-defined]
+    assert stands_in.severity is Severity.WARNING
 
 
 def test_a_same_generation_override_on_a_supported_gpu_that_fails_is_still_wrong() -> None:
@@ -102,7 +102,7 @@ def test_an_empty_override_leaves_no_gpu(setting: str) -> None:
     text = f"{setting}\nhipErrorNoDevice: no ROCm-capable device is detected\n"
     found = findings(text)
     assert "env-override-wrong" in found
-    assert "empty" in found["env-override-wrong"][0].message  # type: ignore[attr-defined]
+    assert "empty" in found["env-override-wrong"][0].message
 
 
 @pytest.mark.parametrize(
