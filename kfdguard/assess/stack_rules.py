@@ -45,9 +45,12 @@ PIP_NO_TORCH = re.compile(
 # What only a build without HIP prints. A CUDA build's lazy init without libcuda (aten/src/ATen/cuda/detail/
 # CUDAHooks.cpp): "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a
 # driver from ..."; a CPU build's torch.cuda._lazy_init: "Torch not compiled with CUDA enabled". A ROCm build says
-# "No HIP GPUs are available" instead (appformats' torch-no-gpus).
+# "No HIP GPUs are available" instead (appformats' torch-no-gpus): c10's device_count_ensure_non_zero says "No CUDA
+# GPUs are available" in C++ that the ROCm build hipifies, so a text that shows the CUDA wording shows a CUDA build
+# (ZLUDA runs such a build on purpose: _no_rocm_build_shown leaves a text that names it alone).
 CUDA_ONLY = re.compile(
-    r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b",
+    r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b"
+    r"|\bNo CUDA GPUs are available\b",
     re.I,
 )
 # The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
@@ -88,7 +91,10 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
     builds, hipless = _torch_builds(r)
     shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
     text, lowered = r.obs.text, r.obs.lowered
-    for cue in ("nvidia driver", "not compiled with cuda"):
+    cues = ["nvidia driver", "not compiled with cuda"]
+    if not contains(text, lowered, "zluda", lower=True):
+        cues.append("no cuda gpus")
+    for cue in cues:
         shown += [(text.find(line), line.strip()) for line in lines_with(text, lowered, cue) if CUDA_ONLY.search(line)]
     return [line for _, line in sorted(shown)][:2]
 
@@ -316,6 +322,34 @@ ADD_TO_GROUP_FIX = re.compile(
 DENIAL_WORDS = ("permission", "denied", "eacces", "access the", "crash", "no gpu", "not detected")
 
 
+# The command that adds an account to render or video (shadow's usermod -a -G / -aG / --append --groups, gpasswd -a,
+# Debian's adduser USER GROUP), and a success told after it.
+GROUP_ADD_CMD = re.compile(
+    r"\b(?:usermod\s+(?:-a\s+-G|-aG|-Ga|--append\s+--groups|-G)\s*|gpasswd\s+-a\s+\S+\s+|adduser\s+\S+\s+)"
+    r"(?P<groups>[\w,]*\b(?:render|video)\b[\w,]*)"
+)
+GROUP_FIX_WORKED = re.compile(
+    r"\b(?:it|that|this)\s+(?:really\s+|finally\s+|actually\s+|now\s+)?work(?:ed|s)\b|\bworks now\b"
+    r"|\bnow it works\b|\bdid the trick\b|\b(?:fixed|solved) it\b",
+    re.I,
+)
+
+
+def _group_add_then_works(r: Reasoning) -> tuple[str, str] | None:
+    """A command adding the account to render/video, and the text telling a success within the lines after it."""
+    text, lowered = r.obs.text, r.obs.lowered
+    for cue in ("usermod", "gpasswd", "adduser"):
+        for line in lines_with(text, lowered, cue):
+            m = GROUP_ADD_CMD.search(line)
+            if m is None:
+                continue
+            end = text.find(line) + len(line)
+            if GROUP_FIX_WORKED.search(text, end, end + 800):
+                group = "render" if "render" in m["groups"] else "video"
+                return group, m.group(0)
+    return None
+
+
 def rule_prose_group_fix(r: Reasoning) -> None:
     """The text gives adding the account to render (or video) as the fix for the GPU failing: it was not a member."""
     obs = r.obs
@@ -325,6 +359,10 @@ def rule_prose_group_fix(r: Reasoning) -> None:
         return
     told = search_lines(ADD_TO_GROUP_FIX, obs.text, obs.lowered, "to the", "to both")
     if told is None or not any(contains(obs.text, obs.lowered, w, lower=True) for w in DENIAL_WORDS):
+        worked = _group_add_then_works(r)
+        if worked is None:
+            return
+        _not_in_group_fixed(r, *worked)
         return
     group = told["group"].lower()
     if obs.user is not None and group in obs.user.groups:
@@ -339,5 +377,22 @@ def rule_prose_group_fix(r: Reasoning) -> None:
             "in again; for a service account, add the group where the account is created (its install script or "
             "unit's SupplementaryGroups=)",
             (f"the text: {told.group(0)}",),
+        )
+    )
+
+
+def _not_in_group_fixed(r: Reasoning, group: str, command: str) -> None:
+    """The account added to the group, and the text telling that this made it work: it was not a member."""
+    if r.obs.user is not None and group in r.obs.user.groups:
+        return  # id shows the account in it already: the success came from something else
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"the text adds the account to '{group}' and then tells that it works: the account was not in the group "
+            "that owns /dev/kfd and /dev/dri/renderD*, so ROCm could not open them until then",
+            f"sudo usermod -aG {group} <account> (render and video where both exist), then log in again or reboot "
+            "(a running session keeps its old groups); 'id' lists the groups a new session has",
+            (f"the text: {command}",),
         )
     )

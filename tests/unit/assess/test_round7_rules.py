@@ -209,3 +209,33 @@ def test_kfd_told_to_come_with_a_later_platform_release() -> None:
 def test_a_kernel_upgrade_told_is_not_a_container_without_kfd() -> None:
     text = "In the container rocminfo fails.\n> kfd will work after you upgrade to kernel 6.8 on that APU.\n"
     assert "device-node-missing" not in codes(text)
+
+
+# --- a CUDA build's own wording, and a group added that made it work ---------------------------------------------
+
+
+def test_the_cuda_wording_of_no_gpus_shows_a_cuda_build() -> None:
+    text = "SD.Next on my RX 6700 XT, ROCm 6.0 installed:\nRuntimeError: No CUDA GPUs are available\n"
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_zluda_runs_a_cuda_build_on_purpose() -> None:
+    text = "ZLUDA with ComfyUI on an RX 6700 XT (ROCm 5.7 HIP SDK):\nRuntimeError: No CUDA GPUs are available\n"
+    assert "userspace-no-rocm-build" not in codes(text)
+
+
+def test_a_group_added_and_then_it_works() -> None:
+    text = "try this:\n    sudo gpasswd -a kasia render\nand log in again\n\nthat did the trick, the 7600 shows up\n"
+    assert "user-not-in-group" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "it still doesn't work after a reboot",
+        "$ id\nuid=1000(kasia) gid=1000(kasia) groups=1000(kasia),44(video),993(render)\nnow it works",
+    ],
+)
+def test_a_group_added_without_a_success_or_already_held(after: str) -> None:
+    text = f"sudo usermod -aG render,video kasia\n{after}\n"
+    assert "user-not-in-group" not in codes(text)
