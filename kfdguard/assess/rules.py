@@ -721,6 +721,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_prose_unsupported"),
         text_only("rule_prose_incompatible_build"),
         text_only("rule_no_rocm_build", "stack_rules"),
+        text_only("rule_library_missing", "stack_rules"),
         text_only("rule_no_device"),
         rule_claims,
         rule_ready,

@@ -396,3 +396,43 @@ def _not_in_group_fixed(r: Reasoning, group: str, command: str) -> None:
             (f"the text: {command}",),
         )
     )
+
+
+# --- a ROCm library the loader does not find ------------------------------------------------------------------
+
+
+def _rocm_library_not_loaded(r: Reasoning) -> tuple[str, re.Match[str]] | None:
+    """The first line where the loader could not open a ROCm library, and that library's name on it."""
+    for cue in ("cannot open shared object", "could not load dynamic library"):
+        for line in lines_with(r.obs.text, r.obs.lowered, cue):
+            lib = appformats.ROCM_LIBRARY.search(line) if appformats.LIBRARY_NOT_LOADED.search(line) else None
+            if lib is not None:
+                return line.strip(), lib
+    return None
+
+
+def rule_library_missing(r: Reasoning) -> None:
+    """A ROCm library the program loads is not found by the dynamic loader: another ROCm release than the program
+    was built for, or ROCm's lib directory off the loader's path. Below the GPU and KFD, which it never reached."""
+    if r.machine is not None or r.has("userspace-library-missing", "no-amd-gpu", "host-without-kfd"):
+        return
+    found = _rocm_library_not_loaded(r)
+    if found is None:
+        return
+    line, lib = found
+    name = lib.group(0)
+    release = f" (its soname asks for ROCm {lib['major']}.x)" if lib["major"] and name.startswith("libamdhip64") else ""
+    r.findings.append(
+        Finding(
+            "userspace-library-missing",
+            E,
+            f"the program cannot load {name}{release}: the dynamic loader does not find it, because the ROCm installed "
+            "is another release than the program was built for, or ROCm's lib directory is not on the loader's path; "
+            "the program never reaches the GPU, and KFD and permissions are not the cause",
+            f"ls /opt/rocm*/lib/{name.split('.so')[0]}.so* shows which release is installed: install the ROCm release "
+            "the program was built for (or a build of the program for the installed one); where the file is there, "
+            "put its directory on the loader's path (a line in /etc/ld.so.conf.d/rocm.conf, then sudo ldconfig; "
+            "LD_LIBRARY_PATH for one shell)",
+            (f"the text: {line[:160]}",),
+        )
+    )

@@ -769,6 +769,16 @@ ROCM_BUILD_INCOMPATIBLE = re.compile(
     r"\b(?:rocm|hip)\b(?:[^.\n]|\.(?=\w)){0,60}?\b(?:is|are)(?:\s+\w+ly)?\s*(?:not|n't)\s+compatible\b",
     re.I,
 )
+# A ROCm shared library the dynamic loader did not find: glibc's dlerror and ld.so ("%s: cannot open shared object
+# file: No such file or directory", elf/dl-load.c; Python re-raises it as ImportError; an executable's ld.so says
+# "error while loading shared libraries: %s: cannot open ...") and TensorFlow's dso_loader ("Could not load dynamic
+# library '%s'; dlerror: %s"). The names are those of ROCm's libraries (HIP, its math libraries, ROCr, libhsakmt).
+ROCM_LIBRARY = re.compile(
+    r"\blib(?:amdhip64|hip_hcc|hiprtc|rocblas|rocsolver|rocsparse|rocfft|rocrand|hipblas(?:lt)?|hipsparse|hipfft|"
+    r"hiprand|hipsolver|MIOpen|hsa-runtime64|hsakmt|rccl|roctracer64|roctx64|amd_comgr|rocm_smi64|amd_smi|"
+    r"migraphx\w*|rocprofiler\w*)\.so(?:\.(?P<major>\d+)[\d.]*)?"
+)
+LIBRARY_NOT_LOADED = re.compile(r"cannot open shared object file|Could not load dynamic library", re.I)
 # The override told as what makes the program work: "had to set HSA_OVERRIDE_GFX_VERSION=10.3.0", "without the
 # override, ollama drops the 780M", "HSA_OVERRIDE_GFX_VERSION=9.0.0 ... Works perfect now!". Read on the
 # override's line and the line after it (app_rules.override_told_needed), never across a paste.

@@ -239,3 +239,39 @@ def test_a_group_added_and_then_it_works() -> None:
 def test_a_group_added_without_a_success_or_already_held(after: str) -> None:
     text = f"sudo usermod -aG render,video kasia\n{after}\n"
     assert "user-not-in-group" not in codes(text)
+
+
+# --- a ROCm library the loader does not find ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("ImportError: libamdhip64.so.5: cannot open shared object file: No such file or directory", "ROCm 5.x"),
+        (
+            "./llama-server: error while loading shared libraries: librocblas.so.4: cannot open shared object file: "
+            "No such file or directory",
+            "librocblas.so.4",
+        ),
+        (
+            "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+            "'libMIOpen.so'; dlerror: libMIOpen.so: cannot open shared object file",
+            "libMIOpen.so",
+        ),
+    ],
+)
+def test_a_rocm_library_the_loader_does_not_find(line: str, named: str) -> None:
+    found = findings(f"python -c 'import onnxruntime' on the RX 7900 XT box\n{line}\n")
+    assert named in found["userspace-library-missing"][0].message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I tensorflow/stream_executor/platform/default/dso_loader.cc:44] Successfully opened dynamic library libhip_hcc.so",
+        "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+        "'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file",
+    ],
+)
+def test_a_library_opened_or_not_rocms_is_not_missing(line: str) -> None:
+    assert "userspace-library-missing" not in codes(f"{line}\n")
