@@ -293,7 +293,10 @@ class LogEvent:
     source: str = ""
 
     def value(self, name: str) -> str | None:
-        return next((v for k, v in self.values if k == name), None)
+        for key, value in self.values:  # a loop, not next() over a generator: asked for every event of a long log
+            if key == name:
+                return value
+        return None
 
     @property
     def ids(self) -> tuple[int, int] | None:

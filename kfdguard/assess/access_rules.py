@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from kfdguard.assess.claims import search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.verdict import Finding, Severity
 
@@ -195,6 +198,46 @@ def _unmapped(r: Reasoning) -> bool:
     return True
 
 
+# A process told to run without root: Kubernetes' runAsUser/runAsNonRoot, docker's -u/--user with an id, a user
+# named nobody, "non-root", "unprivileged" (and its common misspelling).
+NON_ROOT = re.compile(
+    r"\b(?:nobody|non-?root|unprivileged|unpriviledged|runAsUser|runAsNonRoot)\b|(?:^|\s)(?:-u|--user)[ =]\s*\d+\b",
+    re.I,
+)
+NON_ROOT_CUES = ("nobody", "root", "privileged", "priviledged", "runas", "-u ", "--user")
+
+
+def _unnamed_gid(r: Reasoning) -> bool:
+    """/dev/kfd owned by a group that ls shows as a bare number (not the overflow id): a gid with no name in this
+    /etc/group, which inside a container is the host's render or video gid passed in with the device. A non-root
+    user there is in it only if the container is told so (--group-add, supplementalGroups)."""
+    obs = r.obs
+    node = obs.kfd
+    gid = node.group if node is not None else None
+    if node is None or node.mode is None or gid is None or not gid.isdigit() or gid in OVERFLOW:
+        return False
+    if node.mode[7:9] == "rw" or not _mode_allows_group(node.mode):
+        return False  # anyone may open it, or the group may not: the gid is not what decides
+    if obs.user is not None and gid in obs.user.groups:
+        return False
+    denied = "Permission denied" in (obs.value("kfd-open-error") or "")
+    if not denied and search_lines(NON_ROOT, obs.text, obs.lowered, *NON_ROOT_CUES) is None:
+        return False  # root opens it whatever its group
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"/dev/kfd belongs to gid {gid}, which has no name here: the host's render (or video) group, passed into "
+            "the container with the device; the container's non-root user is not in it, so it cannot open the node",
+            f"give the container's user that gid: docker/podman run --group-add {gid}; in Kubernetes, the pod's "
+            f"securityContext.supplementalGroups: [{gid}]; the gid is the host's ('getent group render' on the host) "
+            "and differs from host to host",
+            (f"{node.source}: {node.mode} {node.owner}:{gid}",),
+        )
+    )
+    return True
+
+
 def rule_access(r: Reasoning) -> None:
     if r.machine is not None:
         from kfdguard.assess.checks import check_permissions, check_users
@@ -208,8 +251,8 @@ def rule_access(r: Reasoning) -> None:
         return  # the node opens for nobody: groups and modes are not what blocks
     _node_missing(r, error)
     _no_gpu_node(r, error)
-    if _unmapped(r):
-        return  # what denied access is the mapping, not the user's groups or the node's mode
+    if _unmapped(r) or _unnamed_gid(r):
+        return  # what denies access is the mapping or the container's groups, not the node's mode
     _denied(r, error)
     _mode(r)
     _render_nodes(r)

@@ -51,6 +51,16 @@ def _drop_linux_host_findings(r: Reasoning) -> None:
     r.findings[:] = [f for f in r.findings if f.code not in LINUX_HOST_CODES]
 
 
+def _strong_foreign(r: Reasoning) -> str | None:
+    """The WSL2 or Docker Desktop the text names (appformats.STRONG_FOREIGN), whose kernel is never the host's
+    own: no amdgpu module loads there whatever is installed inside. "Windows 10" alone is not it (a dual boot)."""
+    host = r.obs.foreign_host
+    if host is None:
+        return None
+    m = appformats.STRONG_FOREIGN.search(host.what)
+    return m.group(0) if m else None
+
+
 def _gfx_of_text(r: Reasoning, messages: list[SeenMessage]) -> tuple[str | None, str | None]:
     """The GPU's gfx target and where the text shows it: the message itself, the runtime, lspci, prose."""
     for m in messages:
@@ -117,6 +127,8 @@ def rule_rock_not_loaded(r: Reasoning) -> None:
     state = obs.value("rock-module")
     if r.machine is not None or state != "NOT loaded" or not amd_gpu_named(r) or r.has("no-amd-gpu"):
         return
+    if _strong_foreign(r) is not None:
+        return  # WSL or Docker Desktop: no amdgpu module can load there (rule_host_without_kfd)
     if any(f.severity is E and f.code not in ("userspace-target-unsupported",) for f in r.findings):
         return  # a lower cause already explains why amdgpu or KFD is absent
     source = obs.first("rock-module")
@@ -142,7 +154,17 @@ def rule_host_without_kfd(r: Reasoning) -> None:
     missing = [m for m in obs.saw("container-device-missing") if m.value("path") == "/dev/kfd"]
     rocminfo = "No such file" in (obs.value("kfd-open-error") or "")
     listed = obs.kfd is not None and obs.kfd.mode is None
-    if not (missing or rocminfo or listed):
+    # rocminfo's "ROCk module is NOT loaded" (its test of /sys/module/amdgpu) under WSL or Docker Desktop: the
+    # Linux hosts' ROCm runs on a kernel that has no amdgpu to load (AMD's WSL releases do not make that test).
+    # Not where AMD's WSL rocminfo ran ("WSL environment detected."; the line is then quoted from elsewhere), nor
+    # where there is no AMD GPU at all (rule_no_amd_gpu_listed says so).
+    unloaded = (
+        obs.value("rock-module") == "NOT loaded"
+        and _strong_foreign(r) is not None
+        and not obs.saw("wsl-runtime")
+        and not r.has("no-amd-gpu")
+    )
+    if not (missing or rocminfo or listed or unloaded):
         return
     if obs.foreign_host is None:
         if missing and not r.has("device-node-missing"):
@@ -161,6 +183,8 @@ def rule_host_without_kfd(r: Reasoning) -> None:
     evidence = [m.text for m in missing[:1]]
     if rocminfo:
         evidence.append(f"rocminfo: Unable to open /dev/kfd read-write: {obs.value('kfd-open-error')}")
+    elif unloaded:
+        evidence.append("rocminfo: ROCk module is NOT loaded")
     evidence.append(f"{obs.foreign_host}")
     r.findings.append(
         Finding(
@@ -178,6 +202,12 @@ def rule_host_without_kfd(r: Reasoning) -> None:
     _drop_linux_host_findings(r)
 
 
+# The value of one entry of a Go map as slog prints it ("gfx1030:true"): the key is the target.
+_MAP_VALUE = re.compile(r":(?:true|false)$")
+# Two or more targets with no separator between them ("gfx1030gfx1100"); "gfx90a:xnack-" is one target.
+_GLUED_TARGETS = re.compile(r"(?:gfx[0-9a-f]{3,4}){2,}")
+
+
 def rule_no_code_object(r: Reasoning) -> None:
     """A program that has no code object for the GPU's target: the software build, not the GPU or the kernel."""
     obs = r.obs
@@ -188,9 +218,9 @@ def rule_no_code_object(r: Reasoning) -> None:
     carried = sorted({m.gfx for m in obs.saw("library-targets") if m.gfx})
     for m in messages:
         supported = m.value("supported")
-        if supported:
-            # Lists come space- or comma-separated, or as ollama's map[gfx1030:true ...]: the names are the targets.
-            carried = sorted(set(carried) | set(appformats.PROSE_GFX.findall(supported)))
+        if supported:  # ollama's "[gfx1030 gfx1100]" or map[gfx1030:true ...], TensorFlow's "gfx1030, gfx900, ..."
+            tokens = (_MAP_VALUE.sub("", t) for t in re.split(r"[\s,]+", supported))
+            carried = sorted(set(carried) | {t for t in tokens if t})
     # The distinct texts: a paste repeats its lines, and a repeat is no more evidence (nor is it read
     # again on a long paste's fast path: evidence/text.py).
     evidence = list(dict.fromkeys(m.text for m in messages))[:2]
@@ -213,6 +243,15 @@ def rule_no_code_object(r: Reasoning) -> None:
     )
     if override:
         message += f" (HSA_OVERRIDE_GFX_VERSION={override} is set where the text shows it)"
+    glued = next((t for t in carried if gfx and gfx in t and _GLUED_TARGETS.fullmatch(t)), None)
+    if glued:
+        # The program's own list holds the target run together with another ("gfx1030gfx1100"): a separator
+        # lost in its build, so it refuses a target it is meant to carry.
+        message = (
+            f"the program refuses {gfx}: its own list of supported targets reads '{glued}', two names run together "
+            "(a separator lost in its build), so it leaves out a GPU it is meant to support; the GPU, the kernel "
+            "and permissions are not the cause"
+        )
     if not carried:
         r.unknown.append(
             "which gfx targets the installed ROCm libraries carry: paste 'ls /opt/rocm*/lib/rocblas/library | head' "
@@ -507,9 +546,11 @@ def rule_driver_tables(r: Reasoning) -> None:
     if r.machine is not None:
         return
     count = obs.smi_gpus or len({m.text for m in obs.saw("driver-table")})
+    tool = "rocm-smi" if obs.smi_gpus else "amd-smi"
+    if not count:
+        count, tool = _smi_device_lines(r), "rocm-smi"
     if not count:
         return
-    tool = "rocm-smi" if obs.smi_gpus else "amd-smi"
     r.findings.append(
         Finding(
             "gpu-driver-ready",
@@ -522,6 +563,17 @@ def rule_driver_tables(r: Reasoning) -> None:
     )
     if not obs.agents and "kernel-log" not in obs.kinds:
         r.unknown.append("whether KFD added the GPUs: paste 'rocminfo | grep -E \"Name:|Device Type\"'")
+
+
+def _smi_device_lines(r: Reasoning) -> int:
+    """How many GPUs rocm-smi's per-device lines name ("GPU[0]\t\t: Card Series: ...", rocm_smi.py printLog; its
+    errors "ERROR: GPU[1]\t: ..."), the form of every option but the concise table: each index is a card amdgpu's
+    sysfs lists. Read only where rocm-smi's banner shows that the lines are its own."""
+    obs = r.obs
+    if not contains(obs.text, obs.lowered, appformats.ROCM_SMI_BANNER):
+        return 0
+    lines = lines_with(obs.text, obs.lowered, "gpu[")
+    return len({m["index"] for line in lines if (m := appformats.ROCM_SMI_DEVICE.match(line))})
 
 
 def rule_dkms(r: Reasoning) -> None:

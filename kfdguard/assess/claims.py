@@ -48,9 +48,19 @@ WRONG_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
-# A literal every match of each claim contains (lower case): the patterns' bounded wildcards are slow
-# to search over a whole paste, the literal is not.
-CUES = ("7440", "14e4", "6.2", "hwe", "7.2", "config_kfd", "modprobe amdkfd")
+# Literals one of which every match of each claim contains (lower case): the patterns' bounded wildcards
+# are slow to search over a whole paste, the literals are not. Each holds a letter, so that none can lie in
+# a dmesg time (kernellog.blind_to_times) and a long paste is searched for it among its few untimed lines:
+# "6.2" alone could be a time's digits, the verb before it in the claim cannot.
+CUES: tuple[tuple[str, ...], ...] = (
+    ("0x7440",),
+    ("14e4",),
+    ("since ", "from ", "arrived in ", "need", "require", "added in "),
+    ("hwe",),
+    ("rocm 7.2",),
+    ("config_kfd",),
+    ("modprobe amdkfd",),
+)
 assert len(CUES) == len(WRONG_ADVICE)
 
 

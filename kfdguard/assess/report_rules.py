@@ -26,9 +26,11 @@ from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.evidence.model import Observations
 from kfdguard.knowledge import appformats
+from kfdguard.knowledge.asics import ASICS
 from kfdguard.verdict import Finding, Severity
 
 E = Severity.ERROR
+W = Severity.WARNING
 
 # --- dkms status --------------------------------------------------------------------------------------------
 
@@ -100,6 +102,15 @@ PROSE_DKMS_KERNEL = re.compile(
 )
 
 
+# DKMS named first and failing after it: "AMDGPU/ROCm DKMS fails on kernel 6.16", "dkms failed for running
+# kernel", "the DKMS build fails with 6.13". It names no module, so it is read only in a text about amdgpu.
+PROSE_DKMS_FAILS = re.compile(
+    r"\bdkms\b(?:\s+(?:build|builds|module|modules|package|install|installation))?\s+(?:fails?|failed|failing)\s+"
+    r"(?:on|for|with|against|under|to\s+(?:build|compile|install))\b",
+    re.I,
+)
+
+
 def rule_prose_dkms_kernel(r: Reasoning) -> None:
     """The text says the out-of-tree amdgpu (rock-dkms, amdgpu-dkms, "the ROCK kernel module") does not support
     or does not build for a kernel, or that DKMS did not build or install it."""
@@ -107,6 +118,8 @@ def rule_prose_dkms_kernel(r: Reasoning) -> None:
     if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
     told = search_lines(PROSE_DKMS_KERNEL, obs.text, obs.lowered, "dkms", "rock", "kernel module")
+    if told is None and contains(obs.text, obs.lowered, "amdgpu", lower=True):
+        told = search_lines(PROSE_DKMS_FAILS, obs.text, obs.lowered, "dkms")
     if told is None:
         return
     dkms_not_built(
@@ -402,14 +415,321 @@ def amd_device_listed(r: Reasoning) -> str | None:
     return None
 
 
+# --- amdgpu's init failure quoted outside a kernel log, and PCI BARs without space ----------------------------
+
+# The kernel's own words quoted in prose, a title or a quote, where the log reader does not see a log line:
+# drivers/base/dd.c "probe of %s failed with error %d" (6.12: "probe with driver %s failed with error %d") and
+# amdgpu's "Fatal error during GPU init" (people insert the error: "Fatal error -12 during GPU init").
+QUOTED_INIT_FAILURE = re.compile(
+    r"\bamdgpu\b[^\n]{0,40}?(?:\bprobe (?:of \S+|with driver \S+) failed with error (?P<err>-?\d+)"
+    r"|\bFatal error\b(?:\s+(?P<err2>-?\d+))?\s+during GPU init)",
+    re.I,
+)
+# drivers/pci/setup-res.c: "BAR %d: no space for %pR", "BAR %d: failed to assign %pR" (6.x: "BAR %d %pR: can't
+# assign; no space"): the firmware left the device no room for a memory window.
+BAR_NO_SPACE = re.compile(r"\bBAR \d+(?::| \[[^\]]*\]:)\s*(?:no space for|can't assign; no space|failed to assign)")
+
+
+def rule_quoted_init_failure(r: Reasoning) -> None:
+    """amdgpu's probe failure or "Fatal error during GPU init" quoted where no kernel log shows it; with error
+    -12 (ENOMEM) or the PCI core's "no space" for a BAR, the firmware did not map the GPU's memory windows."""
+    obs = r.obs
+    if r.has("gpu-init-failed", "firmware-missing", "gpu-psp-init-failed", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = search_lines(QUOTED_INIT_FAILURE, obs.text, obs.lowered, "probe of", "probe with", "fatal error")
+    if told is None:
+        return
+    err = told["err"] or told["err2"]
+    bar = search_lines(BAR_NO_SPACE, obs.text, obs.lowered, "no space", "failed to assign")
+    space = err == "-12" or bar is not None
+    r.findings.append(
+        Finding(
+            "gpu-init-failed",
+            E,
+            "the text shows amdgpu failing to initialise the GPU"
+            + (f" (error {err})" if err else "")
+            + (
+                ": ENOMEM at probe, where the PCI core could not give the GPU its memory windows (BARs), which the "
+                "firmware's resource settings decide"
+                if space
+                else ": the GPU never reaches KFD"
+            ),
+            "in the firmware setup enable Above 4G Decoding and Re-Size BAR support and disable CSM (on servers also "
+            "check SR-IOV and MMIO settings); 'sudo dmesg | grep -E \"BAR|amdgpu\"' shows whether a BAR found no space"
+            if space
+            else "read the whole boot's 'sudo dmesg | grep -Ei \"amdgpu|kfd\"' for the line before the failure",
+            tuple(x for x in (f"the text: {told.group(0)}", f"the text: {bar.group(0)}" if bar else None) if x),
+        )
+    )
+
+
+# --- the targets ROCm's device enumerators list -------------------------------------------------------------
+
+# Programs that print the runtime's GPU targets one to a line: ROCm's rocm_agent_enumerator ("gfx000" for the
+# CPU first), LLVM's amdgpu-arch and offload-arch (clang/tools/amdgpu-arch: each HSA agent's name, or on
+# Windows each HIP device's gcnArchName).
+ENUMERATORS = ("amdgpu-arch", "offload-arch", "rocm_agent_enumerator")
+LISTED_TARGET = re.compile(r"^[\s>]*(?P<gfx>gfx[0-9][0-9a-f]{2,3})(?::[a-z]+[+-])*\s*$")
+
+
+def _enumerated(r: Reasoning) -> tuple[str, list[str]] | None:
+    """The enumerator the text runs and the GPU targets it printed, in order (gfx000, the CPU, left out)."""
+    obs = r.obs
+    tool = next((t for t in ENUMERATORS if contains(obs.text, obs.lowered, t, lower=True)), None)
+    if tool is None:
+        return None
+    listed = [m["gfx"].lower() for line in lines_with(obs.text, obs.lowered, "gfx") if (m := LISTED_TARGET.match(line))]
+    targets = [g for g in dict.fromkeys(listed) if g != "gfx000"]
+    return (tool, targets) if targets else None
+
+
+def rule_enumerated_target_unsupported(r: Reasoning) -> None:
+    """A device enumerator lists a GPU target ROCm's prebuilt libraries carry no code for (an iGPU's gfx1036
+    beside a supported card, a gfx902 APU): programs that use that device, the first one by default, fail."""
+    if r.has("userspace-target-unsupported", "no-amd-gpu"):
+        return
+    enumerated = _enumerated(r)
+    if enumerated is None:
+        return
+    tool, targets = enumerated
+    known = {g: [a for a in ASICS if a.gfx == g] for g in targets}
+    unsupported = [g for g, asics in known.items() if asics and not any(a.rocm_prebuilt for a in asics)]
+    if not unsupported:
+        return
+    gfx = unsupported[0]
+    # A GPU the libraries do carry, listed beside it or named elsewhere (an enumerator may list only the first).
+    named = [g for g, _ in r.obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
+    carried = [g for g in dict.fromkeys([*targets, *named]) if any(a.rocm_prebuilt for a in ASICS if a.gfx == g)]
+    remedy = (
+        f"make the program use the {carried[0]} GPU: hide the other (ROCR_VISIBLE_DEVICES on Linux, "
+        "HIP_VISIBLE_DEVICES with the index of the GPU to keep) or disable the integrated GPU in the firmware setup"
+        if carried
+        else f"use software built for {gfx}, or a build whose targets include it"
+    )
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"{tool} lists the GPU targets the runtime enumerates ({', '.join(targets)}), and ROCm's prebuilt "
+            f"libraries carry no code for {gfx}: a program that uses that GPU (the first listed is device 0) has "
+            "nothing to run on it, whatever the kernel and permissions",
+            remedy,
+            (f"{tool}: {gfx}",),
+        )
+    )
+
+
+# --- the integrated GPU picked instead of the discrete one, told in words ------------------------------------
+
+# "HIP using your integrated graphics rather than your discrete graphics", "it picks the iGPU first", "ROCm
+# selected the onboard GPU": HIP's device 0 is the first GPU agent, often an APU's iGPU.
+PROSE_IGPU_USED = re.compile(
+    r"\b(?:using|uses|used|picks?|picked|picking|selects?|selected|selecting|chooses?|chose|defaults?\s+to)\s+"
+    r"(?:the\s+|your\s+|my\s+|an?\s+)?(?:integrated|on-?board|internal)\s+(?:graphics|gpu|apu)\b"
+    r"|\b(?:using|uses|used|picks?|picked|selects?|selected|chooses?|chose)\s+(?:the\s+|your\s+|my\s+|an?\s+)?igpu\b",
+    re.I,
+)
+
+
+_FOR_DISPLAY = re.compile(
+    r"^\s*(?:\w+\s+){0,2}?for\s+(?:the\s+|my\s+)?(?:display|desktop|monitors?|screens?|output|video|gaming)\b", re.I
+)
+
+
+def rule_igpu_used(r: Reasoning) -> None:
+    """The text says the program runs on the integrated GPU rather than the discrete one: HIP numbers the GPU
+    agents in order and an APU's iGPU (gfx902, gfx90c, gfx1036: no prebuilt code) often comes first."""
+    obs = r.obs
+    if r.has("userspace-target-unsupported", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = search_lines(PROSE_IGPU_USED, obs.text, obs.lowered, "integrated", "board", "internal", "igpu")
+    if told is None or _NEGATED.search(told.string[max(0, told.start() - 16) : told.start()]):
+        return  # not told, or advice ("make sure you are not using the integrated GPU")
+    if _FOR_DISPLAY.search(told.string[told.end() : told.end() + 40]):
+        return  # the iGPU drives the screens ("using the integrated graphics for the desktop"): a setup, not a fault
+    named = [g for g, _ in obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
+    bare = [g for g in dict.fromkeys(named) if not any(a.rocm_prebuilt for a in ASICS if a.gfx == g)]
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            "the text says the program uses the integrated GPU instead of the discrete one: HIP's device 0 is the "
+            "first GPU agent, an APU's iGPU whose target ROCm's prebuilt libraries carry no code for"
+            + (f" (beside it, {', '.join(bare)} has none either)" if bare else ""),
+            "make the program use the discrete GPU: HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) with its index "
+            "among the GPU agents, or disable the integrated GPU in the firmware setup",
+            (f"the text: {told.group(0)}",),
+        )
+    )
+
+
+# --- an override that made the program work ------------------------------------------------------------------
+
+# Prose that says what came before it helped ("This worked for me", "that did the trick"); a negation in the line
+# ("it never worked") undoes it.
+_WORKED_CUES = ("worked", "works now", "now it works", "fixed", "solved", "resolved", "trick")
+_NEGATED = re.compile(r"\b(?:not|n't|never|no longer)\b", re.I)
+
+
+def override_target(value: str) -> str | None:
+    """The gfx target an HSA_OVERRIDE_GFX_VERSION value makes the runtime report: major, minor, then the stepping
+    in hex (libhsakmt: 9.0.10 is gfx90a, 10.3.0 gfx1030, 11.0.0 gfx1100)."""
+    m = _VALID.fullmatch(value)
+    if m is None or override_refused(value):
+        return None
+    return f"gfx{int(m['major'])}{int(m['minor'])}{int(m['step']):x}"
+
+
+def rule_override_worked(r: Reasoning) -> None:
+    """HSA_OVERRIDE_GFX_VERSION set, and the text says it then worked: the program's build has no code for the
+    GPU's own target, which the override replaces with a neighbouring target's code (the README's "unsupported
+    workaround"). Read from the GPU's own target as the text names it, not from what the override reports."""
+    obs = r.obs
+    if r.has("userspace-target-unsupported", "env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    set_at = obs.first("gfx-override")
+    claimed = override_target(set_at.value) if set_at else None
+    if set_at is None or claimed is None:
+        return
+    worked = None
+    for line in dict.fromkeys(line for cue in _WORKED_CUES for line in lines_with(obs.text, obs.lowered, cue)):
+        m = appformats.PROSE_FIXED.search(line)
+        if m and not _NEGATED.search(line) and _line_number(obs.lines, line) > set_at.source.line:
+            worked = m
+            break
+    if worked is None:
+        return
+    named = [(g, str(w)) for g, w in obs.prose_gfx] + [(t.asic.gfx, str(t.gpu.source)) for t in r.amd if t.asic]
+    named += _targets_beside_settings(r)
+    own = next(((g, w) for g, w in named if g and g != claimed), None)
+    if own is None:
+        return
+    gfx, where = own
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"the text says HSA_OVERRIDE_GFX_VERSION={set_at.value} made it work: the program's build carries no code "
+            f"for {gfx}, so the override has it run the code built for {claimed} instead (unsupported: it may crash "
+            "or compute wrongly)",
+            f"keep the override in the environment of the process that uses the GPU, or use a build whose targets "
+            f"include {gfx}",
+            (
+                f"{set_at.source}: HSA_OVERRIDE_GFX_VERSION={set_at.value}",
+                f"the text: {worked.group(0)}",
+                f"{where}: {gfx}",
+            ),
+        )
+    )
+
+
+def _targets_beside_settings(r: Reasoning) -> list[tuple[str, str]]:
+    """A GPU target named alone in a line that also sets a variable ("Until gfx1151 support is enabled use export
+    HSA_OVERRIDE_GFX_VERSION=11.0.0"), which the evidence layer's prose reading leaves out for its "="; build
+    flags that list targets (AMDGPU_TARGETS=, PYTORCH_ROCM_ARCH=) name what is built, not the GPU."""
+    found = []
+    for line in lines_with(r.obs.text, r.obs.lowered, "gfx"):
+        low = line.lower()
+        if "=" not in low or "targets" in low or "arch" in low:
+            continue
+        targets = appformats.PROSE_GFX.findall(low)
+        if len(targets) == 1:
+            found.append((targets[0], "the text"))
+    return found
+
+
+def _line_number(lines: list[str], line: str) -> int:
+    """The 1-based number of the first line equal to ``line`` (0 where none is): one C-level scan of the list."""
+    try:
+        return lines.index(line) + 1
+    except ValueError:
+        return 0
+
+
+# --- a container given the video group only, where the nodes belong to render -------------------------------
+
+# docker/podman run's --group-add (a name resolved in the image's /etc/group, or a numeric gid), read in the
+# command that starts the container, or in words that say video is all it adds ("only adds --group-add video"):
+# a line that advises "add --group-add render" is the fix, not what the container had.
+GROUP_ADD = re.compile(r"--group-add(?:=|\s+)[\"']?(?P<group>[^\s\"']+)")
+RUN_COMMAND = re.compile(r"\b(?:docker|podman|nerdctl)\b[^\n]*?\s(?:run|create)\s")
+ONLY_VIDEO = re.compile(r"\b(?:only|just)\b[^.\n]{0,40}?--group-add(?:=|\s+)[\"']?video\b", re.I)
+
+
+def _groups_added(r: Reasoning) -> set[str]:
+    """The groups the container is started with: its run commands' --group-add, else words that say video only."""
+    lines = lines_with(r.obs.text, r.obs.lowered, "--group-add")
+    commands = [line for line in lines if RUN_COMMAND.search(line)]
+    if commands:
+        return {
+            m["group"].lower().rstrip(".,;:")  # the end of a sentence, not of the group
+            for line in commands
+            for m in GROUP_ADD.finditer(line)
+        }
+    return {"video"} if any(ONLY_VIDEO.search(line) for line in lines) else set()
+
+
+def _render_owned(r: Reasoning) -> str | None:
+    """Where the text shows /dev/kfd or a render node owned by group render: ls -l, or words."""
+    obs = r.obs
+    for path, node in obs.nodes.items():
+        if node.group == "render" and (path.endswith("/kfd") or "/renderD" in path):
+            return f"{node.source}: {path} group render"
+    for pattern, cue in ((appformats.NODE_GROUP_PROSE, "/dev/k"), (appformats.RENDER_NODE_GROUP_PROSE, "/dev/dri/")):
+        m = search_lines(pattern, obs.text, obs.lowered, cue)
+        if m and (m["owner"] or m["group"] or "").lower() == "render":
+            return f"the text: {m.group(0)}"
+    return None
+
+
+def rule_container_without_render_group(r: Reasoning) -> None:
+    """A container started with --group-add naming video but not render, where /dev/kfd or the render node
+    belongs to group render: its user is in video only, so opening the node fails and HIP sees no GPU."""
+    if r.has(
+        "user-not-in-group",
+        "device-permissions",
+        "rootless-gid-unmapped",
+        "host-without-kfd",
+        "no-amd-gpu",
+        "device-node-missing",
+    ):
+        return
+    added = _groups_added(r)
+    if "video" not in added or "render" in added or "keep-groups" in added:
+        return
+    if any(not g.isalpha() for g in added):
+        return  # a numeric gid, or one a command computes ($(getent ...)), may be render's
+    owned = _render_owned(r)
+    if owned is None:
+        return
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            "the container is started with --group-add video but not render, while the GPU's nodes belong to group "
+            "render: the container's user is in video only, cannot open them, and HIP enumerates no GPU",
+            "add the host's render group: docker/podman run --group-add $(getent group render | cut -d: -f3) (the "
+            "numeric gid; a name is looked up in the image's own /etc/group), beside --group-add video; with rootless "
+            "podman, --group-add keep-groups",
+            (f"the text: {sorted(added)}", owned),
+        )
+    )
+
+
 __all__ = [
     "amd_device_listed",
     "kfd_told_absent_in_container",
     "override_refused",
+    "override_target",
+    "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
+    "rule_enumerated_target_unsupported",
+    "rule_igpu_used",
     "rule_module_built_elsewhere",
     "rule_override_invalid",
+    "rule_override_worked",
     "rule_prose_container_no_kfd",
     "rule_prose_dkms_kernel",
     "rule_prose_secure_boot",
+    "rule_quoted_init_failure",
 ]

@@ -263,10 +263,11 @@ def rule_same_id_skipped(r: Reasoning) -> None:
     added: dict[int, int] = {}
     skipped: dict[int, list[LogEvent]] = {}
     for e in r.events:
-        if e.ids and e.device in (None, "kfd"):
+        # The rule first: a long log's other events (a ring timeout a thousand times) name no id to parse.
+        if e.rule in ("kfd-added-device", "kfd-pcie-atomics") and e.device in (None, "kfd") and e.ids:
             if e.rule == "kfd-added-device":
                 added[e.ids[1]] = added.get(e.ids[1], 0) + 1
-            elif e.rule == "kfd-pcie-atomics":
+            else:
                 skipped.setdefault(e.ids[1], []).append(e)
     for device, lines in skipped.items():
         if not added.get(device) or r.has("pcie-atomics"):
@@ -554,9 +555,9 @@ def rule_claims(r: Reasoning) -> None:
     from kfdguard.assess.claims import CUES, WRONG_ADVICE, search_lines
 
     text, lowered = r.obs.text, r.obs.lowered
-    for (pattern, truth), cue in zip(WRONG_ADVICE, CUES, strict=True):
-        # Every claim's match lies within one line that holds its cue (claims.CUES).
-        m = search_lines(pattern, text, lowered, cue)
+    for (pattern, truth), cues in zip(WRONG_ADVICE, CUES, strict=True):
+        # Every claim's match lies within one line that holds one of its cues (claims.CUES).
+        m = search_lines(pattern, text, lowered, *cues)
         if m:
             r.findings.append(
                 Finding(
@@ -694,6 +695,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
         text_only("rule_prose_container_no_kfd", "report_rules"),
+        text_only("rule_quoted_init_failure", "report_rules"),
         text_only("rule_prose_kernel"),
         text_only("rule_prose_atomics"),
         text_only("rule_udev_rule_fix"),
@@ -707,6 +709,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_prose_group_fix", "stack_rules"),
         text_only("rule_tool_groups_missing"),
         text_only("rule_prose_node_group"),
+        text_only("rule_container_without_render_group", "report_rules"),
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
@@ -722,6 +725,9 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_prose_incompatible_build"),
         text_only("rule_no_rocm_build", "stack_rules"),
         text_only("rule_library_missing", "stack_rules"),
+        text_only("rule_enumerated_target_unsupported", "report_rules"),
+        text_only("rule_override_worked", "report_rules"),
+        text_only("rule_igpu_used", "report_rules"),
         text_only("rule_no_device"),
         rule_claims,
         rule_ready,

@@ -49,6 +49,11 @@ SRC_TORCH = "pytorch/pytorch torch/cuda/__init__.py _lazy_init (hipified: 'No HI
 SRC_OLLAMA = "ollama/ollama discover/amd_linux.go AMDGetGPUInfo (gpu/amd_linux.go before 0.4)"
 SRC_OLLAMA_OLD = "ollama/ollama gpu/amd_linux.go, amd_windows.go 0.1.2x-0.1.3x (fmt.Sprintf slog messages)"
 SRC_DOCKER = "moby/moby oci/devices_linux.go DevicesFromPath (error gathering device information ...)"
+SRC_TF = (
+    "ROCm/tensorflow-upstream tensorflow/core/common_runtime/gpu/gpu_device.cc (BaseGPUDeviceFactory: 'Ignoring "
+    "visible gpu device (...) with AMDGPU version : %s. The supported AMDGPU versions are %s.'; TF 1.x 'with AMDGPU "
+    "ISA %s. The minimum required AMDGPU ISA is gfx803.')"
+)
 SRC_CLINFO = "Oblomov/clinfo src/clinfo.c (--list: ' `-- Device #N: <name>'; ROCm names devices by gfx target)"
 SRC_USERMOD = "shadow-maint/shadow src/usermod.c (\"%s: group '%s' does not exist\")"
 SRC_RUST_IO = "rust-lang/rust library/std/src/io/error.rs (Display of an OS error: '... (os error 13)')"
@@ -127,6 +132,21 @@ FORMATS: tuple[AppFormat, ...] = (
         "PyTorch's wording of the same error (hipErrorNoBinaryForGpu through CUDA's name)",
         SRC_CLR_ERROR,
         "RuntimeError: HIP error: no kernel image is available for execution on the device",
+    ),
+    AppFormat(
+        "tf-ignoring-gpu",
+        "no-code-object",
+        "Ignoring visible gpu device",
+        rf"Ignoring visible gpu device \(.*?\) with AMDGPU (?:version :|ISA) (?P<gfx>{GFX})",
+        "TensorFlow's ROCm build carries no code for this GPU's target (by its own list) and leaves the GPU out",
+        SRC_TF,
+        "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1990] Ignoring visible gpu device (device: 0, name: AMD "
+        "Radeon RX 6600 XT, pci bus id: 0000:0c:00.0) with AMDGPU version : gfx1032. The supported AMDGPU versions "
+        "are gfx1030, gfx900, gfx906, gfx908, gfx90a.",
+        (
+            r"The supported AMDGPU versions are (?P<supported>[^.]*)",
+            r"minimum required AMDGPU ISA is (?P<supported>gfx\w+)",
+        ),
     ),
     # --- rocBLAS / Tensile ------------------------------------------------------------------------------
     AppFormat(
@@ -579,6 +599,8 @@ FORMATS: tuple[AppFormat, ...] = (
 # the rows are recognised inside the banner's block (evidence.text).
 ROCM_SMI_BANNER = "ROCm System Management Interface"
 ROCM_SMI_END = "End of ROCm SMI Log"
+# rocm-smi's per-device lines (rocm_smi.py printLog 'GPU[%s]\t\t: %s', printErrLog behind logging's "ERROR: ").
+ROCM_SMI_DEVICE = re.compile(r"^[\s>]*(?:ERROR:\s*)?GPU\[(?P<index>\d+)\]\s*:\s")
 ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\]|\d+(?:\.\d+)?\s*°?[cC])")
 
 # Environment variables that select GPUs: ROCr's filter applies first, then HIP's (and CUDA's, which
@@ -633,16 +655,20 @@ PROSE_UNSUPPORTED = re.compile(
     r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b",
     re.I,
 )
-# A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat) or an ISA name.
-PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w.-])")
+# A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;
+# a full stop that ends the sentence ("my card reports gfx1032.") is not a file name's.
+PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w-]|\.\w)")
 # GPU families named in prose without a number ("Polaris is no longer supported"): a line that names one
 # speaks of a GPU, as "gpu" or "card" would.
 PROSE_FAMILY = re.compile(
     r"\b(?:polaris|vega|navi|fiji|tonga|hawaii|ellesmere|baffin|lexa|gcn\s?[1-5]|rdna\s?[1-4])\b", re.I
 )
 # Prose that says a user lacks the group that owns /dev/kfd ("was not in the render group").
+# The verb may be left out after the subject, as people write a cause down ("the issue was `ollama` user not in
+# the render group", "my user not a member of video group"); rocminfo's own "is not member of" drops the "a".
 NOT_IN_GROUP = re.compile(
-    r"\b(?:is|was|are|were|am|'m)(?:n't| not)\s+(?:a\s+member\s+of|in|part\s+of|added\s+to)\s+(?:the\s+)?"
+    r"(?:\b(?:is|was|are|were|am|'m)(?:n't| not)|\b(?:user|account)[`'\"]?\s+not)\s+"
+    r"(?:(?:a\s+)?member\s+of|in|part\s+of|added\s+to)\s+(?:the\s+)?"
     r"[`'\"]?(?P<group>render|video)[`'\"]?\s+group",
     re.I,
 )
@@ -805,6 +831,11 @@ PROSE_OVERRIDE_SET = re.compile(
 PROSE_IN_GROUP = re.compile(
     r"\b(?:in|member of|added (?:myself |me |the user |my user |it )?to)\s+(?:the\s+)?[`'\"]?"
     r"(?P<group>render|video)[`'\"]?\s+group",
+    re.I,
+)
+# The render node's group told in prose: "/dev/dri/renderD* is owned by group render", "renderD128 root:render".
+RENDER_NODE_GROUP_PROSE = re.compile(
+    r"/dev/dri/render\S*[^\n]{0,60}?\b(?:root:(?P<owner>render)\b|(?:group|owned by)\s+[`'\"]?(?P<group>render)\b)",
     re.I,
 )
 # /dev/kfd's group told in prose: "restricted to root:render", "owned by group render" (and the kdf typo).

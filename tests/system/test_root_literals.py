@@ -18,10 +18,17 @@ PREFIXES = ("/sys", "/dev", "/proc", "/etc", "/boot", "/lib/modules", "/run", "/
 # infrastructure, tools/, is outside the package and not scanned.)
 # evidence/text.py is where diagnose's reading of pasted text moved; knowledge/appformats.py
 # holds the userspace message formats it matches (paths as programs print them) and
-# assess/app_rules.py and assess/stack_rules.py the rules over those messages: all read text and open nothing.
+# assess/app_rules.py, assess/report_rules.py and assess/stack_rules.py the rules over those messages: all read
+# text and open nothing.
 EXEMPT = {"root.py"}
 EXEMPT_DIRS = {"simulate", "diagnose"}
-EXEMPT_PATHS = {"evidence/text.py", "knowledge/appformats.py", "assess/app_rules.py", "assess/stack_rules.py"}
+EXEMPT_PATHS = {
+    "evidence/text.py",
+    "knowledge/appformats.py",
+    "assess/app_rules.py",
+    "assess/report_rules.py",
+    "assess/stack_rules.py",
+}
 
 
 def _path_like_constants(tree: ast.AST) -> list[tuple[int, str]]:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kfdguard.assess import claims
 from kfdguard.assess.rules import reason
 from kfdguard.evidence.text import read_text
-from kfdguard.kernellog import untimed
+from kfdguard.kernellog import blind_to_times, untimed
 from tests.fuzzing import examples
 from tests.paths import TOP
 
@@ -149,3 +149,27 @@ def test_the_index_never_changes_a_diagnosis(index: int, monkeypatch: pytest.Mon
     direct = _diagnosis(text)
     monkeypatch.setattr(claims, "INDEXED", 0)
     assert _diagnosis(text) == direct
+
+
+def test_every_claim_cue_is_searched_among_the_untimed_lines() -> None:
+    # A cue that a dmesg time could hold ("6.2") sends a long paste's search through all its distinct
+    # lines joined; the claims' cues carry a letter so that none does.
+    cues = [cue for group in claims.CUES for cue in group]
+    assert cues and all(blind_to_times(cue) for cue in cues), [c for c in cues if not blind_to_times(c)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[    6.200000] someone wrote: RDNA3 compute needs kernel 6.2",
+        "[  780.123456] the 780M is 0x14E4, they said",
+        "[ 7440.000000] 0x7440 is the 7900 XTX",
+        "[   12.000000] ROCm 7.2 came out in June 2024",
+    ],
+)
+def test_a_claim_in_a_timed_line_of_a_long_paste_is_found(line: str) -> None:
+    noise = "\n".join(f"[{i / 1000:12.6f}] usb 1-2: new high-speed USB device number {i % 97}" for i in range(60_000))
+    long = f"{noise}\n{line}\n{noise}"
+    assert len(long) >= claims.INDEXED
+    assert "wrong-advice" in {f.code for f in reason(read_text(long))[1]}
+    assert "wrong-advice" in {f.code for f in reason(read_text(line))[1]}

@@ -162,6 +162,17 @@ def test_the_stamp_key_removes_what_it_did_or_nothing(head: str, tail: str) -> N
     assert _stamp_key(raw) in (_reference_stamp_key(raw), raw)
 
 
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.text(alphabet="> \t\xa0a1", max_size=8), max_size=8))
+def test_quote_markers_come_off_every_line_as_they_do_off_one(lines: list[str]) -> None:
+    """The whole text's substitution gives what the line's own does: quote markers at a line's start
+    (blanks and ">" repeated, one blank after), none elsewhere, trailing blanks gone."""
+    from kfdguard.evidence.text import _QUOTE, _unquoted
+
+    text = "\n".join(lines)
+    assert _unquoted(text, text.split("\n")) == [_QUOTE.sub("", line).rstrip() for line in text.split("\n")]
+
+
 @pytest.mark.parametrize(
     "raw",
     [
