@@ -14,7 +14,12 @@ import re
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
-from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built, kfd_told_absent_in_container
+from kfdguard.assess.report_rules import (
+    amd_device_listed,
+    dkms_not_built,
+    kfd_told_absent_in_container,
+    override_told_needed,
+)
 from kfdguard.evidence.model import Observations, SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -622,7 +627,6 @@ __all__ = [
     "rule_no_code_object",
     "rule_no_device",
     "rule_nvidia_only",
-    "rule_override_stands_in",
     "rule_override_wrong",
     "rule_prose_incompatible_build",
     "rule_prose_kernel",
@@ -660,23 +664,6 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
             seen.add(gfx)
             result.append((gfx, where))
     return result
-
-
-def override_told_needed(r: Reasoning) -> str | None:
-    """The text's own word that the override is what makes the program run: it was needed ("had to set",
-    "without the override ... drops"), or the line that sets it (or the next) tells a success."""
-    text, lowered = r.obs.text, r.obs.lowered
-    for line in lines_with(text, lowered, "override"):
-        if appformats.OVERRIDE_NEEDED.search(line) or appformats.WITHOUT_OVERRIDE.search(line):
-            return line.strip()
-    for line in lines_with(text, lowered, "hsa_override_gfx_version"):
-        at = text.find(line)
-        end = text.find("\n", at + len(line) + 1)
-        window = text[at : end if end != -1 else len(text)]
-        m = appformats.OVERRIDE_WORKS.search(window, window.find("HSA_OVERRIDE_GFX_VERSION") + 1)
-        if m:
-            return window.strip()[:160]
-    return None
 
 
 def _override_is_the_workaround(r: Reasoning) -> bool:
@@ -729,36 +716,6 @@ def rule_override_wrong(r: Reasoning) -> None:
                     f"{source.source}: HSA_OVERRIDE_GFX_VERSION={value}" if source else f"override {value}",
                     f"{where}: {gfx}",
                 ),
-            )
-        )
-        return
-
-
-def rule_override_stands_in(r: Reasoning) -> None:
-    """HSA_OVERRIDE_GFX_VERSION told as what makes the program run on a GPU of the same generation: the program
-    has no code for the GPU's own target, and the neighbouring target's code stands in for it (a workaround in
-    place, so a warning: the cause stays the build, which a later update of the override's target can break)."""
-    obs = r.obs
-    value = obs.value("gfx-override")
-    if r.machine is not None or value is None or r.has("userspace-target-unsupported", "env-override-wrong"):
-        return
-    claimed = appformats.override_target(value)
-    told = override_told_needed(r) if claimed else None
-    if told is None or claimed is None:
-        return
-    for gfx, where in _real_targets(r, claimed):
-        if appformats.gfx_major(gfx) != appformats.gfx_major(claimed):
-            continue
-        r.findings.append(
-            Finding(
-                "userspace-target-unsupported",
-                W,
-                f"the program has no GPU code for {gfx}: the text tells HSA_OVERRIDE_GFX_VERSION={value} (code built "
-                f"for the neighbouring {claimed}) as what makes it run, the unsupported workaround for a build "
-                "without the GPU's own target; the GPU, the kernel and permissions are not the cause",
-                f"keep the override only where the program needs it (its environment, not the whole system), or use "
-                f"a build that includes {gfx}; 'rocminfo | grep gfx' names the GPU's own target",
-                (f"the text: {told}", f"{where}: {gfx}"),
             )
         )
         return

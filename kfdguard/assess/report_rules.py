@@ -580,6 +580,23 @@ def override_target(value: str) -> str | None:
     return f"gfx{int(m['major'])}{int(m['minor'])}{int(m['step']):x}"
 
 
+def override_told_needed(r: Reasoning) -> str | None:
+    """The text's own word that the override is what makes the program run: it was needed ("had to set",
+    "without the override ... drops"), or the line that sets it (or the next) tells a success."""
+    text, lowered = r.obs.text, r.obs.lowered
+    for line in lines_with(text, lowered, "override"):
+        if appformats.OVERRIDE_NEEDED.search(line) or appformats.WITHOUT_OVERRIDE.search(line):
+            return line.strip()
+    for line in lines_with(text, lowered, "hsa_override_gfx_version"):
+        at = text.find(line)
+        end = text.find("\n", at + len(line) + 1)
+        window = text[at : end if end != -1 else len(text)]
+        m = appformats.OVERRIDE_WORKS.search(window, window.find("HSA_OVERRIDE_GFX_VERSION") + 1)
+        if m:
+            return window.strip()[:160]
+    return None
+
+
 def rule_override_worked(r: Reasoning) -> None:
     """HSA_OVERRIDE_GFX_VERSION set, and the text says it then worked: the program's build has no code for the
     GPU's own target, which the override replaces with a neighbouring target's code (the README's "unsupported
@@ -597,7 +614,9 @@ def rule_override_worked(r: Reasoning) -> None:
         if m and not _NEGATED.search(line) and _line_number(obs.lines, line) > set_at.source.line:
             worked = m
             break
-    if worked is None:
+    # Or the override told as needed ("had to set", "without the override ... drops it"), or a success right after it.
+    told = worked.group(0) if worked is not None else override_told_needed(r)
+    if told is None:
         return
     named = [(g, str(w)) for g, w in obs.prose_gfx] + [(t.asic.gfx, str(t.gpu.source)) for t in r.amd if t.asic]
     named += _targets_beside_settings(r)
@@ -616,7 +635,7 @@ def rule_override_worked(r: Reasoning) -> None:
             f"include {gfx}",
             (
                 f"{set_at.source}: HSA_OVERRIDE_GFX_VERSION={set_at.value}",
-                f"the text: {worked.group(0)}",
+                f"the text: {told[:160]}",
                 f"{where}: {gfx}",
             ),
         )
@@ -721,6 +740,7 @@ __all__ = [
     "kfd_told_absent_in_container",
     "override_refused",
     "override_target",
+    "override_told_needed",
     "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",

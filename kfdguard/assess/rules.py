@@ -719,7 +719,6 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_wrong"),
         text_only("rule_override_invalid", "report_rules"),
         text_only("rule_override_not_applied"),
-        text_only("rule_override_stands_in"),
         text_only("rule_override_unexported", "stack_rules"),
         text_only("rule_prose_unsupported"),
         text_only("rule_prose_incompatible_build"),
