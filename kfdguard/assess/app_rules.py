@@ -14,7 +14,12 @@ import re
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import Searchable, contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
-from kfdguard.assess.report_rules import amd_device_listed, dkms_not_built, kfd_told_absent_in_container
+from kfdguard.assess.report_rules import (
+    amd_device_listed,
+    dkms_not_built,
+    kfd_told_absent_in_container,
+    override_told_needed,
+)
 from kfdguard.evidence.model import Observations, SeenMessage
 from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
@@ -202,6 +207,8 @@ def rule_host_without_kfd(r: Reasoning) -> None:
     _drop_linux_host_findings(r)
 
 
+# The value of one entry of a Go map as slog prints it ("gfx1030:true"): the key is the target.
+_MAP_VALUE = re.compile(r":(?:true|false)$")
 # Two or more targets with no separator between them ("gfx1030gfx1100"); "gfx90a:xnack-" is one target.
 _GLUED_TARGETS = re.compile(r"(?:gfx[0-9a-f]{3,4}){2,}")
 
@@ -216,8 +223,9 @@ def rule_no_code_object(r: Reasoning) -> None:
     carried = sorted({m.gfx for m in obs.saw("library-targets") if m.gfx})
     for m in messages:
         supported = m.value("supported")
-        if supported:  # ollama's "[gfx1030 gfx1100]", TensorFlow's "gfx1030, gfx900, ..."
-            carried = sorted(set(carried) | {t for t in re.split(r"[\s,]+", supported) if t})
+        if supported:  # ollama's "[gfx1030 gfx1100]" or map[gfx1030:true ...], TensorFlow's "gfx1030, gfx900, ..."
+            tokens = (_MAP_VALUE.sub("", t) for t in re.split(r"[\s,]+", supported))
+            carried = sorted(set(carried) | {t for t in tokens if t})
     # The distinct texts: a paste repeats its lines, and a repeat is no more evidence (nor is it read
     # again on a long paste's fast path: evidence/text.py).
     evidence = list(dict.fromkeys(m.text for m in messages))[:2]
@@ -615,6 +623,7 @@ __all__ = [
     "rule_no_device",
     "rule_nvidia_only",
     "rule_override_wrong",
+    "rule_prose_incompatible_build",
     "rule_prose_kernel",
     "rule_prose_not_in_group",
     "rule_prose_unsupported",
@@ -652,6 +661,13 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
     return result
 
 
+def _override_is_the_workaround(r: Reasoning) -> bool:
+    """Whether the text shows that this program needs a neighbouring target's code: it has none for the GPU's own
+    (a no-code-object message), or the text tells the override as what makes it run. Then a same-generation
+    override is the known workaround, whatever ROCm's own libraries carry (an application bundles its own)."""
+    return bool(r.obs.saw("no-code-object")) or override_told_needed(r) is not None
+
+
 def rule_override_wrong(r: Reasoning) -> None:
     """HSA_OVERRIDE_GFX_VERSION claiming a target of another GFX generation, or any other target for a GPU
     ROCm supports as it is: the runtime loads code built for another instruction set.
@@ -673,6 +689,8 @@ def rule_override_wrong(r: Reasoning) -> None:
         major = appformats.gfx_major(gfx)
         supported = any(a.rocm_prebuilt for a in _asics_of(gfx))
         if major is None or (major == claimed_major and not supported):
+            continue
+        if major == claimed_major and _override_is_the_workaround(r):
             continue
         why = (
             f"a GFX{claimed_major} target on a GFX{major} GPU: another instruction set"
@@ -784,6 +802,43 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     )
 
 
+def rule_prose_incompatible_build(r: Reasoning) -> None:
+    """The text says a program's ROCm build (an engine, a backend) is not compatible, beside an AMD GPU it names: the
+    build carries no code for that GPU's target, whatever ROCm's own libraries carry (an application bundles its
+    own). A kernel's or a driver's incompatibility is another cause, left to the rules that read those."""
+    obs = r.obs
+    if r.machine is not None or r.has("userspace-target-unsupported", "userspace-no-rocm-build", "no-amd-gpu"):
+        return
+    if any(f.severity is E for f in r.findings):
+        return  # a cause lower in the stack, or the program's own message, already explains it
+    said = None
+    for line in lines_with(obs, "compatible"):
+        low = line.lower()
+        if "kernel" in low or "driver" in low:
+            continue
+        said = appformats.ROCM_BUILD_INCOMPATIBLE.search(line)
+        if said:
+            break
+    if said is None:
+        return
+    gfx, where = _gfx_of_text(r, [])
+    if gfx is None and not (amd_gpu_named(r) or contains(obs, "radeon", lower=True)):
+        return  # no AMD GPU in sight: nothing says whose target is missing
+    target = gfx or "this GPU's target"
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"the text says the program's ROCm build is not compatible with this GPU ({target}): it carries no code "
+            "for that target, so the program leaves the GPU out (or falls back to another backend); the kernel and "
+            "permissions are not the cause",
+            f"use a release of the program whose ROCm build lists {target} among its targets, or its Vulkan backend "
+            "meanwhile; 'rocminfo | grep gfx' names the GPU's target",
+            (f"the text: {said.group(0)}",) + ((f"{where}: {gfx}",) if gfx else ()),
+        )
+    )
+
+
 def rule_prose_not_in_group(r: Reasoning) -> None:
     """The text says the user is not in the group that owns /dev/kfd."""
     obs = r.obs
@@ -887,6 +942,8 @@ def rule_override_not_applied(r: Reasoning) -> None:
         said = told.group(0) if told else None
     if said is None:
         return
+    if search_lines(appformats.WITHOUT_OVERRIDE, obs, "without"):
+        return  # "without the override, ollama drops it": the failure shown is the run before the fix
     ollama = [m for m in obs.saw("no-code-object") if m.format.startswith("ollama-")] + obs.saw("override-unset")
     evidence = [f"the text: {said}"]
     if ollama:

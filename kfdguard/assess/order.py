@@ -46,6 +46,7 @@ FLOOR: dict[str, int] = {
     "rootless-gid-unmapped": ACCESS,
     "userspace-target-unsupported": USERSPACE,
     "userspace-no-rocm-build": USERSPACE,
+    "userspace-library-missing": USERSPACE,
     "env-visibility-hides-gpu": USERSPACE,
     "env-override-wrong": USERSPACE,
 }

@@ -148,11 +148,34 @@ def override_refused(value: str) -> bool:
     return int(m["major"]) > 63 or int(m["minor"]) > 255 or int(m["step"]) > 255
 
 
+# An empty value as written: a shell or compose reference whose default is empty ("${NAME:-}", "${NAME-}": nothing
+# when NAME is unset), or an assignment with nothing after "=" on its line (env files, compose lists, `env`).
+_EMPTY_DEFAULT = re.compile(r"\$\{\w+:?-\}")
+_BARE_EMPTY = re.compile(r"(?<![\w$])HSA_OVERRIDE_GFX_VERSION=[\"']?[\"']?\s*$")
+
+
+def _empty_override(r: Reasoning) -> str | None:
+    """HSA_OVERRIDE_GFX_VERSION defined but empty where the text sets it. libhsakmt tests only that getenv returns a
+    value (topology.c: if (envvar)), so "" reaches sscanf("%u.%u.%u%c"), which fills nothing: refused."""
+    for m in r.obs.saw("override-setting"):
+        quoted = m.value("quote") is not None
+        raw = (m.value("quoted") if quoted else m.value("value")) or ""
+        if (quoted and raw == "") or (not quoted and _EMPTY_DEFAULT.fullmatch(raw)):
+            return f"{m.source}: {m.text}"
+    for line in lines_with(r.obs, "hsa_override_gfx_version="):
+        if _BARE_EMPTY.search(line):
+            return f"the text: {line.strip()}"
+    return None
+
+
 def _refused_override(r: Reasoning) -> tuple[str, str] | None:
     obs = r.obs
     said = obs.saw("override-invalid")
     if said:
         return said[0].value("value") or "?", f"libhsakmt: {said[0].text}"
+    empty = _empty_override(r)
+    if empty is not None:
+        return "", empty
     for m in obs.saw("override-setting"):
         quoted = m.value("quote") is not None
         raw = (m.value("quoted") if quoted else m.value("value")) or ""
@@ -173,6 +196,20 @@ def rule_override_invalid(r: Reasoning) -> None:
     if refused is None:
         return
     value, evidence = refused
+    if value == "":
+        r.findings.append(
+            Finding(
+                "env-override-wrong",
+                E,
+                "HSA_OVERRIDE_GFX_VERSION is defined but empty (an empty default such as ${HSA_OVERRIDE_GFX_VERSION:-} "
+                'defines it as "" when it is unset): libhsakmt reads any defined value, refuses "" as a version, '
+                "the topology fails to load and the runtime sees no GPU ('no ROCm-capable device')",
+                "leave the variable out entirely where no override is wanted (drop the line, or use an env file that "
+                "does not list it); set it only to a dotted version the software carries, such as 10.3.0",
+                (evidence,),
+            )
+        )
+        return
     r.findings.append(
         Finding(
             "env-override-wrong",
@@ -282,7 +319,11 @@ KFD_NOT_PRESENT = re.compile(
     # "/dev/kfd ... never passed into the container", "the host had /dev/kfd, but neither reached the container"
     r"|/dev/kfd\b[^.\n]{0,60}?\b(?:not|never|neither|n't)\b[^.\n]{0,20}?\b(?:reach\w*|pass\w*|forward\w*|expos\w*|"
     r"mapp\w*|mount\w*|bound|bind\w*|added)\b[^.\n]{0,12}?\b(?:(?:in|into|to|inside)\s+)?(?:the\s+|a\s+|my\s+)?"
-    r"(?:containers?|pods?|sandbox)\b",
+    r"(?:containers?|pods?|sandbox)\b"
+    # "kfd devices will work after you upgrade to 25.04": the platform's release at hand does not hand /dev/kfd over
+    r"|(?:/dev/)?kfd(?:\s+(?:devices?|nodes?|passthrough))?\s+(?:will|would|should)\s+(?:only\s+)?work\s+"
+    r"(?:after|once|from|when|with)\s+(?:you\s+)?(?:upgrad\w*|updat\w*|mov\w*)\b"
+    r"(?![^.\n]{0,24}?\b(?:kernel|linux|driver|firmware|rocm|amdgpu)\b)[^.\n]{0,20}?\d",  # those are other causes
     re.I,
 )
 # The line that says the container lacks /dev/kfd also says the host has it ("not available in the container,
@@ -299,7 +340,7 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
     for line in lines_with(r.obs, "kfd"):
         lowered = line.lower()
-        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither")):
+        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work")):
             m = KFD_NOT_PRESENT.search(line)
             if m:
                 return m
@@ -311,6 +352,10 @@ def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:
     were handed over."""
     told = _kfd_told_absent(r)
     if told is not None and (CONTAINER_WORD.search(told.string) or r.obs.first("container")):
+        return told
+    # A platform's later release told to bring the kfd devices is an answer about its containers: the question
+    # (another line) says which container.
+    if told is not None and " work" in told.group(0).lower() and contains(r.obs, "container"):
         return told
     return search_lines(appformats.DRI_BUT_NOT_KFD, r.obs, appformats.DRI_CUE)
 
@@ -533,6 +578,23 @@ def override_target(value: str) -> str | None:
     return f"gfx{int(m['major'])}{int(m['minor'])}{int(m['step']):x}"
 
 
+def override_told_needed(r: Reasoning) -> str | None:
+    """The text's own word that the override is what makes the program run: it was needed ("had to set",
+    "without the override ... drops"), or the line that sets it (or the next) tells a success."""
+    text = r.obs.text
+    for line in lines_with(r.obs, "override"):
+        if appformats.OVERRIDE_NEEDED.search(line) or appformats.WITHOUT_OVERRIDE.search(line):
+            return line.strip()
+    for line in lines_with(r.obs, "hsa_override_gfx_version"):
+        at = text.find(line)
+        end = text.find("\n", at + len(line) + 1)
+        window = text[at : end if end != -1 else len(text)]
+        m = appformats.OVERRIDE_WORKS.search(window, window.find("HSA_OVERRIDE_GFX_VERSION") + 1)
+        if m:
+            return window.strip()[:160]
+    return None
+
+
 def rule_override_worked(r: Reasoning) -> None:
     """HSA_OVERRIDE_GFX_VERSION set, and the text says it then worked: the program's build has no code for the
     GPU's own target, which the override replaces with a neighbouring target's code (the README's "unsupported
@@ -550,7 +612,9 @@ def rule_override_worked(r: Reasoning) -> None:
         if m and not _NEGATED.search(line) and _line_number(obs.lines, line) > set_at.source.line:
             worked = m
             break
-    if worked is None:
+    # Or the override told as needed ("had to set", "without the override ... drops it"), or a success right after it.
+    told = worked.group(0) if worked is not None else override_told_needed(r)
+    if told is None:
         return
     named = [(g, str(w)) for g, w in obs.prose_gfx] + [(t.asic.gfx, str(t.gpu.source)) for t in r.amd if t.asic]
     named += _targets_beside_settings(r)
@@ -569,7 +633,7 @@ def rule_override_worked(r: Reasoning) -> None:
             f"include {gfx}",
             (
                 f"{set_at.source}: HSA_OVERRIDE_GFX_VERSION={set_at.value}",
-                f"the text: {worked.group(0)}",
+                f"the text: {told[:160]}",
                 f"{where}: {gfx}",
             ),
         )
@@ -674,6 +738,7 @@ __all__ = [
     "kfd_told_absent_in_container",
     "override_refused",
     "override_target",
+    "override_told_needed",
     "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",

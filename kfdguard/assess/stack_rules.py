@@ -45,9 +45,12 @@ PIP_NO_TORCH = re.compile(
 # What only a build without HIP prints. A CUDA build's lazy init without libcuda (aten/src/ATen/cuda/detail/
 # CUDAHooks.cpp): "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a
 # driver from ..."; a CPU build's torch.cuda._lazy_init: "Torch not compiled with CUDA enabled". A ROCm build says
-# "No HIP GPUs are available" instead (appformats' torch-no-gpus).
+# "No HIP GPUs are available" instead (appformats' torch-no-gpus): c10's device_count_ensure_non_zero says "No CUDA
+# GPUs are available" in C++ that the ROCm build hipifies, so a text that shows the CUDA wording shows a CUDA build
+# (ZLUDA runs such a build on purpose: _no_rocm_build_shown leaves a text that names it alone).
 CUDA_ONLY = re.compile(
-    r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b",
+    r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b"
+    r"|\bNo CUDA GPUs are available\b",
     re.I,
 )
 # The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
@@ -88,7 +91,10 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
     builds, hipless = _torch_builds(r)
     shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
     text = r.obs.text
-    for cue in ("nvidia driver", "not compiled with cuda"):
+    cues = ["nvidia driver", "not compiled with cuda"]
+    if not contains(r.obs, "zluda", lower=True):
+        cues.append("no cuda gpus")
+    for cue in cues:
         shown += [(text.find(line), line.strip()) for line in lines_with(r.obs, cue) if CUDA_ONLY.search(line)]
     return [line for _, line in sorted(shown)][:2]
 
@@ -110,6 +116,63 @@ def _rocm_wheel_missing(r: Reasoning) -> str | None:
     return None
 
 
+def _rocm_torch_reinstalled(r: Reasoning) -> str | None:
+    """A forced reinstall of torch from PyTorch's ROCm index, followed by a told success, where the text shows no
+    ROCm build of torch before it: the torch it replaced (an installer's default) had no HIP backend."""
+    text = r.obs.text
+    for line in lines_with(r.obs, "--force-reinstall"):
+        m = appformats.ROCM_TORCH_REINSTALL.search(line)
+        if m is None:
+            continue
+        at = text.find(line)
+        if any(build.startswith("rocm") and where < at for where, build, _ in _torch_builds(r)[0]):
+            return None  # a ROCm torch was there before: the reinstall changed its version, not its kind
+        if appformats.GPU_WORKS_AFTER.search(text, at + len(line), at + len(line) + 600):
+            return m.group(0)
+    return None
+
+
+def _no_rocm_build_told(r: Reasoning) -> str | None:
+    """A line that says the program was built or shipped without ROCm/HIP (not that one GPU lacks support)."""
+    # Each alternative of the pattern holds one of these words (a cue as common as "hip" would read every "chip").
+    for cue in ("without", " support", "built with", "compiled with", "gpu offload"):
+        for line in lines_with(r.obs, cue):
+            m = appformats.PROSE_NO_ROCM_BUILD.search(line)
+            # "... not available for my RX 580", "... not enabled on gfx803": that GPU's support, told right after.
+            tail = line[m.end() : m.end() + 30] if m else ""
+            if m and not appformats.PROSE_GFX.search(tail) and not appformats.FOR_A_GPU.match(tail.lstrip(" ,")):
+                return line.strip()
+    return None
+
+
+def _told_without_rocm(r: Reasoning) -> bool:
+    """A build without ROCm that the text tells rather than prints: in words, or as a forced reinstall of torch from
+    the ROCm index that made the GPU work. Adds the finding and says whether it did."""
+    said = _no_rocm_build_told(r)
+    reinstall = None if said else _rocm_torch_reinstalled(r)
+    if said is None and reinstall is None:
+        return False
+    message = (
+        "the text says the program was built (or shipped) without ROCm/HIP support: it has no HIP backend and never "
+        "looks for the AMD GPU, so it runs on the CPU whatever the GPU, KFD, /dev/kfd and HSA_OVERRIDE_GFX_VERSION are"
+        if said
+        else "the text fixes it by reinstalling torch from PyTorch's ROCm index: the torch installed before (an "
+        "installer's default, a CUDA or CPU wheel) had no HIP backend and never looked for the AMD GPU"
+    )
+    r.findings.append(
+        Finding(
+            "userspace-no-rocm-build",
+            E,
+            message,
+            "use a build of the program with ROCm/HIP (llama.cpp: cmake -DGGML_HIP=ON with the ROCm device libraries "
+            "and hipBLAS installed; PyTorch from its ROCm wheel index; an image or installer with a ROCm variant), "
+            "then check that it lists the GPU (torch.version.hip, or llama.cpp's 'found N ROCm devices')",
+            (f"the text: {(said or reinstall or '')[:160]}",),
+        )
+    )
+    return True
+
+
 def rule_no_rocm_build(r: Reasoning) -> None:
     """The framework is a build without ROCm (a CUDA or CPU wheel): it never looks for the AMD GPU."""
     obs = r.obs
@@ -122,6 +185,8 @@ def rule_no_rocm_build(r: Reasoning) -> None:
     if told:
         shown = [told]
     pip = None if shown else _rocm_wheel_missing(r)
+    if not (shown or pip) and _told_without_rocm(r):
+        return
     if shown:
         message = (
             "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
@@ -256,6 +321,34 @@ ADD_TO_GROUP_FIX = re.compile(
 DENIAL_WORDS = ("permission", "denied", "eacces", "access the", "crash", "no gpu", "not detected")
 
 
+# The command that adds an account to render or video (shadow's usermod -a -G / -aG / --append --groups, gpasswd -a,
+# Debian's adduser USER GROUP), and a success told after it.
+GROUP_ADD_CMD = re.compile(
+    r"\b(?:usermod\s+(?:-a\s+-G|-aG|-Ga|--append\s+--groups|-G)\s*|gpasswd\s+-a\s+\S+\s+|adduser\s+\S+\s+)"
+    r"(?P<groups>[\w,]*\b(?:render|video)\b[\w,]*)"
+)
+GROUP_FIX_WORKED = re.compile(
+    r"\b(?:it|that|this)\s+(?:really\s+|finally\s+|actually\s+|now\s+)?work(?:ed|s)\b|\bworks now\b"
+    r"|\bnow it works\b|\bdid the trick\b|\b(?:fixed|solved) it\b",
+    re.I,
+)
+
+
+def _group_add_then_works(r: Reasoning) -> tuple[str, str] | None:
+    """A command adding the account to render/video, and the text telling a success within the lines after it."""
+    text = r.obs.text
+    for cue in ("usermod", "gpasswd", "adduser"):
+        for line in lines_with(r.obs, cue):
+            m = GROUP_ADD_CMD.search(line)
+            if m is None:
+                continue
+            end = text.find(line) + len(line)
+            if GROUP_FIX_WORKED.search(text, end, end + 800):
+                group = "render" if "render" in m["groups"] else "video"
+                return group, m.group(0)
+    return None
+
+
 def rule_prose_group_fix(r: Reasoning) -> None:
     """The text gives adding the account to render (or video) as the fix for the GPU failing: it was not a member."""
     obs = r.obs
@@ -265,6 +358,10 @@ def rule_prose_group_fix(r: Reasoning) -> None:
         return
     told = search_lines(ADD_TO_GROUP_FIX, obs, "to the", "to both")
     if told is None or not any(contains(obs, w, lower=True) for w in DENIAL_WORDS):
+        worked = _group_add_then_works(r)
+        if worked is None:
+            return
+        _not_in_group_fixed(r, *worked)
         return
     group = told["group"].lower()
     if obs.user is not None and group in obs.user.groups:
@@ -279,5 +376,62 @@ def rule_prose_group_fix(r: Reasoning) -> None:
             "in again; for a service account, add the group where the account is created (its install script or "
             "unit's SupplementaryGroups=)",
             (f"the text: {told.group(0)}",),
+        )
+    )
+
+
+def _not_in_group_fixed(r: Reasoning, group: str, command: str) -> None:
+    """The account added to the group, and the text telling that this made it work: it was not a member."""
+    if r.obs.user is not None and group in r.obs.user.groups:
+        return  # id shows the account in it already: the success came from something else
+    r.findings.append(
+        Finding(
+            "user-not-in-group",
+            E,
+            f"the text adds the account to '{group}' and then tells that it works: the account was not in the group "
+            "that owns /dev/kfd and /dev/dri/renderD*, so ROCm could not open them until then",
+            f"sudo usermod -aG {group} <account> (render and video where both exist), then log in again or reboot "
+            "(a running session keeps its old groups); 'id' lists the groups a new session has",
+            (f"the text: {command}",),
+        )
+    )
+
+
+# --- a ROCm library the loader does not find ------------------------------------------------------------------
+
+
+def _rocm_library_not_loaded(r: Reasoning) -> tuple[str, re.Match[str]] | None:
+    """The first line where the loader could not open a ROCm library, and that library's name on it."""
+    for cue in ("cannot open shared object", "could not load dynamic library"):
+        for line in lines_with(r.obs, cue):
+            lib = appformats.ROCM_LIBRARY.search(line) if appformats.LIBRARY_NOT_LOADED.search(line) else None
+            if lib is not None:
+                return line.strip(), lib
+    return None
+
+
+def rule_library_missing(r: Reasoning) -> None:
+    """A ROCm library the program loads is not found by the dynamic loader: another ROCm release than the program
+    was built for, or ROCm's lib directory off the loader's path. Below the GPU and KFD, which it never reached."""
+    if r.machine is not None or r.has("userspace-library-missing", "no-amd-gpu", "host-without-kfd"):
+        return
+    found = _rocm_library_not_loaded(r)
+    if found is None:
+        return
+    line, lib = found
+    name = lib.group(0)
+    release = f" (its soname asks for ROCm {lib['major']}.x)" if lib["major"] and name.startswith("libamdhip64") else ""
+    r.findings.append(
+        Finding(
+            "userspace-library-missing",
+            E,
+            f"the program cannot load {name}{release}: the dynamic loader does not find it, because the ROCm installed "
+            "is another release than the program was built for, or ROCm's lib directory is not on the loader's path; "
+            "the program never reaches the GPU, and KFD and permissions are not the cause",
+            f"ls /opt/rocm*/lib/{name.split('.so')[0]}.so* shows which release is installed: install the ROCm release "
+            "the program was built for (or a build of the program for the installed one); where the file is there, "
+            "put its directory on the loader's path (a line in /etc/ld.so.conf.d/rocm.conf, then sudo ldconfig; "
+            "LD_LIBRARY_PATH for one shell)",
+            (f"the text: {line[:160]}",),
         )
     )

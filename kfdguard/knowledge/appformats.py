@@ -295,6 +295,32 @@ FORMATS: tuple[AppFormat, ...] = (
         'msg="amdgpu [0] gfx1103 is not supported by /tmp/ollama2145067703/rocm [gfx1030 gfx1100]"',
     ),
     AppFormat(
+        "ollama-no-rocblas",
+        "no-code-object",
+        "no rocblas support for gfx target",
+        # slog.Warn("dropping ROCm device — no rocblas support for gfx target", "device", ..., "gfx_target", gfx,
+        # "supported", supported, ...): supported is a map[string]bool, printed map[gfx1030:true ...].
+        r"no rocblas support for gfx target",
+        "ollama dropped the GPU: its bundled rocBLAS has no kernels for this GPU's target",
+        "ollama/ollama discover/ filterUnsupportedROCmDevices (newer discovery: rocblasGFXTargets of the bundled "
+        "rocblas/library)",
+        'level=WARN source=amd.go:466 msg="dropping ROCm device — no rocblas support for gfx target" '
+        'device=ROCm0 gfx_target=gfx1103 supported="map[gfx1030:true gfx1100:true]"',
+        (rf"gfx_target=\"?(?P<gfx>{GFX})", r"supported=\"?map\[(?P<supported>[^\]]*)\]"),
+    ),
+    AppFormat(
+        "lmstudio-no-supported-gpus",
+        "no-code-object",
+        "GPUs detected of supported targets",
+        # The engine's compatibility in 'lms runtime survey': status noSupportedGpus and this message; the list is
+        # the targets the engine is built for, so the GPU it did not count is of another target.
+        r"No ROCm GPUs detected of supported targets:\s*(?P<supported>(?:gfx[0-9a-f]{3,4}[,\s]*)+)",
+        "LM Studio's ROCm llama.cpp engine has code only for the listed targets, and no GPU of them was found",
+        "lmstudio-ai/lms 'lms runtime survey --json' (prints the engine's compatibility.status noSupportedGpus and "
+        "this message; the text comes from LM Studio's own runtime, which is not open source)",
+        '"message": "No ROCm GPUs detected of supported targets: gfx1030, gfx1100, gfx1151"',
+    ),
+    AppFormat(
         "ollama-versions",
         "runtime-gpu",
         "detected amdgpu versions",
@@ -728,6 +754,71 @@ PROSE_NO_UDEV = re.compile(
 PROSE_FIXED = re.compile(
     r"\b(?:was|is) (?:all (?:that was )?)?required\b|\b(?:fixed|solved|resolved) (?:it|this|the (?:issue|problem))\b"
     r"|\bdid the trick\b|\b(?:it|that|this) worked\b|\bworks now\b|\bnow it works\b",
+    re.I,
+)
+# A program built or shipped without ROCm, as it or a person says it: "rendered llama.cpp without ROCM support",
+# "built without HIP", "AMD GPU detected (ROCm support not currently available)", "not compiled with hipBLAS";
+# and llama.cpp's own warning of a build without any GPU backend (common/common.cpp before the backend registry:
+# "warning: not compiled with GPU offload support, --n-gpu-layers option will be ignored"). A line that names a
+# GPU or a target speaks of that GPU's support instead (PROSE_UNSUPPORTED, app_rules).
+PROSE_NO_ROCM_BUILD = re.compile(
+    r"\b(?:built|compiled|builds?|compiles?|rendered|installed|installs?|ships?|shipped|packaged)\b(?:[^.\n]|\.(?=\w)){0,60}?"
+    r"\bwithout\s+(?:any\s+)?(?:rocm|hip|hipblas)\b"
+    r"|\b(?:rocm|hip|hipblas)\s+support\s+(?:is\s+|was\s+)?(?:not\s+(?:currently\s+|yet\s+)?"
+    r"(?:available|enabled|included|built|compiled)|unavailable|disabled)\b"
+    r"|\bnot\s+(?:been\s+)?(?:built|compiled)\s+with\s+(?:rocm|hip|hipblas)\b"
+    r"|\bnot compiled with GPU offload support\b",
+    re.I,
+)
+# What makes such a line speak of one GPU's support rather than the program's build.
+FOR_A_GPU = re.compile(
+    r"\b(?:for|on|with)\s+(?:this|your|my|the|our|an?)\s+(?:amd\s+)?(?:\w+\s+)?"
+    r"(?:gpus?|cards?|apus?|igpus?|graphics|radeon|rx[ -]?\d)",
+    re.I,
+)
+# pip replacing the installed torch with a build from PyTorch's ROCm wheel index: "pip install --force-reinstall torch
+# torchvision --index-url https://download.pytorch.org/whl/rocm5.6" (also --extra-index-url, -i). Told as the fix,
+# it says the torch it replaced had no ROCm (stack_rules._rocm_torch_reinstalled).
+ROCM_TORCH_REINSTALL = re.compile(
+    r"\bpip3?\s+install\b(?=[^\n]*--force-reinstall)(?=[^\n]*\btorch\b)[^\n]*?"
+    r"(?:--(?:extra-)?index-url|\s-i)[= ]\s*\S*/whl/(?:nightly/)?rocm[\d.]+",
+    re.I,
+)
+# A success told after it: "after that I could run the plugin using my GPU", "now it uses the GPU", "it works".
+GPU_WORKS_AFTER = re.compile(
+    r"\b(?:after that|afterwards|now|then)\b[^.\n]{0,60}?\b(?:gpu|works?|worked)\b|\bit works\b", re.I
+)
+# An engine's or backend's ROCm build said not to be compatible, as applications label it ("ROCm llama.cpp linux
+# version 1.57.0 is not compatible"): the build carries no code for this GPU. A line about a kernel or a driver
+# speaks of another incompatibility (app_rules.rule_prose_incompatible_build skips it).
+ROCM_BUILD_INCOMPATIBLE = re.compile(
+    r"\b(?:rocm|hip)\b(?:[^.\n]|\.(?=\w)){0,60}?\b(?:is|are)(?:\s+\w+ly)?\s*(?:not|n't)\s+compatible\b",
+    re.I,
+)
+# A ROCm shared library the dynamic loader did not find: glibc's dlerror and ld.so ("%s: cannot open shared object
+# file: No such file or directory", elf/dl-load.c; Python re-raises it as ImportError; an executable's ld.so says
+# "error while loading shared libraries: %s: cannot open ...") and TensorFlow's dso_loader ("Could not load dynamic
+# library '%s'; dlerror: %s"). The names are those of ROCm's libraries (HIP, its math libraries, ROCr, libhsakmt).
+ROCM_LIBRARY = re.compile(
+    r"\blib(?:amdhip64|hip_hcc|hiprtc|rocblas|rocsolver|rocsparse|rocfft|rocrand|hipblas(?:lt)?|hipsparse|hipfft|"
+    r"hiprand|hipsolver|MIOpen|hsa-runtime64|hsakmt|rccl|roctracer64|roctx64|amd_comgr|rocm_smi64|amd_smi|"
+    r"migraphx\w*|rocprofiler\w*)\.so(?:\.(?P<major>\d+)[\d.]*)?"
+)
+LIBRARY_NOT_LOADED = re.compile(r"cannot open shared object file|Could not load dynamic library", re.I)
+# The override told as what makes the program work: "had to set HSA_OVERRIDE_GFX_VERSION=10.3.0", "without the
+# override, ollama drops the 780M", "HSA_OVERRIDE_GFX_VERSION=9.0.0 ... Works perfect now!". Read on the
+# override's line and the line after it (app_rules.override_told_needed), never across a paste.
+OVERRIDE_NEEDED = re.compile(
+    r"\b(?:had|have|has|need(?:ed|s)?|must|required)\s+to\s+(?:set|add|use|export|pass|specify|put)\b", re.I
+)
+# The run without it told as the failure: what a log of that run shows is from before the fix.
+WITHOUT_OVERRIDE = re.compile(
+    r"\bwithout\s+(?:the\s+|an?\s+|this\s+)?(?:hsa_override_gfx_version|(?:gfx\s+)?override)\b", re.I
+)
+# A success told right after the override (its line or the next one), with no negation just before it.
+OVERRIDE_WORKS = re.compile(
+    r"(?<!n't )(?<!not )(?<!never )\b(?:works?|worked|working|is running|runs|fixe[sd] it|solved it|did the trick|"
+    r"restores?)\b",
     re.I,
 )
 # The person says they set the override, with no value shown ("setting the override with systemctl edit").
