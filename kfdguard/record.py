@@ -111,28 +111,27 @@ else:
         template, factories = _starts(specs)
         setter = object.__setattr__
 
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            given = len(args)
-            if given == count and not kwargs:
-                # Every field given by position, as a long log's thousands of events are: set in C (the
-                # setter returns None, so any() runs it for every field).
-                any(map(setter, repeat(self), names, args))
-                if post_init is not None:
-                    post_init(self)
-                return
+        def values_of(cls_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
             # Python's own errors, in Python's order: too many, unknown, twice, then missing.
+            given = len(args)
             if given > count:
-                raise TypeError(f"{type(self).__name__}() takes {count} positional arguments but {given} were given")
+                raise TypeError(f"{cls_name}() takes {count} positional arguments but {given} were given")
             values = [*args, *template[given:]]
             if kwargs:
-                _keywords(type(self).__name__, values, kwargs, index, given)
+                _keywords(cls_name, values, kwargs, index, given)
             for i, factory in factories:
                 if values[i] is MISSING:
                     values[i] = factory()
             for name, value in zip(names, values, strict=True):
                 if value is MISSING:
-                    raise TypeError(f"{type(self).__name__}() missing required argument: {name!r}")
-                setter(self, name, value)
+                    raise TypeError(f"{cls_name}() missing required argument: {name!r}")
+            return values
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            # Every field given by position (as a long log's thousands of events are) needs no defaults or
+            # checks. The fields are set in C: the setter returns None, so any() runs it for every field.
+            values = args if len(args) == count and not kwargs else values_of(type(self).__name__, args, kwargs)
+            any(map(setter, repeat(self), names, values))
             if post_init is not None:
                 post_init(self)
 
