@@ -81,7 +81,7 @@ fuzz: deps
 lint: deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --strict kfdguard tests tools
+	$(PY) -m mypy --strict kfdguard tests vm benchmarks tools scripts  # as tests/system/test_lint.py does
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
