@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.assess.claims import search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.verdict import Finding, Severity
 
@@ -221,6 +220,9 @@ def _unnamed_gid(r: Reasoning) -> bool:
     if obs.user is not None and gid in obs.user.groups:
         return False
     denied = "Permission denied" in (obs.value("kfd-open-error") or "")
+    # Imported here: this module runs on the boot path, where a machine has no text to search.
+    from kfdguard.assess.claims import search_lines
+
     if not denied and search_lines(NON_ROOT, obs, *NON_ROOT_CUES) is None:
         return False  # root opens it whatever its group
     r.findings.append(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kfdguard.assess import remedies
-from kfdguard.assess.claims import Searchable, contains, lines_with, search_lines
+from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.assess.report_rules import (
     amd_device_listed,
@@ -25,6 +25,10 @@ from kfdguard.knowledge import appformats
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
 from kfdguard.verdict import Finding, Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kfdguard.assess.claims import Searchable
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 

@@ -6,7 +6,6 @@ A rule (``rules.rule_claims``) quotes the claim when a paste repeats it.
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
 from kfdguard.kernellog import blind_to_times, untimed
 
@@ -219,15 +218,20 @@ def _index_of(text: str) -> _Index | None:
     return last if last is not None and last.source is text else None
 
 
-class Searchable(Protocol):
-    """What the searches below read: a text and its lower case (Observations, or Text for any other string).
-    A long text's lower case is not read when the text is ASCII: its index answers from its own lines."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported on the boot path (tests/service/test_boot_path.py)
+    from typing import Protocol
 
-    @property
-    def text(self) -> str: ...
+    class Searchable(Protocol):
+        """What the searches below read: a text and its lower case (Observations, or Text for any other
+        string). A long text's lower case is not read when the text is ASCII: its index answers from its own
+        lines."""
 
-    @property
-    def lowered(self) -> str: ...
+        @property
+        def text(self) -> str: ...
+
+        @property
+        def lowered(self) -> str: ...
 
 
 class Text:

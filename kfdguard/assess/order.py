@@ -44,6 +44,7 @@ FLOOR: dict[str, int] = {
     "render-node-permissions": ACCESS,
     "user-not-in-group": ACCESS,
     "rootless-gid-unmapped": ACCESS,
+    "mac-policy-denies": ACCESS,
     "userspace-target-unsupported": USERSPACE,
     "userspace-no-rocm-build": USERSPACE,
     "userspace-library-missing": USERSPACE,

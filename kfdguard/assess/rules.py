@@ -702,6 +702,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
         text_only("rule_denied_by_groups"),
+        text_only("rule_mac_denies_kfd", "stack_rules"),
         text_only("rule_keep_groups_told", "stack_rules"),
         text_only("rule_rootless_no_device", "stack_rules"),
         text_only("rule_prose_not_in_group"),

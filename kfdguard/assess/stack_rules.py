@@ -435,3 +435,71 @@ def rule_library_missing(r: Reasoning) -> None:
             (f"the text: {line[:160]}",),
         )
     )
+
+
+# --- a mandatory access control policy that denies the device nodes ----------------------------------------
+
+# SELinux's denial as the kernel audits it (security/selinux/avc.c: "avc:  %s " "denied", the permissions in
+# braces, then " for ", the task's "pid=%d comm=" and the object's "name=" or "path=", then "scontext=%s
+# tcontext=%s tclass=%s"): journald and ausearch print it, dmesg too where auditd is not running. Fedora labels
+# /dev/kfd hsa_device_t, so a denial names the node by its label even where the audit record holds no name.
+SELINUX_KFD_DENIAL = re.compile(
+    r"\bavc:\s+denied\s+\{(?P<perms>[^}]*)\}[^\n]*?(?:\bname=\"?kfd\b|\bpath=\"?/dev/kfd\b|:hsa_device_t:)"
+)
+SCONTEXT = re.compile(r"\bscontext=(\S+)")
+# AppArmor's (security/apparmor/lib.c, audit.c): apparmor="DENIED" operation="open" ... profile="%s"
+# name="/dev/kfd" ... requested_mask="wr" denied_mask="wr".
+APPARMOR_KFD_DENIAL = re.compile(
+    r"\bapparmor=\"DENIED\"[^\n]*?\bprofile=\"(?P<profile>[^\"]+)\"[^\n]*?\bname=\"/dev/(?:kfd|dri/renderD\d+)\"",
+)
+# The container domains of container-selinux (container_t, spc_t is unconfined) and the confined ones of
+# Podman's and Docker's own labels.
+CONTAINER_DOMAIN = re.compile(r":(?:container|svirt_lxc_net|svirt_sandbox_file|container_init)_t:")
+
+
+def _mac_denial(r: Reasoning) -> tuple[str, re.Match[str]] | None:
+    """The first denial of /dev/kfd (or a render node) by SELinux or AppArmor the text shows."""
+    m = search_lines(SELINUX_KFD_DENIAL, r.obs, "avc:")
+    if m is not None:
+        return "selinux", m
+    m = search_lines(APPARMOR_KFD_DENIAL, r.obs, 'apparmor="denied"')
+    return ("apparmor", m) if m is not None else None
+
+
+def rule_mac_denies_kfd(r: Reasoning) -> None:
+    """SELinux or AppArmor denies the program /dev/kfd: the node's mode and the user's groups are not the cause,
+    and no usermod or udev rule helps."""
+    if r.machine is not None or r.has("mac-policy-denies", "host-without-kfd", "device-node-missing"):
+        return
+    found = _mac_denial(r)
+    if found is None:
+        return
+    kind, m = found
+    if kind == "selinux":
+        source = SCONTEXT.search(m.string)  # the denied task's domain, later on the same line
+        contained = bool(source and CONTAINER_DOMAIN.search(source.group(1))) or r.obs.first("container") is not None
+        message = (
+            f"SELinux denies the program {{{m['perms'].strip()}}} on /dev/kfd: its policy, not the node's mode or "
+            "the user's groups, stops ROCm (which opens and maps the node)"
+        )
+        remedy = (
+            "in a container: allow containers the device (sudo setsebool -P container_use_devices on, container-"
+            "selinux's boolean), or run it with --security-opt label=disable; on the host: check the node's label "
+            "(ls -Z /dev/kfd shows hsa_device_t, restorecon -v /dev/kfd restores it) and the denials (sudo ausearch "
+            "-m avc -ts recent)"
+            if contained
+            else "check the node's label (ls -Z /dev/kfd: hsa_device_t; restorecon -v /dev/kfd restores it) and the "
+            "denials (sudo ausearch -m avc -ts recent); in a container, sudo setsebool -P container_use_devices on "
+            "or --security-opt label=disable"
+        )
+    else:
+        message = (
+            f"AppArmor's profile '{m['profile']}' denies the program a GPU device node: the confinement, not the "
+            "node's mode or the user's groups, stops ROCm"
+        )
+        remedy = (
+            "allow the node in that profile (/dev/kfd rw, and /dev/dri/renderD* rw) or run the program unconfined; "
+            "for a snap, connect the interface that grants the GPU (snap connections <snap>); the denials are in "
+            "the journal (journalctl -k | grep DENIED)"
+        )
+    r.findings.append(Finding("mac-policy-denies", E, message, remedy, (f"the text: {m.group(0)[:200]}",)))
