@@ -714,6 +714,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_log_misc,
         rule_runtime,
         rule_userspace,
+        text_only("rule_kfd_interface_old", "stack_rules"),
         text_only("rule_no_code_object"),
         text_only("rule_tensile_unreadable"),
         text_only("rule_override_wrong"),

@@ -282,3 +282,33 @@ def rule_prose_group_fix(r: Reasoning) -> None:
             (f"the text: {told.group(0)}",),
         )
     )
+
+
+# --- ROCr refusing a GPU because the kernel's KFD is older than it needs ---------------------------------------
+
+
+def rule_kfd_interface_old(r: Reasoning) -> None:
+    """ROCr said it disabled a GPU because the kernel's KFD interface is too old ('Incompatible kernel and
+    userspace, <GPU> disabled. Upgrade amdgpu.'): the kernel driver is the cause, not the GPU or the build."""
+    obs = r.obs
+    if r.machine is not None or r.has("kernel-too-old", "host-without-kfd"):
+        return
+    seen = obs.saw("kfd-interface-old")
+    if not seen:
+        return
+    gpu = seen[0].value("gpu") or "the GPU"
+    r.findings.append(
+        Finding(
+            "kernel-too-old",
+            E,
+            f"ROCm's runtime disabled {gpu} because the running kernel's KFD is older than this ROCm release needs "
+            "for it (ROCr turns a gfx906 off on a KFD interface before 1.4, which cannot report the board's SRAM ECC "
+            "mode); the GPU is supported and KFD did add it",
+            "boot a kernel whose amdgpu is new enough for this ROCm, or build this release's amdgpu-dkms for the "
+            "running kernel (dkms status must say 'installed'); otherwise use a ROCm release older than 4.1 with "
+            "this kernel",
+            (seen[0].text,),
+        )
+    )
+    # rocminfo without GPU agents is this refusal, not a missing KFD node.
+    r.findings[:] = [f for f in r.findings if f.code != "kfd-no-gpu-node"]

@@ -22,6 +22,7 @@ What a row's ``what`` means to the rules (``assess.rules``):
 - ``override-unset``: the program's own environment has no HSA_OVERRIDE_GFX_VERSION (ollama's config map).
 - ``wsl-runtime``: ROCm's WSL build is running (no KFD: the GPU is reached through the Windows driver).
 - ``runtime-unsupported-gpu``: the WSL runtime refuses the GPU itself (not on the release's WSL list).
+- ``kfd-interface-old``: ROCr disabled a GPU because the kernel's KFD interface is older than it needs (``gpu``).
 - ``container-device-missing``: the container runtime's host has no such device node.
 - ``group-missing``: a group named in advice does not exist on this system.
 - ``dkms-build-error``, ``dkms-status``: the out-of-tree amdgpu module's build and its trees.
@@ -260,6 +261,19 @@ FORMATS: tuple[AppFormat, ...] = (
         "the WSL runtime does not support this GPU: it is not on AMD's WSL compatibility list for the release",
         SRC_ROCM_WSL,
         "ROCR: unsupported GPU",
+    ),
+    # ROCr's topology.cpp DiscoverGpu: an SRAM-ECC-capable gfx906 on a KFD whose ioctl interface is older than
+    # 1.4 (which did not report the SRAM ECC mode) is suppressed with this message, once per GPU (ROCm 4.1 on).
+    AppFormat(
+        "rocr-kfd-interface-old",
+        "kfd-interface-old",
+        "Incompatible kernel and userspace",
+        r"Incompatible kernel and userspace, (?P<gpu>.+?) disabled\. ?Upgrade amdgpu",
+        "ROCr turned the GPU off: the kernel's KFD interface is older than this ROCm needs for it (gfx906 before "
+        "KFD 1.4 cannot say which SRAM ECC mode the board runs in)",
+        "ROCm/ROCR-Runtime src/core/runtime/amd_topology.cpp DiscoverGpu ('HSA Error:  Incompatible kernel and "
+        "userspace, %s disabled. Upgrade amdgpu.')",
+        "HSA Error:  Incompatible kernel and userspace, AMD Radeon Pro VII disabled. Upgrade amdgpu.",
     ),
     # --- ollama -------------------------------------------------------------------------------------------
     AppFormat(

@@ -1,0 +1,88 @@
+"""Rules written for the kernel-tracker, APU and HPC reports (corpus files 250-262): the SMU's own line for a
+failed start, ROCr's refusal of a GPU on a KFD older than it needs, and KFD lines quoted in prose.
+
+Every text is written from the format string in the source (amdgpu_smu.c, ROCr's amd_topology.cpp,
+kfd_device.c), with GPUs, slots and wordings the corpus files do not use, beside the near misses each rule
+must leave alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kfdguard.diagnose import diagnose_text
+
+
+def codes(text: str) -> set[str]:
+    return {f.code for f in diagnose_text(text).findings}
+
+
+# --- the SMU failing to start: "Failed to setup smc hw!" without the IP block line ------------------------------
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # resume after suspend on a Navi 21, as journalctl -k prints it
+        "Mar 03 08:12:40 box kernel: amdgpu 0000:0b:00.0: amdgpu: SMU is resuming...\n"
+        "Mar 03 08:12:41 box kernel: amdgpu 0000:0b:00.0: amdgpu: RunDcBtc failed!\n"
+        "Mar 03 08:12:41 box kernel: amdgpu 0000:0b:00.0: amdgpu: Failed to setup smc hw!\n",
+        # boot of a Renoir APU, grepped for "smc"
+        "$ sudo dmesg | grep -i smc\n"
+        "[    5.901222] amdgpu 0000:05:00.0: amdgpu: Failed to retrieve supported dpm features!\n"
+        "[    5.901230] amdgpu 0000:05:00.0: amdgpu: Failed to setup smc hw!\n",
+    ],
+)
+def test_the_smu_failing_to_start_is_an_init_failure(log: str) -> None:
+    found = codes(log)
+    assert "gpu-init-failed" in found
+    assert "firmware-missing" not in found
+
+
+def test_an_smu_timeout_at_run_time_is_not_an_init_failure() -> None:
+    # smu_cmn.c prints "No response" for any message; here GFXOFF control during work, not the SMU's start.
+    log = (
+        "[ 8123.400101] amdgpu 0000:0c:00.0: amdgpu: SMU: No response msg_reg: 12 resp_reg: 0\n"
+        "[ 8123.400140] amdgpu 0000:0c:00.0: amdgpu: Failed to disable gfxoff!\n"
+    )
+    assert "gpu-init-failed" not in codes(log)
+
+
+# --- ROCr disabling a GPU on a KFD older than it needs ------------------------------------------------------------
+
+
+MI50_REFUSED = (
+    "$ /opt/rocm-4.2.0/bin/rocminfo\n"
+    "ROCk module is loaded\n"
+    "HSA Error:  Incompatible kernel and userspace, Vega 20 [Radeon Instinct MI50 32GB] disabled. Upgrade amdgpu.\n"
+    "HSA Error:  Incompatible kernel and userspace, Vega 20 [Radeon Instinct MI50 32GB] disabled. Upgrade amdgpu.\n"
+    "=====================\nHSA System Attributes\n=====================\nRuntime Version:         1.1\n\n"
+    "==========\nHSA Agents\n==========\n*******\nAgent 1\n*******\n"
+    "  Name:                    AMD EPYC 7302 16-Core Processor\n"
+    "  Device Type:             CPU\n"
+    "*** Done ***\n"
+)
+
+
+def test_rocr_refusing_the_gpu_blames_the_kernels_kfd() -> None:
+    found = codes(MI50_REFUSED)
+    assert "kernel-too-old" in found
+    # KFD has the GPU nodes; ROCr dropped them, so "no GPU node" would send the reader to the wrong layer.
+    assert "kfd-no-gpu-node" not in found
+    assert not found & {"userspace-target-unsupported", "asic-not-supported", "user-not-in-group"}
+
+
+def test_the_message_quoted_without_its_prefix_is_read_too() -> None:
+    # a forum post quoting the runtime's words in prose, the period before "Upgrade" without a space
+    text = "after updating ROCm every card says Incompatible kernel and userspace, AMD Radeon Pro VII disabled.Upgrade amdgpu"
+    assert "kernel-too-old" in codes(text)
+
+
+def test_rocminfo_without_gpu_agents_and_without_the_message_is_still_no_gpu_node() -> None:
+    text = MI50_REFUSED.replace(
+        "HSA Error:  Incompatible kernel and userspace, Vega 20 [Radeon Instinct MI50 32GB] disabled. Upgrade amdgpu.\n",
+        "",
+    )
+    found = codes(text)
+    assert "kernel-too-old" not in found
+    assert "kfd-no-gpu-node" in found
