@@ -695,6 +695,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_wsl_gpu_unlisted"),
         text_only("rule_foreign_host_kfd"),
         text_only("rule_prose_container_no_kfd", "report_rules"),
+        text_only("rule_container_render_nodes_missing", "stack_rules"),
         text_only("rule_quoted_init_failure", "report_rules"),
         text_only("rule_prose_kernel"),
         text_only("rule_prose_atomics"),
@@ -730,6 +731,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_claims,
         rule_ready,
         text_only("rule_runtime_ready"),
+        text_only("rule_quoted_kfd_added", "stack_rules"),
         text_only("rule_driver_tables"),
         rule_unknown,
     )

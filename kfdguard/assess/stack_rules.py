@@ -312,3 +312,75 @@ def rule_kfd_interface_old(r: Reasoning) -> None:
     )
     # rocminfo without GPU agents is this refusal, not a missing KFD node.
     r.findings[:] = [f for f in r.findings if f.code != "kfd-no-gpu-node"]
+
+
+# --- KFD's "added device" quoted in prose ------------------------------------------------------------------------
+
+# kfd_device.c kgd2kfd_device_init(): dev_info(kfd_device, "added device %x:%x\n"), printed with KFD's device prefix
+# ("kfd kfd: amdgpu: added device 1002:74b5" in 6.x, "kfd kfd: added device 1002:67df" before). A report quotes it
+# inside a sentence or a list ("- `kfd kfd: added device 1002:74b5` (x8)"), where the log reader, which reads a line
+# as a whole message, does not see it. Only the prefixed form: "added device" alone is too common a phrase.
+QUOTED_KFD_ADDED = re.compile(
+    r"(?P<before>[^\n]{0,60}?)\bkfd kfd: (?:amdgpu: )?added device (?P<vendor>[0-9a-f]{4}):(?P<device>[0-9a-f]{4})\b",
+    re.I,
+)
+NEGATED = re.compile(r"\b(?:no|not|never|without|missing|instead of|lacks?)\b|n't\b", re.I)
+
+
+def rule_quoted_kfd_added(r: Reasoning) -> None:
+    """The text quotes KFD's 'added device' line for a GPU: KFD initialised it, whatever fails above."""
+    obs = r.obs
+    if r.machine is not None or r.has("kfd-ready", "host-without-kfd", "no-amd-gpu"):
+        return
+    told = search_lines(QUOTED_KFD_ADDED, obs.text, obs.lowered, "kfd kfd: ")
+    if told is None or NEGATED.search(told["before"]) or told["vendor"].lower() != "1002":
+        return
+    r.findings.append(
+        Finding(
+            "kfd-ready",
+            Severity.INFO,
+            f"the text quotes KFD adding the GPU 1002:{told['device'].lower()} ('added device'): amdgpu and KFD "
+            "initialised it, so a failure after that lies in userspace, access or the program",
+            "",
+            (f"the text: {told.group(0)[len(told['before']):]}",),
+        )
+    )
+
+
+# --- a container without the GPUs' render nodes, told in words ---------------------------------------------------
+
+# The runtime opens /dev/dri/renderD<drm_render_minor> of every GPU KFD lists (libhsakmt's fmm.c, to map the GPU's
+# memory; "Failed to open /dev/dri/renderD129" when it cannot), so a container given /dev/kfd and only
+# /dev/dri/card* sees no GPU. Prose names the
+# nodes and says they are needed, missing or not passed: "the /dev/dri/render* devices are needed in addition to
+# /dev/dri/card*", "renderD128 was not bound into the container", "without the render nodes".
+RENDER_NODES_LEFT_OUT = re.compile(
+    r"(?:/dev/dri/)?render(?:D\d+|D?\*|\s+nodes?)`?'?\"?(?:\s+(?:devices?|nodes?))?\s+(?:(?:are|is|were|was)\s+)?"
+    r"(?:needed|required|missing|absent|not\s+(?:bound|passed|mounted|present|there|available|included|exposed))\b"
+    r"|\b(?:without|missing|lacks?|no)\s+(?:the\s+)?`?(?:/dev/dri/)?render(?:D\d+|D?\*|\s+nodes?)",
+    re.I,
+)
+
+
+def rule_container_render_nodes_missing(r: Reasoning) -> None:
+    """The text says a container lacks (or needs) the GPUs' /dev/dri/renderD* nodes: ROCm there sees no GPU."""
+    from kfdguard.assess.report_rules import CONTAINER_WORD
+
+    obs = r.obs
+    if r.machine is not None or r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
+        return
+    told = search_lines(RENDER_NODES_LEFT_OUT, obs.text, obs.lowered, "render")
+    if told is None or not (obs.first("container") or CONTAINER_WORD.search(obs.text)):
+        return
+    r.findings.append(
+        Finding(
+            "device-node-missing",
+            E,
+            "the text says the container lacks the GPUs' render nodes (/dev/dri/renderD*): ROCm opens the render "
+            "node of every GPU besides /dev/kfd, so with /dev/kfd and /dev/dri/card* alone it finds no GPU",
+            "pass the render nodes in as well: docker/podman run --device=/dev/kfd --device=/dev/dri (the whole "
+            "directory); Singularity/Apptainer --rocm (with --contain, a release that binds /dev/dri/renderD*, or "
+            "--bind /dev/dri); check on the host that /dev/dri/renderD* exist",
+            (f"the text: {told.group(0)}",),
+        )
+    )

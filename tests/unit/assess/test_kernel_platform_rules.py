@@ -86,3 +86,59 @@ def test_rocminfo_without_gpu_agents_and_without_the_message_is_still_no_gpu_nod
     found = codes(text)
     assert "kernel-too-old" not in found
     assert "kfd-no-gpu-node" in found
+
+
+# --- KFD's "added device" quoted in a sentence ----------------------------------------------------------------
+
+
+def test_kfd_added_quoted_in_a_list_counts_as_ready() -> None:
+    text = (
+        "The driver side looks fine on this Azure node:\n"
+        "* `kfd kfd: amdgpu: added device 1002:740f` shows up for all four MI210s\n"
+        "* but the app still prints hipErrorNoDevice\n"
+    )
+    assert "kfd-ready" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I never get `kfd kfd: added device 1002:73bf` in dmesg, only the amdgpu lines",
+        "there is no 'kfd kfd: amdgpu: added device 1002:744c' line at all",
+        # a device of another vendor is not an AMD GPU KFD added
+        "weird: `kfd kfd: added device 10de:2204` after the update",
+    ],
+)
+def test_kfd_added_said_to_be_absent_is_not_ready(text: str) -> None:
+    assert "kfd-ready" not in codes(text)
+
+
+# --- a container without the render nodes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Inside the podman container /dev/kfd is there but renderD128 was not passed, so rocminfo shows only the CPU.",
+        "singularity exec --contain --rocm image.sif rocminfo fails; the container has /dev/dri/card1 but no "
+        "/dev/dri/renderD129.",
+        "docker run --device=/dev/kfd --device=/dev/dri/card0 ... : the render nodes are missing in the container",
+    ],
+)
+def test_render_nodes_left_out_of_a_container(text: str) -> None:
+    found = codes(text)
+    assert "device-node-missing" in found
+    assert "user-not-in-group" not in found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a host, no container: a missing render node there is another question (amdgpu, udev)
+        "On my desktop /dev/dri/renderD128 is missing after the update and rocminfo fails.",
+        # the render nodes named as present in a container
+        "In the container ls -l /dev/dri shows renderD128 crw-rw---- root render, and /dev/kfd is there too.",
+    ],
+)
+def test_render_nodes_not_said_to_be_left_out_of_a_container(text: str) -> None:
+    assert "device-node-missing" not in codes(text)
