@@ -241,6 +241,26 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_ROCM_WSL,
         "WSL environment detected.",
     ),
+    # ROCm 7's rocminfo when hsa_init() fails (on a Linux host the same words follow a missing KFD GPU; under WSL
+    # the DXG path found no GPU), and librocdxg's topology when DXCore lists no usable adapter.
+    AppFormat(
+        "rocminfo-hsa-init-failed",
+        "no-device",
+        "hsa_init Failed",
+        r"hsa_init Failed, possibly no supported GPU devices",
+        "the ROCm runtime did not start: it found no GPU it can use (the cause is below it)",
+        "ROCm/rocminfo rocminfo.cc main() (ROCm 7: 'hsa_init Failed, possibly no supported GPU devices')",
+        "hsa_init Failed, possibly no supported GPU devices",
+    ),
+    AppFormat(
+        "rocdxg-no-wddm-adapter",
+        "no-device",
+        "No WDDM adapters found",
+        r"No WDDM adapters found",
+        "librocdxg (ROCm's WSL thunk) found no GPU adapter through /dev/dxg: the Windows driver exposes none to WSL",
+        "ROCm/librocdxg src/topology.cpp topology_sysfs_get_system_props ('No WDDM adapters found.')",
+        "pid:6895 tid:0x76bf09cbb100 [topology_sysfs_get_system_props] No WDDM adapters found.",
+    ),
     # --- rocminfo's ISA lines (also as grepped out of its output, without the agent header) ---------------
     AppFormat(
         "rocminfo-isa",
@@ -679,6 +699,13 @@ PROSE_NO_GPU_SEEN = re.compile(
     r"\b(?:does ?n[o']?t|do ?n[o']?t|not|never|won'?t) work\w*\b|\bcan ?not get\b|\bcan'?t get\b"
     r"|\bonly (?:see|shows?|lists?|detects?|finds?) (?:the |my )?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
     r"|\bfailed on\b",
+    re.I,
+)
+# Prose that a GPU is missing from a support list ("6900XT (GFX1030) havn't been in Compatibility list of rocm6.1.3
+# on WSL2", "the 7600 XT is not on the WSL support matrix"): any negation ending in n't, typos included.
+PROSE_NOT_ON_LIST = re.compile(
+    r"\b(?:not|never|\w+n'?t)\s+(?:been\s+|yet\s+|even\s+){0,2}(?:in|on|part of|(?:listed|included) (?:in|on))\s+"
+    r"(?:the\s+|their\s+|amd'?s\s+)?(?:[\w.-]+\s+){0,3}?(?:compatibility|support(?:ed)?)\s*(?:list|matrix|table)\b",
     re.I,
 )
 # Prose that says the machine has no AMD GPU ("a system without any AMD card", "the system has no AMD GPUs").

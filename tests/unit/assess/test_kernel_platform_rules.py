@@ -142,3 +142,51 @@ def test_render_nodes_left_out_of_a_container(text: str) -> None:
 )
 def test_render_nodes_not_said_to_be_left_out_of_a_container(text: str) -> None:
     assert "device-node-missing" not in codes(text)
+
+
+# --- ROCm 7 under WSL: rocminfo's and librocdxg's own words for a runtime that found no GPU ----------------------
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "$ rocminfo\nWSL environment detected.\nhsa_init Failed, possibly no supported GPU devices\n",
+        # librocdxg's topology line first, as a Strix Point laptop prints it
+        "$ rocminfo\nWSL environment detected.\npid:4211 tid:0x7f00aa11b100 [topology_sysfs_get_system_props] "
+        "No WDDM adapters found.\nhsa_init Failed, possibly no supported GPU devices\n",
+    ],
+)
+def test_rocm7_under_wsl_finding_no_gpu_is_the_wsl_path(paste: str) -> None:
+    found = diagnose_text(paste).findings
+    wsl = [f for f in found if f.code == "host-without-kfd"]
+    assert wsl, [f.code for f in found]
+    assert "HSA_ENABLE_DXG_DETECTION" in wsl[0].remedy
+    assert not {f.code for f in found} & {"device-node-missing", "user-not-in-group", "module-not-loaded"}
+
+
+def test_hsa_init_failed_on_a_linux_host_is_not_blamed_on_wsl() -> None:
+    # the same rocminfo words on bare metal: a symptom, whose cause the other lines give (here no KFD GPU node)
+    paste = (
+        "$ uname -r\n6.11.0-29-generic\n$ rocminfo\nROCk module is loaded\n"
+        "hsa_init Failed, possibly no supported GPU devices\n"
+    )
+    assert "host-without-kfd" not in codes(paste)
+
+
+# --- a GPU said to be missing from a support list under WSL -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Turns out the RX 6800 (gfx1030) isn't on the WSL compatibility matrix for ROCm 6.4, so WSL2 can't use it.",
+        "my 7600 XT has not been listed in AMD's WSL support table yet; rocminfo under WSL2 hangs",
+    ],
+)
+def test_a_gpu_not_on_the_wsl_list_is_unsupported_there(told: str) -> None:
+    assert "userspace-target-unsupported" in codes(told)
+
+
+def test_the_list_named_without_a_negation_is_not_a_finding() -> None:
+    told = "The RX 7900 XTX is on the WSL compatibility list, and rocminfo under WSL2 shows it as gfx1100."
+    assert "userspace-target-unsupported" not in codes(told)
