@@ -522,7 +522,12 @@ def rule_runtime_ready(r: Reasoning) -> None:
         return
     seen: list[tuple[str, str]] = [(a.gfx, str(a.source)) for a in obs.agents if a.device is None]
     for m in obs.saw("runtime-gpu"):
-        for gfx in [m.gfx] if m.gfx else (m.value("supported") or "").split():
+        targets = [m.gfx] if m.gfx else (m.value("supported") or "").split()
+        name = m.value("name")
+        if not targets and name:
+            # a device listed by its name (rccl-tests): its target where the name says it, else the name
+            targets = [appformats.named_target(name) or name]
+        for gfx in targets:
             seen.append((gfx, str(m.source)))
     done: set[str] = set()
     for gfx, where in seen:

@@ -295,6 +295,19 @@ FORMATS: tuple[AppFormat, ...] = (
         "userspace, %s disabled. Upgrade amdgpu.')",
         "HSA Error:  Incompatible kernel and userspace, AMD Radeon Pro VII disabled. Upgrade amdgpu.",
     ),
+    # rccl-tests (and nccl-tests) list the devices each rank uses: src/common.cu "#  Rank %2d [Group %2d] Pid %6d on
+    # %10s device %2d [<PCI bus>] %s", the last field the runtime's device name. An AMD name there is a GPU the HIP
+    # runtime enumerated and opened. The leading "#" is optional: a paste reader takes "# " for a root prompt.
+    AppFormat(
+        "rccl-tests-device",
+        "runtime-gpu",
+        "Pid ",
+        r"^(?:#\s+)?Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+"
+        r"(?P<name>(?:AMD|Radeon)\b[^\n]*?|(?P<gfx>gfx[0-9a-f]{3,4})\S*)\s*$",
+        "an RCCL test listed an AMD GPU it runs on: the runtime enumerated it, so KFD added it",
+        "ROCm/rccl-tests src/common.cu ('#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s')",
+        "#   Rank  3 Pid  41822 on node017 device  3 [0000:c1:00.0] AMD Instinct MI250X",
+    ),
     # --- ollama -------------------------------------------------------------------------------------------
     AppFormat(
         "ollama-config-override-unset",
@@ -915,12 +928,40 @@ NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bRadeon VII\b|\bMI50\b|\bMI60\b", re.IGNORECASE), "gfx906"),
     (re.compile(r"\bMI100\b"), "gfx908"),
     (re.compile(r"\bMI2[15]0X?\b"), "gfx90a"),
-    (re.compile(r"\bMI300[AX]?\b"), "gfx942"),
+    (re.compile(r"\bMI3(?:00[AX]?|08X|25X)\b"), "gfx942"),
+    (re.compile(r"\bMI35[05]X\b"), "gfx950"),
     (re.compile(r"\b(?:Radeon )?680M\b"), "gfx1035"),
-    (re.compile(r"\b(?:Radeon )?7[48]0M\b"), "gfx1103"),
-    (re.compile(r"\b(?:Radeon )?890M\b"), "gfx1150"),
-    (re.compile(r"\b(?:Radeon )?8060S\b"), "gfx1151"),
+    (re.compile(r"\b(?:Radeon )?7[468]0M\b"), "gfx1103"),
+    (re.compile(r"\b(?:Radeon )?8[89]0M\b"), "gfx1150"),
+    (re.compile(r"\b(?:Radeon )?80[56]0S\b"), "gfx1151"),
+    # Instinct, Radeon Pro and cloud parts (pci.ids names, as in knowledge/generated.py: "Vega 10 [Radeon Instinct
+    # MI25 MxGPU]", "Navi 12 [Radeon Pro V520]", "Navi 21 [Radeon Pro V620 MxGPU]", "Navi 31 [Radeon Pro W7900]").
+    (re.compile(r"\bMI25\b"), "gfx900"),
+    (re.compile(r"\bMI[68]\b"), "gfx803"),
+    (re.compile(r"\bPro V520\b"), "gfx1011"),
+    (re.compile(r"\bPro (?:V620|W68\d0)\b"), "gfx1030"),
+    (re.compile(r"\bPro W66\d0\b"), "gfx1032"),
+    (re.compile(r"\bPRO W7[89]00\b", re.IGNORECASE), "gfx1100"),
+    (re.compile(r"\bPro (?:V710|W7700)\b", re.IGNORECASE), "gfx1101"),
+    (re.compile(r"\bPRO W7[56]00\b", re.IGNORECASE), "gfx1102"),
+    # Cloud VM sizes that name their GPU: Azure NVv4 (MI25 MxGPU partitions), NGads V620, NVads V710 v5, AWS g4ad
+    # (Radeon Pro V520). Azure's ND MI300X v5 names the part itself.
+    # Azure writes them "Standard_NV4as_v4", "Standard_NG8ads_V620_v1": "_" is a word character, so no \b there.
+    (re.compile(r"(?<![A-Za-z0-9])NV\d+as_v4(?![A-Za-z0-9])", re.IGNORECASE), "gfx900"),
+    (re.compile(r"(?<![A-Za-z0-9])NG\d+ads[_ ]V620(?![A-Za-z0-9])", re.IGNORECASE), "gfx1030"),
+    (re.compile(r"(?<![A-Za-z0-9])NV\d+ads[_ ]V710(?![A-Za-z0-9])", re.IGNORECASE), "gfx1101"),
+    (re.compile(r"\bg4ad\.\w+\b"), "gfx1011"),
 )
+# Literals one of which every NAMED_GFX match contains: evidence.text searches a line only when it holds one.
+NAMED_GFX_CUES = ("Vega", "VII", "MI", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads", "g4ad.")
+
+
+def named_target(name: str) -> str | None:
+    """The gfx target of a GPU named by its retail or cloud name ("AMD Instinct MI100" -> gfx908), if one."""
+    for pattern, target in NAMED_GFX:
+        if pattern.search(name):
+            return target
+    return None
 
 
 # Mobile names whose chip differs from the desktop card of the same number (pci.ids, as in

@@ -190,3 +190,90 @@ def test_a_gpu_not_on_the_wsl_list_is_unsupported_there(told: str) -> None:
 def test_the_list_named_without_a_negation_is_not_a_finding() -> None:
     told = "The RX 7900 XTX is on the WSL compatibility list, and rocminfo under WSL2 shows it as gfx1100."
     assert "userspace-target-unsupported" not in codes(told)
+
+
+# --- server, workstation and cloud GPUs named in prose --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "GPU: AMD Radeon Pro V620 MxGPU",
+        "VM size Standard_NG8ads_V620_v1 on Azure",
+        "an Azure Standard NV8as_v4 machine (a quarter of an MI25)",
+        "EC2 g4ad.4xlarge (Radeon Pro V520)",
+        "a workstation with a Radeon PRO W7800",
+    ],
+)
+def test_a_server_or_cloud_gpu_in_prose_counts_as_an_amd_gpu(named: str) -> None:
+    # rocminfo's "NOT loaded" is blamed on amdgpu only where the text shows an AMD GPU (else: maybe there is none)
+    text = f"{named}\n$ rocminfo\nROCk module is NOT loaded, possibly no GPU devices\n"
+    assert "module-not-loaded" in codes(text)
+
+
+def test_an_nvidia_cloud_size_is_not_an_amd_gpu() -> None:
+    text = "Azure Standard_NC24ads_A100_v4\n$ rocminfo\nROCk module is NOT loaded, possibly no GPU devices\n"
+    assert "module-not-loaded" not in codes(text)
+
+
+# --- rccl-tests' device list --------------------------------------------------------------------------------------
+
+
+def test_rccl_tests_listing_amd_gpus_shows_them_ready() -> None:
+    log = (
+        "$ mpirun -np 2 ./build/all_reduce_perf -b 8 -e 64M -f 2 -g 1\n"
+        "# Using devices\n"
+        "#  Rank  0 Group  0 Pid  71522 on   gpu-n07 device  0 [0000:c1:00] AMD Instinct MI250X\n"
+        "#  Rank  1 Group  0 Pid  71523 on   gpu-n07 device  1 [0000:c6:00] AMD Instinct MI250X\n"
+    )
+    ready = [f for f in diagnose_text(log).findings if f.code == "kfd-ready"]
+    assert ready and "gfx90a" in ready[0].message
+
+
+def test_nccl_tests_listing_nvidia_gpus_is_not_an_amd_gpu() -> None:
+    log = "# Using devices\n#  Rank  0 Group  0 Pid   1234 on   dgx01 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
+    assert "kfd-ready" not in codes(log)
+
+
+# One name per NAMED_GFX row, written as people write them: each must reach its target through evidence.text's
+# cue test (NAMED_GFX_CUES, spelled out there for speed), so a row whose name holds no cue fails here.
+NAMED = [
+    ("Vega 64", "gfx900"),
+    ("Radeon VII", "gfx906"),
+    ("Instinct MI100", "gfx908"),
+    ("MI250X", "gfx90a"),
+    ("MI325X", "gfx942"),
+    ("MI355X", "gfx950"),
+    ("Radeon 680M", "gfx1035"),
+    ("Radeon 760M", "gfx1103"),
+    ("Radeon 880M", "gfx1150"),
+    ("Radeon 8050S", "gfx1151"),
+    ("Radeon Instinct MI25", "gfx900"),
+    ("Radeon Instinct MI8", "gfx803"),
+    ("Radeon Pro V520", "gfx1011"),
+    ("Radeon Pro W6800", "gfx1030"),
+    ("Radeon Pro W6600", "gfx1032"),
+    ("Radeon PRO W7900", "gfx1100"),
+    ("Radeon Pro V710", "gfx1101"),
+    ("Radeon PRO W7600", "gfx1102"),
+    ("Standard_NV16as_v4", "gfx900"),
+    ("Standard_NG32ads_V620_v1", "gfx1030"),
+    ("Standard_NV24ads_V710_v5", "gfx1101"),
+    ("g4ad.xlarge", "gfx1011"),
+]
+
+
+def test_every_named_row_has_a_named_example() -> None:
+    from kfdguard.knowledge import appformats
+
+    assert len(NAMED) >= len(appformats.NAMED_GFX)
+    for pattern, target in appformats.NAMED_GFX:
+        assert any(pattern.search(name) and want == target for name, want in NAMED), pattern.pattern
+
+
+@pytest.mark.parametrize(("name", "target"), NAMED)
+def test_a_named_gpu_in_prose_reaches_its_target(name: str, target: str) -> None:
+    from kfdguard.evidence.text import read_text
+
+    obs = read_text(f"the machine has a {name} and nothing works\n")
+    assert target in {gfx for gfx, _ in obs.prose_gfx}
