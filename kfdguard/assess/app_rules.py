@@ -1006,7 +1006,9 @@ def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
     if where is None:
         return
     text, lowered = obs.text, obs.lowered
-    cpu_only = _holds(obs, "HSA Agents") and _holds(obs, "Device Type:")  # rocminfo ran; its agents (no GPU) are above
+    # rocminfo ran and listed agents, none a GPU (agents above returned): the same evidence rule_gpu_nodes reads,
+    # which a paste cut before the agents' "Device Type:" line still gives
+    cpu_only = obs.first("rocminfo-agents") is not None or (_holds(obs, "HSA Agents") and _holds(obs, "Device Type:"))
     said = (
         None
         if cpu_only

@@ -710,8 +710,9 @@ PROSE_CPU_ONLY = re.compile(
 # CPU", "it doesn't work for 7800XT"): read only where the text also shows WSL (app_rules.rule_wsl_gpu_unlisted).
 PROSE_NO_GPU_SEEN = re.compile(
     r"\b(?:does ?n[o']?t|do ?n[o']?t|not|never|won'?t) work\w*\b|\bcan ?not get\b|\bcan'?t get\b"
-    r"|\bonly (?:see|shows?|lists?|detects?|finds?) (?:the |my )?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
-    r"|\bfailed on\b",
+    r"|\bonly (?:see|seeing|shows?|showing|lists?|listing|detects?|detecting|finds?|finding) (?:the |my |an? )?"
+    r"(?:[\w()-]+ ){0,2}?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
+    r"|\bfailed on\b|\bfail(?:s|ed)? to (?:detect|see|find|recogni[sz]e) (?:the |my |any )?(?:amd )?(?:gpu|card)\b",
     re.I,
 )
 # Prose that a GPU is missing from a support list ("6900XT (GFX1030) havn't been in Compatibility list of rocm6.1.3

@@ -277,3 +277,34 @@ def test_a_named_gpu_in_prose_reaches_its_target(name: str, target: str) -> None
 
     obs = read_text(f"the machine has a {name} and nothing works\n")
     assert target in {gfx for gfx, _ in obs.prose_gfx}
+
+
+# --- WSL: a CPU-only rocminfo cut short, and the GPU told unseen --------------------------------------------------
+
+
+def test_a_wsl_rocminfo_cut_after_the_cpu_agent_is_an_unlisted_gpu() -> None:
+    paste = (
+        "WSL environment detected.\n=====================\nHSA System Attributes\n=====================\n"
+        "Runtime Version:         1.1\n\n==========\nHSA Agents\n==========\n*******\nAgent 1\n*******\n"
+        "  Name:                    AMD Ryzen 9 7950X3D 16-Core Processor\n"
+        "  Uuid:                    CPU-XX\n"
+    )
+    found = codes(paste)
+    assert "userspace-target-unsupported" in found
+    assert "kfd-no-gpu-node" not in found  # no KFD under WSL to lack a node
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Under WSL2 rocminfo keeps only showing my AMD Ryzen CPU, the Radeon is missing",
+        "ROCm in WSL2 fails to detect the GPU after installing the WSL usecase",
+    ],
+)
+def test_the_gpu_told_unseen_under_wsl(told: str) -> None:
+    assert "userspace-target-unsupported" in codes(told)
+
+
+def test_the_gpu_told_unseen_on_a_linux_host_is_not_a_wsl_finding() -> None:
+    told = "On Ubuntu 24.04 rocminfo keeps only showing my AMD Ryzen CPU, the RX 7900 XTX is missing"
+    assert "userspace-target-unsupported" not in codes(told)
