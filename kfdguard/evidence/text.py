@@ -425,7 +425,8 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
         or "Pro " in text
         or "PRO " in text
         or "as_v4" in text
-        or "ads" in text
+        or "ads_V" in text
+        or "ads V" in text
         or "g4ad." in text
     ):
         for pattern, target in appformats.NAMED_GFX:

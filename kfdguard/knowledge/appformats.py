@@ -953,8 +953,9 @@ NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![A-Za-z0-9])NV\d+ads[_ ]V710(?![A-Za-z0-9])", re.IGNORECASE), "gfx1101"),
     (re.compile(r"\bg4ad\.\w+\b"), "gfx1011"),
 )
-# Literals one of which every NAMED_GFX match contains: evidence.text searches a line only when it holds one.
-NAMED_GFX_CUES = ("Vega", "VII", "MI", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads", "g4ad.")
+# Literals one of which every NAMED_GFX match contains: evidence.text searches a line only when it holds one
+# (specific ones: "ads" alone is in every "threads" and "loads" line).
+NAMED_GFX_CUES = ("Vega", "VII", "MI", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads_V", "ads V", "g4ad.")
 
 
 def named_target(name: str) -> str | None:
