@@ -308,6 +308,22 @@ FORMATS: tuple[AppFormat, ...] = (
         "ROCm/rccl-tests src/common.cu ('#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s')",
         "#   Rank  3 Pid  41822 on node017 device  3 [0000:c1:00.0] AMD Instinct MI250X",
     ),
+    # TensorFlow's BaseGPUDeviceFactory logs each device it creates: "Created device %s with %d MB memory:  -> %s",
+    # the description "device: %d, name: %s, pci bus id: %s" (ROCm builds too). An AMD name there is a GPU the
+    # runtime enumerated.
+    AppFormat(
+        "tf-created-device",
+        "runtime-gpu",
+        "Created device",
+        r"Created device \S*device:GPU:\d+ with \d+ MB memory:?\s+->\s+device: \d+, name: "
+        r"(?P<name>(?:AMD|Radeon)\b[^,]*|(?P<gfx>gfx[0-9a-f]{3,4})[^,]*)",
+        "TensorFlow created a GPU device on an AMD GPU: the ROCm runtime enumerated it, so KFD added it",
+        "tensorflow/core/common_runtime/gpu/gpu_device.cc (BaseGPUDeviceFactory::CreateGPUDevice: 'Created device "
+        "%s with %d MB memory:  -> %s')",
+        "2023-02-11 09:14:03.118201: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1613] Created device "
+        "/job:localhost/replica:0/task:0/device:GPU:0 with 30688 MB memory:  -> device: 0, name: AMD Instinct MI100, "
+        "pci bus id: 0000:c3:00.0",
+    ),
     # --- ollama -------------------------------------------------------------------------------------------
     AppFormat(
         "ollama-config-override-unset",
@@ -959,11 +975,14 @@ NAMED_GFX_CUES = ("Vega", "VII", "MI", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads
 
 
 def named_target(name: str) -> str | None:
-    """The gfx target of a GPU named by its retail or cloud name ("AMD Instinct MI100" -> gfx908), if one."""
+    """The gfx target of a GPU named by its retail or cloud name ("AMD Instinct MI100" -> gfx908, "AMD Radeon RX
+    6800 XT" -> gfx1030), if one."""
     for pattern, target in NAMED_GFX:
         if pattern.search(name):
             return target
-    return None
+    lowered = name.lower()
+    m = RADEON_RX.search(lowered) or AMD_NUMBER.search(lowered)
+    return rx_target(int(m["number"]), m["suffix"] or "") if m else None
 
 
 # Mobile names whose chip differs from the desktop card of the same number (pci.ids, as in

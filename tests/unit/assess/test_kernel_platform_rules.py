@@ -308,3 +308,34 @@ def test_the_gpu_told_unseen_under_wsl(told: str) -> None:
 def test_the_gpu_told_unseen_on_a_linux_host_is_not_a_wsl_finding() -> None:
     told = "On Ubuntu 24.04 rocminfo keeps only showing my AMD Ryzen CPU, the RX 7900 XTX is missing"
     assert "userspace-target-unsupported" not in codes(told)
+
+
+# --- TensorFlow's created devices ----------------------------------------------------------------------------------
+
+
+def test_tensorflow_creating_devices_on_amd_gpus_shows_them_ready() -> None:
+    log = (
+        "2024-05-02 17:40:11.520114: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1928] Created device "
+        "/job:localhost/replica:0/task:0/device:GPU:0 with 63922 MB memory:  -> device: 0, name: AMD Instinct "
+        "MI210, pci bus id: 0000:83:00.0\n"
+    )
+    ready = [f for f in diagnose_text(log).findings if f.code == "kfd-ready"]
+    assert ready and "gfx90a" in ready[0].message
+
+
+def test_tensorflow_creating_a_device_on_an_nvidia_gpu_is_not_amd() -> None:
+    log = (
+        "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device /job:localhost/replica:0/task:0/"
+        "device:GPU:0 with 22290 MB memory:  -> device: 0, name: NVIDIA GeForce RTX 3090, pci bus id: 0000:01:00.0\n"
+    )
+    assert "kfd-ready" not in codes(log)
+
+
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [("AMD Radeon RX 7900 XTX", "gfx1100"), ("AMD Instinct MI300X", "gfx942"), ("AMD Radeon Graphics", None)],
+)
+def test_named_target_reads_retail_names(name: str, target: str | None) -> None:
+    from kfdguard.knowledge.appformats import named_target
+
+    assert named_target(name) == target
