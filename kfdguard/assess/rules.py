@@ -689,6 +689,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         rule_kfd_init_failed,
         rule_gpu_nodes,
         rule_access,
+        text_only("rule_prose_kfd_locked", "stack_rules"),
         text_only("rule_rock_not_loaded"),
         text_only("rule_host_without_kfd"),
         text_only("rule_wsl_runtime"),

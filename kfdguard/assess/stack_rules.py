@@ -384,3 +384,57 @@ def rule_container_render_nodes_missing(r: Reasoning) -> None:
             (f"the text: {told.group(0)}",),
         )
     )
+
+
+# --- KFD locked after a GPU left, told in words ------------------------------------------------------------------
+
+# kfd_chardev.c kfd_open(): while kfd_is_locked() (raised when a GPU is removed, unbound or reset and not
+# recovered) every open returns -EINVAL, for every user and GPU. Prose says it as EINVAL/"Invalid argument" on a
+# line about kfd, or as /dev/kfd "locked"/"blocked" beside a GPU that left (hot-unplug, vfio, unbind).
+# "cat: /dev/kfd: Invalid argument" is read(2) on an open that succeeded, the sign that access works, and not this.
+KFD_EINVAL_TOLD = re.compile(
+    r"^(?!\s*cat:)(?:(?!cat /dev/kfd).)*?(?:\bkfd\b[^\n]{0,80}?(?:invalid argument|\beinval\b)"
+    r"|(?:invalid argument|\beinval\b)[^\n]{0,80}?\bkfd\b)",
+    re.I,
+)
+KFD_LOCKED_TOLD = re.compile(
+    r"/dev/kfd\b[`'\"]?\s+(?:is|was|gets?|got|becomes?|became|stays?)\s+(?:\w+\s+)?(?:locked|blocked)\b"
+    r"|\b(?:locked|blocked)\s+/dev/kfd\b",
+    re.I,
+)
+GPU_LEFT = re.compile(
+    r"\b(?:hot[- ]?unplug\w*|unplug\w*|disconnect\w*|vfio(?:-pci)?|unbind\w*|unbound|passthrough|pass(?:ed|ing)? "
+    r"(?:it |the (?:e?gpu|card) )?(?:through|to (?:a |the )?vm))\b",
+    re.I,
+)
+
+
+def rule_prose_kfd_locked(r: Reasoning) -> None:
+    """The text says opening /dev/kfd fails with EINVAL, or that /dev/kfd is locked after a GPU left: KFD refuses
+    every open until amdgpu is reloaded; permissions are not the cause."""
+    obs = r.obs
+    if r.machine is not None or r.has("kfd-open-einval", "host-without-kfd", "no-amd-gpu", "kfd-not-built"):
+        return
+    told = search_lines(KFD_EINVAL_TOLD, obs.text, obs.lowered, "invalid argument", "einval")
+    if told is None:
+        locked = search_lines(KFD_LOCKED_TOLD, obs.text, obs.lowered, "locked", "blocked")
+        left = search_lines(GPU_LEFT, obs.text, obs.lowered, "plug", "vfio", "unbind", "unbound", "connect", "pass")
+        if locked is None or left is None:
+            return
+        evidence = (f"the text: {locked.group(0)}", f"the text: {left.group(0)}")
+    else:
+        evidence = (f"the text: {told.group(0).strip()[-120:]}",)
+    # the permission findings a locked KFD produces through its symptoms are not the cause
+    r.findings[:] = [f for f in r.findings if f.code not in ("device-permissions", "user-not-in-group")]
+    r.findings.append(
+        Finding(
+            "kfd-open-einval",
+            E,
+            "the text says /dev/kfd refuses opens with EINVAL (or is locked) after a GPU left the system: KFD locks "
+            "itself when a GPU is removed, unbound or handed to vfio-pci and stays so for every GPU and user",
+            "reload amdgpu (sudo modprobe -r amdgpu && sudo modprobe amdgpu, which drops every GPU's display) or "
+            "reboot; to pass a GPU to a VM without this, bind it to vfio-pci at boot instead of unbinding it from "
+            "amdgpu at run time; do not change permissions",
+            evidence,
+        )
+    )

@@ -339,3 +339,32 @@ def test_named_target_reads_retail_names(name: str, target: str | None) -> None:
     from kfdguard.knowledge.appformats import named_target
 
     assert named_target(name) == target
+
+
+# --- KFD locked after a GPU left, in words -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Since I unbind the second card for my Windows VM, every HIP program fails to open kfd with EINVAL.",
+        "After unplugging the Razer Core enclosure /dev/kfd gets locked and nothing ROCm works until reboot.",
+    ],
+)
+def test_kfd_told_locked_after_a_gpu_left(told: str) -> None:
+    found = codes(told)
+    assert "kfd-open-einval" in found
+    assert not found & {"device-permissions", "user-not-in-group"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # read(2) on an open that worked: access is fine
+        "after adding myself to render, `cat /dev/kfd` now says\ncat: /dev/kfd: Invalid argument\nso it works",
+        # "locked" without a GPU leaving: a permission setup, not KFD's lock
+        "our admin has /dev/kfd locked down to root:render on the cluster",
+    ],
+)
+def test_kfd_einval_near_misses(text: str) -> None:
+    assert "kfd-open-einval" not in codes(text)
