@@ -416,6 +416,7 @@ def rule_prose_kfd_locked(r: Reasoning) -> None:
     if r.machine is not None or r.has("kfd-open-einval", "host-without-kfd", "no-amd-gpu", "kfd-not-built"):
         return
     told = search_lines(KFD_EINVAL_TOLD, obs.text, obs.lowered, "invalid argument", "einval")
+    evidence: tuple[str, ...]
     if told is None:
         locked = search_lines(KFD_LOCKED_TOLD, obs.text, obs.lowered, "locked", "blocked")
         left = search_lines(GPU_LEFT, obs.text, obs.lowered, "plug", "vfio", "unbind", "unbound", "connect", "pass")
