@@ -107,6 +107,17 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_CLR_CO,
         "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
     ),
+    # The error's enum name alone, as hipGetErrorName() returns it and programs print it ("HIP error:
+    # hipErrorNoBinaryForGpu", "error: 'hipErrorNoBinaryForGpu'(209)", an issue title): the same cause.
+    AppFormat(
+        "hip-no-binary-name",
+        "no-code-object",
+        "hipErrorNoBinaryForGpu",
+        r"\bhipErrorNoBinaryForGpu\b(?!: (?:Unable|Cou?l?dn))",
+        "the program's GPU code has no code object for the GPU (HIP's error name)",
+        "ROCm/clr hipamd/src/hip_error.cpp (hipGetErrorName: 'hipErrorNoBinaryForGpu')",
+        "error: 'hipErrorNoBinaryForGpu'(209) at gemm.cpp:77",
+    ),
     AppFormat(
         "hip-no-compatible-co",
         "no-code-object",

@@ -368,3 +368,19 @@ def test_kfd_told_locked_after_a_gpu_left(told: str) -> None:
 )
 def test_kfd_einval_near_misses(text: str) -> None:
     assert "kfd-open-einval" not in codes(text)
+
+
+# --- HIP's error name alone ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "rocblas-bench: error: 'hipErrorNoBinaryForGpu'(209) at gemm.cpp:77",
+        "RuntimeError: HIP error: hipErrorNoBinaryForGpu\nrocminfo | grep gfx\n  Name:                    gfx1032",
+    ],
+)
+def test_hips_error_name_alone_is_a_missing_code_object(printed: str) -> None:
+    found = codes(printed)
+    assert "userspace-target-unsupported" in found
+    assert "device-permissions" not in found
