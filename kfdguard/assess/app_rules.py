@@ -529,7 +529,12 @@ def rule_runtime_ready(r: Reasoning) -> None:
         return
     seen: list[tuple[str, str]] = [(a.gfx, str(a.source)) for a in obs.agents if a.device is None]
     for m in obs.saw("runtime-gpu"):
-        for gfx in [m.gfx] if m.gfx else (m.value("supported") or "").split():
+        targets = [m.gfx] if m.gfx else (m.value("supported") or "").split()
+        name = m.value("name")
+        if not targets and name:
+            # a device listed by its name (rccl-tests): its target where the name says it, else the name
+            targets = [appformats.named_target(name) or name]
+        for gfx in targets:
             seen.append((gfx, str(m.source)))
     done: set[str] = set()
     for gfx, where in seen:
@@ -990,6 +995,9 @@ def _wsl(r: Reasoning) -> str | None:
     return None
 
 
+WSL_INIT_FAILED = ("rocminfo-hsa-init-failed", "rocdxg-no-wddm-adapter")
+
+
 def rule_wsl_runtime(r: Reasoning) -> None:
     """ROCm under WSL failing: there is no KFD there, only AMD's WSL releases on the GPUs of their list."""
     obs = r.obs
@@ -997,7 +1005,11 @@ def rule_wsl_runtime(r: Reasoning) -> None:
         return
     refused = obs.saw("runtime-unsupported-gpu")
     failed = obs.first("hsa-failure")
-    if not refused and failed is None:
+    # ROCm 7's rocminfo ("hsa_init Failed, ...") and librocdxg ("No WDDM adapters found") say the same failure
+    # in their own words.
+    init_failed = [m for m in obs.saw("no-device") if m.format in WSL_INIT_FAILED]
+    failure = failed.value if failed is not None else init_failed[0].text if init_failed else None
+    if not refused and failure is None:
         return
     where = _wsl(r)
     if where is None:
@@ -1017,7 +1029,7 @@ def rule_wsl_runtime(r: Reasoning) -> None:
                 tuple(x for x in (refused[0].text, where, f"{shown}: {gfx}" if gfx else None) if x),
             )
         )
-    if (failed is None and not refused) or r.has("host-without-kfd"):
+    if (failure is None and not refused) or r.has("host-without-kfd"):
         return
     _drop_linux_host_findings(r)
     r.findings.append(
@@ -1028,9 +1040,10 @@ def rule_wsl_runtime(r: Reasoning) -> None:
             "driver (/dev/dxg) only in the ROCm releases AMD builds for WSL, with a matching Adrenalin driver; an "
             "HSA_STATUS_ERROR_OUT_OF_RESOURCES there means that path found no GPU it can use",
             "install the ROCm release AMD's WSL compatibility matrix lists for this GPU and Windows driver "
-            "(amdgpu-install --usecase=wsl,rocm --no-dkms), not a release for Linux hosts; advice about amdgpu, "
-            "/dev/kfd or the render group does not apply under WSL",
-            tuple(x for x in (where, failed.value if failed else None) if x),
+            "(amdgpu-install --usecase=wsl,rocm --no-dkms), not a release for Linux hosts; from ROCm 7.2 the WSL path "
+            "is ROCDXG: librocdxg installed in the distribution and HSA_ENABLE_DXG_DETECTION=1 in the program's "
+            "environment; advice about amdgpu, /dev/kfd or the render group does not apply under WSL",
+            tuple(x for x in (where, failure) if x),
         )
     )
 
@@ -1046,8 +1059,15 @@ def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
     where = _wsl(r)
     if where is None:
         return
-    cpu_only = _holds(obs, "HSA Agents") and _holds(obs, "Device Type:")  # rocminfo ran; its agents (no GPU) are above
-    said = None if cpu_only else search_lines(appformats.PROSE_NO_GPU_SEEN, obs, "work", "get", "cpu", "detect", "fail")
+    # rocminfo ran and listed agents, none a GPU (agents above returned): the same evidence rule_gpu_nodes reads,
+    # which a paste cut before the agents' "Device Type:" line still gives
+    cpu_only = obs.first("rocminfo-agents") is not None or (_holds(obs, "HSA Agents") and _holds(obs, "Device Type:"))
+    said = (
+        None
+        if cpu_only
+        else search_lines(appformats.PROSE_NO_GPU_SEEN, obs, "work", "get", "cpu", "detect", "fail")
+        or search_lines(appformats.PROSE_NOT_ON_LIST, obs, " list", "matrix", "table")
+    )
     if not cpu_only and said is None:
         return
     gfx, shown = _gfx_of_text(r, [])

@@ -25,6 +25,7 @@ ANONYMOUS_GPU_EVENTS = frozenset(
         "kfd-not-supported-asic",
         "kfd-gc-ip-unsupported",
         "amdgpu-ip-init-failed",
+        "amdgpu-smu-setup-failed",
         "amdgpu-psp-failed",
     }
 )
@@ -176,7 +177,7 @@ def _device_failed(s: _Seen) -> Cause | None:
 
 def _firmware(s: _Seen) -> Cause | None:
     files = firmware_files(s.events)
-    fatal = s.having("amdgpu-ip-init-failed", "amdgpu-fatal-init")
+    fatal = s.having("amdgpu-ip-init-failed", "amdgpu-smu-setup-failed", "amdgpu-fatal-init")
     if not files or (all(optional_firmware(f) for f in files) and not fatal):
         return None  # optional firmware alone does not stop the GPU (rule_optional_firmware says so)
     package = _debian_12_firmware(s) or FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")
@@ -229,7 +230,8 @@ def _psp(s: _Seen) -> Cause | None:
 
 
 def _init_failed(s: _Seen) -> Cause | None:
-    ev = s.having("amdgpu-ip-init-failed", "amdgpu-fatal-init", "amdgpu-probe-failed")
+    # "Failed to setup smc hw!" is the SMU's own line for the same failure, kept where a paste cut the next one.
+    ev = s.having("amdgpu-ip-init-failed", "amdgpu-smu-setup-failed", "amdgpu-fatal-init", "amdgpu-probe-failed")
     if not ev:
         return None
     return Cause(

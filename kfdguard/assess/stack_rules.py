@@ -503,3 +503,160 @@ def rule_mac_denies_kfd(r: Reasoning) -> None:
             "the journal (journalctl -k | grep DENIED)"
         )
     r.findings.append(Finding("mac-policy-denies", E, message, remedy, (f"the text: {m.group(0)[:200]}",)))
+
+
+# --- ROCr refusing a GPU because the kernel's KFD is older than it needs ---------------------------------------
+
+
+def rule_kfd_interface_old(r: Reasoning) -> None:
+    """ROCr said it disabled a GPU because the kernel's KFD interface is too old ('Incompatible kernel and
+    userspace, <GPU> disabled. Upgrade amdgpu.'): the kernel driver is the cause, not the GPU or the build."""
+    obs = r.obs
+    if r.machine is not None or r.has("kernel-too-old", "host-without-kfd"):
+        return
+    seen = obs.saw("kfd-interface-old")
+    if not seen:
+        return
+    gpu = seen[0].value("gpu") or "the GPU"
+    r.findings.append(
+        Finding(
+            "kernel-too-old",
+            E,
+            f"ROCm's runtime disabled {gpu} because the running kernel's KFD is older than this ROCm release needs "
+            "for it (ROCr turns a gfx906 off on a KFD interface before 1.4, which cannot report the board's SRAM ECC "
+            "mode); the GPU is supported and KFD did add it",
+            "boot a kernel whose amdgpu is new enough for this ROCm, or build this release's amdgpu-dkms for the "
+            "running kernel (dkms status must say 'installed'); otherwise use a ROCm release older than 4.1 with "
+            "this kernel",
+            (seen[0].text,),
+        )
+    )
+    # rocminfo without GPU agents is this refusal, not a missing KFD node.
+    r.findings[:] = [f for f in r.findings if f.code != "kfd-no-gpu-node"]
+
+
+# --- KFD's "added device" quoted in prose ------------------------------------------------------------------------
+
+# kfd_device.c kgd2kfd_device_init(): dev_info(kfd_device, "added device %x:%x\n"), printed with KFD's device prefix
+# ("kfd kfd: amdgpu: added device 1002:74b5" in 6.x, "kfd kfd: added device 1002:67df" before). A report quotes it
+# inside a sentence or a list ("- `kfd kfd: added device 1002:74b5` (x8)"), where the log reader, which reads a line
+# as a whole message, does not see it. Only the prefixed form: "added device" alone is too common a phrase.
+QUOTED_KFD_ADDED = re.compile(
+    r"(?P<before>[^\n]{0,60}?)\bkfd kfd: (?:amdgpu: )?added device (?P<vendor>[0-9a-f]{4}):(?P<device>[0-9a-f]{4})\b",
+    re.I,
+)
+NEGATED = re.compile(r"\b(?:no|not|never|without|missing|instead of|lacks?)\b|n't\b", re.I)
+
+
+def rule_quoted_kfd_added(r: Reasoning) -> None:
+    """The text quotes KFD's 'added device' line for a GPU: KFD initialised it, whatever fails above."""
+    obs = r.obs
+    if r.machine is not None or r.has("kfd-ready", "host-without-kfd", "no-amd-gpu"):
+        return
+    told = search_lines(QUOTED_KFD_ADDED, obs, "kfd kfd: ")
+    if told is None or NEGATED.search(told["before"]) or told["vendor"].lower() != "1002":
+        return
+    r.findings.append(
+        Finding(
+            "kfd-ready",
+            Severity.INFO,
+            f"the text quotes KFD adding the GPU 1002:{told['device'].lower()} ('added device'): amdgpu and KFD "
+            "initialised it, so a failure after that lies in userspace, access or the program",
+            "",
+            (f"the text: {told.group(0)[len(told['before']) :]}",),
+        )
+    )
+
+
+# --- a container without the GPUs' render nodes, told in words ---------------------------------------------------
+
+# The runtime opens /dev/dri/renderD<drm_render_minor> of every GPU KFD lists (libhsakmt's fmm.c, to map the GPU's
+# memory; "Failed to open /dev/dri/renderD129" when it cannot), so a container given /dev/kfd and only
+# /dev/dri/card* sees no GPU. Prose names the
+# nodes and says they are needed, missing or not passed: "the /dev/dri/render* devices are needed in addition to
+# /dev/dri/card*", "renderD128 was not bound into the container", "without the render nodes".
+RENDER_NODES_LEFT_OUT = re.compile(
+    r"(?:/dev/dri/)?render(?:D\d+|D?\*|\s+nodes?)`?'?\"?(?:\s+(?:devices?|nodes?))?\s+(?:(?:are|is|were|was)\s+)?"
+    r"(?:needed|required|missing|absent|not\s+(?:bound|passed|mounted|present|there|available|included|exposed))\b"
+    r"|\b(?:without|missing|lacks?|no)\s+(?:the\s+)?`?(?:/dev/dri/)?render(?:D\d+|D?\*|\s+nodes?)",
+    re.I,
+)
+
+
+def rule_container_render_nodes_missing(r: Reasoning) -> None:
+    """The text says a container lacks (or needs) the GPUs' /dev/dri/renderD* nodes: ROCm there sees no GPU."""
+    from kfdguard.assess.report_rules import CONTAINER_WORD
+
+    obs = r.obs
+    if r.machine is not None or r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
+        return
+    told = search_lines(RENDER_NODES_LEFT_OUT, obs, "render")
+    if told is None or not (obs.first("container") or CONTAINER_WORD.search(obs.text)):
+        return
+    r.findings.append(
+        Finding(
+            "device-node-missing",
+            E,
+            "the text says the container lacks the GPUs' render nodes (/dev/dri/renderD*): ROCm opens the render "
+            "node of every GPU besides /dev/kfd, so with /dev/kfd and /dev/dri/card* alone it finds no GPU",
+            "pass the render nodes in as well: docker/podman run --device=/dev/kfd --device=/dev/dri (the whole "
+            "directory); Singularity/Apptainer --rocm (with --contain, a release that binds /dev/dri/renderD*, or "
+            "--bind /dev/dri); check on the host that /dev/dri/renderD* exist",
+            (f"the text: {told.group(0)}",),
+        )
+    )
+
+
+# --- KFD locked after a GPU left, told in words ------------------------------------------------------------------
+
+# kfd_chardev.c kfd_open(): while kfd_is_locked() (raised when a GPU is removed, unbound or reset and not
+# recovered) every open returns -EINVAL, for every user and GPU. Prose says it as EINVAL/"Invalid argument" on a
+# line about kfd, or as /dev/kfd "locked"/"blocked" beside a GPU that left (hot-unplug, vfio, unbind).
+# "cat: /dev/kfd: Invalid argument" is read(2) on an open that succeeded, the sign that access works, and not this.
+KFD_EINVAL_TOLD = re.compile(
+    r"^(?!\s*cat:)(?:(?!cat /dev/kfd).)*?(?:\bkfd\b[^\n]{0,80}?(?:invalid argument|\beinval\b)"
+    r"|(?:invalid argument|\beinval\b)[^\n]{0,80}?\bkfd\b)",
+    re.I,
+)
+KFD_LOCKED_TOLD = re.compile(
+    r"/dev/kfd\b[`'\"]?\s+(?:is|was|gets?|got|becomes?|became|stays?)\s+(?:\w+\s+)?(?:locked|blocked)\b"
+    r"|\b(?:locked|blocked)\s+/dev/kfd\b",
+    re.I,
+)
+GPU_LEFT = re.compile(
+    r"\b(?:hot[- ]?unplug\w*|unplug\w*|disconnect\w*|vfio(?:-pci)?|unbind\w*|unbound|passthrough|pass(?:ed|ing)? "
+    r"(?:it |the (?:e?gpu|card) )?(?:through|to (?:a |the )?vm))\b",
+    re.I,
+)
+
+
+def rule_prose_kfd_locked(r: Reasoning) -> None:
+    """The text says opening /dev/kfd fails with EINVAL, or that /dev/kfd is locked after a GPU left: KFD refuses
+    every open until amdgpu is reloaded; permissions are not the cause."""
+    obs = r.obs
+    if r.machine is not None or r.has("kfd-open-einval", "host-without-kfd", "no-amd-gpu", "kfd-not-built"):
+        return
+    told = search_lines(KFD_EINVAL_TOLD, obs, "invalid argument", "einval")
+    evidence: tuple[str, ...]
+    if told is None:
+        locked = search_lines(KFD_LOCKED_TOLD, obs, "locked", "blocked")
+        left = search_lines(GPU_LEFT, obs, "plug", "vfio", "unbind", "unbound", "connect", "pass")
+        if locked is None or left is None:
+            return
+        evidence = (f"the text: {locked.group(0)}", f"the text: {left.group(0)}")
+    else:
+        evidence = (f"the text: {told.group(0).strip()[-120:]}",)
+    # the permission findings a locked KFD produces through its symptoms are not the cause
+    r.findings[:] = [f for f in r.findings if f.code not in ("device-permissions", "user-not-in-group")]
+    r.findings.append(
+        Finding(
+            "kfd-open-einval",
+            E,
+            "the text says /dev/kfd refuses opens with EINVAL (or is locked) after a GPU left the system: KFD locks "
+            "itself when a GPU is removed, unbound or handed to vfio-pci and stays so for every GPU and user",
+            "reload amdgpu (sudo modprobe -r amdgpu && sudo modprobe amdgpu, which drops every GPU's display) or "
+            "reboot; to pass a GPU to a VM without this, bind it to vfio-pci at boot instead of unbinding it from "
+            "amdgpu at run time; do not change permissions",
+            evidence,
+        )
+    )

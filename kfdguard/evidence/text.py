@@ -415,7 +415,20 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
         targets = appformats.PROSE_GFX.findall(lowered)
         if len(targets) == 1:
             obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
-    if "Vega" in text or "VII" in text or "MI" in text or "0M" in text or "60S" in text:
+    # appformats.NAMED_GFX_CUES, spelled out: a generator over the tuple costs twice as much on every line
+    if (
+        "Vega" in text
+        or "VII" in text
+        or "MI" in text
+        or "0M" in text
+        or "0S" in text
+        or "Pro " in text
+        or "PRO " in text
+        or "as_v4" in text
+        or "ads_V" in text
+        or "ads V" in text
+        or "g4ad." in text
+    ):
         for pattern, target in appformats.NAMED_GFX:
             named = pattern.search(text)
             if named:

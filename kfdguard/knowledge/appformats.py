@@ -22,6 +22,7 @@ What a row's ``what`` means to the rules (``assess.rules``):
 - ``override-unset``: the program's own environment has no HSA_OVERRIDE_GFX_VERSION (ollama's config map).
 - ``wsl-runtime``: ROCm's WSL build is running (no KFD: the GPU is reached through the Windows driver).
 - ``runtime-unsupported-gpu``: the WSL runtime refuses the GPU itself (not on the release's WSL list).
+- ``kfd-interface-old``: ROCr disabled a GPU because the kernel's KFD interface is older than it needs (``gpu``).
 - ``container-device-missing``: the container runtime's host has no such device node.
 - ``group-missing``: a group named in advice does not exist on this system.
 - ``dkms-build-error``, ``dkms-status``: the out-of-tree amdgpu module's build and its trees.
@@ -105,6 +106,17 @@ FORMATS: tuple[AppFormat, ...] = (
         "the program's GPU code has no code object for any GPU present",
         SRC_CLR_CO,
         "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    ),
+    # The error's enum name alone, as hipGetErrorName() returns it and programs print it ("HIP error:
+    # hipErrorNoBinaryForGpu", "error: 'hipErrorNoBinaryForGpu'(209)", an issue title): the same cause.
+    AppFormat(
+        "hip-no-binary-name",
+        "no-code-object",
+        "hipErrorNoBinaryForGpu",
+        r"\bhipErrorNoBinaryForGpu\b(?!: (?:Unable|Cou?l?dn))",
+        "the program's GPU code has no code object for the GPU (HIP's error name)",
+        "ROCm/clr hipamd/src/hip_error.cpp (hipGetErrorName: 'hipErrorNoBinaryForGpu')",
+        "error: 'hipErrorNoBinaryForGpu'(209) at gemm.cpp:77",
     ),
     AppFormat(
         "hip-no-compatible-co",
@@ -240,6 +252,26 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_ROCM_WSL,
         "WSL environment detected.",
     ),
+    # ROCm 7's rocminfo when hsa_init() fails (on a Linux host the same words follow a missing KFD GPU; under WSL
+    # the DXG path found no GPU), and librocdxg's topology when DXCore lists no usable adapter.
+    AppFormat(
+        "rocminfo-hsa-init-failed",
+        "no-device",
+        "hsa_init Failed",
+        r"hsa_init Failed, possibly no supported GPU devices",
+        "the ROCm runtime did not start: it found no GPU it can use (the cause is below it)",
+        "ROCm/rocminfo rocminfo.cc main() (ROCm 7: 'hsa_init Failed, possibly no supported GPU devices')",
+        "hsa_init Failed, possibly no supported GPU devices",
+    ),
+    AppFormat(
+        "rocdxg-no-wddm-adapter",
+        "no-device",
+        "No WDDM adapters found",
+        r"No WDDM adapters found",
+        "librocdxg (ROCm's WSL thunk) found no GPU adapter through /dev/dxg: the Windows driver exposes none to WSL",
+        "ROCm/librocdxg src/topology.cpp topology_sysfs_get_system_props ('No WDDM adapters found.')",
+        "pid:6895 tid:0x76bf09cbb100 [topology_sysfs_get_system_props] No WDDM adapters found.",
+    ),
     # --- rocminfo's ISA lines (also as grepped out of its output, without the agent header) ---------------
     AppFormat(
         "rocminfo-isa",
@@ -260,6 +292,48 @@ FORMATS: tuple[AppFormat, ...] = (
         "the WSL runtime does not support this GPU: it is not on AMD's WSL compatibility list for the release",
         SRC_ROCM_WSL,
         "ROCR: unsupported GPU",
+    ),
+    # ROCr's topology.cpp DiscoverGpu: an SRAM-ECC-capable gfx906 on a KFD whose ioctl interface is older than
+    # 1.4 (which did not report the SRAM ECC mode) is suppressed with this message, once per GPU (ROCm 4.1 on).
+    AppFormat(
+        "rocr-kfd-interface-old",
+        "kfd-interface-old",
+        "Incompatible kernel and userspace",
+        r"Incompatible kernel and userspace, (?P<gpu>.+?) disabled\. ?Upgrade amdgpu",
+        "ROCr turned the GPU off: the kernel's KFD interface is older than this ROCm needs for it (gfx906 before "
+        "KFD 1.4 cannot say which SRAM ECC mode the board runs in)",
+        "ROCm/ROCR-Runtime src/core/runtime/amd_topology.cpp DiscoverGpu ('HSA Error:  Incompatible kernel and "
+        "userspace, %s disabled. Upgrade amdgpu.')",
+        "HSA Error:  Incompatible kernel and userspace, AMD Radeon Pro VII disabled. Upgrade amdgpu.",
+    ),
+    # rccl-tests (and nccl-tests) list the devices each rank uses: src/common.cu "#  Rank %2d [Group %2d] Pid %6d on
+    # %10s device %2d [<PCI bus>] %s", the last field the runtime's device name. An AMD name there is a GPU the HIP
+    # runtime enumerated and opened. The leading "#" is optional: a paste reader takes "# " for a root prompt.
+    AppFormat(
+        "rccl-tests-device",
+        "runtime-gpu",
+        "Pid ",
+        r"^(?:#\s+)?Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+"
+        r"(?P<name>(?:AMD|Radeon)\b[^\n]*?|(?P<gfx>gfx[0-9a-f]{3,4})\S*)\s*$",
+        "an RCCL test listed an AMD GPU it runs on: the runtime enumerated it, so KFD added it",
+        "ROCm/rccl-tests src/common.cu ('#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s')",
+        "#   Rank  3 Pid  41822 on node017 device  3 [0000:c1:00.0] AMD Instinct MI250X",
+    ),
+    # TensorFlow's BaseGPUDeviceFactory logs each device it creates: "Created device %s with %d MB memory:  -> %s",
+    # the description "device: %d, name: %s, pci bus id: %s" (ROCm builds too). An AMD name there is a GPU the
+    # runtime enumerated.
+    AppFormat(
+        "tf-created-device",
+        "runtime-gpu",
+        "Created device",
+        r"Created device \S*device:GPU:\d+ with \d+ MB memory:?\s+->\s+device: \d+, name: "
+        r"(?P<name>(?:AMD|Radeon)\b[^,]*|(?P<gfx>gfx[0-9a-f]{3,4})[^,]*)",
+        "TensorFlow created a GPU device on an AMD GPU: the ROCm runtime enumerated it, so KFD added it",
+        "tensorflow/core/common_runtime/gpu/gpu_device.cc (BaseGPUDeviceFactory::CreateGPUDevice: 'Created device "
+        "%s with %d MB memory:  -> %s')",
+        "2023-02-11 09:14:03.118201: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1613] Created device "
+        "/job:localhost/replica:0/task:0/device:GPU:0 with 30688 MB memory:  -> device: 0, name: AMD Instinct MI100, "
+        "pci bus id: 0000:c3:00.0",
     ),
     # --- ollama -------------------------------------------------------------------------------------------
     AppFormat(
@@ -689,8 +763,16 @@ PROSE_CPU_ONLY = re.compile(
 # CPU", "it doesn't work for 7800XT"): read only where the text also shows WSL (app_rules.rule_wsl_gpu_unlisted).
 PROSE_NO_GPU_SEEN = re.compile(
     r"\b(?:does ?n[o']?t|do ?n[o']?t|not|never|won'?t) work\w*\b|\bcan ?not get\b|\bcan'?t get\b"
-    r"|\bonly (?:see|shows?|lists?|detects?|finds?) (?:the |my )?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
-    r"|\bfailed on\b",
+    r"|\bonly (?:see|seeing|shows?|showing|lists?|listing|detects?|detecting|finds?|finding) (?:the |my |an? )?"
+    r"(?:[\w()-]+ ){0,2}?cpu\b|\bonly the cpu\b|\bnot (?:being )?detected\b"
+    r"|\bfailed on\b|\bfail(?:s|ed)? to (?:detect|see|find|recogni[sz]e) (?:the |my |any )?(?:amd )?(?:gpu|card)\b",
+    re.I,
+)
+# Prose that a GPU is missing from a support list ("6900XT (GFX1030) havn't been in Compatibility list of rocm6.1.3
+# on WSL2", "the 7600 XT is not on the WSL support matrix"): any negation ending in n't, typos included.
+PROSE_NOT_ON_LIST = re.compile(
+    r"\b(?:not|never|\w+n'?t)\s+(?:been\s+|yet\s+|even\s+){0,2}(?:in|on|part of|(?:listed|included) (?:in|on))\s+"
+    r"(?:the\s+|their\s+|amd'?s\s+)?(?:[\w.-]+\s+){0,3}?(?:compatibility|support(?:ed)?)\s*(?:list|matrix|table)\b",
     re.I,
 )
 # Prose that says the machine has no AMD GPU ("a system without any AMD card", "the system has no AMD GPUs").
@@ -965,12 +1047,44 @@ NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bRadeon VII\b|\bMI50\b|\bMI60\b", re.IGNORECASE), "gfx906"),
     (re.compile(r"\bMI100\b"), "gfx908"),
     (re.compile(r"\bMI2[15]0X?\b"), "gfx90a"),
-    (re.compile(r"\bMI300[AX]?\b"), "gfx942"),
+    (re.compile(r"\bMI3(?:00[AX]?|08X|25X)\b"), "gfx942"),
+    (re.compile(r"\bMI35[05]X\b"), "gfx950"),
     (re.compile(r"\b(?:Radeon )?680M\b"), "gfx1035"),
-    (re.compile(r"\b(?:Radeon )?7[48]0M\b"), "gfx1103"),
-    (re.compile(r"\b(?:Radeon )?890M\b"), "gfx1150"),
-    (re.compile(r"\b(?:Radeon )?8060S\b"), "gfx1151"),
+    (re.compile(r"\b(?:Radeon )?7[468]0M\b"), "gfx1103"),
+    (re.compile(r"\b(?:Radeon )?8[89]0M\b"), "gfx1150"),
+    (re.compile(r"\b(?:Radeon )?80[56]0S\b"), "gfx1151"),
+    # Instinct, Radeon Pro and cloud parts (pci.ids names, as in knowledge/generated.py: "Vega 10 [Radeon Instinct
+    # MI25 MxGPU]", "Navi 12 [Radeon Pro V520]", "Navi 21 [Radeon Pro V620 MxGPU]", "Navi 31 [Radeon Pro W7900]").
+    (re.compile(r"\bMI25\b"), "gfx900"),
+    (re.compile(r"\bMI[68]\b"), "gfx803"),
+    (re.compile(r"\bPro V520\b"), "gfx1011"),
+    (re.compile(r"\bPro (?:V620|W68\d0)\b"), "gfx1030"),
+    (re.compile(r"\bPro W66\d0\b"), "gfx1032"),
+    (re.compile(r"\bPRO W7[89]00\b", re.IGNORECASE), "gfx1100"),
+    (re.compile(r"\bPro (?:V710|W7700)\b", re.IGNORECASE), "gfx1101"),
+    (re.compile(r"\bPRO W7[56]00\b", re.IGNORECASE), "gfx1102"),
+    # Cloud VM sizes that name their GPU: Azure NVv4 (MI25 MxGPU partitions), NGads V620, NVads V710 v5, AWS g4ad
+    # (Radeon Pro V520). Azure's ND MI300X v5 names the part itself.
+    # Azure writes them "Standard_NV4as_v4", "Standard_NG8ads_V620_v1": "_" is a word character, so no \b there.
+    (re.compile(r"(?<![A-Za-z0-9])NV\d+as_v4(?![A-Za-z0-9])", re.IGNORECASE), "gfx900"),
+    (re.compile(r"(?<![A-Za-z0-9])NG\d+ads[_ ]V620(?![A-Za-z0-9])", re.IGNORECASE), "gfx1030"),
+    (re.compile(r"(?<![A-Za-z0-9])NV\d+ads[_ ]V710(?![A-Za-z0-9])", re.IGNORECASE), "gfx1101"),
+    (re.compile(r"\bg4ad\.\w+\b"), "gfx1011"),
 )
+# Literals one of which every NAMED_GFX match contains: evidence.text searches a line only when it holds one
+# (specific ones: "ads" alone is in every "threads" and "loads" line).
+NAMED_GFX_CUES = ("Vega", "VII", "MI", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads_V", "ads V", "g4ad.")
+
+
+def named_target(name: str) -> str | None:
+    """The gfx target of a GPU named by its retail or cloud name ("AMD Instinct MI100" -> gfx908, "AMD Radeon RX
+    6800 XT" -> gfx1030), if one."""
+    for pattern, target in NAMED_GFX:
+        if pattern.search(name):
+            return target
+    lowered = name.lower()
+    m = RADEON_RX.search(lowered) or AMD_NUMBER.search(lowered)
+    return rx_target(int(m["number"]), m["suffix"] or "") if m else None
 
 
 # Mobile names whose chip differs from the desktop card of the same number (pci.ids, as in

@@ -165,6 +165,14 @@ RULES: tuple[LogRule, ...] = (
             "line the PSP itself, the board (XGMI bridges, power), or a device left dirty by a VM is the cause",
             "drivers/gpu/drm/amd/amdgpu/amdgpu_psp.c psp_hw_start(), psp_hw_init(), psp_resume()",
             "*ERROR* PSP create ring failed!"),
+    # pm/swsmu/amdgpu_smu.c smu_hw_init() and smu_resume(): dev_err("Failed to setup smc hw!") when
+    # smu_smc_hw_setup() fails (the SMU rejected or did not answer enabling its features). Printed just before
+    # "hw_init/resume of IP block <smu> failed", which a grep or a cut paste may leave out.
+    LogRule("amdgpu-smu-setup-failed", FAILURE, "gpu-init-failed", ("Failed to setup smc hw",),
+            r"Failed to setup smc hw",
+            "the GPU's SMU (power management firmware) could not be started at init or resume: the GPU is unusable "
+            "until it is", "drivers/gpu/drm/amd/pm/swsmu/amdgpu_smu.c smu_hw_init(), smu_resume()",
+            "Failed to setup smc hw!"),
     LogRule("amdgpu-fatal-init", FAILURE, "gpu-init-failed", ("Fatal error during GPU init",), r"Fatal error during GPU init",
             "amdgpu gave up on the GPU", SRC_AMDGPU, "Fatal error during GPU init"),
     # drivers/base/dd.c: 6.1 pr_warn("%s: probe of %s failed with error %d"); 6.12 dev_err on the
