@@ -112,8 +112,11 @@ touch /run/vmlane-restarted
 sleep 1 # a coarse mtime must tell the history's next write from this mark
 restart_service
 check "kfdguard restarted again in the same boot (pid $old_pid -> $(main_pid))" wait_serving 60
+# The restarted service writes the history after its first check pass: under TCG on a loaded 2-CPU host that
+# came later than 30 s once (a whole make test beside a type check; the same chain alone passed in 26 s), so it
+# gets the time the restart itself gets.
 check "... and recorded this check in the history (the policy's decision comes with it)" \
-    wait_until 30 test /var/lib/kfdguard/history.json -nt /run/vmlane-restarted
+    wait_until 60 test /var/lib/kfdguard/history.json -nt /run/vmlane-restarted
 check "... and made no second automatic attempt (next_entry stays unset)" test -z "$(next_entry)"
 note "kfdguard: $(journal_of kfdguard.service | grep -F "fallback" | tail -n 1)"
 n_attempts=$(python3 -c 'import json; print(len(json.load(open("/var/lib/kfdguard/history.json"))["attempts"]))')
