@@ -6,6 +6,7 @@ A rule (``rules.rule_claims``) quotes the claim when a paste repeats it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kfdguard.kernellog import blind_to_times, untimed
 
@@ -146,12 +147,10 @@ class _Index:
         found = self._untimed_forms(cue)
         if not any(unit[:2] == "[]" for unit in found):
             return found  # no dmesg line among them: each line is its own untimed form
-        groups = self._group()
-        lines = [line for unit in found for line in groups.get(unit, (unit,))]
-        if len(lines) > len(found) and len(found) > 1:  # several forms' lines, each form's in order: merge
-            order = self._order = self._order or {line: at for at, line in enumerate(self.distinct)}
-            lines.sort(key=order.__getitem__)
-        return lines
+        if self._groups is None:
+            # Every line whose untimed form begins "[]": the dmesg lines, and any line written so itself.
+            self._groups = _grouped(self.distinct, self.units, lambda unit: unit[:2] == "[]")
+        return _expanded(found, self._groups, self._order_of)
 
     def _untimed_forms(self, cue: str) -> list[str]:
         """The untimed forms whose lower case holds ``cue`` (blind to times), in the order they first appear."""
@@ -160,31 +159,39 @@ class _Index:
         found = _find(self.text, self.lowered, cue)
         if not any("0" in form for form in found):
             return found  # no digit in them: each is its own untimed form
-        members = self._members_of()
-        units = [unit for form in found for unit in members.get(form, (form,))]
-        if len(units) > len(found) and len(found) > 1:  # several forms' untimed forms: merge
-            rank = self._rank = self._rank or {unit: at for at, unit in enumerate(self.unique)}
-            units.sort(key=rank.__getitem__)
-        return units
-
-    def _members_of(self) -> dict[str, list[str]]:
         if self._members is None:
-            # Every untimed form whose form holds a "0": it had a digit, and another form with other digits
-            # may have the same one (a form without "0" is its own untimed form, and stands for no other).
-            self._members = {}
-            for unit, form in zip(self.unique, self._forms, strict=True):
-                if "0" in form:
-                    self._members.setdefault(form, []).append(unit)
-        return self._members
+            # Every untimed form whose form holds a "0": it had a digit, and another form with other digits may
+            # have the same one (a form without "0" is its own untimed form, and stands for no other).
+            self._members = _grouped(self.unique, self._forms, lambda form: "0" in form)
+        return _expanded(found, self._members, self._rank_of)
 
-    def _group(self) -> dict[str, list[str]]:
-        if self._groups is None:
-            # Every line whose untimed form begins "[]": the dmesg lines, and any line written so itself.
-            self._groups = {}
-            for line, unit in zip(self.distinct, self.units, strict=True):
-                if unit[:2] == "[]":
-                    self._groups.setdefault(unit, []).append(line)
-        return self._groups
+    def _order_of(self) -> dict[str, int]:
+        if self._order is None:
+            self._order = {line: at for at, line in enumerate(self.distinct)}
+        return self._order
+
+    def _rank_of(self) -> dict[str, int]:
+        if self._rank is None:
+            self._rank = {unit: at for at, unit in enumerate(self.unique)}
+        return self._rank
+
+
+def _grouped(members: list[str], keys: list[str], kept: Callable[[str], bool]) -> dict[str, list[str]]:
+    """Each kept key with the members that have it, in the order they come (members and keys pair up)."""
+    groups: dict[str, list[str]] = {}
+    for member, key in zip(members, keys, strict=True):
+        if kept(key):
+            groups.setdefault(key, []).append(member)
+    return groups
+
+
+def _expanded(found: list[str], groups: dict[str, list[str]], order: Callable[[], dict[str, int]]) -> list[str]:
+    """What the found keys stand for (a key without a group stands for itself). Each group is in order; the
+    keys of several groups are merged by where each first appears (``order``, made only then)."""
+    out = [member for key in found for member in groups.get(key, (key,))]
+    if len(out) > len(found) and len(found) > 1:
+        out.sort(key=order().__getitem__)
+    return out
 
 
 _LAST: list[_Index] = []  # the index of the text searched last: a diagnosis asks its rules in turn
