@@ -87,7 +87,9 @@ def _listing(root: HostPath, search: tuple[str, ...], accept: tuple[str, ...]) -
 
 
 def _lines(path: HostPath) -> list[str]:
-    """freadline_wrapped(): a backslash drops itself; before a newline it drops the newline too."""
+    """freadline_wrapped(): a backslash drops itself; before a newline it drops the newline too. Before the end of
+    the file it keeps what getc_unlocked() returned there, EOF stored as a char: a byte 0xff (kmod 30: "blacklist \\"
+    at the end of a file blacklists "\\xff"), which decodes as the file's other invalid bytes do."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(1 << 20).decode("utf-8", errors="replace")
@@ -98,7 +100,9 @@ def _lines(path: HostPath) -> list[str]:
         ch = data[i]
         if ch == "\\":
             i += 1
-            if i < len(data) and data[i] != "\n":
+            if i == len(data):
+                current.append("\ufffd")  # EOF as a char, 0xff, decoded with errors="replace"
+            elif data[i] != "\n":
                 current.append(data[i])
         elif ch == "\n":
             lines.append("".join(current))

@@ -88,6 +88,9 @@ CASES: dict[str, dict[str, bytes | Path]] = {
         "etc/modprobe.d/x.conf": b"options amdgpu a=b\\c\r\nblacklist rad\\eon\nblacklist br[a-b]-x\nblacklist bad]\n"
         b"options amdgpu n=1\x00tail\ninstall amd-gpu echo \"a  b\"\n",
     },
+    # A backslash that ends the file: kmod stores the EOF it reads next as a byte 0xff (found by the generated
+    # files below).
+    "a backslash at the end of the file": {"etc/modprobe.d/a.conf": b"blacklist \\"},
 }  # fmt: skip
 
 
