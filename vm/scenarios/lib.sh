@@ -73,9 +73,9 @@ main_pid() { systemctl show -p MainPID --value kfdguard.service; }
 # that reloads and restarts in quick succession went past that (CI, bookworm
 # fallback check 26), the restart then ran without its boot pass, since Wants=
 # does not hold the service back, and the history was never written. A person
-# does not restart ten times a minute; a scenario compresses that, so it resets both.
-reset_start_limits() { systemctl reset-failed kfdguard.service kfdguard-enforce.service; }
-restart_service() { reset_start_limits && systemctl restart kfdguard.service; }
+# does not restart ten times a minute; a scenario compresses that, so it resets both. A reload resets only
+# the pass's: reset-failed also zeroes the service's NRestarts, which faults.sh counts across reloads.
+restart_service() { systemctl reset-failed kfdguard.service kfdguard-enforce.service && systemctl restart kfdguard.service; }
 # When kfdguard-enforce.service last started (us on the monotonic clock) and its result.
 enforce_started() { systemctl show -p ExecMainStartTimestampMonotonic --value kfdguard-enforce.service; }
 enforce_result() { systemctl show -p Result --value kfdguard-enforce.service; }
@@ -92,7 +92,7 @@ reload_service() {
     local before
     wait_serving 60 || return 1
     before=$(last_check)
-    reset_start_limits
+    systemctl reset-failed kfdguard-enforce.service
     systemctl reload kfdguard.service || return 1
     wait_until 60 last_check_after "$before"
 }
