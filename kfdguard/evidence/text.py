@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from itertools import compress, count
-from operator import itemgetter, not_
+from itertools import compress, count, repeat
+from operator import contains, eq, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
@@ -608,29 +608,23 @@ def _bare(raw: str) -> str:
 
 
 _INSIDE = frozenset(" \t0123456789")
-_FIRST = itemgetter(slice(0, 1))
 
 
 def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
     """The lines without trailing blanks and without "> " quote markers. Only lines that hold a ">" can
-    be quoted: they are found by searching the text (in C), not by testing every line in Python."""
+    be quoted: they are picked by a filter in C (one containment test a line), not by a test in Python,
+    and counting the newlines before each ">" of the text cost more than that filter."""
     lines = list(map(str.rstrip, raw_lines))
-    find, count, sub = text.find, text.count, _QUOTE.sub
+    if ">" not in text:
+        return lines
+    sub = _QUOTE.sub
     done: dict[str, str] = {}  # a long paste quotes the same lines again: each is unquoted once
-    number, counted = 0, 0
-    at = find(">")
-    while at >= 0:
-        number += count("\n", counted, at)
-        counted = at
+    for number in compress(count(), map(contains, raw_lines, repeat(">"))):
         line = raw_lines[number]
         out = done.get(line)
         if out is None:
             out = done[line] = sub("", line).rstrip() if line.lstrip()[:1] == ">" else lines[number]
         lines[number] = out
-        stop = find("\n", at)
-        if stop < 0:
-            break
-        at = find(">", stop + 1)
     return lines
 
 
@@ -656,9 +650,11 @@ def _key_of(distinct: list[str], units: list[str]) -> dict[str, str]:
     taken as they are; Python computes only the others (picked by a filter in C), one call each."""
     key_of = dict(zip(distinct, units, strict=True))
     stamp_key, inside = _stamp_key, _INSIDE
-    # The lines whose first character is not "[" (a slice of one character is a cached string, compared
-    # by a slot: a quarter cheaper than a startswith call per line).
-    for raw in compress(distinct, map("[".__ne__, map(_FIRST, distinct))):
+    # The lines that untimed left as they were: every line whose first character is not "[" (untimed
+    # removes only a time at the start, after a "["), and the few that start with "[" but no time, whose
+    # _stamp_key is their untimed form again. Told apart by one comparison in C a line, which a timed line's
+    # other length ends at once (cheaper than slicing each line's first character).
+    for raw in compress(distinct, map(eq, distinct, units)):
         key = stamp_key(raw)
         key_of[raw] = "\n" + key if raw[:1] in inside else key
     return key_of

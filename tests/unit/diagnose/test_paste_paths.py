@@ -290,3 +290,16 @@ def test_a_generated_long_paste_reads_as_reading_every_line(size: int, seed: int
     text = generate_paste(size, seed=seed)
     assert _firsts(read_text(text)) == _firsts(read_text(text, remember=False))
     assert _diagnosis(text, True) == _diagnosis(text, False)
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.text(alphabet="[] \t.:0123456789aZ>", max_size=24), max_size=12))
+def test_each_distinct_lines_key_is_its_stamp_key_behind_a_newline_inside_a_block(lines: list[str]) -> None:
+    """_key_of takes the timed lines' keys from untimed and computes the rest: whichever way a line goes,
+    its key is its _stamp_key, behind a newline exactly when an open block reads it (a blank or digit first)."""
+    from kfdguard.evidence.text import _INSIDE, _key_of, _stamp_key
+    from kfdguard.kernellog import untimed
+
+    distinct = list(dict.fromkeys(line for line in lines if "\n" not in line))
+    expected = {raw: ("\n" if raw[:1] in _INSIDE else "") + _stamp_key(raw) for raw in distinct}
+    assert _key_of(distinct, untimed(distinct)) == expected
