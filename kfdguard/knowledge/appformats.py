@@ -109,10 +109,14 @@ FORMATS: tuple[AppFormat, ...] = (
     ),
     # The error's enum name alone, as hipGetErrorName() returns it and programs print it ("HIP error:
     # hipErrorNoBinaryForGpu", "error: 'hipErrorNoBinaryForGpu'(209)", an issue title): the same cause.
+    # Not where prose says the error is gone: a negation at most two words before the name ("I no longer get
+    # hipErrorNoBinaryForGpu", "without the", "don't see any"); one further off belongs to another clause.
     AppFormat(
         "hip-no-binary-name",
         "no-code-object",
         "hipErrorNoBinaryForGpu",
+        r"^(?!.*?(?:\b(?:no longer|no more|not|never|without|instead of)|n't)\s+(?:\w+\s+){0,2}?"
+        r"(?:(?:the|an?|any|that)\s+)?['\"`]?hipErrorNoBinaryForGpu).*?"
         r"\bhipErrorNoBinaryForGpu\b(?!: (?:Unable|Cou?l?dn))",
         "the program's GPU code has no code object for the GPU (HIP's error name)",
         "ROCm/clr hipamd/src/hip_error.cpp (hipGetErrorName: 'hipErrorNoBinaryForGpu')",

@@ -384,3 +384,20 @@ def test_hips_error_name_alone_is_a_missing_code_object(printed: str) -> None:
     found = codes(printed)
     assert "userspace-target-unsupported" in found
     assert "device-permissions" not in found
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "After the update I no longer get hipErrorNoBinaryForGpu, rocminfo | grep gfx shows gfx1030",
+        "with HSA_OVERRIDE unset I don't see any hipErrorNoBinaryForGpu",
+        "it runs without the `hipErrorNoBinaryForGpu` now",
+    ],
+)
+def test_prose_that_says_the_error_is_gone_is_not_the_error(prose: str) -> None:
+    assert "userspace-target-unsupported" not in codes(prose)
+
+
+def test_a_negation_in_another_clause_leaves_the_error_named() -> None:
+    printed = "I did not change anything and now get hipErrorNoBinaryForGpu\n  Name:                    gfx1032"
+    assert "userspace-target-unsupported" in codes(printed)
