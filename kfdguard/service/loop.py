@@ -60,8 +60,11 @@ class Loop:
             return 1
         bus.add_message_handler(close_fds)
         keep_writing_when_full(bus)
-        if self.service.privsep is not None:
-            self.service.privsep.starter = _starter(self.service.privsep.starter_kind, self.opts, bus, backend)
+        privsep = self.service.privsep
+        if privsep is not None:
+            privsep.starter = _starter(privsep.starter_kind, self.opts, bus, backend)
+            if await privsep.check_last_run():
+                self.service.transition(privsep.annotate(self.service.base), "kfdguard-enforce.service's last start")
         api = GuardianAPI(bus, backend, self.service, self.service.loaded.config.timeouts.polkit, checks=self.checks)
         bus.add_message_handler(api.handle)
         # Before anything can change the status: the adapter's cache follows every transition.

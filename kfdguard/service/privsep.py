@@ -64,6 +64,26 @@ class Privsep:
             self.record, self.problem = None, f"kfdguard-enforce.service has left no usable result: {exc}"
             log.warning(self.problem)
 
+    async def check_last_run(self) -> bool:
+        """Once connected: whether systemd ran kfdguard-enforce.service's last start, as this start asked.
+
+        This unit Wants= the pass, which does not hold it back when the pass cannot start: past the pass's
+        start limit (ten a minute) systemd refuses it, this service starts anyway, and the record read at
+        start is an earlier run's. True when that became a problem to publish."""
+        if self.starter is None:
+            return False
+        result = await self.starter.last_result("enforce", 5.0)
+        if result in (None, "success"):
+            return False
+        if result == "start-limit-hit":
+            why = "systemd refused to start it (its start limit, ten starts a minute, was reached)"
+        else:
+            why = f"its last start ended with systemd's result '{result}'"
+        shown = "an earlier run's" if self.record is not None else "none"
+        self.problem = f"kfdguard-enforce.service did not run for this start: {why}; the result shown is {shown}"
+        log.warning(self.problem)
+        return True
+
     async def _run(self, kind: str) -> tuple[runstate.RunRecord | None, str]:
         """Run one oneshot; its record, or None and why not."""
         import asyncio

@@ -83,6 +83,10 @@ class ChildStarter:
             return Started(False, result.error or "could not run")
         return Started(result.returncode in (0, 1, 2, 3, 4), f"exit status {result.returncode}")
 
+    async def last_result(self, kind: str, timeout: float) -> str | None:
+        """No unit runs here: nothing but this process's own runs to tell of."""
+        return None
+
 
 class SystemdStarter:
     """StartUnit on org.freedesktop.systemd1 and the job's JobRemoved signal."""
@@ -130,6 +134,23 @@ class SystemdStarter:
         # systemd sends JobRemoved only while some client is subscribed (org.freedesktop.systemd1(5)).
         await self._call(SYSTEMD, SYSTEMD_PATH, MANAGER, "Subscribe", "", [], timeout)
         self.subscribed = True
+
+    async def last_result(self, kind: str, timeout: float) -> str | None:
+        """The unit's Result property (org.freedesktop.systemd1(5): "success", "exit-code", "timeout",
+        "start-limit-hit", ...): how its last start ended, including one systemd refused. None when it
+        cannot be read; reading it needs no privilege."""
+        unit = UNITS[kind]
+        try:
+            reply = await self._call(SYSTEMD, SYSTEMD_PATH, MANAGER, "GetUnit", "s", [unit], timeout)
+            if reply.signature != "o":
+                return None
+            reply = await self._call(SYSTEMD, reply.body[0], "org.freedesktop.DBus.Properties", "Get", "ss",
+                                     ["org.freedesktop.systemd1.Service", "Result"], timeout)  # fmt: skip
+        except (RuntimeError, TimeoutError, OSError, EOFError) as exc:
+            log.info(f"{unit}: its Result cannot be read: {exc or type(exc).__name__}")
+            return None
+        value = getattr(reply.body[0], "value", None) if reply.signature == "v" else None
+        return value if isinstance(value, str) else None
 
     async def start(self, kind: str, timeout: float) -> Started:
         unit = UNITS[kind]

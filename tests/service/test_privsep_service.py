@@ -173,6 +173,7 @@ class FakeSystemd:
         self.subscribed = False
         self.result = "done"  # what JobRemoved says (a unit that fails: "failed", and nothing runs)
         self.early = False  # JobRemoved before StartUnit's reply (the race the starter must survive)
+        self.unit_result = "success"  # the units' Result property (systemd's "start-limit-hit", ...)
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -190,8 +191,21 @@ class FakeSystemd:
         self.jobs = 0
 
     def _handle(self, msg: Any) -> Any:
-        if msg.message_type != self.MessageType.METHOD_CALL or msg.interface != "org.freedesktop.systemd1.Manager":
+        if msg.message_type != self.MessageType.METHOD_CALL:
             return None
+        unit_object = msg.path.startswith("/org/freedesktop/systemd1/unit/")
+        if msg.interface == "org.freedesktop.DBus.Properties" and unit_object:
+            from dbus_fast import Variant
+
+            if msg.member != "Get" or list(msg.body) != ["org.freedesktop.systemd1.Service", "Result"]:
+                return self.Message.new_error(msg, "org.freedesktop.DBus.Error.UnknownProperty", str(msg.body))
+            return self.Message.new_method_return(msg, "v", [Variant("s", self.unit_result)])
+        if msg.interface != "org.freedesktop.systemd1.Manager":
+            return None
+        if msg.member == "GetUnit" and msg.signature == "s":
+            # systemd's object path of a unit: every byte outside [A-Za-z0-9] as _xx (sd_bus_path_encode)
+            encoded = "".join(c if c.isalnum() and c.isascii() else f"_{ord(c):02x}" for c in msg.body[0])
+            return self.Message.new_method_return(msg, "o", [f"/org/freedesktop/systemd1/unit/{encoded}"])
         if msg.member == "Subscribe":
             self.subscribed = True
             return self.Message.new_method_return(msg)
@@ -265,5 +279,29 @@ def test_the_systemd_starter_starts_the_unit_and_waits_for_its_job(systemd_bus: 
             fake.early, fake.result = False, "failed"
             assert call("Reload", env=env).stdout == 's "ready"\n'
             assert "enforce-run-failed" in findings(env) and "job failed" in findings(env)
+        finally:
+            fake.close()
+
+
+@as_root
+def test_a_boot_pass_systemd_refused_is_a_finding_not_a_silent_old_result(systemd_bus: PrivateBus) -> None:
+    """kfdguard.service Wants= the pass, so it starts when systemd refuses the pass (its start limit): the
+    record read at start is an earlier run's, and the status says so until a Reload runs the pass."""
+    fakes: list[FakeSystemd] = []
+
+    def refused(root: Path) -> None:
+        boot_pass(root)  # an earlier run's record
+        fakes.append(FakeSystemd(systemd_bus.address, root))
+        fakes[0].unit_result = "start-limit-hit"
+
+    with guardian("kfd-perms-0600", args=("--starter", "systemd"), bus=systemd_bus, prepare=refused) as g:
+        fake = fakes[0]
+        try:
+            env = g.env()
+            shown = findings(env)
+            assert "enforce-run-failed" in shown and "start limit" in shown and "an earlier run" in shown
+            fake.unit_result = "success"
+            assert call("Reload", env=env).stdout == 's "ready"\n'
+            assert "enforce-run-failed" not in findings(env)
         finally:
             fake.close()

@@ -156,6 +156,26 @@ check "... which removed next_entry" test -z "$(next_entry)"
 check "the fallback oneshot's journal has both actions" \
     bash -c 'journalctl -b --no-pager -o cat -u "kfdguard-fallback@*" | grep -q "fallback apply" &&
              journalctl -b --no-pager -o cat -u "kfdguard-fallback@*" | grep -q "fallback clear"'
+
+# --- A boot pass systemd refuses: kfdguard.service starts anyway (Wants=), and says so --------------
+# Ten starts a minute, then systemd refuses the pass (StartLimitBurst=10): start it until it is refused.
+refused_after=0
+for i in $(seq 1 14); do
+    if ! systemctl start kfdguard-enforce.service 2>/dev/null; then refused_after=$i; break; fi
+done
+check "systemd refuses kfdguard-enforce.service past its start limit (start $refused_after, Result=$(enforce_result))" \
+    test "$refused_after" -gt 1 -a "$(enforce_result)" = start-limit-hit
+systemctl reset-failed kfdguard.service # only the service's own count: the pass stays refused
+systemctl restart kfdguard.service
+check "kfdguard.service starts without its pass and serves $BUS_NAME" wait_serving 60
+f=$(finding enforce-run-failed)
+note "finding: $f"
+check "... and says the pass did not run for this start (systemd's start limit)" contains "$f" "start limit"
+systemctl reset-failed kfdguard-enforce.service
+check "once the limit is reset, systemctl reload runs the pass" reload_service
+check "... and the finding is gone (got: $(finding_codes | tr '\n' ' '))" \
+    bash -c '! grep -qx enforce-run-failed <<<"$0"' "$(finding_codes)"
+
 umount /sys/bus/pci/devices || true
 rm -f /run/systemd/system/vmlane-sandbox-*.service && systemctl daemon-reload
 finish
