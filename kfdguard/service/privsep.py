@@ -76,7 +76,10 @@ class Privsep:
         if result in (None, "success"):
             return False
         if result == "start-limit-hit":
-            why = "systemd refused to start it (its start limit, ten starts a minute, was reached)"
+            why = (
+                "systemd refused to start it (its start limit, ten starts a minute, was reached: a reload runs it "
+                "once that minute is over, or at once after 'systemctl reset-failed kfdguard-enforce.service')"
+            )
         else:
             why = f"its last start ended with systemd's result '{result}'"
         shown = "an earlier run's" if self.record is not None else "none"
