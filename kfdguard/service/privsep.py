@@ -77,13 +77,14 @@ class Privsep:
             return False
         if result == "start-limit-hit":
             why = (
-                "systemd refused to start it (its start limit, ten starts a minute, was reached: a reload runs it "
-                "once that minute is over, or at once after 'systemctl reset-failed kfdguard-enforce.service')"
+                "did not run for this start: systemd refused to start it (its start limit, ten starts a minute, was "
+                "reached: a reload runs it once that minute is over, or at once after 'systemctl reset-failed "
+                "kfdguard-enforce.service')"
             )
-        else:
-            why = f"its last start ended with systemd's result '{result}'"
+        else:  # it ran and failed (exit-code, signal, timeout, ...): the bus's word, bounded
+            why = f"did not complete for this start: systemd's result is {result[:40]!r}"
         shown = "an earlier run's" if self.record is not None else "none"
-        self.problem = f"kfdguard-enforce.service did not run for this start: {why}; the result shown is {shown}"
+        self.problem = f"kfdguard-enforce.service {why}; the result shown is {shown}"
         log.warning(self.problem)
         return True
 

@@ -305,3 +305,37 @@ def test_a_boot_pass_systemd_refused_is_a_finding_not_a_silent_old_result(system
             assert "enforce-run-failed" not in findings(env)
         finally:
             fake.close()
+
+
+class _Answers:
+    """A starter that only answers last_result, with what the bus would have said."""
+
+    def __init__(self, result: str | None) -> None:
+        self.result = result
+
+    async def last_result(self, kind: str, timeout: float) -> str | None:
+        assert kind == "enforce"
+        return self.result
+
+
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        (None, None),
+        ("success", None),
+        ("exit-code", "did not complete for this start: systemd's result is 'exit-code'"),
+        ("x" * 5000, "systemd's result is '" + "x" * 40 + "'; the result shown is none"),
+    ],
+)
+def test_a_pass_that_ran_and_failed_is_told_apart_from_one_refused(
+    tmp_path: Path, result: str | None, problem: str | None
+) -> None:
+    from kfdguard.service.privsep import Privsep
+
+    privsep = Privsep("systemd", Root(tmp_path))
+    privsep.starter = _Answers(result)  # type: ignore[assignment]
+    assert asyncio.run(privsep.check_last_run()) is (problem is not None)
+    if problem is None:
+        assert privsep.problem is None
+    else:
+        assert privsep.problem is not None and problem in privsep.problem and "refused" not in privsep.problem
