@@ -68,17 +68,14 @@ uptime_s() { cut -d' ' -f1 /proc/uptime; }
 mono() { systemctl show -p "$2" --value "$1"; }
 main_pid() { systemctl show -p MainPID --value kfdguard.service; }
 # A deliberate restart; reset-failed first: the unit allows 3 starts in 120 s
-# (StartLimitBurst), and the package's own start counts. kfdguard-enforce.service,
-# which the restart (Wants=) and every reload start, allows 10 in 60 s: a scenario
-# that reloads and restarts in quick succession went past that (CI, bookworm
-# fallback check 26), the restart then ran without its boot pass, since Wants=
-# does not hold the service back, and the history was never written. A person
-# does not restart ten times a minute; a scenario compresses that, so it resets both. A reload resets only
-# the pass's: reset-failed also zeroes the service's NRestarts, which faults.sh counts across reloads.
+# (StartLimitBurst), and the package's own start counts. So does
+# kfdguard-enforce.service, which every restart (Wants=) and every reload starts:
+# it allows 10 in 60 s, and past that systemd refuses it while kfdguard.service
+# starts anyway, without its boot pass (CI, bookworm fallback check 26). A person
+# does not restart ten times a minute; a scenario compresses that, so a restart
+# resets both. A reload resets only the pass's: reset-failed also zeroes the
+# service's NRestarts, which faults.sh counts across reloads.
 restart_service() { systemctl reset-failed kfdguard.service kfdguard-enforce.service && systemctl restart kfdguard.service; }
-# When kfdguard-enforce.service last started (us on the monotonic clock) and its result.
-enforce_started() { systemctl show -p ExecMainStartTimestampMonotonic --value kfdguard-enforce.service; }
-enforce_result() { systemctl show -p Result --value kfdguard-enforce.service; }
 node_line() { stat -c '%A %U:%G' "${1:-/dev/kfd}" 2>/dev/null || echo missing; }
 
 # The service owns its bus name once its event loop runs (READY comes before:

@@ -163,8 +163,8 @@ refused_after=0
 for i in $(seq 1 14); do
     if ! systemctl start kfdguard-enforce.service 2>/dev/null; then refused_after=$i; break; fi
 done
-check "systemd refuses kfdguard-enforce.service past its start limit (start $refused_after, Result=$(enforce_result))" \
-    test "$refused_after" -gt 1 -a "$(enforce_result)" = start-limit-hit
+check "systemd refuses kfdguard-enforce.service past its start limit (start $refused_after, Result=$(mono kfdguard-enforce.service Result))" \
+    test "$refused_after" -gt 1 -a "$(mono kfdguard-enforce.service Result)" = start-limit-hit
 systemctl reset-failed kfdguard.service # only the service's own count: the pass stays refused
 systemctl restart kfdguard.service
 check "kfdguard.service starts without its pass and serves $BUS_NAME" wait_serving 60
