@@ -717,6 +717,9 @@ def _read_remembering(obs: Observations, state: _State) -> None:
     remaining = map(key_of.__getitem__, lines)  # the keys of the lines after the last one read
     chain = compress(count(0), map(not_, map(seen.__contains__, remaining)))
     index, last, bare, forced = -1, -1, "", False
+    # What the extractors have seen so far. Only reading a line changes it, so the size after one read is
+    # the size before the next: one call a line read, not two.
+    now_size = size(obs, state)
     while True:
         if forced:  # the line after one that names a command
             index += 1
@@ -727,10 +730,10 @@ def _read_remembering(obs: Observations, state: _State) -> None:
             if index < 0:
                 break
         raw = lines[index]
-        before = None if forced else size(obs, state)
+        before, was_forced = now_size, forced
         bare = reader.read(raw, index + 1, "" if index == 0 else bare if last == index - 1 else lines[index - 1])
-        last, rebuild, forced = index, forced, after(bare)
-        if before is not None and before == size(obs, state):
+        last, rebuild, forced, now_size = index, forced, after(bare), size(obs, state)
+        if not was_forced and before == now_size:
             if not forced:
                 key = key_of[raw]
                 seen.add(key)
