@@ -18,6 +18,7 @@ from kfdguard.config import Config
 from kfdguard.host import files
 from kfdguard.host.root import BOOT_DIR, MODPROBE_D, MODULES_FILES, SERVICE_WRITABLE_ETC, UDEV_DIR, Root
 from kfdguard.knowledge.distros import Distribution, detect, initramfs_step
+from kfdguard.parsers.modprobe import continues
 from kfdguard.record import dataclass
 from kfdguard.verdict import Action, Finding, Severity
 
@@ -189,7 +190,7 @@ class Enforcer:
                 original = lines[index]
                 lines[index] = f"# kfdguard disabled: {original}"
                 marked.append(number)
-                if not original.endswith("\\"):
+                if not continues(original):
                     break
                 index += 1  # a continued line: disable the whole directive
         if not marked:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from kfdguard.facts import ModprobeDirective, ModulesLoadEntry
 
 KINDS = ("alias", "blacklist", "install", "remove", "options", "softdep", "weakdep")
@@ -12,16 +14,30 @@ def normalise(module: str) -> str:
     return module.replace("-", "_")
 
 
-def logical_lines(text: str) -> list[tuple[int, str]]:
-    """Join backslash-continued lines; each result keeps its first line number.
+# A backslash and the character after it, within one physical line (kmod keeps the character).
+_ESCAPED = re.compile(r"\\(.)")
 
-    kmod drops the backslash and the newline and glues the lines: "a=1\\" then
-    "b=2" is "a=1b=2", so a continuation without leading blanks continues the word.
+
+def continues(physical: str) -> bool:
+    """Whether kmod joins the next physical line to this one: an odd run of backslashes at its end
+    leaves the last one escaping the newline ("a\\\\" ends in an escaped backslash and does not)."""
+    return (len(physical) - len(physical.rstrip("\\"))) % 2 == 1
+
+
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """The lines kmod's freadline_wrapped() reads; each keeps the number of its first physical line.
+
+    A backslash escapes the character after it: kmod drops the backslash and keeps that character
+    ("a\\b" is "ab", "\\\\" one backslash). Before a newline it drops the newline too and glues the
+    lines: "a=1\\" then "b=2" is "a=1b=2", so a continuation without leading blanks continues the word.
+    A line ending in an escaped backslash ("a\\\\") does not continue. A backslash at the very end of
+    the file is dropped, as current kmod does (kmod 30 stores the end of file there as a byte 0xff:
+    simulate/modprobe.py models that one). kmod reads C strings: a NUL ends the line's text.
     """
     result: list[tuple[int, str]] = []
     pending: list[str] = []
     start = 0
-    # kmod reads with fgets: only "\n" ends a line (str.splitlines would also
+    # kmod reads with getc: only "\n" ends a line (str.splitlines would also
     # split on \x85, \u2028 and friends, shifting every later line number).
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -29,14 +45,16 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     for number, raw in enumerate(lines, 1):
         if not pending:
             start = number
-        if raw.endswith("\\"):
-            pending.append(raw[:-1])
+        continued = continues(raw)
+        body = _ESCAPED.sub(r"\1", raw[:-1] if continued else raw) if "\\" in raw else raw
+        pending.append(body)
+        if continued:
             continue
-        pending.append(raw)
-        result.append((start, "".join(pending)))
+        result.append((start, "".join(pending).split("\0", 1)[0]))
         pending = []
-    if pending:
-        result.append((start, "".join(pending)))
+    tail = "".join(pending)
+    if tail:  # kmod reads no line from a file that ends after a continuation with nothing after it
+        result.append((start, tail.split("\0", 1)[0]))
     return result
 
 

@@ -178,6 +178,51 @@ def test_a_quoted_option_value_stays_whole_as_in_kmod_and_the_kernel(tmp_path: P
     assert option_pairs(directives[0]) == [("a", "b c"), ("d", "")]
 
 
+def test_backslashes_escape_as_in_kmod(tmp_path: Path) -> None:
+    """kmod's freadline_wrapped(): a backslash keeps the character after it and drops itself; an escaped
+    backslash at the end of a line does not continue it; an odd run of them does."""
+    text = (
+        "options amdgpu a=x\\y\n"  # a=xy
+        "options amdgpu b=1\\\\\n"  # b=1\, and the line ends
+        "options amdgpu c=2\n"
+        "options amdgpu d=3\\\\\\\ne=4\n"  # d=3\ continued: d=3\e=4
+    )
+    expected = ["options amdgpu a=xy", "options amdgpu b=1\\", "options amdgpu c=2", "options amdgpu d=3\\e=4"]
+    assert kfdguard_view(text) == kmod_view(text, tmp_path) == sorted(expected)
+    assert [n for n, _ in logical_lines(text)] == [1, 2, 3, 4]
+
+
+def test_a_nul_ends_a_lines_text_as_in_kmod(tmp_path: Path) -> None:
+    text = "options amdgpu a=1\0 b=2\noptions amdgpu c=3\n"
+    assert kfdguard_view(text) == kmod_view(text, tmp_path) == ["options amdgpu a=1", "options amdgpu c=3"]
+
+
+# Texts rich in what freadline_wrapped() treats specially: backslashes, newlines, NULs.
+escapes = st.text(alphabet=st.sampled_from(["a", " ", "#", "\\", "\n", "\0", "\u00e9"]), max_size=60)
+
+
+@settings(max_examples=examples(300))
+@given(escapes)
+def test_logical_lines_are_the_lines_kmod_30s_reader_reads(text: str) -> None:
+    """The probe's reader against simulate/modprobe.py's model of kmod 30's freadline_wrapped() (which
+    tests/unit/simulate holds to real kmod): the same lines, except that at the very end of the file a
+    lone backslash is dropped where kmod 30 stores the end of file as a byte 0xff."""
+    from kfdguard.host.paths import HostPath
+    from kfdguard.simulate.modprobe import _lines
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.conf"
+        path.write_bytes(text.encode())
+        kmod30 = _lines(HostPath(str(path)))
+    ours = [line for _, line in logical_lines(text)]
+    if (len(text) - len(text.rstrip("\\"))) % 2 == 1:  # the file ends in a backslash that escapes nothing
+        # kmod 30 reads the end of file there as the character 0xff (decoded as U+FFFD), current kmod as nothing.
+        assert kmod30 == [line for _, line in logical_lines(text[:-1] + "\ufffd")], text
+        assert ours == [line for _, line in logical_lines(text[:-1])], text
+    else:
+        assert ours == kmod30, text
+
+
 @settings(max_examples=examples(300))
 @given(st.one_of(garbage, modprobe_files().map(lambda c: c[0])))
 def test_modprobe_garbage_gives_exact_complaints(text: str) -> None:

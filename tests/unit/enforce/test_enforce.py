@@ -11,6 +11,8 @@ import pytest
 from kfdguard.app.pipeline import enforce
 from kfdguard.config import Config, DeviceConfig, ModuleConfig, UsersConfig
 from kfdguard.probe import probe
+from kfdguard.record import replace
+from kfdguard.simulate import bundled
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec
 from kfdguard.simulate.system import SimulatedSystem
@@ -154,6 +156,26 @@ def test_generated_modprobe_conf_as_real_kmod_reads_it(fresh_machine: Make) -> N
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     assert depends.splitlines()[-1].rstrip().endswith("amdgpu.ko.zst sched_policy=1 cwsr_enable=0")
+
+
+def test_a_line_ending_in_an_escaped_backslash_is_disabled_alone_as_kmod_reads_it(fresh_machine: Make) -> None:
+    # "C:\\\\" ends in an escaped backslash: kmod reads two directives, not one continued line. Only the
+    # second is wrong, and only it is disabled; the first stays as kmod read it.
+    spec = bundled.load("bad-sched-policy")
+    tuning = "/etc/modprobe.d/amdgpu-tuning.conf"
+    text = "# tuning for compute\noptions amdgpu lockup_timeout=10000 \\\\\noptions amdgpu sched_policy=9\n"
+    system = fresh_machine(replace(spec, files={**spec.files, tuning: text}))
+    report, _, _ = enforce(system, REPAIR)
+    assert not report.failed, report.changes
+    lines = (system.root.etc / "modprobe.d/amdgpu-tuning.conf").read_text().splitlines()
+    assert lines[2] == "options amdgpu lockup_timeout=10000 \\\\"
+    assert lines[3] == "# kfdguard disabled: options amdgpu sched_policy=9"
+    show = subprocess.run(
+        [tool("modprobe"), "-C", f"{system.root.path}/etc/modprobe.d", "--showconfig"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.splitlines()  # fmt: skip
+    assert "options amdgpu lockup_timeout=10000 \\" in show
+    assert not [line for line in show if "sched_policy" in line]
 
 
 def test_separate_amdkfd_layout_gets_its_ordering_as_kmod_resolves_it(fresh_machine: Make) -> None:
