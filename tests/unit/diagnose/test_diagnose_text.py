@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfdguard.diagnose import EXIT_NOTHING, diagnose_text
+from kfdguard.evidence.text import read_text
 from tests.fuzzing import examples
 
 BUG_REPORT = """\
@@ -124,3 +125,36 @@ def test_cli_missing_file_is_usage_error() -> None:
     result = subprocess.run([sys.executable, "-m", "kfdguard", "diagnose", "/nonexistent/paste.txt"],
                             capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert result.returncode == 64 and "No such file" in result.stderr
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_cycle_collector_is_back_as_it_was_after_a_diagnosis(
+    monkeypatch: pytest.MonkeyPatch, enabled: bool, fails: bool
+) -> None:
+    """diagnose_text pauses the cycle collector while it reads (a long paste's lists are walked by every
+    collection, for nothing); after it, the collector is on exactly when it was before, even on an error."""
+    import gc
+
+    import kfdguard.diagnose as diagnose
+
+    seen: list[bool] = []
+
+    def reading(text: str) -> object:
+        seen.append(gc.isenabled())
+        if fails:
+            raise RuntimeError("a reader failed")
+        return read_text(text)
+
+    monkeypatch.setattr(diagnose, "read_text", reading)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        if fails:
+            with pytest.raises(RuntimeError):
+                diagnose.diagnose_text("uid=1000(ann) gid=1000(ann) groups=1000(ann)")
+        else:
+            diagnose.diagnose_text("uid=1000(ann) gid=1000(ann) groups=1000(ann)")
+        assert seen == [False]
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
