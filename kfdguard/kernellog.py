@@ -279,16 +279,18 @@ def scan_distinct(
     boot: int = 0,
     source: str = "",
     engine: Engine = DEFAULT,
+    unique: list[str] | None = None,
 ) -> list[LogEvent]:
     """The events ``scan`` finds in the big log ``"\\n".join(lines)``, given its distinct lines in the order
-    they first appear and those untimed (``untimed(distinct)``).
+    they first appear and those untimed (``untimed(distinct)``); ``unique``, where given, is the untimed
+    forms each once (``list(dict.fromkeys(units))``, as the caller made it for other uses too).
 
     Which lines pass the prefilter is decided on the distinct untimed lines (a few hundred in a long
     paste, not a hundred thousand) where every word it looks for is blind to the times; then one pass in C
     numbers every line that passes, as the big-log path does over the text."""
     search = engine.prefilter.search
     if all(map(blind_to_times, engine.alternatives)):
-        passing_units = set(filter(search, dict.fromkeys(units)))
+        passing_units = set(filter(search, dict.fromkeys(units) if unique is None else unique))
         passing = set(compress(distinct, map(passing_units.__contains__, units)))
     else:
         passing = set(filter(search, distinct))

@@ -101,11 +101,14 @@ class _Index:
         "distinct", "found", "lowered", "source", "text", "unique", "units",
     )  # fmt: skip
 
-    def __init__(self, text: str, distinct: list[str], units: list[str] | None = None) -> None:
+    def __init__(
+        self, text: str, distinct: list[str], units: list[str] | None = None, unique: list[str] | None = None
+    ) -> None:
         self.source = text  # held, so that the identity test in _index cannot meet a new string at its address
         self.distinct = distinct
         self.units = untimed(distinct) if units is None else units
-        self.unique = list(dict.fromkeys(self.units))  # the untimed forms, in the order they first appear
+        # the untimed forms, in the order they first appear
+        self.unique = list(dict.fromkeys(self.units)) if unique is None or units is None else unique
         self._forms = "\n".join(self.unique).translate(_DIGITS).split("\n")  # each with its digits made "0"
         self.text = "\n".join(dict.fromkeys(self._forms))
         self.lowered = self.text.lower()
@@ -206,18 +209,25 @@ def _index(text: str) -> _Index:
     return index
 
 
-def index_lines(text: str, lines: list[str], distinct: list[str] | None = None, units: list[str] | None = None) -> None:
+def index_lines(
+    text: str,
+    lines: list[str],
+    distinct: list[str] | None = None,
+    units: list[str] | None = None,
+    unique: list[str] | None = None,
+) -> None:
     """Index a long ``text`` that is ``lines`` joined by newlines (Observations.text and .lines) before its
     rules search it. A ``lines`` that is not ``text`` split is ignored: the search then splits the text.
     ``distinct`` and ``units``, where given, are the lines' distinct lines in the order they first appear and
-    those untimed (Observations.distinct and .units, as evidence.text made them from those lines)."""
+    those untimed (Observations.distinct and .units, as evidence.text made them from those lines); ``unique``
+    the untimed forms each once, in the order they first appear (Observations.unique)."""
     if len(text) < INDEXED or _index_of(text) is not None:
         return
     if distinct is None or units is None or len(distinct) != len(units):
         if "\n".join(lines) == text:
             _LAST[:] = [_Index(text, list(dict.fromkeys(lines)))]
         return
-    _LAST[:] = [_Index(text, distinct, units)]
+    _LAST[:] = [_Index(text, distinct, units, unique)]
 
 
 def _index_of(text: str) -> _Index | None:

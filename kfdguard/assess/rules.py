@@ -749,7 +749,7 @@ def run(obs: Observations, machine: Context | None = None) -> Reasoning:
         from kfdguard.assess.claims import index_lines
 
         # The rules' searches of a long paste share one index of its lines (and of their untimed forms).
-        index_lines(obs.text, obs.lines, obs.distinct, obs.units)
+        index_lines(obs.text, obs.lines, obs.distinct, obs.units, obs.unique or None)
     for rule in _rules():
         rule(r)
     return r

@@ -113,6 +113,7 @@ class Observations:
     # what a long paste's reading, its kernel-log scan and the rules' searches share (evidence/text.py).
     distinct: list[str] = field(default_factory=list)
     units: list[str] = field(default_factory=list)
+    unique: list[str] = field(default_factory=list)  # the units, each once, in the order they first appear
     messages: list[SeenMessage] = field(default_factory=list)  # userspace messages of known formats
     env: list[tuple[str, str, Source]] = field(default_factory=list)  # GPU-selecting variables as set
     smi_gpus: int = 0  # GPUs a management tool (rocm-smi, amd-smi) lists: amdgpu drives them

@@ -506,7 +506,7 @@ def _finish(obs: Observations, state: _State) -> None:
     # A paste the size of a whole log is searched as the big-log path searches a text (kernellog.SMALL).
     lines = obs.lines
     if len(lines) > SMALL:  # what scan(obs.text) finds, from the distinct lines
-        events = scan_distinct(lines, obs.distinct, obs.units, source="paste")
+        events = scan_distinct(lines, obs.distinct, obs.units, source="paste", unique=obs.unique)
     else:
         _, events = scan(_unwrapped(lines), source="paste")
     obs.events = events
@@ -628,32 +628,42 @@ def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
     return lines
 
 
-def _paste(text: str) -> Observations:
-    """Observations of nothing yet but the paste's lines (unquoted), their text, the distinct lines and those
-    untimed."""
+def _paste(text: str) -> tuple[Observations, dict[str, str]]:
+    """Observations of nothing yet but the paste's lines (unquoted), their text, the distinct lines, those
+    untimed and the untimed forms each once; and the distinct lines as a dict's keys, which _key_of fills
+    with their keys (a long paste's 57,000 distinct lines go into a dict once, not twice)."""
     obs = Observations()
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     obs.lines = _unquoted(text, text.split("\n"))
     obs.text = "\n".join(obs.lines)
-    obs.distinct = list(dict.fromkeys(obs.lines))
+    first = dict.fromkeys(obs.lines, "")
+    obs.distinct = list(first)
     obs.units = untimed(obs.distinct)
-    return obs
+    obs.unique = list(dict.fromkeys(obs.units))  # what the scan and the rules' index read (a few thousand)
+    return obs, first
 
 
-def _key_of(distinct: list[str], units: list[str]) -> dict[str, str]:
+def _key_of(distinct: list[str], units: list[str], into: dict[str, str] | None = None) -> dict[str, str]:
     """Each distinct line's memo key: its _stamp_key, behind a newline for a line that an open block reads
     (its first character a blank or a digit; no line holds a newline, so the two kinds never meet).
+    ``into``, when given, is a dict whose keys are the distinct lines (_paste's): it is filled and returned.
 
     A long paste's dmesg lines are all distinct (their times differ) and most of its distinct lines: their
     keys are their untimed forms (kernellog.untimed removes what _stamp_key does, by one substitution in C),
-    taken as they are; Python computes only the others (picked by a filter in C), one call each."""
-    key_of = dict(zip(distinct, units, strict=True))
+    taken as they are; Python computes only the others (picked by a filter in C), one call each. Those are
+    the lines that untimed left as they were: every line whose first character is not "[" (untimed removes
+    only a time at the start, after a "["), and the few that start with "[" but no time, whose _stamp_key is
+    their untimed form again. Told apart by one comparison in C a line, which a timed line's other length
+    ends at once (cheaper than slicing each line's first character). (One substitution over those lines
+    joined, as untimed does, cost twice the calls: the clock's pattern backtracks, and "[^\n]" is slower
+    to test than ".".)"""
+    if into is None:
+        key_of = dict(zip(distinct, units, strict=True))
+    else:
+        key_of = into
+        key_of.update(zip(distinct, units, strict=True))  # new values for its keys: no new dict, no resize
     stamp_key, inside = _stamp_key, _INSIDE
-    # The lines that untimed left as they were: every line whose first character is not "[" (untimed
-    # removes only a time at the start, after a "["), and the few that start with "[" but no time, whose
-    # _stamp_key is their untimed form again. Told apart by one comparison in C a line, which a timed line's
-    # other length ends at once (cheaper than slicing each line's first character).
     for raw in compress(distinct, map(eq, distinct, units)):
         key = stamp_key(raw)
         key_of[raw] = "\n" + key if raw[:1] in inside else key
@@ -694,7 +704,7 @@ def _read_every_line(obs: Observations, state: _State) -> None:
         previous = reader.read(raw, number, previous)
 
 
-def _read_remembering(obs: Observations, state: _State) -> None:
+def _read_remembering(obs: Observations, state: _State, first: dict[str, str] | None = None) -> None:
     """read_text's default path: the lines not yet seen showing nothing in their surroundings.
 
     Which those are is decided in C: the key of every line (_key_of, over the distinct lines), then
@@ -707,7 +717,7 @@ def _read_remembering(obs: Observations, state: _State) -> None:
     remember every key, no line after can be read (a line is read only when its key is new there or the
     line before it was read), so reading stops without testing the rest."""
     lines = obs.lines
-    key_of = _key_of(obs.distinct, obs.units)
+    key_of = _key_of(obs.distinct, obs.units, first)
     keys = len(set(key_of.values()))
     reader, size, after = _Reader(obs, state), _size, _after
     stores: dict[tuple[object, ...], set[str]] = {}
@@ -760,10 +770,10 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     the line before, when it names a command whose output follows (uname, groups).
     ``remember=False`` reads every line (tests/unit/diagnose/test_paste_paths.py compares the two).
     """
-    obs = _paste(text)
+    obs, first = _paste(text)
     state = _State()
     if remember:
-        _read_remembering(obs, state)
+        _read_remembering(obs, state, first)
     else:
         _read_every_line(obs, state)
     _finish(obs, state)

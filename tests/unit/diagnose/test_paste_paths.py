@@ -303,3 +303,6 @@ def test_each_distinct_lines_key_is_its_stamp_key_behind_a_newline_inside_a_bloc
     distinct = list(dict.fromkeys(line for line in lines if "\n" not in line))
     expected = {raw: ("\n" if raw[:1] in _INSIDE else "") + _stamp_key(raw) for raw in distinct}
     assert _key_of(distinct, untimed(distinct)) == expected
+    into = dict.fromkeys(distinct, "")  # as _paste hands it over: the distinct lines, in a dict already
+    assert _key_of(distinct, untimed(distinct), into) is into
+    assert into == expected
