@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from itertools import compress, count, repeat
-from operator import contains, eq, not_
+from operator import contains, eq, ne, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
@@ -757,6 +757,20 @@ def _read_remembering(obs: Observations, state: _State, first: dict[str, str] | 
             rebuild = True  # the chain must test against the new set
         if forced or rebuild:  # (after a line read out of the chain, the chain starts after it)
             chain = compress(count(index + 1), map(not_, map(seen.__contains__, remaining)))
+    _kernel_log_kind(obs)
+
+
+def _kernel_log_kind(obs: Observations) -> None:
+    """The one thing an extractor reads in a dmesg time: whether it has printk's shape (_DMESG_TIME, six
+    digits after the dot), which makes the text a kernel log (_release). Lines that differ only in their
+    times share a key, so "[ 1.5] x" read and "[ 1.500000] x" skipped would lose the kind: it is decided
+    here from every line untimed changed (those are the only lines whose keys hide a time), once the kind
+    is not already known, and the first line of the right shape ends the search."""
+    if "kernel-log" in obs.kinds:
+        return
+    distinct, units = obs.distinct, obs.units
+    if any(map(_DMESG_TIME.match, compress(distinct, map(ne, distinct, units)))):
+        obs.kinds.add("kernel-log")
 
 
 def read_text(text: str, *, remember: bool = True) -> Observations:

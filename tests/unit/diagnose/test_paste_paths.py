@@ -306,3 +306,21 @@ def test_each_distinct_lines_key_is_its_stamp_key_behind_a_newline_inside_a_bloc
     into = dict.fromkeys(distinct, "")  # as _paste hands it over: the distinct lines, in a dict already
     assert _key_of(distinct, untimed(distinct), into) is into
     assert into == expected
+
+
+_TIMES = st.sampled_from(["[    1.5] ", "[    1.500000] ", "[ 12.345678] ", "[1] ", "[ 7.] ", "[.25] ", ""])
+_BODIES = st.sampled_from(["usb 1-2: new high-speed USB device", "I pasted this by hand", "amdgpu: ring gfx timeout"])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.tuples(_TIMES, _BODIES).map("".join), min_size=1, max_size=8))
+def test_lines_that_differ_in_their_times_shape_read_as_reading_every_line(lines: list[str]) -> None:
+    """Lines that differ only in their dmesg times share a key; the times' shape still decides whether the
+    text is a kernel log (printk's six digits after the dot), whichever of them is read."""
+    text = "\n".join(lines)
+    assert _firsts(read_text(text)) == _firsts(read_text(text, remember=False)), text
+
+
+def test_a_trimmed_time_read_first_does_not_hide_the_kernel_log_after_it() -> None:
+    text = "[    1.5] usb 1-2: new high-speed USB device\n[    1.500000] usb 1-2: new high-speed USB device"
+    assert "kernel-log" in read_text(text).kinds
