@@ -18,7 +18,7 @@ is found by the fast path as by the per-line one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from itertools import compress, count
 
 from kfdguard.facts import LogEvent
@@ -229,13 +229,20 @@ def _line_key(raw: str) -> tuple[bool, str]:
     return False, raw
 
 
-def _events(candidates: Iterable[tuple[int, str]], boot: int, source: str, engine: Engine) -> list[LogEvent]:
+def _events(
+    candidates: Iterable[tuple[int, str]],
+    boot: int,
+    source: str,
+    engine: Engine,
+    key_of: Callable[[str], Hashable] = _line_key,
+) -> list[LogEvent]:
     """The events of the candidate lines. A long log repeats its lines (a ring timeout a thousand
-    times, with other timestamps): what the rules found on a line is kept by _line_key and reused."""
+    times, with other timestamps): what the rules found on a line is kept by its key and reused. The key
+    (_line_key, or the line's untimed form where the caller has it) holds all the findings depend on."""
     events: list[LogEvent] = []
-    memo: dict[tuple[bool, str], list[_Found]] = {}
+    memo: dict[Hashable, list[_Found]] = {}
     for number, line in candidates:
-        key = _line_key(line)
+        key = key_of(line)
         found = memo.get(key)
         if found is None:
             found = memo[key] = _found(line, engine)
@@ -289,13 +296,17 @@ def scan_distinct(
     paste, not a hundred thousand) where every word it looks for is blind to the times; then one pass in C
     numbers every line that passes, as the big-log path does over the text."""
     search = engine.prefilter.search
-    if all(map(blind_to_times, engine.alternatives)):
-        passing_units = set(filter(search, dict.fromkeys(units) if unique is None else unique))
-        passing = set(compress(distinct, map(passing_units.__contains__, units)))
-    else:
+    if not all(map(blind_to_times, engine.alternatives)):
         passing = set(filter(search, distinct))
-    numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
-    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine)
+        numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
+        return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine)
+    passing_units = set(filter(search, dict.fromkeys(units) if unique is None else unique))
+    # Each passing distinct line with its untimed form: the memo's key too. Lines with one untimed form differ
+    # only in a leading dmesg time, inside the first "[...]" that normalise() removes (untimed's time is at
+    # most 37 characters, normalise's bracket 40), so the rules find the same on them.
+    unit_of = dict(compress(zip(distinct, units, strict=True), map(passing_units.__contains__, units)))
+    numbers = compress(count(1), map(unit_of.__contains__, lines))  # in C: Python sees the lines that pass
+    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine, unit_of.__getitem__)
 
 
 def _numbered(lines: list[str], hits: list[str]) -> list[tuple[int, str]]:
