@@ -339,3 +339,45 @@ def test_a_pass_that_ran_and_failed_is_told_apart_from_one_refused(
         assert privsep.problem is None
     else:
         assert privsep.problem is not None and problem in privsep.problem and "refused" not in privsep.problem
+
+
+class _Reply:
+    def __init__(self, signature: str, body: list[Any]) -> None:
+        self.signature, self.body = signature, body
+
+
+@pytest.mark.parametrize(
+    ("unit_reply", "result_reply", "expected"),
+    [
+        (("o", ["/org/freedesktop/systemd1/unit/x"]), ("v", ["start-limit-hit"]), "start-limit-hit"),
+        (("o", ["/org/freedesktop/systemd1/unit/x"]), ("v", [5]), None),  # a number, not systemd's word
+        (("o", ["/org/freedesktop/systemd1/unit/x"]), ("v", [["success"]]), None),  # an array
+        (("o", ["/org/freedesktop/systemd1/unit/x"]), ("s", ["success"]), None),  # not a variant at all
+        (("s", ["/org/freedesktop/systemd1/unit/x"]), ("v", ["success"]), None),  # GetUnit without a path
+        (("o", ["/org/freedesktop/systemd1/unit/x"]), RuntimeError("org.freedesktop.DBus.Error.AccessDenied"), None),
+        (TimeoutError(), None, None),
+    ],
+)
+def test_the_systemd_starter_takes_only_a_string_result_from_the_bus(
+    unit_reply: Any, result_reply: Any, expected: str | None
+) -> None:
+    """Whatever the bus answers for GetUnit and the unit's Result (another type, another signature, an error, no
+    answer), last_result gives systemd's word or None, and raises nothing."""
+    from dbus_fast import Variant
+
+    from kfdguard.service.starter import SystemdStarter
+
+    answers = [unit_reply, result_reply]
+
+    class Starter(SystemdStarter):
+        async def _call(self, *args: Any) -> Any:
+            answer = answers.pop(0)
+            if isinstance(answer, BaseException):
+                raise answer
+            signature, body = answer
+            if signature == "v":
+                value = body[0]
+                body = [Variant("s" if isinstance(value, str) else "u" if isinstance(value, int) else "as", value)]
+            return _Reply(signature, body)
+
+    assert asyncio.run(Starter(None, None).last_result("enforce", 1.0)) == expected
