@@ -117,6 +117,7 @@ old_pid=$(main_pid)
 # leaving the package unconfigured, its postinst (restart) and later its prerm
 # (stop) never run. An upgrade without a terminal answers as unattended-upgrades
 # does: keep the administrator's file, put the new one beside it.
+before_upgrade=$(journalctl -n 0 --show-cursor --no-pager | sed -n 's/^-- cursor: //p')
 out=$(dpkg --force-confdef --force-confold -i "$current" 2>&1)
 rc=$?
 check "dpkg -i this build $(deb_version "$current") over $(deb_version "$previous")" test "$rc" = 0 || note "$out"
@@ -161,6 +162,12 @@ en=$(systemctl is-enabled kfdguard-enforce.service 2>&1)
 check "kfdguard-enforce.service is enabled by the upgrade (got: $en)" test "$en" = enabled
 check "kfdguard-enforce.service ran after the upgrade and succeeded (Result=$(mono kfdguard-enforce.service Result))" \
     test "$(mono kfdguard-enforce.service Result)" = success -a -n "$(mono kfdguard-enforce.service InvocationID)"
+# Each run of the pass is one invocation of the unit: the resident service's restart pulls it in (Wants=),
+# and the package does not start it a second time on its own.
+journalctl --sync 2>/dev/null
+runs=$(journalctl --after-cursor "$before_upgrade" --no-pager -o export -u kfdguard-enforce.service \
+    | sed -n 's/^_SYSTEMD_INVOCATION_ID=//p' | sort -u | wc -l)
+check "the upgrade ran the pass once (invocations: $runs)" test "$runs" = 1
 check "/run/kfdguard is drwxrwxr-t root:kfdguard after the upgrade (got: $(stat -c '%A %U:%G' /run/kfdguard))" \
     test "$(stat -c '%a %U:%G' /run/kfdguard)" = "1775 root:kfdguard"
 note "/run/kfdguard after the upgrade: $(find /run/kfdguard -mindepth 1 -printf '%f %m %u:%g; ')"
