@@ -18,7 +18,7 @@ is found by the fast path as by the per-line one.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable
 from itertools import compress, count
 
 from kfdguard.facts import LogEvent
@@ -296,17 +296,19 @@ def scan_distinct(
     paste, not a hundred thousand) where every word it looks for is blind to the times; then one pass in C
     numbers every line that passes, as the big-log path does over the text."""
     search = engine.prefilter.search
-    if not all(map(blind_to_times, engine.alternatives)):
-        passing = set(filter(search, distinct))
-        numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
-        return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine)
-    passing_units = set(filter(search, dict.fromkeys(units) if unique is None else unique))
-    # Each passing distinct line with its untimed form: the memo's key too. Lines with one untimed form differ
-    # only in a leading dmesg time, inside the first "[...]" that normalise() removes (untimed's time is at
-    # most 37 characters, normalise's bracket 40), so the rules find the same on them.
-    unit_of = dict(compress(zip(distinct, units, strict=True), map(passing_units.__contains__, units)))
-    numbers = compress(count(1), map(unit_of.__contains__, lines))  # in C: Python sees the lines that pass
-    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine, unit_of.__getitem__)
+    passing: Container[str]
+    key_of: Callable[[str], Hashable]
+    if all(map(blind_to_times, engine.alternatives)):
+        passing_units = set(filter(search, dict.fromkeys(units) if unique is None else unique))
+        # Each passing distinct line with its untimed form: the memo's key too. Lines with one untimed form
+        # differ only in a leading dmesg time, inside the first "[...]" that normalise() removes (untimed's
+        # time is at most 37 characters, normalise's bracket 40), so the rules find the same on them.
+        unit_of = dict(compress(zip(distinct, units, strict=True), map(passing_units.__contains__, units)))
+        passing, key_of = unit_of, unit_of.__getitem__
+    else:
+        passing, key_of = set(filter(search, distinct)), _line_key
+    numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
+    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine, key_of)
 
 
 def _numbered(lines: list[str], hits: list[str]) -> list[tuple[int, str]]:
