@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Container, Hashable, Iterable
-from itertools import compress, count
+from itertools import compress
 
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, SRC_MODLOAD, SRC_SIGN, SRC_UDEV, LogRule
@@ -293,8 +293,8 @@ def scan_distinct(
     forms each once (``list(dict.fromkeys(units))``, as the caller made it for other uses too).
 
     Which lines pass the prefilter is decided on the distinct untimed lines (a few hundred in a long
-    paste, not a hundred thousand) where every word it looks for is blind to the times; then one pass in C
-    numbers every line that passes, as the big-log path does over the text."""
+    paste, not a hundred thousand) where every word it looks for is blind to the times; then a filter in C
+    keeps every line that passes, and _numbered finds their numbers, as scan does for a list of lines."""
     search = engine.prefilter.search
     passing: Container[str]
     key_of: Callable[[str], Hashable]
@@ -307,8 +307,10 @@ def scan_distinct(
         passing, key_of = unit_of, unit_of.__getitem__
     else:
         passing, key_of = set(filter(search, distinct)), _line_key
-    numbers = compress(count(1), map(passing.__contains__, lines))  # in C: Python sees the lines that pass
-    return _events([(number, lines[number - 1]) for number in numbers], boot, source, engine, key_of)
+    # The lines that pass, by a filter in C, then numbered by identity (_numbered): cheaper than numbering
+    # every line (count() makes an integer object a line) to keep the few that pass.
+    hits = list(filter(passing.__contains__, lines))
+    return _events(_numbered(lines, hits), boot, source, engine, key_of)
 
 
 def _numbered(lines: list[str], hits: list[str]) -> list[tuple[int, str]]:
