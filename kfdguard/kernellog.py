@@ -307,15 +307,17 @@ def scan_distinct(
         passing, key_of = unit_of, unit_of.__getitem__
     else:
         passing, key_of = set(filter(search, distinct)), _line_key
-    # The lines that pass, by a filter in C, then numbered by identity (_numbered): cheaper than numbering
-    # every line (count() makes an integer object a line) to keep the few that pass.
+    # The lines that pass, kept by a filter in C and then numbered (_numbered): cheaper than numbering every
+    # line (count() makes an integer object a line) to keep the few that pass.
     hits = list(filter(passing.__contains__, lines))
     return _events(_numbered(lines, hits), boot, source, engine, key_of)
 
 
 def _numbered(lines: list[str], hits: list[str]) -> list[tuple[int, str]]:
     """(line number, line) of ``hits``, the lines of ``lines`` that a filter in C kept, in order: each is
-    found by identity after the one before it, without enumerating every line in Python."""
+    found by list.index after the one before it, without enumerating every line in Python. list.index
+    compares by equality, and a line equal to a hit is a hit too (the filter keeps equal lines alike), so
+    the first equal line after the one before is that hit."""
     numbered: list[tuple[int, str]] = []
     start, index = 0, lines.index
     for hit in hits:
