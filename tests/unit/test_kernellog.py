@@ -301,11 +301,53 @@ def test_the_distinct_lines_scan_of_an_engine_whose_words_a_time_may_hold() -> N
 
 
 def _reference_untimed(line: str) -> str:
-    """A leading dmesg time written as the definition says: "[", blanks, a number, blanks, "]"."""
-    import re
+    """A leading dmesg time as untimed's docstring and _DMESG_TIMES define it, written out without a pattern:
+    "[", at most 12 blanks, a number (at most 12 digits, then a dot and at most 9, or a dot and 1 to 9),
+    at most 3 blanks, "]". (A reference that bounded only the end, at 40, differed from the implementation
+    on "[" + 13 blanks + "1]": the bounds are part of the definition.)"""
+    end = line.find("]")
+    if line[:1] != "[" or end < 0:
+        return line
+    inner = line[1:end]
+    body = inner.lstrip(" \t")
+    lead = len(inner) - len(body)
+    body = body.rstrip(" \t")
+    trail = len(inner) - lead - len(body)
+    whole, dot, fraction = body.partition(".")
+    digits = set("0123456789")
+    number = (
+        set(whole) <= digits
+        and set(fraction) <= digits
+        and len(whole) <= 12
+        and len(fraction) <= 9
+        and (whole != "" if not dot else whole != "" or fraction != "")
+    )
+    return "[]" + line[end + 1 :] if number and lead <= 12 and trail <= 3 else line
 
-    m = re.match(r"\[[ \t]*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*\]", line)
-    return "[]" + line[m.end() :] if m and m.end() <= 40 else line
+
+@pytest.mark.parametrize(
+    ("line", "timed"),
+    [
+        ("[" + " " * 12 + "1] x", True),
+        ("[" + " " * 13 + "1] x", False),
+        ("[" + "1" * 12 + "] x", True),
+        ("[" + "1" * 13 + "] x", False),
+        ("[1." + "0" * 9 + "] x", True),
+        ("[1." + "0" * 10 + "] x", False),
+        ("[1" + " " * 3 + "]", True),
+        ("[1" + " " * 4 + "]", False),
+        ("[.5] x", True),
+        ("[5.] x", True),
+        ("[.] x", False),
+        ("[] x", False),
+        ("[1.2.3] x", False),
+        ("[\t 12.345678\t] x", True),
+    ],
+)
+def test_untimed_and_its_reference_agree_at_the_bounds(line: str, timed: bool) -> None:
+    expected = "[]" + line[line.index("]") + 1 :] if timed else line
+    assert _reference_untimed(line) == expected
+    assert untimed([line]) == [expected]
 
 
 _TIMED = st.text(alphabet="[] \t.:0123456789akfdx]", max_size=50)
