@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from itertools import compress, count, repeat
-from operator import contains, eq, ne, not_
+from operator import contains, ne, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
@@ -562,8 +562,8 @@ def _stamp_key(raw: str, clock: LineMatch = _CLOCK_STAMP.match) -> str:
     ("Dec 01 10:00:05", "2025-03-03T10:00:01"): lines that differ only there are the same to every
     extractor (none reads those digits), so what one of them showed, the others show again."""
     if raw[:1] == "[":
-        # A dmesg time as kernellog.untimed removes it: one definition for the reader's keys (_key_of
-        # takes a long paste's dmesg lines' keys from untimed directly) and the kernel-log scan.
+        # A dmesg time as kernellog.untimed removes it: one definition for the reader's keys (_unit_keys
+        # takes the keys of lines that begin "[" from untimed directly) and the kernel-log scan.
         return untimed([raw])[0]
     m = clock(raw)
     return raw[: m.start("clock")] + raw[m.end() :] if m is not None else raw
@@ -628,46 +628,68 @@ def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
     return lines
 
 
-def _paste(text: str) -> tuple[Observations, dict[str, str]]:
+def _paste(text: str) -> Observations:
     """Observations of nothing yet but the paste's lines (unquoted), their text, the distinct lines, those
-    untimed and the untimed forms each once; and the distinct lines as a dict's keys, which _key_of fills
-    with their keys (a long paste's 57,000 distinct lines go into a dict once, not twice)."""
+    untimed and the untimed forms each once."""
     obs = Observations()
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     obs.lines = _unquoted(text, text.split("\n"))
     obs.text = "\n".join(obs.lines)
-    first = dict.fromkeys(obs.lines, "")
-    obs.distinct = list(first)
+    obs.distinct = list(dict.fromkeys(obs.lines))
     obs.units = untimed(obs.distinct)
     obs.unique = list(dict.fromkeys(obs.units))  # what the scan and the rules' index read (a few thousand)
-    return obs, first
+    return obs
 
 
-def _key_of(distinct: list[str], units: list[str], into: dict[str, str] | None = None) -> dict[str, str]:
-    """Each distinct line's memo key: its _stamp_key, behind a newline for a line that an open block reads
-    (its first character a blank or a digit; no line holds a newline, so the two kinds never meet).
-    ``into``, when given, is a dict whose keys are the distinct lines (_paste's): it is filled and returned.
-
-    A long paste's dmesg lines are all distinct (their times differ) and most of its distinct lines: their
-    keys are their untimed forms (kernellog.untimed removes what _stamp_key does, by one substitution in C),
-    taken as they are; Python computes only the others (picked by a filter in C), one call each. Those are
-    the lines that untimed left as they were: every line whose first character is not "[" (untimed removes
-    only a time at the start, after a "["), and the few that start with "[" but no time, whose _stamp_key is
-    their untimed form again. Told apart by one comparison in C a line, which a timed line's other length
-    ends at once (cheaper than slicing each line's first character). (One substitution over those lines
-    joined, as untimed does, cost twice the calls: the clock's pattern backtracks, and "[^\n]" is slower
-    to test than ".".)"""
-    if into is None:
-        key_of = dict(zip(distinct, units, strict=True))
-    else:
-        key_of = into
-        key_of.update(zip(distinct, units, strict=True))  # new values for its keys: no new dict, no resize
+def _unit_keys(unique: list[str]) -> dict[str, str]:
+    """The memo key of every line whose untimed form (kernellog.untimed) is in ``unique``: a line's key is a
+    function of that form. A line's key is its _stamp_key, behind a newline for a line that an open block
+    reads (its first character a blank or a digit; no line holds a newline, so the two kinds never meet).
+    A line that untimed changed begins "[]": its _stamp_key is that form (the one definition of a dmesg
+    time), and so is the key of a line that begins "[" with no time, which untimed left as it was. Any other
+    line is its own form. So Python computes keys for a few thousand forms, not for every distinct line (a
+    long paste's dmesg lines are all distinct, their times differ)."""
+    keys = dict(zip(unique, unique, strict=True))
     stamp_key, inside = _stamp_key, _INSIDE
-    for raw in compress(distinct, map(eq, distinct, units)):
-        key = stamp_key(raw)
-        key_of[raw] = "\n" + key if raw[:1] in inside else key
-    return key_of
+    for unit in unique:
+        first = unit[:1]
+        if first != "[":
+            key = stamp_key(unit)
+            keys[unit] = "\n" + key if first in inside else key
+    return keys
+
+
+# How many distinct lines _Keys enters at a time: a few calls of Python for a long paste, and as few
+# lines entered past the last one asked for.
+_BATCH = 4096
+
+
+class _Keys(dict[str, str]):
+    """Each distinct line's memo key (_unit_keys), entered as reading first meets the line.
+
+    Reading goes through the lines in order, and the distinct lines are in the order they first appear, so
+    a line not yet here is among the next distinct lines: they are entered in batches (in C, by
+    update), from their untimed forms. A long paste's reading stops early (every key seen, _read_remembering)
+    and most of its distinct lines never need a key."""
+
+    __slots__ = ("_distinct", "_entered", "_unit_key", "_units")
+
+    def __init__(self, distinct: list[str], units: list[str], unit_key: dict[str, str]) -> None:
+        super().__init__()
+        self._distinct, self._units, self._unit_key = distinct, units, unit_key
+        self._entered = 0
+
+    def __missing__(self, line: str) -> str:
+        while self._entered < len(self._distinct):
+            start, stop = self._entered, self._entered + _BATCH
+            self._entered = stop
+            units = map(self._unit_key.__getitem__, self._units[start:stop])
+            self.update(zip(self._distinct[start:stop], units, strict=True))
+            key = self.get(line)  # get does not call __missing__
+            if key is not None:
+                return key
+        raise KeyError(line)
 
 
 def _surroundings(obs: Observations, state: _State) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -704,10 +726,10 @@ def _read_every_line(obs: Observations, state: _State) -> None:
         previous = reader.read(raw, number, previous)
 
 
-def _read_remembering(obs: Observations, state: _State, first: dict[str, str] | None = None) -> None:
+def _read_remembering(obs: Observations, state: _State) -> None:
     """read_text's default path: the lines not yet seen showing nothing in their surroundings.
 
-    Which those are is decided in C: the key of every line (_key_of, over the distinct lines), then
+    Which those are is decided in C: the key of every line (_Keys, from the untimed forms), then
     ``compress`` over the keys not in the present surroundings' set. Python sees only the lines it reads.
     A line after one that names a command (_after) is read whatever its key, and such a line itself is
     never remembered. A line that changed what was seen may have changed the surroundings: then the set
@@ -717,8 +739,9 @@ def _read_remembering(obs: Observations, state: _State, first: dict[str, str] | 
     remember every key, no line after can be read (a line is read only when its key is new there or the
     line before it was read), so reading stops without testing the rest."""
     lines = obs.lines
-    key_of = _key_of(obs.distinct, obs.units, first)
-    keys = len(set(key_of.values()))
+    unit_key = _unit_keys(obs.unique)
+    key_of = _Keys(obs.distinct, obs.units, unit_key)
+    keys = len(set(unit_key.values()))
     reader, size, after = _Reader(obs, state), _size, _after
     stores: dict[tuple[object, ...], set[str]] = {}
     where = _surroundings(obs, state)
@@ -784,10 +807,10 @@ def read_text(text: str, *, remember: bool = True) -> Observations:
     the line before, when it names a command whose output follows (uname, groups).
     ``remember=False`` reads every line (tests/unit/diagnose/test_paste_paths.py compares the two).
     """
-    obs, first = _paste(text)
+    obs = _paste(text)
     state = _State()
     if remember:
-        _read_remembering(obs, state, first)
+        _read_remembering(obs, state)
     else:
         _read_every_line(obs, state)
     _finish(obs, state)

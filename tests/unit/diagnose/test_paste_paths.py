@@ -295,17 +295,39 @@ def test_a_generated_long_paste_reads_as_reading_every_line(size: int, seed: int
 @settings(max_examples=examples(2000), deadline=None)
 @given(st.lists(st.text(alphabet="[] \t.:0123456789aZ>", max_size=24), max_size=12))
 def test_each_distinct_lines_key_is_its_stamp_key_behind_a_newline_inside_a_block(lines: list[str]) -> None:
-    """_key_of takes the timed lines' keys from untimed and computes the rest: whichever way a line goes,
-    its key is its _stamp_key, behind a newline exactly when an open block reads it (a blank or digit first)."""
-    from kfdguard.evidence.text import _INSIDE, _key_of, _stamp_key
+    """_unit_keys takes the keys of lines that begin "[" from untimed and computes the rest, and _Keys enters
+    them as lines are asked for: whichever way a line goes, and in whatever order the lines are asked for,
+    its key is its _stamp_key, behind a newline exactly when an open block reads it (a blank or digit first);
+    and the keys the forms have are the keys the lines have."""
+    from kfdguard.evidence.text import _INSIDE, _Keys, _stamp_key, _unit_keys
     from kfdguard.kernellog import untimed
 
     distinct = list(dict.fromkeys(line for line in lines if "\n" not in line))
     expected = {raw: ("\n" if raw[:1] in _INSIDE else "") + _stamp_key(raw) for raw in distinct}
-    assert _key_of(distinct, untimed(distinct)) == expected
-    into = dict.fromkeys(distinct, "")  # as _paste hands it over: the distinct lines, in a dict already
-    assert _key_of(distinct, untimed(distinct), into) is into
-    assert into == expected
+    units = untimed(distinct)
+    unit_key = _unit_keys(list(dict.fromkeys(units)))
+    assert set(unit_key.values()) == set(expected.values())
+    for order in (distinct, distinct[::-1]):
+        keys = _Keys(distinct, units, unit_key)
+        assert {raw: keys[raw] for raw in order} == expected
+    with pytest.raises(KeyError):
+        _Keys(distinct, units, unit_key)["\n"]  # no line holds a newline: never a distinct line
+
+
+def test_the_keys_are_entered_in_batches_as_reading_reaches_them() -> None:
+    """A line asked for enters the batch that holds it and those before, not the distinct lines after."""
+    from kfdguard.evidence.text import _BATCH, _Keys, _unit_keys
+    from kfdguard.kernellog import untimed
+
+    distinct = [f"[{i:12.6f}] usb 1-2: device {i}" for i in range(3 * _BATCH + 10)]
+    units = untimed(distinct)
+    keys = _Keys(distinct, units, _unit_keys(list(dict.fromkeys(units))))
+    assert keys[distinct[0]] == units[0]
+    assert len(keys) == _BATCH
+    assert keys[distinct[_BATCH + 1]] == units[_BATCH + 1]
+    assert len(keys) == 2 * _BATCH
+    assert keys[distinct[-1]] == units[-1]
+    assert len(keys) == len(distinct)
 
 
 _TIMES = st.sampled_from(["[    1.5] ", "[    1.500000] ", "[ 12.345678] ", "[1] ", "[ 7.] ", "[.25] ", ""])
