@@ -256,8 +256,10 @@ def _events(
 # 9 after the dot, 3 blanks: 37 at most) keep it there without a lookahead, which cost a sixth of a long
 # paste's substitution; every time printk writes ("[%5lu.%06lu]") fits them, and a longer one stays in its
 # line (which only means its repeats are read again). Possessive: no bound is tried shorter. Preceded by the
-# newline that starts the line, so that one substitution over lines joined finds every line's.
-_DMESG_TIMES = re.compile(r"\n\[[ \t]{0,12}+(?:[0-9]{1,12}+(?:\.[0-9]{0,9}+)?|\.[0-9]{1,9}+)[ \t]{0,3}+\]")
+# newline that starts the line, so that one substitution over lines joined finds every line's. The number's
+# three shapes are three branches, the usual one first ("12.345678", ".5", "12"): an optional group after
+# the digits, (?:\.[0-9]{0,9})?, is a general repeat to the matcher, and cost an eighth of the substitution.
+_DMESG_TIMES = re.compile(r"\n\[[ \t]{0,12}+(?:[0-9]{1,12}+\.[0-9]{0,9}+|\.[0-9]{1,9}+|[0-9]{1,12}+)[ \t]{0,3}+\]")
 # What such a time consists of, besides its closing "]".
 _TIME_CHARS = frozenset("[ \t0123456789.")
 
