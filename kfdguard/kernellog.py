@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Container, Hashable, Iterable
 from itertools import compress
 
+from kfdguard.alternation import alternation
 from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, SRC_MODLOAD, SRC_SIGN, SRC_UDEV, LogRule
 from kfdguard.record import dataclass
@@ -58,8 +59,7 @@ class Engine:
             raise ValueError(f"log rules need terms that are non-empty pieces of one line: {', '.join(empty)}")
         self.rules = rules
         # Every rule's message contains one of its terms (the paste path tries each line against them).
-        terms = sorted({t for r in rules for t in r.terms}, key=len, reverse=True)
-        self.terms = re.compile("|".join(re.escape(t) for t in terms))
+        self.terms = re.compile(alternation({t for r in rules for t in r.terms}))
         unprefixed = (t for r in rules if r.source in UNPREFIXED_SOURCES for t in r.terms)
         self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *unprefixed)))
         # What a line of a big log must hold: a kernel prefix or an unprefixed rule's term.

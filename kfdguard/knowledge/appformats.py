@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 
+from kfdguard.alternation import alternation
 from kfdguard.record import dataclass
 
 SRC_CLR_CO = "ROCm/clr hipamd/src/hip_code_object.cpp (ROCclr era: hip-on-vdi/rocclr/hip_code_object.cpp)"
@@ -1113,8 +1114,9 @@ def rx_target(number: int, suffix: str = "") -> str | None:
 COMPILED: tuple[tuple[AppFormat, re.Pattern[str], tuple[re.Pattern[str], ...]], ...] = tuple(
     (f, re.compile(f.pattern), tuple(re.compile(x) for x in f.fields)) for f in FORMATS
 )
-# One alternation of every cue: a line without any cue costs one C-level search.
-CUES = re.compile("|".join(re.escape(c) for c in sorted({f.cue for f in FORMATS}, key=len, reverse=True)))
+# One alternation of every cue, their common prefixes shared (kfdguard.alternation): a line without any
+# cue costs one C-level search.
+CUES = re.compile(alternation({f.cue for f in FORMATS}))
 BY_CUE: dict[str, tuple[int, ...]] = {
     cue: tuple(i for i, f in enumerate(FORMATS) if f.cue == cue) for cue in {f.cue for f in FORMATS}
 }
