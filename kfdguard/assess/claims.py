@@ -230,6 +230,13 @@ def index_lines(
     _LAST[:] = [_Index(text, distinct, units, unique)]
 
 
+def forget_index(text: str) -> None:
+    """Drop the index of ``text`` once its rules are done (rules.run): a long paste's index holds lists of
+    its distinct lines, which nothing reads after its diagnosis."""
+    if _index_of(text) is not None:
+        _LAST.clear()
+
+
 def _index_of(text: str) -> _Index | None:
     last = _LAST[0] if _LAST else None
     return last if last is not None and last.source is text else None

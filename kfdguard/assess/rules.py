@@ -748,10 +748,17 @@ def run(obs: Observations, machine: Context | None = None) -> Reasoning:
     else:
         from kfdguard.assess.claims import index_lines
 
-        # The rules' searches of a long paste share one index of its lines (and of their untimed forms).
+        # The rules' searches of a long paste share one index of its lines (and of their untimed forms),
+        # for as long as they run.
         index_lines(obs.text, obs.lines, obs.distinct, obs.units, obs.unique or None)
-    for rule in _rules():
-        rule(r)
+    try:
+        for rule in _rules():
+            rule(r)
+    finally:
+        if machine is None:
+            from kfdguard.assess.claims import forget_index
+
+            forget_index(obs.text)
     return r
 
 

@@ -227,3 +227,32 @@ def test_journal_lines_that_differ_in_their_clocks_are_found_in_order(indexed: N
     assert claims.lines_with(claims.Text(text), "10:00:06") == [lines[2]]  # a clock's digits: the untimed lines
     assert claims.contains(claims.Text(text), "ring b", lower=True)
     assert not claims.contains(claims.Text(text), "10:00:08")
+
+
+def test_a_pastes_rules_share_one_index_while_they_run_and_drop_it_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rules.run indexes a long paste once for all its rules, and forgets the index when they are done
+    (its lists of the paste's lines are read by nothing after): also when a rule fails."""
+    from kfdguard.assess import rules
+    from kfdguard.assess.reasoning import Reasoning
+    from kfdguard.evidence.text import read_text
+
+    obs = read_text("\n".join(f"[{i:12.6f}] usb 1-2: device {i % 9}" for i in range(claims.INDEXED // 30)))
+    assert len(obs.text) >= claims.INDEXED
+    seen: list[object] = []
+
+    def spy(r: Reasoning) -> None:
+        seen.append(claims._index_of(obs.text))
+
+    monkeypatch.setattr(rules, "_rules", lambda: (spy, spy))
+    claims._LAST.clear()
+    rules.run(obs)
+    assert seen[0] is not None and seen[0] is seen[1]
+    assert claims._index_of(obs.text) is None and not claims._LAST
+
+    def failing(r: Reasoning) -> None:
+        raise RuntimeError("a rule that fails")
+
+    monkeypatch.setattr(rules, "_rules", lambda: (spy, failing))
+    with pytest.raises(RuntimeError):
+        rules.run(obs)
+    assert seen[2] is not None and not claims._LAST
