@@ -147,8 +147,8 @@ EXPLANATIONS = """
   same run, both timed in CPU time of the benchmark's process (single-threaded work;
   CPU time is what other processes' load perturbs least). Even a ratio moves with the
   machine: the scan looks for each of its words with `str.find` over the whole text,
-  the split mostly copies memory. The same scan code measured 3.1x its split on an AMD
-  EPYC and 4.2 to 4.7x on an Intel Xeon (2026-12-02, both with 2 CPUs).
+  the split mostly copies memory. The scan as it was before 2026-12-02's changes measured
+  3.1x its split on an AMD EPYC and 4.2 to 4.7x on an Intel Xeon (both with 2 CPUs).
 - **Reaction.** A `/dev/kfd` add event (the simulated machine's udev FIFO)
   until a client's PropertiesChanged handler runs. It includes the 10 ms
   settle window that folds an event burst into one re-check
