@@ -26,9 +26,20 @@ from kfdguard.facts import LogEvent
 from kfdguard.knowledge.logrules import RULES, SRC_MODLOAD, SRC_SIGN, SRC_UDEV, LogRule
 from kfdguard.record import dataclass
 
-# The kernel prints every KFD/amdgpu message with a "kfd"/"amdgpu"/"[drm" prefix (or, before 5.x, the
-# word CRAT): a big log's line is worth the rules only if it holds one of these (kfd-facts.md §6).
-KERNEL_ANCHORS = ("amdgpu", "kfd", "KFD", "[drm", "CRAT")
+# Since 6.1 the kernel prints every KFD/amdgpu message a rule reads with a "kfd"/"amdgpu"/"[drm" prefix:
+# pr_* calls get "amdgpu: " from amdgpu.h's pr_fmt, dev_* calls the device ("amdgpu 0000:03:00.0: ", "kfd kfd: "),
+# DRM_* calls "[drm". A big log's line is worth the rules only if it holds one of these (kfd-facts.md §6).
+KERNEL_ANCHORS = ("amdgpu", "kfd", "[drm")
+# Older kernels print some without any prefix: in 5.10, kfd_crat.c, kfd_module.c and kfd_device_queue_manager.c
+# include no header that sets pr_fmt, so "Virtual CRAT table created for GPU", "sched_policy has invalid value",
+# "KFD is disabled due to module initialization failure" and "qcm fence wait loop timeout expired" stand alone
+# (the generated formats of 5.10; real 5.11 logs in tests/data/real-reports show the first). Every such format
+# a rule matches holds one of these words; 6.1 and every later series in the generated data print none (both
+# checked against every series' formats by tests/unit/knowledge/test_log_formats.py). Before 5.10 (ROCK-DKMS,
+# 4.x) only the corpus of real reports tells, and it shows nothing else.
+OLD_KERNEL_WORDS = ("CRAT", "KFD", "qcm fence wait", "The cp might be", "sched_policy")
+# The first series whose KFD messages all carry a prefix (the oldest in the generated data after 5.10).
+PREFIXED_SINCE = (6, 1)
 # Rules whose messages carry no such prefix: systemd-modules-load and udev print them from userspace,
 # the module loader about the module it refuses. Their own terms are what a big log is searched for, so a
 # new row from one of these sources is found without further work.
@@ -61,10 +72,15 @@ class Engine:
         # Every rule's message contains one of its terms (the paste path tries each line against them).
         self.terms = re.compile(alternation({t for r in rules for t in r.terms}))
         unprefixed = (t for r in rules if r.source in UNPREFIXED_SOURCES for t in r.terms)
-        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *unprefixed)))
-        # What a line of a big log must hold: a kernel prefix or an unprefixed rule's term.
-        self.prefilter = re.compile("|".join(re.escape(a) for a in self.alternatives))
+        unprefixed_terms = tuple(dict.fromkeys(unprefixed))
+        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *OLD_KERNEL_WORDS, *unprefixed_terms)))
+        # What a line of a big log must hold: a kernel prefix, an old kernel's unprefixed word, or an
+        # unprefixed rule's term (a tree of prefixes: a fifth cheaper per line than the flat alternation).
+        self.prefilter = re.compile(alternation(self.alternatives))
+        # What the big-log path looks for where the kernel is unknown or older than PREFIXED_SINCE, and
+        # where a banner names a newer one (_starts).
         self.coarse = _covers(self.alternatives)
+        self.coarse_prefixed = _covers((*KERNEL_ANCHORS, *unprefixed_terms))
         self.compiled = tuple((r, re.compile(r.pattern)) for r in rules)
         by_term: dict[str, list[int]] = {}
         for index, rule in enumerate(rules):
@@ -78,20 +94,58 @@ DEFAULT = Engine(RULES)
 TERMS = DEFAULT.terms
 PREFILTER = DEFAULT.prefilter
 COARSE = DEFAULT.coarse
+COARSE_PREFIXED = DEFAULT.coarse_prefixed
 
 
-def _starts(text: str, coarse: tuple[str, ...] = COARSE) -> list[int]:
-    """Where the lines holding one of ``coarse`` start, sorted, each once."""
-    found: set[int] = set()
+# init/version.c: the first line a kernel prints is linux_banner, "Linux version " UTS_RELEASE " (" builder ") ("
+# compiler ") " UTS_VERSION, and UTS_VERSION starts with "#" and the build number (scripts/mkcompile_h).
+_BANNER = re.compile(r"Linux version (?P<major>\d+)\.(?P<minor>\d+)\S* \(.*#")
+
+
+def _lines_holding(text: str, needle: str, lo: int, hi: int, found: set[int]) -> None:
+    """Add to ``found`` where the lines of text[lo:hi] (whole lines) holding ``needle`` start."""
     rfind, find = text.rfind, text.find
-    for needle in coarse:
-        at = find(needle)
-        while at >= 0:
-            found.add(rfind("\n", 0, at) + 1)
-            stop = find("\n", at)
-            if stop < 0:
-                break
-            at = find(needle, stop + 1)  # the next line: no needle holds a newline
+    at = find(needle, lo, hi)
+    while at >= 0:
+        found.add(rfind("\n", 0, at) + 1)
+        stop = find("\n", at, hi)
+        if stop < 0:
+            break
+        at = find(needle, stop + 1, hi)  # the next line: no needle holds a newline
+
+
+def _segments(text: str, hashed: set[int]) -> list[tuple[int, int, bool]]:
+    """(start, stop, prefixed) of the runs of lines each kernel printed: a run starts at a banner line (one
+    of ``hashed``, the lines holding "#") and is prefixed when the banner names PREFIXED_SINCE or later. The
+    lines before the first banner are of a kernel the text does not name."""
+    runs: list[tuple[int, int, bool]] = []
+    start, prefixed = 0, False
+    for line in sorted(hashed):
+        stop = text.find("\n", line)
+        banner = _BANNER.search(text, line, len(text) if stop < 0 else stop)
+        if banner is None:
+            continue
+        version = (int(banner["major"]), int(banner["minor"]))
+        if (version >= PREFIXED_SINCE) != prefixed:
+            runs.append((start, line, prefixed))
+            start, prefixed = line, not prefixed
+    runs.append((start, len(text), prefixed))
+    return [run for run in runs if run[0] < run[1]]
+
+
+def _starts(text: str, engine: Engine = DEFAULT) -> list[int]:
+    """Where the lines that hold one of the engine's coarse words start, sorted, each once.
+
+    The "#" pass comes first and over the whole text: it finds the banners, which tell where a kernel
+    older than PREFIXED_SINCE printed (its unprefixed messages need the words of OLD_KERNEL_WORDS too, a
+    pass each). Its lines are kept as candidates whether "#" is a coarse word or not: the prefilter
+    decides on them as on every other."""
+    found: set[int] = set()
+    _lines_holding(text, "#", 0, len(text), found)
+    for lo, hi, prefixed in _segments(text, found):
+        for needle in engine.coarse_prefixed if prefixed else engine.coarse:
+            if needle != "#":
+                _lines_holding(text, needle, lo, hi, found)
     return sorted(found)
 
 
@@ -100,7 +154,7 @@ def _big_log_counted(text: str, engine: Engine = DEFAULT) -> tuple[int, list[tup
     candidates: list[tuple[int, str]] = []
     count, find, search = text.count, text.find, engine.prefilter.search
     number, counted = 1, 0
-    for start in _starts(text, engine.coarse):
+    for start in _starts(text, engine):
         number += count("\n", counted, start)
         counted = start
         stop = find("\n", start)

@@ -374,3 +374,39 @@ def test_a_word_blind_to_times_is_in_a_line_exactly_when_in_it_untimed(line: str
 )  # fmt: skip
 def test_which_words_are_blind_to_times(word: str, blind: bool) -> None:
     assert blind_to_times(word) is blind
+
+
+def _boots(*parts: str) -> tuple[str, list[str]]:
+    """A big log of the given lines (banners and messages), each followed by noise."""
+    lines: list[str] = []
+    for part in parts:
+        lines.append(part)
+        lines += [f"[{i:12.6f}] usb 1-2: new high-speed USB device number {i % 97} using xhci_hcd" for i in range(8000)]
+    return "\n".join(lines), lines
+
+
+BANNER_5_10 = (
+    "[    0.000000] Linux version 5.10.0-35-amd64 (debian-kernel@lists.debian.org) (gcc-10) #1 SMP Debian 5.10.237-1"
+)
+BANNER_6_1 = "[    0.000000] Linux version 6.1.0-13-amd64 (debian-kernel@lists.debian.org) (gcc-12) #1 SMP PREEMPT_DYNAMIC Debian"
+HANG_5_10 = "[ 4711.000000] qcm fence wait loop timeout expired"  # 5.10's kfd_device_queue_manager.c: no prefix
+
+
+def test_an_old_kernel_s_unprefixed_message_is_found_where_the_kernel_is_old_or_unknown() -> None:
+    for parts in ([HANG_5_10], [BANNER_5_10, HANG_5_10], ["Linux version 6.1.0 #1 SMP", HANG_5_10]):
+        text, lines = _boots(*parts)
+        hang = lines.index(HANG_5_10) + 1
+        assert [(e.rule, e.line) for e in scan(text)[1]] == [("kfd-hws-hang", hang)], parts
+
+
+def test_after_a_6_1_banner_the_words_of_unprefixed_messages_are_not_looked_for() -> None:
+    """A 6.1 kernel prints the message as "amdgpu: qcm fence ...": that line is found; the bare one, which
+    such a kernel never prints, is not looked for until a banner names an older kernel again (a file
+    holding several boots), and the lines before the first banner are of a kernel the text does not name."""
+    prefixed = "[ 4712.000000] amdgpu: qcm fence wait loop timeout expired"
+    text, lines = _boots(HANG_5_10, BANNER_6_1, HANG_5_10, prefixed, BANNER_5_10, HANG_5_10, BANNER_6_1, HANG_5_10)
+    numbers = [i for i, line in enumerate(lines, 1) if line in (HANG_5_10, prefixed)]
+    found = [e.line for e in scan(text)[1] if e.rule == "kfd-hws-hang"]
+    assert found == [numbers[0], numbers[2], numbers[3]]
+    # A list of lines (the journal, read at boot) is searched for every word wherever it is.
+    assert [e.line for e in scan(lines)[1] if e.rule == "kfd-hws-hang"] == numbers
