@@ -24,18 +24,10 @@ AMD = (
 )
 
 
-# How Debian 12's kernel begins its log (init/version.c's linux_banner, as 6.1.0-13-amd64 prints it).
-BANNER = (
-    "Linux version 6.1.0-13-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0, "
-    "GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.55-1 (2023-09-29)"
-)
-
-
-def generate(lines: int, *, every: int = 5000, seed: int = 1, banner: str | None = None) -> str:
-    """``lines`` dmesg lines; one in ``every`` is an amdgpu/KFD message. With ``banner``, the first line is
-    that kernel banner, as in a log read from a boot's start (the others move down one; the last goes)."""
+def generate(lines: int, *, every: int = 5000, seed: int = 1) -> str:
+    """``lines`` dmesg lines; one in ``every`` is an amdgpu/KFD message."""
     rng = random.Random(seed)
-    out = [] if banner is None else [f"[{0:12.6f}] {banner}"]
+    out = []
     for i in range(lines):
         stamp = f"[{i / 1000:12.6f}] "
         if i % every == 0:
@@ -48,7 +40,7 @@ def generate(lines: int, *, every: int = 5000, seed: int = 1, banner: str | None
             )
         else:
             out.append(stamp + rng.choice(NOISE).format(n=i % 97))
-    return "\n".join(out[:lines])
+    return "\n".join(out)
 
 
 # What a long bug-report paste mixes: a kernel log, a journal, application logs, rocminfo, ls, id and prose.

@@ -9,16 +9,18 @@ host and identifier, no ``kfd kfd: amdgpu:``-style device prefix) and the
 rules of knowledge/logrules.py are tried on it.
 
 Speed matters: a whole boot's log is scanned at every boot. A big log is not
-split into lines: a few ``str.find`` walks over its whole text (in C) find the
-rare lines that can concern amdgpu, and only those become Python strings. What
+split into lines: one search over its whole text (in C) finds the rare lines
+that can concern amdgpu, and only those become Python strings. What
 is searched for is derived from the rule table (``Engine``), so a new rule row
 is found by the fast path as by the per-line one.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Container, Hashable, Iterable
+from collections import Counter
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from itertools import compress
 
 from kfdguard.alternation import alternation
@@ -36,28 +38,52 @@ KERNEL_ANCHORS = ("amdgpu", "kfd", "[drm")
 # (the generated formats of 5.10; real 5.11 logs in tests/data/real-reports show the first). Every such format
 # a rule matches holds one of these words; 6.1 and every later series in the generated data print none (both
 # checked against every series' formats by tests/unit/knowledge/test_log_formats.py). Before 5.10 (ROCK-DKMS,
-# 4.x) only the corpus of real reports tells, and it shows nothing else.
+# 4.x) only the corpus of real reports tells, and it shows nothing else. They are looked for in every log: a
+# text rarely names its kernel (a ring buffer that wrapped loses the banner), and one search for every word
+# costs what the anchors alone did (Engine.coarse).
 OLD_KERNEL_WORDS = ("CRAT", "KFD", "qcm fence wait", "The cp might be", "sched_policy")
-# The first series whose KFD messages all carry a prefix (the oldest in the generated data after 5.10).
-PREFIXED_SINCE = (6, 1)
 # Rules whose messages carry no such prefix: systemd-modules-load and udev print them from userspace,
 # the module loader about the module it refuses. Their own terms are what a big log is searched for, so a
 # new row from one of these sources is found without further work.
 UNPREFIXED_SOURCES = frozenset({SRC_MODLOAD, SRC_UDEV, SRC_SIGN})
-# Characters rare in kernel logs and journals, which str.find looks for with memchr, about ten times
-# faster than a word (measured on the generated 1 M-line log: 8 ms against 65-90 ms for a word of 3-6
-# letters, 25-60 ms for a phrase). An alternative holding one is searched for by it.
-RARE = ("'", "#")
+# A needle is at least this long (or the whole word): a shorter one would start a match attempt on too
+# many lines that hold none of the words.
+NEEDLE = 3
 
 
-def _covers(alternatives: Iterable[str]) -> tuple[str, ...]:
-    """The words the big-log path searches for: every alternative contains one, none contains another
-    (a line with the longer holds the shorter), rare characters where an alternative has one."""
+def needles(alternatives: Iterable[str], counts: Mapping[str, int]) -> tuple[str, ...]:
+    """What the big-log search looks for: of each alternative, the end that starts at its character rarest
+    in ``counts`` (a sample of the text) and leaves at least NEEDLE characters; none that holds another.
+
+    A line holding an alternative holds its end, so the search misses nothing the prefilter would keep.
+    Python's matcher searches an alternation by testing each character of the text against the set of the
+    branches' first characters, and starts a match attempt at each one in that set: the attempts, not the
+    test, are what a common first character costs. On the generated 1 M-line log (benchmarks/logdata.py),
+    the test alone over the text took 0.18 s, the search for the alternatives as they are 0.54 s, for
+    their ends from the rarest character 0.32 s (one str.find walk takes 0.04 to 0.07 s a word).
+    """
     picked: list[str] = []
-    for alternative in alternatives:
-        picked.append(next((c for c in RARE if c in alternative), alternative))
+    for word in alternatives:
+        last = max(len(word) - NEEDLE, 0)
+        at = min(range(last + 1), key=lambda i: (counts.get(word[i], 0), i))
+        picked.append(word[at:])
     unique = list(dict.fromkeys(picked))
     return tuple(w for w in unique if not any(o != w and o in w for o in unique))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(alternation(words))
+
+
+# Where a big log's characters are counted to choose the needles: this many slices of this many
+# characters, spread over the text (its start alone may be a boot's, unlike the hours after it).
+_SLICES, _SLICE = 32, 2048
+
+
+def _sample_counts(text: str) -> Counter[str]:
+    step = max(len(text) // _SLICES, _SLICE)
+    return Counter("".join(text[at : at + _SLICE] for at in range(0, len(text), step)))
 
 
 class Engine:
@@ -72,15 +98,10 @@ class Engine:
         # Every rule's message contains one of its terms (the paste path tries each line against them).
         self.terms = re.compile(alternation({t for r in rules for t in r.terms}))
         unprefixed = (t for r in rules if r.source in UNPREFIXED_SOURCES for t in r.terms)
-        unprefixed_terms = tuple(dict.fromkeys(unprefixed))
-        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *OLD_KERNEL_WORDS, *unprefixed_terms)))
+        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *OLD_KERNEL_WORDS, *unprefixed)))
         # What a line of a big log must hold: a kernel prefix, an old kernel's unprefixed word, or an
         # unprefixed rule's term (a tree of prefixes: a fifth cheaper per line than the flat alternation).
         self.prefilter = re.compile(alternation(self.alternatives))
-        # What the big-log path looks for where the kernel is unknown or older than PREFIXED_SINCE, and
-        # where a banner names a newer one (_starts).
-        self.coarse = _covers(self.alternatives)
-        self.coarse_prefixed = _covers((*KERNEL_ANCHORS, *unprefixed_terms))
         self.compiled = tuple((r, re.compile(r.pattern)) for r in rules)
         by_term: dict[str, list[int]] = {}
         for index, rule in enumerate(rules):
@@ -89,78 +110,35 @@ class Engine:
         # term -> the rules that list it, in rule order
         self.term_rules = tuple((term, tuple(indexes)) for term, indexes in by_term.items())
 
+    def coarse(self, text: str) -> re.Pattern[str]:
+        """The search for the needles chosen by this text's letters: one walk over the text finds every
+        line that may pass the prefilter (str.find, a walk for each of 15 words, took twice as long)."""
+        return _compiled(needles(self.alternatives, _sample_counts(text)))
+
 
 DEFAULT = Engine(RULES)
 TERMS = DEFAULT.terms
 PREFILTER = DEFAULT.prefilter
-COARSE = DEFAULT.coarse
-COARSE_PREFIXED = DEFAULT.coarse_prefixed
-
-
-# init/version.c: the first line a kernel prints is linux_banner, "Linux version " UTS_RELEASE " (" builder ") ("
-# compiler ") " UTS_VERSION, and UTS_VERSION starts with "#" and the build number (scripts/mkcompile_h).
-_BANNER = re.compile(r"Linux version (?P<major>\d+)\.(?P<minor>\d+)\S* \(.*#")
-
-
-def _lines_holding(text: str, needle: str, lo: int, hi: int, found: set[int]) -> None:
-    """Add to ``found`` where the lines of text[lo:hi] (whole lines) holding ``needle`` start."""
-    rfind, find = text.rfind, text.find
-    at = find(needle, lo, hi)
-    while at >= 0:
-        found.add(rfind("\n", 0, at) + 1)
-        stop = find("\n", at, hi)
-        if stop < 0:
-            break
-        at = find(needle, stop + 1, hi)  # the next line: no needle holds a newline
-
-
-def _segments(text: str, hashed: set[int]) -> list[tuple[int, int, bool]]:
-    """(start, stop, prefixed) of the runs of lines each kernel printed: a run starts at a banner line (one
-    of ``hashed``, the lines holding "#") and is prefixed when the banner names PREFIXED_SINCE or later. The
-    lines before the first banner are of a kernel the text does not name."""
-    runs: list[tuple[int, int, bool]] = []
-    start, prefixed = 0, False
-    for line in sorted(hashed):
-        stop = text.find("\n", line)
-        banner = _BANNER.search(text, line, len(text) if stop < 0 else stop)
-        if banner is None:
-            continue
-        version = (int(banner["major"]), int(banner["minor"]))
-        if (version >= PREFIXED_SINCE) != prefixed:
-            runs.append((start, line, prefixed))
-            start, prefixed = line, not prefixed
-    runs.append((start, len(text), prefixed))
-    return [run for run in runs if run[0] < run[1]]
-
-
-def _starts(text: str, engine: Engine = DEFAULT) -> list[int]:
-    """Where the lines that hold one of the engine's coarse words start, sorted, each once.
-
-    The "#" pass comes first and over the whole text: it finds the banners, which tell where a kernel
-    older than PREFIXED_SINCE printed (its unprefixed messages need the words of OLD_KERNEL_WORDS too, a
-    pass each). Its lines are kept as candidates whether "#" is a coarse word or not: the prefilter
-    decides on them as on every other."""
-    found: set[int] = set()
-    _lines_holding(text, "#", 0, len(text), found)
-    for lo, hi, prefixed in _segments(text, found):
-        for needle in engine.coarse_prefixed if prefixed else engine.coarse:
-            if needle != "#":
-                _lines_holding(text, needle, lo, hi, found)
-    return sorted(found)
 
 
 def _big_log_counted(text: str, engine: Engine = DEFAULT) -> tuple[int, list[tuple[int, str]]]:
-    """The number of lines, and (line number, line) of the lines that pass the prefilter, without splitting."""
+    """The number of lines, and (line number, line) of the lines that pass the prefilter, without splitting:
+    the coarse search finds a line, the prefilter decides on it, and the search goes on at the next line."""
     candidates: list[tuple[int, str]] = []
-    count, find, search = text.count, text.find, engine.prefilter.search
-    number, counted = 1, 0
-    for start in _starts(text, engine):
+    count, find, rfind = text.count, text.find, text.rfind
+    coarse, search = engine.coarse(text).search, engine.prefilter.search
+    number, counted, at = 1, 0, 0
+    while (hit := coarse(text, at)) is not None:
+        start = rfind("\n", 0, hit.start()) + 1
         number += count("\n", counted, start)
         counted = start
-        stop = find("\n", start)
+        stop = find("\n", hit.end())
         line = text[start:] if stop < 0 else text[start:stop]
         if search(line):
             candidates.append((number, line))
+        if stop < 0:
+            break
+        at = stop + 1
     return number + count("\n", counted), candidates
 
 

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfdguard.kernellog import (
-    COARSE,
     DEFAULT,
+    NEEDLE,
     PREFILTER,
     SMALL,
     TERMS,
     Engine,
     _big_log,
-    _covers,
+    _sample_counts,
     blind_to_times,
     match,
+    needles,
     normalise,
     scan,
     scan_distinct,
@@ -71,7 +74,7 @@ def test_rule_matches_its_example_in_every_form(rule: object) -> None:
         # Big logs go through the anchors: a line with a kernel prefix must pass them.
         prefixed = any(p in line for p in PREFIXES if p) or rule.id in USERSPACE
         assert PREFILTER.search(line) or not prefixed, f"the big-log prefilter drops {line!r}"
-        assert not PREFILTER.search(line) or any(c in line for c in COARSE), f"the coarse search drops {line!r}"
+        assert not PREFILTER.search(line) or DEFAULT.coarse(line).search(line), f"the coarse search drops {line!r}"
         assert TERMS.search(line), f"the paste prefilter drops {line!r}"
         assert rule.id in [e.rule for e in match(line)], f"{rule.id} does not match {line!r}"
 
@@ -158,10 +161,8 @@ def test_scan_survives_mangled_real_lines(stamps: list[str], prefix: str, exampl
     scan("".join(stamps) + prefix + example + tail)
 
 
-def test_the_coarse_test_covers_every_prefilter_alternative() -> None:
-    """Every literal of PREFILTER contains one of COARSE; the big-log path finds what the per-line one does."""
+def test_the_big_log_path_keeps_the_lines_the_prefilter_keeps() -> None:
     for alternative in DEFAULT.alternatives:
-        assert any(c in alternative for c in COARSE), alternative
         assert PREFILTER.search(alternative), alternative
     lines = ["usb 1-2: new device", "[    1.0] kfd kfd: added device 1002:744c", "a module line", "", "x amdgpu y"]
     lines += ["[drm] foo", "last without newline amdgpu"]
@@ -171,9 +172,29 @@ def test_the_coarse_test_covers_every_prefilter_alternative() -> None:
     assert _big_log("\n" + text) == [(i + 1, line) for i, line in expected]
 
 
-def test_covers_are_rare_characters_or_the_alternative_and_none_holds_another() -> None:
-    assert _covers(["amdgpu", "Failed to find module '", "PKCS#7 signature", "x amdgpu y"]) == ("amdgpu", "'", "#")
-    assert _covers(["Key was rejected", "was"]) == ("was",)
+def test_needles_start_at_the_rarest_character_that_leaves_enough() -> None:
+    counts = Counter("aaaammmmdddddgggpu kkfd ''''")
+    # "amdgpu": "u" and "p" are rarer but leave fewer than NEEDLE characters; "x amdgpu y" holds "gpu".
+    found = needles(["amdgpu", "kfd", "Failed to find module '", "x amdgpu y"], counts)
+    assert found == ("gpu", "kfd", "Failed to find module '")
+    assert needles(["Key was rejected", "was"], Counter()) == ("was",)  # ties: the earliest position
+    assert needles(["ab"], Counter("a")) == ("ab",)  # shorter than NEEDLE: the whole word
+
+
+@given(st.dictionaries(st.characters(), st.integers(0, 1000)), st.lists(st.text(min_size=1, max_size=12), max_size=8))
+def test_every_alternative_holds_a_needle_whatever_the_counts(counts: dict[str, int], words: list[str]) -> None:
+    alternatives = (*DEFAULT.alternatives, *words)
+    found = needles(alternatives, counts)
+    assert all(any(n in a for n in found) for a in alternatives)
+    assert all(any(a.endswith(n) and len(n) >= min(NEEDLE, len(a)) for a in alternatives) for n in found)
+    assert not any(o != n and o in n for o in found for n in found)
+
+
+def test_the_counts_sample_the_whole_text() -> None:
+    text = "a" * 100_000 + "b" * 100_000
+    counts = _sample_counts(text)
+    assert counts["a"] > 0 and counts["b"] > 0 and sum(counts.values()) <= 32 * 2048
+    assert _sample_counts("abc") == Counter("abc")
 
 
 # Lines a big log holds around the rules' own: anchors, rare characters and terms out of place, pieces of
@@ -240,7 +261,7 @@ def test_a_new_rule_row_is_found_by_the_big_log_search_without_more_work() -> No
         ("test-new-kernel-row", 101), ("test-new-userspace-row", 201), ("test-new-quoted-row", 301)
     ]  # fmt: skip
     assert [(e.rule, e.line, e.text) for e in events] == _per_line(lines, engine)
-    assert all(any(c in a for c in engine.coarse) for a in engine.alternatives)
+    assert all(any(n in a for n in needles(engine.alternatives, _sample_counts(text))) for a in engine.alternatives)
     # The table as shipped does not know them.
     assert scan(text)[1] == []
 
@@ -392,21 +413,14 @@ BANNER_6_1 = "[    0.000000] Linux version 6.1.0-13-amd64 (debian-kernel@lists.d
 HANG_5_10 = "[ 4711.000000] qcm fence wait loop timeout expired"  # 5.10's kfd_device_queue_manager.c: no prefix
 
 
-def test_an_old_kernel_s_unprefixed_message_is_found_where_the_kernel_is_old_or_unknown() -> None:
-    for parts in ([HANG_5_10], [BANNER_5_10, HANG_5_10], ["Linux version 6.1.0 #1 SMP", HANG_5_10]):
-        text, lines = _boots(*parts)
-        hang = lines.index(HANG_5_10) + 1
-        assert [(e.rule, e.line) for e in scan(text)[1]] == [("kfd-hws-hang", hang)], parts
-
-
-def test_after_a_6_1_banner_the_words_of_unprefixed_messages_are_not_looked_for() -> None:
-    """A 6.1 kernel prints the message as "amdgpu: qcm fence ...": that line is found; the bare one, which
-    such a kernel never prints, is not looked for until a banner names an older kernel again (a file
-    holding several boots), and the lines before the first banner are of a kernel the text does not name."""
+def test_an_old_kernel_s_unprefixed_message_is_found_wherever_it_is() -> None:
+    """No banner, an old one, a new one, several boots: a text and its list of lines find every such line
+    (a 6.1 kernel prints it as "amdgpu: qcm fence ...", but a file may hold boots of several kernels, and a
+    banner is often lost)."""
     prefixed = "[ 4712.000000] amdgpu: qcm fence wait loop timeout expired"
-    text, lines = _boots(HANG_5_10, BANNER_6_1, HANG_5_10, prefixed, BANNER_5_10, HANG_5_10, BANNER_6_1, HANG_5_10)
-    numbers = [i for i, line in enumerate(lines, 1) if line in (HANG_5_10, prefixed)]
-    found = [e.line for e in scan(text)[1] if e.rule == "kfd-hws-hang"]
-    assert found == [numbers[0], numbers[2], numbers[3]]
-    # A list of lines (the journal, read at boot) is searched for every word wherever it is.
-    assert [e.line for e in scan(lines)[1] if e.rule == "kfd-hws-hang"] == numbers
+    for parts in ([HANG_5_10], [BANNER_5_10, HANG_5_10], [BANNER_6_1, HANG_5_10, prefixed],
+                  [HANG_5_10, BANNER_6_1, prefixed, BANNER_5_10, HANG_5_10, BANNER_6_1, HANG_5_10]):  # fmt: skip
+        text, lines = _boots(*parts)
+        numbers = [i for i, line in enumerate(lines, 1) if line in (HANG_5_10, prefixed)]
+        assert [(e.rule, e.line) for e in scan(text)[1]] == [("kfd-hws-hang", n) for n in numbers], parts
+        assert scan(lines)[1] == scan(text)[1]
