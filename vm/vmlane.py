@@ -1754,6 +1754,8 @@ class ScenarioResult:
     # Why its guest's first attempt failed, when the result is the retry's: a
     # guest that had to be booted twice is reported as such, not as a clean pass.
     retried_because: str = ""
+    # The boot a scenario asked for (status 200 at the end of the one before) and that has not begun.
+    awaited_boot: int = 0
 
     @property
     def passed(self) -> int:
@@ -1777,6 +1779,23 @@ class ScenarioResult:
             return "PASS"
         return "FAIL"
 
+    @property
+    def why(self) -> str:
+        """Why the verdict is FAIL, in a few words for the closing lines (CI keeps only a run's tail)."""
+        if self.status is None:
+            if self.awaited_boot:
+                return f"boot {self.awaited_boot}, which boot {self.boots} asked for, left nothing in result.txt"
+            if not self.boots:
+                return "it never began: result.txt has no begin marker for it"
+            return f"boot {self.boots} left no end marker in result.txt (the guest's run stopped, or a write was lost)"
+        if self.status != 0:
+            return f"exit {self.status}"
+        failing = next((ln for ln in self.tap if ln.startswith("not ok ") and "# TODO" not in ln), "")
+        if failing:
+            more = f" and {self.failed - 1} more" if self.failed > 1 else ""
+            return f"{failing[:120]}{more}"
+        return "" if self.passed else "no check passed"
+
 
 TAP_RE = re.compile(r"^(ok \d+|not ok \d+|# |1\.\.\d+)")
 
@@ -1790,7 +1809,7 @@ def split_chain(result: Path, names: Sequence[str], chain: str) -> list[Scenario
         if m := CHAIN_BEGIN_RE.match(line):
             current = results.get(m.group(1))
             if current is not None:
-                current.boots = int(m.group(2))
+                current.boots, current.awaited_boot = int(m.group(2)), 0
             continue
         if m := CHAIN_END_RE.match(line):
             done = results.get(m.group(1))
@@ -1798,6 +1817,8 @@ def split_chain(result: Path, names: Sequence[str], chain: str) -> list[Scenario
                 done.guest_s += int(m.group(4)) / 1000
                 if m.group(3) != "200":
                     done.status = int(m.group(3))
+                else:
+                    done.awaited_boot = int(m.group(2)) + 1
             current = None
             continue
         if current is not None and TAP_RE.match(line):
@@ -2029,6 +2050,17 @@ def print_matrix(guests: Sequence[Guest], selected: dict[str, list[str]], result
         print("  " + guest.name.ljust(width) + "  " + "  ".join(c.ljust(w) for c, w in zip(cells, cols, strict=True)))
 
 
+def print_failures(results: list[ScenarioResult], share_root: Path) -> list[str]:
+    """The scenarios that did not pass, each with why (the closing lines are what CI keeps)."""
+    bad = [r for r in results if r.verdict != "PASS"]
+    if bad:
+        names = ", ".join(f"{r.guest}/{r.name}" for r in bad)
+        log(f"FAILED: {names}; outputs (result.txt, journal.txt, serial.log) in {share_root}")
+        for r in bad:
+            log(f"  {r.guest}/{r.name}: {r.why}")
+    return [f"{r.guest}/{r.name}" for r in bad]
+
+
 def print_summary(
     args: argparse.Namespace,
     guests: Sequence[Guest],
@@ -2069,9 +2101,7 @@ def print_summary(
         lane = time.time() - args.lane_start
         over = f" (over the {args.budget} s budget)" if lane > args.budget else f" (budget {args.budget} s)"
         print(f"  the whole lane (.deb, images, guests): {fmt_s(lane)}{over}")
-    bad = [f"{r.guest}/{r.name}" for r in results if r.verdict != "PASS"]
-    if bad:
-        log(f"FAILED: {', '.join(bad)}; outputs (result.txt, journal.txt, serial.log) in {share_root}")
+    bad = print_failures(results, share_root)
     print(f"vmlane suite: {len(results) - len(bad)} of {len(results)} scenarios passed on {len(guests)} guest(s)")
     # The plain closing line: the checks of all scenarios.
     checks_ok = sum(r.passed for r in results)

@@ -115,3 +115,38 @@ def test_a_pass_on_the_retry_is_marked_in_the_matrix_and_the_closing_line(
     assert matrix[2].split() == ["g1", "pass*", "pass"]
     assert f"g1 boot: exit 0, 2 boot(s), 20.0 s (QEMU, install, scenarios); RETRIED, the first attempt: {reason}" in out
     assert out.rstrip().endswith("system-tests: 2 passed, 0 failed, 1 guest(s) retried")
+
+
+def test_the_closing_lines_say_why_each_scenario_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # CI keeps only a run's last lines: the reason must be among them, not only in the share.
+    result = tmp_path / "result.txt"
+    result.write_text(
+        "# vmlane-chain: begin faults boot 1\nok 1 - a\nnot ok 2 - the node is 0660\nnot ok 3 - c\n"
+        "# vmlane-chain: end faults boot 1 status 0 ms 10\n"
+        "# vmlane-chain: begin seed boot 1\nok 1 - a\n# vmlane-chain: end seed boot 1 status 200 ms 10\n"
+        "# vmlane-chain: begin seed boot 2\nok 2 - b\n# vmlane-chain: end seed boot 2 status 200 ms 10\n"
+        "# vmlane-chain: begin cut boot 1\nok 1 - a\n"
+        "# vmlane-chain: begin crash boot 1\nok 1 - a\n# vmlane-chain: end crash boot 1 status 3 ms 10\n"
+    )
+    names = ["faults", "seed", "cut", "crash", "absent"]
+    results = vmlane.split_chain(result, names, "+".join(names))
+    for r in results:
+        r.guest = "g1"
+    why = {r.name: r.why for r in results}
+    assert why == {
+        "faults": "not ok 2 - the node is 0660 and 1 more",
+        "seed": "boot 3, which boot 2 asked for, left nothing in result.txt",
+        "cut": "boot 1 left no end marker in result.txt (the guest's run stopped, or a write was lost)",
+        "crash": "exit 3",
+        "absent": "it never began: result.txt has no begin marker for it",
+    }
+    args = argparse.Namespace(lane_start=None, budget=600)
+    runs = [vmlane.GuestRun("g1", "+".join(names), 1, 3, 30.0)]
+    rc = vmlane.print_summary(
+        args, [vmlane.Guest("g1", "trixie", "one")], {"g1": names}, results, runs, [], 30.0, tmp_path
+    )
+    out = capsys.readouterr().out
+    assert rc == 1
+    tail = out.splitlines()[-9:]
+    for name, reason in why.items():
+        assert f"vmlane:   g1/{name}: {reason}" in tail
