@@ -140,15 +140,24 @@ EXPLANATIONS = """
   200,000 calls; the baseline is the bare library service.
 - **Kernel-log scan and paste diagnosis** (issue 16: ratios, because absolute
   rates differ from machine to machine). `kernellog.scan` over a generated 1 M-line
-  log (a boot plus a long uptime of unrelated messages and 200 amdgpu/KFD events),
-  and `diagnose_text` over a generated 10 MB paste that mixes a kernel log, a
-  journal, ollama lines, rocminfo, `ls -l`, `id`, prose and quotes
+  log (a long uptime of unrelated messages and 200 amdgpu/KFD events, no banner
+  naming the kernel), and `diagnose_text` over a generated 10 MB paste that mixes a
+  kernel log, a journal, ollama lines, rocminfo, `ls -l`, `id`, prose and quotes
   (`benchmarks/logdata.py`), each against splitting the same text into lines in the
   same run, both timed in CPU time of the benchmark's process (single-threaded work;
   CPU time is what other processes' load perturbs least). Even a ratio moves with the
-  machine: the scan looks for each of its words with `str.find` over the whole text,
-  the split mostly copies memory. The scan as it was before 2026-12-02's changes measured
-  3.1x its split on an AMD EPYC and 4.2 to 4.7x on an Intel Xeon (both with 2 CPUs).
+  machine: the scan's search reads every character of the text, the split mostly
+  copies memory. The history, on an Intel Xeon with 2 CPUs unless said:
+  - before 2026-12-02, a `str.find` walk over the whole text for each of its words:
+    3.1x on an AMD EPYC, 4.2 to 4.7x here;
+  - on 2026-12-02 the scan learnt that kernels before 6.1 print some KFD messages with
+    no prefix, and looked for their words too (five more walks) unless the log's banner
+    named 6.1 or later: 2.9 to 3.2x with a 6.1 banner, 4.2 to 6.3x without;
+  - on 2026-12-03 one search, a regular expression of every word, replaced the walks,
+    with each word cut to its end from its character rarest in the text (the matcher
+    starts an attempt at each character that can begin a word, and those attempts are
+    the cost): 3.0 to 3.1x whether the log names its kernel or not, and the banner no
+    longer decides what is looked for.
 - **Reaction.** A `/dev/kfd` add event (the simulated machine's udev FIFO)
   until a client's PropertiesChanged handler runs. It includes the 10 ms
   settle window that folds an event burst into one re-check
