@@ -1770,8 +1770,12 @@ class ScenarioResult:
         return sum(1 for ln in self.tap if ln.startswith("ok ") and "# TODO" in ln)
 
     @property
+    def failing(self) -> list[str]:  # the "not ok" lines that are not known, reported bugs
+        return [ln for ln in self.tap if ln.startswith("not ok ") and "# TODO" not in ln]
+
+    @property
     def failed(self) -> int:
-        return sum(1 for ln in self.tap if ln.startswith("not ok ")) - self.todo
+        return len(self.failing)
 
     @property
     def verdict(self) -> str:
@@ -1790,10 +1794,9 @@ class ScenarioResult:
             return f"boot {self.boots} left no end marker in result.txt (the guest's run stopped, or a write was lost)"
         if self.status != 0:
             return f"exit {self.status}"
-        failing = next((ln for ln in self.tap if ln.startswith("not ok ") and "# TODO" not in ln), "")
-        if failing:
-            more = f" and {self.failed - 1} more" if self.failed > 1 else ""
-            return f"{failing[:120]}{more}"
+        if failing := self.failing:
+            more = f" and {len(failing) - 1} more" if len(failing) > 1 else ""
+            return f"{failing[0][:120]}{more}"
         return "" if self.passed else "no check passed"
 
 
@@ -2052,13 +2055,12 @@ def print_matrix(guests: Sequence[Guest], selected: dict[str, list[str]], result
 
 def print_failures(results: list[ScenarioResult], share_root: Path) -> list[str]:
     """The scenarios that did not pass, each with why (the closing lines are what CI keeps)."""
-    bad = [r for r in results if r.verdict != "PASS"]
+    bad = {f"{r.guest}/{r.name}": r.why for r in results if r.verdict != "PASS"}
     if bad:
-        names = ", ".join(f"{r.guest}/{r.name}" for r in bad)
-        log(f"FAILED: {names}; outputs (result.txt, journal.txt, serial.log) in {share_root}")
-        for r in bad:
-            log(f"  {r.guest}/{r.name}: {r.why}")
-    return [f"{r.guest}/{r.name}" for r in bad]
+        log(f"FAILED: {', '.join(bad)}; outputs (result.txt, journal.txt, serial.log) in {share_root}")
+        for label, why in bad.items():
+            log(f"  {label}: {why}")
+    return list(bad)
 
 
 def print_summary(
