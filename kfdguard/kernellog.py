@@ -40,7 +40,7 @@ KERNEL_ANCHORS = ("amdgpu", "kfd", "[drm")
 # checked against every series' formats by tests/unit/knowledge/test_log_formats.py). Before 5.10 (ROCK-DKMS,
 # 4.x) only the corpus of real reports tells, and it shows nothing else. They are looked for in every log: a
 # text rarely names its kernel (a ring buffer that wrapped loses the banner), and one search for every word
-# costs what the anchors alone did (Engine.coarse).
+# (Engine.coarse) costs what the walks for the prefixed words alone did after a 6.1 banner.
 OLD_KERNEL_WORDS = ("CRAT", "KFD", "qcm fence wait", "The cp might be", "sched_policy")
 # Rules whose messages carry no such prefix: systemd-modules-load and udev print them from userspace,
 # the module loader about the module it refuses. Their own terms are what a big log is searched for, so a
