@@ -14,6 +14,7 @@ from kfdguard.service.backend import load
 from kfdguard.service.dbusapi import GuardianAPI, fit
 from kfdguard.verdict import Status
 from tests.fuzzing import campaign_only
+from tests.paths import unreachable_by
 from tests.servicekit import guardian
 
 BACKENDS = ["fast", "next"]
@@ -179,6 +180,9 @@ def test_calls_to_other_paths_are_answered_without_library_tracebacks(backend: s
 
 def _fuzz(backend: str, seconds: float, seed: int, layout: str = "single") -> Any:
     from tools.dbusfuzz import Options, fuzz_service
+
+    if why := unreachable_by(65534):  # the campaign runs one of its fuzzers as nobody
+        pytest.skip(why)
 
     report, _ = fuzz_service("rx7900xtx-ubuntu2404", backend, Options(seed=seed, duration=seconds, connections=2,
                                                                        max_string=1 << 16), layout)  # fmt: skip

@@ -21,6 +21,7 @@ from kfdguard.publish.names import ERROR_PREFIX
 from kfdguard.record import replace
 from kfdguard.simulate import state
 from kfdguard.simulate.system import SimulatedSystem
+from tests.paths import unreachable_by
 from tests.servicekit import NAME, PATH, REPO, busctl, call, guardian, run_as
 
 NOBODY = 65534
@@ -336,6 +337,9 @@ def test_reload_without_polkit_is_root_only() -> None:
 
 def test_cli_clients(tmp_path: Path) -> None:
     import sys
+
+    if why := unreachable_by(NOBODY):
+        pytest.skip(why)
 
     with guardian("kfd-perms-0600", enforce=False) as g:
 

@@ -18,7 +18,7 @@ from kfdguard.simulate.spec import MachineSpec
 from kfdguard.simulate.system import SimulatedSystem
 from kfdguard.verdict import State
 from tests.conftest import MACHINES, tool
-from tests.paths import TOP
+from tests.paths import TOP, unreachable_by
 
 Make = Callable[[str | MachineSpec], SimulatedSystem]
 REPAIR = Config(module=ModuleConfig(repair=True))
@@ -302,10 +302,8 @@ def test_cli_enforce_on_the_real_root_needs_root() -> None:
     if os.geteuid() == 0:
         # Run it as nobody, as an ordinary user would (setpriv is util-linux, always there).
         argv = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-        reach = subprocess.run([*argv[:4], sys.executable, "-c", "import kfdguard"], capture_output=True,
-                               timeout=60, check=False, cwd=str(TOP))  # fmt: skip
-        if reach.returncode != 0:
-            pytest.skip("nobody cannot reach this checkout or its interpreter (a 0700 directory above it)")
+        if why := unreachable_by(65534):
+            pytest.skip(why)
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd=str(TOP))
     assert result.returncode == 64 and "run it as root" in result.stderr
 
