@@ -152,7 +152,8 @@ def _big_log(text: str, engine: Engine = DEFAULT) -> list[tuple[int, str]]:
 SMALL = 20_000
 _QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
 _KMSG = re.compile(r"^(?P<pri>\d{1,3}),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")
-_BRACKET = re.compile(r"^\[\s*(?P<stamp>[^\]]{1,40})\]\s?")
+# A stamp in brackets; DRM's "[drm:func [module]]" at a line's start (a grep without times) is a prefix, not one.
+_BRACKET = re.compile(r"^\[(?!drm[\]:])\s*(?P<stamp>[^\]]{1,40})\]\s?")
 _DMESG_X = re.compile(r"^[a-z]+\s*:[a-z]+\s*: ")
 # journalctl short/precise/full/iso/syslog: a date of some shape, a time, maybe a
 # zone, then "host ident[pid]: ". Month names may be in any language.
@@ -165,15 +166,25 @@ _DEVICE = re.compile(
     r"^(?P<driver>kfd|amdgpu|amdkfd) (?P<device>kfd|[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
     r"(?:amdgpu: )?"
 )
-_DRM = re.compile(r"^\[drm(?::\w+ \[\w+\])?\] (?:\*ERROR\* )?")
+_DRM = re.compile(r"^\[drm(?::\w+ \[(?P<module>\w+)\])?\] (?:\*ERROR\* )?")
 _PR = re.compile(r"^(?P<driver>amdgpu|kfd|amdkfd): ")
+# Another driver's prefix: dev_printk's "driver device: " (iwlwifi 0000:03:00.0, platform regulatory.0,
+# tee tee0, bluetooth hci0, snd_hda_intel 0000:c5:00.1) or pr_fmt's "module: " (nvidia, ucsi_acpi). Kernel
+# driver and module names are lower case; a message's own words rarely start "word word: " in lower case, and
+# where one does, it was not a rule's message. A device name holds a digit (an instance number, a bus
+# address): "discovery failed: -22", amdgpu's own words cut from their prefix, is no driver's device.
+# Read only where no AMD prefix was: it says who else spoke.
+_OTHER_DEVICE = re.compile(r"^(?P<driver>[a-z][a-z0-9_-]*) (?P<device>[^\s\[\]]*?[0-9][^\s\[\]]*?): ")
+_OTHER_PR = re.compile(r"^(?P<driver>[a-z][a-z0-9_-]*): ")
 
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
     ident: str  # "kernel" or the userspace program ("systemd-modules-load")
-    driver: str | None  # kfd, amdgpu, amdkfd when the message had such a prefix
-    device: str | None  # "kfd" or a PCI slot
+    # Who printed it, when its prefix says: kfd, amdgpu, amdkfd, drm (or the module in "[drm:f [module]]"),
+    # or another driver or module (iwlwifi, platform, tee, nvidia). None: no prefix said.
+    driver: str | None
+    device: str | None  # "kfd", a PCI slot, or another driver's device name ("regulatory.0", "tee0")
     body: str
     stamp: str | None  # the timestamp as written, if any
 
@@ -203,19 +214,27 @@ def normalise(raw: str) -> LogLine:
                 inner = _BRACKET.match(line)
                 if inner and ident == "kernel":
                     line = line[inner.end() :]
-    driver: str | None = None
-    device: str | None = None
+    driver, device, body = _speaker(line)
+    return LogLine(ident, driver, device, body.strip(), stamp)
+
+
+def _speaker(line: str) -> tuple[str | None, str | None, str]:
+    """(driver, device, the rest) of a message: amdgpu's and KFD's prefixes, DRM's, or another driver's."""
     m = _DEVICE.match(line)
     if m:
-        driver, device, line = m["driver"], m["device"], line[m.end() :]
-    else:
-        m = _DRM.match(line)
+        return m["driver"], m["device"], line[m.end() :]
+    driver: str | None = None
+    m = _DRM.match(line)
+    if m:
+        driver, line = m["module"] or "drm", line[m.end() :]
+    m = _PR.match(line)
+    if m:
+        return m["driver"], None, line[m.end() :]
+    if driver is None:
+        m = _OTHER_DEVICE.match(line) or _OTHER_PR.match(line)
         if m:
-            driver, line = "drm", line[m.end() :]
-        m = _PR.match(line)
-        if m:
-            driver, line = m["driver"], line[m.end() :]
-    return LogLine(ident, driver, device, line.strip(), stamp)
+            return m["driver"], m.groupdict().get("device"), line[m.end() :]
+    return driver, None, line
 
 
 # What a rule found on a line, before the line itself, its number, boot and source make it an event.
@@ -236,7 +255,7 @@ def _found(raw: str, engine: Engine) -> list[_Found]:
         m = pattern.search(body)
         if m is None:
             continue
-        if rule.id == "parse-args-ignored" and parsed.driver not in ("amdgpu", "amdkfd"):
+        if not rule.heard(parsed.driver, body):
             continue
         values = tuple((k, v) for k, v in m.groupdict().items() if v is not None)
         if rule.id == "parse-args-ignored" and parsed.driver:

@@ -90,7 +90,15 @@ def render(fmt: str) -> str:
 def sample_line(message: list[Any]) -> str:
     """A dmesg line as the kernel would print the message [level, macro, prefix, fmt, file, line]."""
     _level, macro, prefix, fmt, _file, _line = message
-    body = render(str(prefix)).replace("amdgpu_func]", "amdgpu_func [amdgpu]]") + render(str(fmt))
+    fmt = str(fmt)
+    # A format that starts with "%s: " names its speaker there (drivers/base/dd.c's "%s: probe of %s failed"
+    # takes drv->name): the sample is amdgpu's line, as a rule about an AMD GPU hears it.
+    speaker = "amdgpu: " if fmt.startswith("%s: ") else ""
+    body = (
+        render(str(prefix)).replace("amdgpu_func]", "amdgpu_func [amdgpu]]")
+        + speaker
+        + render(fmt.removeprefix("%s: "))
+    )
     if str(macro).startswith(("dev_", "drm_", "DRM_DEV")):
         return "amdgpu 0000:03:00.0: " + body
     return body

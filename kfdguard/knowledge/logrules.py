@@ -17,6 +17,8 @@ summarised in shared/knowledge/kfd-facts.md §6), not from sample logs.
 
 from __future__ import annotations
 
+import re
+
 from kfdguard.record import dataclass
 
 SUCCESS, NEUTRAL, FAILURE, RUNTIME = "success", "neutral", "failure", "runtime"
@@ -35,6 +37,22 @@ SRC_MODLOAD = "systemd src/modules-load/modules-load.c"
 SRC_UDEV = "systemd src/udev/udev-rules.c"
 
 
+# Who may say a rule's message (issue 34): the kernel's prefix names the speaker of a line, a driver and its
+# device (dev_printk's "iwlwifi 0000:03:00.0: ", "platform regulatory.0: ", "tee tee0: "), a module
+# (pr_fmt's "amdgpu: ") or DRM ("[drm] ", "[drm:func [module]] "). The same words from another driver are
+# not about an AMD GPU: "Direct firmware load for regulatory.db failed" is cfg80211's, not amdgpu's.
+# kernellog.normalise reads the speaker; a rule lists the speakers whose lines it takes. A line without any
+# prefix (a grep, a cut paste, an old kernel's unprefixed message) has no speaker and is taken unless the
+# rule's `bare` pattern says what such a line must show to be the GPU's (a firmware file under amdgpu/).
+AMD_SPEAKERS = ("amdgpu", "kfd", "amdkfd", "drm")
+ANY_SPEAKER = ("*",)
+# amdgpu and amdgpu-dkms's companions: its dkms.conf's BUILT_MODULE_NAME rows (amdgpu, amdttm, amdkcl, amd-sched)
+# and what a 6.x install lists besides (amdxcp, amddrm_buddy, amddrm_ttm_helper). The kernel names a module by
+# KBUILD_MODNAME, where "-" becomes "_".
+DKMS_MODULES = ("amdgpu", "amdkfd", "amdttm", "amdkcl", "amdxcp", "amd_sched", "amddrm_buddy", "amddrm_ttm_helper")
+NEVER = r"(?!)"  # a `bare` that no line matches: the rule needs its speaker
+
+
 @dataclass(frozen=True, slots=True)
 class LogRule:
     id: str
@@ -45,6 +63,14 @@ class LogRule:
     meaning: str
     source: str
     example: str  # a body the rule must match (tests generate every prefix form from it)
+    speakers: tuple[str, ...] = AMD_SPEAKERS  # drivers/modules whose lines count; ANY_SPEAKER: whoever prints it
+    bare: str = ""  # a line with no speaker counts only if its body also matches this ("" : always)
+
+    def heard(self, speaker: str | None, body: str) -> bool:
+        """Whether a line this speaker printed (None: no prefix said who) is evidence of this rule."""
+        if speaker is None:
+            return not self.bare or re.search(self.bare, body) is not None
+        return self.speakers == ANY_SPEAKER or speaker in self.speakers
 
 
 RULES: tuple[LogRule, ...] = (
@@ -139,7 +165,11 @@ RULES: tuple[LogRule, ...] = (
     LogRule("firmware-load-failed", FAILURE, "firmware-missing", ("Direct firmware load for ", "to load firmware", "can't load firmware", "load psp firmware"),
             r"Direct firmware load for (?P<file>\S+) failed with error -?(?P<err>\d+)|[Ff]ailed to load firmware \"?(?P<file2>amdgpu/[^\" ]+)|can't load firmware \"(?P<file3>[^\"]*)\"|Failed to load psp firmware",
             "a firmware file amdgpu needs is not installed", SRC_FW,
-            "Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2"),
+            "Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2",
+            # The firmware loader prints on the requesting device (dev_warn): amdgpu's own requests carry its
+            # prefix and an amdgpu/ file. Wifi's regulatory.db, iwlwifi's microcode, amdtee's trusted apps are
+            # other drivers' (issue 34); a line cut from its prefix is amdgpu's only if the file is.
+            speakers=("amdgpu", "kfd", "amdkfd"), bare=r"amdgpu/|psp firmware"),
     LogRule("amdgpu-ip-init-failed", FAILURE, "gpu-init-failed", ("of IP block <",),
             r"(?:early_init|sw_init|hw_init|late_init|resume) of IP block <(?P<block>\w+)> failed (?P<err>-?\d+)",
             "amdgpu could not initialise one of the GPU's IP blocks", SRC_AMDGPU,
@@ -184,20 +214,26 @@ RULES: tuple[LogRule, ...] = (
     LogRule("module-signature-rejected", FAILURE, "module-signature-rejected", ("unsigned module", "unavailable key", "PKCS#7 signature", "Key was rejected", "Required key not available"),
             r"Loading of unsigned module is rejected|Loading of module with unavailable key is rejected|unsigned module loading is restricted|PKCS#7 signature not signed with a trusted key|Key was rejected by service|Required key not available",
             "Secure Boot/lockdown refused an unsigned or untrusted module (often an unsigned DKMS amdgpu)",
-            SRC_SIGN, "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"),
+            SRC_SIGN, "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7",
+            speakers=ANY_SPEAKER),
     LogRule("module-unknown-symbol", FAILURE, "module-symbol-mismatch", ("Unknown symbol ", "disagrees about version of symbol "),
             r"Unknown symbol (?P<symbol>\w+) \(err (?P<err>-?\d+)\)|disagrees about version of symbol (?P<symbol2>\w+)",
             "the module was built for another kernel, or a module it depends on is not installed",
-            "kernel/module/main.c (resolve_symbol_wait, check_version)", "Unknown symbol drm_sched_job_init (err -2)"),
+            "kernel/module/main.c (resolve_symbol_wait, check_version)", "Unknown symbol drm_sched_job_init (err -2)",
+            # pr_warn("%s: Unknown symbol %s (err %d)", mod->name, ...): the module that failed speaks. Only
+            # amdgpu's and its DKMS companions' failures are about the GPU (nvidia's are not).
+            speakers=("kfd", *DKMS_MODULES)),
     # The id names the line (kernel/params.c parse_args() ignoring an undeclared option), the code the finding.
     LogRule("parse-args-ignored", FAILURE, "module-param-unknown", ("unknown parameter '",),
             r"^unknown parameter '(?P<param>[^']+)' ignored",
             "a module option the module does not declare was ignored", SRC_PARAMS,
-            "amdgpu: unknown parameter 'enable_iommu' ignored"),
+            "amdgpu: unknown parameter 'enable_iommu' ignored",
+            # parse_args() prints the module's name: without it the option is nobody's in particular.
+            speakers=("amdgpu", "amdkfd"), bare=NEVER),
     LogRule("modules-load-missing", FAILURE, "softdep-missing-module", ("Failed to find module '",),
             r"Failed to find module '(?P<module>[^']+)'",
             "systemd-modules-load was asked for a module that does not exist", SRC_MODLOAD,
-            "Failed to find module 'amdkfd'"),
+            "Failed to find module 'amdkfd'", speakers=ANY_SPEAKER),
     LogRule("udev-group-unknown", FAILURE, "device-permissions", ("Unknown group '", "Failed to resolve group '"),
             r"Unknown group '(?P<group>[^']+)', ignoring|Failed to resolve group '(?P<group2>[^']+)', ignoring",
             "udev could not apply a rule's group: device nodes keep root", SRC_UDEV,

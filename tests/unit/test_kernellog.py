@@ -424,3 +424,67 @@ def test_an_old_kernel_s_unprefixed_message_is_found_wherever_it_is() -> None:
         numbers = [i for i, line in enumerate(lines, 1) if line in (HANG_5_10, prefixed)]
         assert [(e.rule, e.line) for e in scan(text)[1]] == [("kfd-hws-hang", n) for n in numbers], parts
         assert scan(lines)[1] == scan(text)[1]
+
+
+# --- issue 34: who said it ------------------------------------------------------------------------------------
+
+# Lines of real healthy machines (issue 34's examples) that other drivers print: none is evidence about a GPU.
+OTHER_SPEAKERS = [
+    ("platform regulatory.0: Direct firmware load for regulatory.db failed with error -2", "platform", "regulatory.0"),
+    ("iwlwifi 0000:03:00.0: Direct firmware load for iwlwifi-cc-a0-64.ucode failed with error -2", "iwlwifi",
+     "0000:03:00.0"),
+    ("tee tee0: Direct firmware load for /amdtee/f29bb3d9-bd66-5441-afb8-0acc2d0e5b2b.bin failed with error -2", "tee",
+     "tee0"),
+    ("bluetooth hci0: Direct firmware load for rtl_bt/rtl8852bu_config.bin failed with error -2", "bluetooth", "hci0"),
+    # drivers/base/dd.c: 6.1's pr_warn("%s: probe of %s failed ...", drv->name) and 6.12's dev_err on the device.
+    ("ucsi_acpi: probe of USBC000:00 failed with error -5", "ucsi_acpi", None),
+    ("ucsi_acpi USBC000:00: probe with driver ucsi_acpi failed with error -5", "ucsi_acpi", "USBC000:00"),
+    # kernel/module/main.c names the module that lacks a symbol.
+    ("nvidia: Unknown symbol drm_gem_object_free (err -2)", "nvidia", None),
+    ("[drm:intel_gt_reset [i915]] *ERROR* GPU reset begin!", "i915", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("line", "driver", "device"), OTHER_SPEAKERS, ids=[s[1] for s in OTHER_SPEAKERS])
+@pytest.mark.parametrize("stamp", ["", "[    2.100] ", "Dec 04 14:44:20 host kernel: "])
+def test_another_driver_s_line_names_its_speaker_and_is_no_gpu_evidence(
+    line: str, driver: str, device: str | None, stamp: str
+) -> None:
+    parsed = normalise(stamp + line)
+    assert (parsed.driver, parsed.device) == (driver, device)
+    assert match(stamp + line) == []
+    # A paste of many such lines and a big log agree: nothing (the big-log path drops them earlier).
+    assert scan([stamp + line] * 3) == (3, [])
+
+
+AMD_LINES = [
+    ("amdgpu 0000:03:00.0: Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2", "firmware-load-failed",
+     "amdgpu", "0000:03:00.0"),
+    # A line cut from its prefix (a grep, a wrapped paste) is amdgpu's when the file is.
+    ("Direct firmware load for amdgpu/gc_11_0_3_mes_2.bin failed with error -2", "firmware-load-failed", None, None),
+    ("amdgpu: probe of 0000:03:00.0 failed with error -22", "amdgpu-probe-failed", "amdgpu", None),
+    ("amdgpu 0000:03:00.0: probe with driver amdgpu failed with error -22", "amdgpu-probe-failed", "amdgpu",
+     "0000:03:00.0"),
+    ("amdgpu: Unknown symbol drm_sched_job_init (err -2)", "module-unknown-symbol", "amdgpu", None),
+    ("amdttm: Unknown symbol dma_resv_add_fence (err -2)", "module-unknown-symbol", "amdttm", None),
+    ("[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx timeout, signaled seq=1, emitted seq=3", "gpu-ring-timeout",
+     "amdgpu", None),
+    # amdgpu's own words cut from their prefix are not read as another driver's ("discovery failed:").
+    ("discovery failed: -22", "amdgpu-discovery-failed", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "driver", "device"), AMD_LINES, ids=[a[1] + "-" + str(a[2]) for a in AMD_LINES]
+)
+def test_amdgpu_s_lines_are_heard_with_their_speaker(
+    line: str, rule: str, driver: str | None, device: str | None
+) -> None:
+    events = [e for e in match("[    3.5] " + line) if e.rule == rule]
+    assert [(e.driver, e.device) for e in events] == [(driver, device)]
+
+
+def test_a_bare_firmware_line_is_the_gpu_s_only_when_its_file_is_amdgpu_s() -> None:
+    assert match("Direct firmware load for regulatory.db failed with error -2") == []
+    assert match("Direct firmware load for iwlwifi-cc-a0-64.ucode failed with error -2") == []
+    assert [e.rule for e in match("Failed to load psp firmware!")] == ["firmware-load-failed"]
