@@ -175,11 +175,21 @@ def _device_failed(s: _Seen) -> Cause | None:
     )
 
 
+def needed_firmware(files: list[str]) -> list[str]:
+    """The failed files amdgpu cannot do without: not optional, and no first choice it falls back from."""
+    from kfdguard.knowledge.firmware import fallback_of
+
+    return [f for f in files if not optional_firmware(f) and fallback_of(f) is None]
+
+
 def _firmware(s: _Seen) -> Cause | None:
-    files = firmware_files(s.events)
+    failed = firmware_files(s.events)
     fatal = s.having("amdgpu-ip-init-failed", "amdgpu-smu-setup-failed", "amdgpu-fatal-init")
-    if not files or (all(optional_firmware(f) for f in files) and not fatal):
-        return None  # optional firmware alone does not stop the GPU (rule_optional_firmware says so)
+    # Optional firmware alone does not stop the GPU (rule_optional_firmware says so); beside an init failure
+    # it may be why. A first choice with a fallback never is: the fallback's failure has a line of its own.
+    files = needed_firmware(failed) or ([f for f in failed if optional_firmware(f)] if fatal else [])
+    if not files:
+        return None
     package = _debian_12_firmware(s) or FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")
     return Cause(
         "firmware-missing",

@@ -296,6 +296,7 @@ def rule_optional_firmware(r: Reasoning) -> None:
     if r.has("firmware-missing"):
         return
     failed = [e for e in r.events if e.rule == "firmware-load-failed"]
+    _fallen_back(r, failed)
     files = [f for f in firmware_files(failed) if optional_firmware(f)]
     if not files:
         return
@@ -309,6 +310,29 @@ def rule_optional_firmware(r: Reasoning) -> None:
             tuple(e.text for e in failed if any(f in e.text for f in files))[:2],
         )
     )
+
+
+def _fallen_back(r: Reasoning, failed: list[LogEvent]) -> None:
+    """A first-choice file amdgpu falls back from (knowledge/firmware.py FALLBACKS): worth a line, no more."""
+    from kfdguard.knowledge.firmware import fallback_of
+
+    for name in firmware_files(failed):
+        fallback = fallback_of(name)
+        if fallback is None:
+            continue
+        also = fallback in firmware_files(failed)
+        r.findings.append(
+            Finding(
+                "firmware-fallback",
+                I,
+                f"amdgpu asked for {name} first and "
+                + (f"its fallback {fallback} failed too" if also else f"loaded {fallback} instead")
+                + "; this alone does not stop the GPU",
+                "" if also else "nothing to do; a newer linux-firmware package has the first choice too",
+                tuple(e.text for e in failed if name in e.text)[:1]
+                + tuple(e.text for e in r.events if e.rule == "amdgpu-firmware-fallback")[:1],
+            )
+        )
 
 
 def rule_kernel_support(r: Reasoning) -> None:

@@ -297,8 +297,10 @@ def test_debian_12_firmware_remedy_names_backports_for_phoenix2() -> None:
     from kfdguard.assess.explain import gpu_cause
 
     asic = knowledge.asic("phoenix2")
+    # gc_11_0_4_pfp.bin: one of the files bookworm lacks that amdgpu cannot do without (its _mes_2.bin, which
+    # this test named before issue 34, is a first choice amdgpu falls back from: knowledge/firmware.py).
     (fmt,) = _formats("6.1", "Direct firmware load for %s failed with error %d")
-    line = "amdgpu 0000:c4:00.0: " + fmt[3].replace("%s", "amdgpu/gc_11_0_4_mes_2.bin").replace("%d", "-2")
+    line = "amdgpu 0000:c4:00.0: " + fmt[3].replace("%s", "amdgpu/gc_11_0_4_pfp.bin").replace("%d", "-2")
     events = kernellog.match(line)
     cause = gpu_cause("Radeon 740M", asic, events, "6.1.0-27-amd64", "debian")
     assert cause is not None and cause.code == "firmware-missing"
@@ -318,6 +320,6 @@ def test_damaged_data_gives_a_specific_error(tmp_path: Path, monkeypatch: pytest
     # The assessment keeps its generic firmware advice instead of failing.
     from kfdguard.assess.explain import gpu_cause
 
-    line = "amdgpu 0000:c4:00.0: Direct firmware load for amdgpu/gc_11_0_4_mes_2.bin failed with error -2"
+    line = "amdgpu 0000:c4:00.0: Direct firmware load for amdgpu/gc_11_0_4_pfp.bin failed with error -2"
     cause = gpu_cause("Radeon 740M", knowledge.asic("phoenix2"), kernellog.match(line), "6.1.0-27-amd64", "debian")
     assert cause is not None and "apt install firmware-amd-graphics" in cause.remedy
