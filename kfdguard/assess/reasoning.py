@@ -60,6 +60,8 @@ class Reasoning:
     amd: list[Identified] = field(default_factory=list)
     added: set[int] = field(default_factory=set)  # PCI device ids KFD added
     events: list[LogEvent] = field(default_factory=list)  # this boot's
+    # Findings a later rule overruled, each with why (rules.rule_coherent): shown with --verbose.
+    overruled: list[str] = field(default_factory=list)
 
     @property
     def release(self) -> str:

@@ -631,6 +631,28 @@ def rule_userspace(r: Reasoning) -> None:
         )
 
 
+def rule_coherent(r: Reasoning) -> None:
+    """A GPU that KFD added reached KFD: no finding may say it never did (issue 34).
+
+    Such a finding rests on evidence that is not the GPU's (a firmware line another driver printed, a
+    knowledge table wrong about a release) or on a failure it got over; the GPU's own success wins. The
+    finding is dropped and said with --verbose, so that the rule that lost is not lost from sight.
+    """
+    reached = [t for t in r.amd if t.has_node]
+    if not reached:
+        return
+    every = all(t.has_node for t in r.amd)
+    by_slot = {t.gpu.slot: t for t in reached if t.gpu.slot}
+    kept: list[Finding] = []
+    for f in r.findings:
+        target = by_slot.get(f.gpu) if f.gpu else (reached[0] if every else None)
+        if target is None or f.severity is not E or f.code not in _GPU_EXPLAINED:
+            kept.append(f)
+            continue
+        r.overruled.append(f"{f.code} ({f.message}): overruled, KFD added {target.label}")
+    r.findings[:] = kept
+
+
 def rule_unknown(r: Reasoning) -> None:
     """What a paste does not show, with the command that would (a machine shows all of it)."""
     obs = r.obs
@@ -760,6 +782,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_runtime_ready"),
         text_only("rule_quoted_kfd_added", "stack_rules"),
         text_only("rule_driver_tables"),
+        rule_coherent,
         rule_unknown,
     )
 
@@ -786,7 +809,7 @@ def run(obs: Observations, machine: Context | None = None) -> Reasoning:
     return r
 
 
-def reason(obs: Observations) -> tuple[list[str], tuple[Finding, ...], list[str]]:
-    """Established facts, findings (root cause first) and what stays unknown."""
+def reason(obs: Observations) -> tuple[list[str], tuple[Finding, ...], list[str], list[str]]:
+    """Established facts, findings (root cause first), what stays unknown, and the findings overruled."""
     r = run(obs)
-    return r.established, root_cause_first(_dedupe(r.findings)), r.unknown
+    return r.established, root_cause_first(_dedupe(r.findings)), r.unknown, r.overruled

@@ -23,6 +23,7 @@ class TextDiagnosis:
     established: tuple[str, ...]  # facts read from it
     findings: tuple[Finding, ...]  # root cause first: errors, then by floor of the stack
     unknown: tuple[str, ...]  # what it does not show, with the command that would
+    overruled: tuple[str, ...] = ()  # findings a GPU's own evidence contradicted, and why (--verbose)
 
     @property
     def exit_code(self) -> int:
@@ -46,11 +47,13 @@ def diagnose_text(text: str) -> TextDiagnosis:
     gc.disable()
     try:
         obs = read_text(text)
-        established, findings, unknown = reason(obs)
+        established, findings, unknown, overruled = reason(obs)
         # Both quote the paste (a user or group name, a path), and go to a terminal.
         kinds = tuple(sorted(obs.kinds))
         del obs
-        return TextDiagnosis(kinds, tuple(map(clean, established)), findings, tuple(map(clean, unknown)))
+        return TextDiagnosis(
+            kinds, tuple(map(clean, established)), findings, tuple(map(clean, unknown)), tuple(map(clean, overruled))
+        )
     finally:
         if enabled:
             gc.enable()

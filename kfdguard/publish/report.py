@@ -230,6 +230,10 @@ def text_diagnosis_text(d: TextDiagnosis, source: str, *, verbose: bool = False)
         lines.append("")
         lines.append("  What the text does not show")
         lines.extend(_wrap(item, "    - ") for item in d.unknown)
+    if d.overruled and verbose:
+        lines.append("")
+        lines.append("  Overruled (a GPU's own evidence contradicts them)")
+        lines.extend(_wrap(item, "    - ") for item in d.overruled)
     lines.append("")
     return "\n".join(lines)
 

@@ -168,7 +168,7 @@ def test_a_cue_that_is_not_a_piece_of_one_line_is_refused(cue: str) -> None:
 def _diagnosis(text: str) -> tuple[object, ...]:
     claims._LAST.clear()
     obs = read_text(text)
-    established, findings, unknown = reason(obs)
+    established, findings, unknown, _overruled = reason(obs)
     return (sorted(obs.kinds), established, findings, unknown)
 
 

@@ -209,7 +209,7 @@ def _diagnosis(text: str, remember: bool) -> tuple[object, ...]:
     from kfdguard.assess.rules import reason
 
     obs = read_text(text, remember=remember)
-    established, findings, unknown = reason(obs)
+    established, findings, unknown, _overruled = reason(obs)
     return (sorted(obs.kinds), established, [(f.code, f.message, f.gpu, f.blocked_by) for f in findings], unknown)
 
 

@@ -78,3 +78,33 @@ def test_a_fallback_that_fails_too_is_missing_firmware() -> None:
     )
     (missing,) = [f for f in diagnose_text(text).findings if f.code == "firmware-missing"]
     assert "amdgpu/gc_11_0_0_mes.bin" in missing.message and "mes_2" not in missing.message
+
+
+def test_a_gpu_kfd_added_is_not_said_to_have_never_reached_kfd() -> None:
+    # A failure line with no device (a grep's cut line) beside the GPU's own success: the success wins, and
+    # the lost finding is kept for --verbose.
+    text = (
+        "[    3.000] Direct firmware load for amdgpu/psp_13_0_5_toc.bin failed with error -2\n" + KFD_ADDED_STRIX_HALO
+    )
+    result = diagnose_text(text)
+    codes = {f.code for f in result.findings}
+    assert "kfd-ready" in codes and "firmware-missing" not in codes
+    (lost,) = result.overruled
+    assert lost.startswith("firmware-missing") and "KFD added AMD Strix Halo" in lost
+    from kfdguard.publish.report import text_diagnosis_text
+
+    assert "Overruled" in text_diagnosis_text(result, "paste", verbose=True)
+    assert "Overruled" not in text_diagnosis_text(result, "paste")
+
+
+def test_a_second_gpu_without_a_node_keeps_its_cause() -> None:
+    text = (
+        KFD_ADDED_STRIX_HALO
+        + "[    4.000] amdgpu 0000:03:00.0: amdgpu: initializing kernel modesetting (IP DISCOVERY 0x1002:0x7551 "
+        "0x1002:0x0E3B 0xC0).\n"
+        "[    4.100] amdgpu 0000:03:00.0: Direct firmware load for amdgpu/gc_12_0_1_pfp.bin failed with error -2\n"
+        "[    4.200] amdgpu 0000:03:00.0: amdgpu: Fatal error during GPU init\n"
+    )
+    result = diagnose_text(text)
+    (missing,) = [f for f in result.findings if f.code == "firmware-missing"]
+    assert missing.gpu == "0000:03:00.0" and result.overruled == ()

@@ -91,7 +91,7 @@ def _diagnosis(text: str, remember: bool) -> tuple[object, ...]:
     repeat cites the first, reading every line the last (read_text)."""
     claims._LAST.clear()
     obs = read_text(text, remember=remember)
-    established, findings, unknown = reason(obs)
+    established, findings, unknown, _overruled = reason(obs)
     said = [
         (
             f.code,
