@@ -206,6 +206,8 @@ def normalise(raw: str) -> LogLine:
             j = _MONO_JOURNAL.match(line)  # journalctl -o short-monotonic
             if j and (j["ident"] == "kernel" or j["ident"].startswith(("systemd-", "udev"))):
                 ident, line = j["ident"], line[j.end() :]
+            elif line.startswith("kernel: "):  # the same without a host name (real logs show both)
+                line = line[8:]
         else:
             m = _JOURNAL.match(line)
             if m:

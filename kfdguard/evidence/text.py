@@ -505,10 +505,13 @@ def _finish(obs: Observations, state: _State) -> None:
             obs.modprobe = list(directives)
     # A paste the size of a whole log is searched as the big-log path searches a text (kernellog.SMALL).
     lines = obs.lines
-    if len(lines) > SMALL:  # what scan(obs.text) finds, from the distinct lines
+    # A wrapped line is joined again whatever the paste's size: the same log pasted five times says what it
+    # said once (issue 34). Most long pastes have none, and keep the distinct lines' fast path.
+    unwrapped = _unwrapped(lines)
+    if len(lines) > SMALL and unwrapped == lines:  # what scan(obs.text) finds, from the distinct lines
         events = scan_distinct(lines, obs.distinct, obs.units, source="paste", unique=obs.unique)
     else:
-        _, events = scan(_unwrapped(lines), source="paste")
+        _, events = scan(unwrapped, source="paste")
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
