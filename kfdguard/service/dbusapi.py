@@ -61,8 +61,8 @@ ENV_ENTRIES = 64
 ENV_NAME_LIMIT = 256
 ENV_VALUE_LIMIT = 4096
 MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback"})
-PER_CALLER = 4  # calls in flight per connection; more get Busy at once
-IN_FLIGHT = 64  # calls in flight overall
+PER_CALLER = 4  # calls in flight per connection, awaiting polkit included; more get Busy at once
+IN_FLIGHT = 64  # calls at work overall (a call that awaits polkit is not yet at work)
 
 
 # Integer types of the properties and the value that stands for "unknown" when
@@ -207,7 +207,7 @@ class GuardianAPI:
         if member == "GetStatus":
             return self._reply(msg, "a{sv}", [self._props])
         sender = msg.sender or ""
-        self._admit(member, sender)
+        self._admit_caller(member, sender)
         task = asyncio.get_running_loop().create_task(self._call(msg, member, sender))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -229,13 +229,28 @@ class GuardianAPI:
         # caller flood the journal.
         raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
 
-    def _admit(self, member: str, sender: str) -> None:
-        """Count the call in, or refuse it as Busy: bounded work per caller, overall, and for changes."""
-        if self.total >= IN_FLIGHT or self.in_flight.get(sender, 0) >= PER_CALLER:
+    # Admission comes in two steps, so that what one caller waits for cannot refuse another (issue 35):
+    # at arrival only the caller's own budget is taken (PER_CALLER bounds what one connection can
+    # leave waiting, polkit's answer included: it can only make itself Busy); the shared budget and
+    # the one change at a time are taken once polkit has said yes (_start_work). A caller that polkit
+    # keeps waiting on (an unanswered password dialog, a hung polkitd) holds nothing anyone else needs.
+
+    def _admit_caller(self, member: str, sender: str) -> None:
+        """Count the call against its caller's budget, or refuse it as Busy; nothing shared is taken."""
+        if self.in_flight.get(sender, 0) >= PER_CALLER:
+            raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
+        self._shared_room(member)  # said at once, before any password dialog; taken only after polkit
+        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
+
+    def _shared_room(self, member: str) -> None:
+        if self.total >= IN_FLIGHT:
             raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
         if member in MUTATING and self.mutating:
             raise CallError(ERROR_BUSY, "a re-check or boot-loader change is already running")
-        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
+
+    def _start_work(self, member: str) -> None:
+        """An authorized call takes its share of the work: Busy when there is none left for it."""
+        self._shared_room(member)
         self.total += 1
         if member in MUTATING:
             self.mutating = True
@@ -272,8 +287,11 @@ class GuardianAPI:
 
     async def _call(self, msg: Any, member: str, sender: str) -> None:
         no_reply = bool(msg.flags & self.b.MessageFlag.NO_REPLY_EXPECTED)
+        working = False
         try:
             await self._authorize(msg, member, sender)
+            self._start_work(member)
+            working = True
             body = await getattr(self, f"_do_{member}")(sender, *msg.body)
             reply = self._reply(msg, OUT[member], body)
         except CallError as exc:
@@ -285,9 +303,10 @@ class GuardianAPI:
             self.in_flight[sender] -= 1
             if not self.in_flight[sender]:
                 del self.in_flight[sender]
-            self.total -= 1
-            if member in MUTATING:
-                self.mutating = False
+            if working:
+                self.total -= 1
+                if member in MUTATING:
+                    self.mutating = False
         if not no_reply:
             self._send(reply)
 
