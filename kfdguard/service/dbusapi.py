@@ -11,7 +11,10 @@ never a traceback.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from kfdguard.publish.names import (
     ERROR_NOT_AUTHORIZED,
     OBJECT_PATH,
 )
+from kfdguard.record import dataclass
 from kfdguard.service.checks import Checks
 from kfdguard.service.core import Service
 from kfdguard.service.polkit import Authority
@@ -63,6 +67,49 @@ ENV_VALUE_LIMIT = 4096
 MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback"})
 PER_CALLER = 4  # calls in flight per connection, awaiting polkit included; more get Busy at once
 IN_FLIGHT = 64  # calls at work overall (a call that awaits polkit is not yet at work)
+
+
+@dataclass(frozen=True)
+class Rate:
+    burst: int  # calls a user may make at once
+    every: float  # seconds after which one more is allowed
+
+
+# Methods that cost the machine real work and need no authorization (issue 35). Diagnose reads the
+# whole kernel log of this boot and earlier ones: concurrent calls already share one run
+# (_do_Diagnose), and each user gets this rate on top, so a loop of calls cannot keep the journal
+# busy. Per user (the caller's uid from the bus), not per connection, which costs nothing to open
+# anew; root is not limited (it may read the journal itself). Over the rate: Busy, saying when.
+# Rate limiting was chosen over a polkit action: a script keeps working without an agent or a rule.
+RATES = {"Diagnose": Rate(burst=4, every=15.0)}
+USERS_TRACKED = 1024  # rate records kept per method; beyond, full (rested) ones are forgotten
+
+
+class Buckets:
+    """A token bucket per user: ``burst`` calls, then one per ``every`` seconds."""
+
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.clock = clock
+        self.users: dict[int, tuple[float, float]] = {}  # uid -> (tokens, when counted)
+
+    def take(self, uid: int) -> float:
+        """Count one call: 0 when it may go, else the seconds until one more is allowed."""
+        now = self.clock()
+        tokens, at = self.users.get(uid, (float(self.rate.burst), now))
+        tokens = min(float(self.rate.burst), tokens + (now - at) / self.rate.every)
+        if tokens < 1:
+            self.users[uid] = (tokens, now)
+            return (1 - tokens) * self.rate.every
+        if uid not in self.users and len(self.users) >= USERS_TRACKED:
+            self._forget(now)
+        self.users[uid] = (tokens - 1, now)
+        return 0.0
+
+    def _forget(self, now: float) -> None:
+        rested = [u for u, (t, at) in self.users.items() if t + (now - at) / self.rate.every >= self.rate.burst]
+        for uid in rested or list(self.users)[: USERS_TRACKED // 4]:
+            del self.users[uid]
 
 
 # Integer types of the properties and the value that stands for "unknown" when
@@ -119,6 +166,7 @@ class GuardianAPI:
         self.mutating = False
         self.diagnosing: asyncio.Future[tuple[tuple[str, str, str, str], ...]] | None = None
         self.tasks: set[asyncio.Task[None]] = set()
+        self.rates = {member: Buckets(rate) for member, rate in RATES.items()}
         self._props: dict[str, Any] = {}
         self._status_reply: dict[str, Any] = {}
         self._cache(service.status)
@@ -290,6 +338,7 @@ class GuardianAPI:
         working = False
         try:
             await self._authorize(msg, member, sender)
+            await self._within_rate(member, sender)
             self._start_work(member)
             working = True
             body = await getattr(self, f"_do_{member}")(sender, *msg.body)
@@ -325,6 +374,22 @@ class GuardianAPI:
             )
         raise CallError(ERROR_NOT_AUTHORIZED, f"{member} is not allowed: {decision.detail} ({action})")
 
+    async def _within_rate(self, member: str, sender: str) -> None:
+        buckets = self.rates.get(member)
+        if buckets is None:
+            return
+        uid = await self.authority.caller_uid(sender)
+        if uid == 0:
+            return
+        wait = buckets.take(-1 if uid is None else uid)  # a caller the bus cannot name: one shared record
+        if wait:
+            rate = buckets.rate
+            raise CallError(
+                ERROR_BUSY,
+                f"{member} was called too often by this user (at most {rate.burst} at once, then one every "
+                f"{rate.every:g} s); try again in {math.ceil(wait)} s",
+            )
+
     # --- the methods --------------------------------------------------------------------------
 
     async def _in_thread(self, fn: Any, *args: Any) -> Any:
@@ -349,6 +414,7 @@ class GuardianAPI:
     async def _do_Diagnose(self, sender: str) -> list[Any]:
         # Concurrent callers share one fresh diagnosis instead of each starting a probe.
         if self.diagnosing is None or self.diagnosing.done():
+            log.info(f"Diagnose by {sender}: a fresh diagnosis, reading the kernel log")
             self.diagnosing = asyncio.ensure_future(self._in_thread(self.service.diagnose))
         findings = await asyncio.shield(self.diagnosing)
         return [[list(f) for f in findings]]
