@@ -17,11 +17,10 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from kfdguard.record import dataclass
-from tools.privatebus import BROKER_EXEC, BROKER_JOURNAL, REPO, PrivateBus
+from tools.privatebus import BROKER_EXEC, BROKER_JOURNAL, REPO, PrivateBus, wait_ready
 
 POLKITD_CANDIDATES = ("/usr/lib/polkit-1/polkitd", "/usr/libexec/polkitd", "/usr/libexec/polkit-1/polkitd")
 AUTHORITY = "org.freedesktop.PolicyKit1"
@@ -160,25 +159,29 @@ wait
         finally:
             if listener is not None:
                 listener.close()  # the broker holds it now
-        deadline = time.monotonic() + 20
-        while not self._authority_up():
-            if self.ns.poll() is not None or time.monotonic() > deadline:
-                err = self.ns.stderr.read().decode() if self.ns.stderr and self.ns.poll() is not None else ""
-                self.stop()
-                raise RuntimeError(f"polkitd did not come up on the private bus: {err}")
-            time.sleep(0.05)
+        ns = self.ns
+        try:
+            wait_ready("polkitd on the private bus", [(f"{AUTHORITY} to have an owner", self._authority_up)],
+                       lambda: ns.poll() is None, interval=0.05)  # fmt: skip
+        except RuntimeError as exc:
+            err = ns.stderr.read().decode(errors="replace") if ns.stderr and ns.poll() is not None else ""
+            self.stop()
+            raise RuntimeError(f"{exc}: {err}") from None
         return self
 
     def _authority_up(self) -> bool:
         if not self.socket.exists():
             return False
-        probe = subprocess.run(
-            ["busctl", "--system", "status", AUTHORITY],
-            env=self.env(),
-            capture_output=True,
-            check=False,
-            timeout=10,
-        )
+        try:
+            probe = subprocess.run(
+                ["busctl", "--system", "status", AUTHORITY],
+                env=self.env(),
+                capture_output=True,
+                check=False,
+                timeout=10,
+            )
+        except subprocess.TimeoutExpired:
+            return False  # a loaded machine: asked again until wait_ready's bound
         return probe.returncode == 0
 
     def stop(self) -> None:

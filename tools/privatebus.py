@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,6 +67,35 @@ CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configurat
 
 
 KINDS = ("daemon", "broker")
+# How long a bus (or polkitd on it) may take to become ready. A bound, not a wait: readiness is
+# polled. A fixed 10 s was too short with two heavy test runs on two CPUs (the broker's start failed).
+READY_TIMEOUT = 60.0
+
+
+def wait_ready(
+    what: str,
+    conditions: Sequence[tuple[str, Callable[[], bool]]],
+    alive: Callable[[], bool],
+    *,
+    timeout: float = READY_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    interval: float = 0.02,
+) -> None:
+    """Poll until every condition holds; RuntimeError naming what was waited for when ``alive()``
+    turns false or ``timeout`` seconds pass, with each condition's last answer."""
+    deadline = clock() + timeout
+    while True:
+        met = [(name, bool(check())) for name, check in conditions]
+        if all(ok for _, ok in met):
+            return
+        state = "; ".join(f"{name}: {'yes' if ok else 'not yet'}" for name, ok in met)
+        if not alive():
+            raise RuntimeError(f"{what} exited before it was ready (waited for {state})")
+        if clock() >= deadline:
+            raise RuntimeError(f"{what} was not ready within {timeout:g} s (waited for {state})")
+        sleep(interval)
+
 
 # In the broker's own mount namespace, our datagram socket ($1/socket) is the journal. Where the
 # host has a journal directory only that is covered; elsewhere a tmpfs on /run/systemd (or /run)
@@ -125,12 +155,16 @@ class PrivateBus:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 10
-        while not self.socket.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"dbus-daemon did not start: {err}")
-            time.sleep(0.02)
+        proc = self.proc
+        try:
+            # dbus-daemon binds its socket once it is ready to take connections.
+            wait_ready("dbus-daemon", [(f"its socket {self.socket}", self.socket.exists)], lambda: proc.poll() is None)
+        except RuntimeError as exc:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"dbus-daemon did not start: {exc}: {err}") from None
         os.chmod(self.socket, 0o666)  # noqa: S103 - like /run/dbus/system_bus_socket
         return self
 
@@ -180,17 +214,27 @@ class PrivateBus:
         finally:
             # The broker holds the listener now: once it is gone, connecting fails at once.
             listener.close()
-        deadline = time.monotonic() + 10
-        # Started = accepting connections and having logged "Ready": the broker accepts first and
-        # logs a moment later, so a test reading its log at once raced it.
-        while not (self.answers() and "Ready" in self.journal()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                self.proc.wait(5)
-                err = (self.dir / "dbus-broker.log").read_text(errors="replace")
-                raise RuntimeError(f"dbus-broker did not start: {err}{chr(10).join(self.journal())}")
-            time.sleep(0.02)
+        proc = self.proc
+        try:
+            self.wait_broker(lambda: proc.poll() is None)
+        except RuntimeError as exc:
+            proc.kill()
+            proc.wait(5)
+            err = (self.dir / "dbus-broker.log").read_text(errors="replace")
+            raise RuntimeError(f"dbus-broker did not start: {exc}: {err}{chr(10).join(self.journal())}") from None
         return self
+
+    def broker_conditions(self) -> list[tuple[str, Callable[[], bool]]]:
+        """What a started dbus-broker shows: it answers on the socket, and the launcher logged "Ready"
+        (it does once the broker runs with its policy). The broker accepts first and logs a moment
+        later, so a test reading its log at once raced it."""
+        return [
+            (f"the bus on {self.socket} to answer AUTH EXTERNAL", self.answers),
+            ("dbus-broker-launch to log 'Ready' to its journal socket", lambda: "Ready" in self.journal()),
+        ]
+
+    def wait_broker(self, alive: Callable[[], bool], timeout: float = READY_TIMEOUT) -> None:
+        wait_ready("dbus-broker", self.broker_conditions(), alive, timeout=timeout)
 
     def answers(self) -> bool:
         """True once the bus completes a connection (the listener accepts before the broker runs)."""

@@ -278,10 +278,12 @@ def describe(boot: BootHealth) -> str:
     text = ", ".join(f"{n} {what}{'s' if n > 1 else ''}" for n, what in counts if n) or "no trouble"
     if boot.last_at:
         text += f" in the boot of {boot.last_at[:10]}, the last at {boot.last_at[11:16]} UTC"
+    # The cause only, never the kernel's line or the process it named: this text reaches the bus
+    # (FallbackRecommendation, findings), which anyone may read, and those lines name other users'
+    # programs and pids (issue 35; health/tracker.py). The boot's record keeps the kernel's words.
     meaning = MEANING.get(boot.last_event, "")
-    if boot.last_line:
-        who = f", {boot.last_process}" if boot.last_process else ""
-        text += f": {meaning + ', ' if meaning else ''}kernel: {boot.last_line!r}{who}"
+    if meaning:
+        text += f": {meaning}"
     return text
 
 

@@ -9,6 +9,15 @@ kernel reports the recovery (``GPU reset(N) succeeded!``, a soft or per-ring
 recovery, ``WEDGED=none``) the GPU is back and the counts stay.
 
 Memory is bounded: one small record per PCI slot, at most MAX_GPUS of them.
+
+What the kernel said is shown to everyone who reads the status (the bus's
+properties and signals need no authorization), so ``overlay(disclose=False)``
+shows only the cause in kfdguard's words ("ring gfx_0.0.0 timeout") and no
+process: the kernel's own lines name other users' programs and pids, which
+kernel.dmesg_restrict=1 keeps from them (issue 35). The service discloses the
+kernel's line and the process only where any user may read the kernel log
+anyway (service/core.py reads the sysctl). The counts and states are the same
+either way, and the per-boot record (store.py) keeps the kernel's words.
 """
 
 from __future__ import annotations
@@ -52,8 +61,8 @@ _REMEDY = {
 
 
 class GpuHealth:
-    __slots__ = ("hangs", "last_kind", "last_line", "last_process", "last_usec", "reset_failures", "resets",
-                 "ring_timeouts", "state", "wedged")  # fmt: skip
+    __slots__ = ("hangs", "last_cause", "last_kind", "last_line", "last_process", "last_usec", "reset_failures",
+                 "resets", "ring_timeouts", "state", "wedged")  # fmt: skip
 
     def __init__(self) -> None:
         self.state = OK
@@ -66,8 +75,12 @@ class GpuHealth:
         self.last_line = ""
         self.last_kind = ""  # the HealthEvent kind of last_line (the per-kernel history says what it meant)
         self.last_process = ""
+        self.last_cause = ""  # last_line as anyone may be told it: the cause, no process, no pid
 
-    def keys(self) -> dict[str, object]:
+    def shown_line(self, disclose: bool) -> str:
+        return self.last_line if disclose else self.last_cause
+
+    def keys(self, disclose: bool = False) -> dict[str, object]:
         return {
             "Health": self.state,
             "Resets": self.resets,
@@ -76,8 +89,8 @@ class GpuHealth:
             "Hangs": self.hangs,
             "WedgedEvents": self.wedged,
             "LastHealthEvent": self.last_usec,
-            "LastHealthLine": self.last_line,
-            "LastProcess": self.last_process,
+            "LastHealthLine": self.shown_line(disclose),
+            "LastProcess": self.last_process if disclose else "",
         }
 
 
@@ -117,6 +130,7 @@ class Health:
             return False
         gpu.last_usec = now_usec
         gpu.last_line = event.line
+        gpu.last_cause = cause(event)
         gpu.last_kind = event.kind
         if event.process:
             gpu.last_process = event.process
@@ -128,8 +142,11 @@ class Health:
     def counts(self) -> dict[str, GpuHealth]:
         return dict(self.gpus)
 
-    def overlay(self, status: Status) -> Status:
-        """``status`` with every GPU's health keys, and degraded while a GPU is in trouble."""
+    def overlay(self, status: Status, *, disclose: bool = False) -> Status:
+        """``status`` with every GPU's health keys, and degraded while a GPU is in trouble.
+
+        ``disclose``: show the kernel's line and the process it named (only where any user may
+        read the kernel log); otherwise the cause alone (the module's docstring says why)."""
         if not status.devices:
             return status
         devices: list[dict[str, object]] = []
@@ -137,20 +154,20 @@ class Health:
         for device in status.devices:
             slot = str(device.get("Slot", ""))
             gpu = self.gpus.get(slot) or GpuHealth()
-            merged = {**device, **gpu.keys()}
+            merged = {**device, **gpu.keys(disclose)}
             if gpu.state != OK:
                 name = str(device.get("Name", "")) or "AMD GPU"
                 troubled.append((slot, name, gpu))
                 merged["ComputeReady"] = False
-                merged["Reason"] = f"{gpu.state}: {gpu.last_line}"
+                merged["Reason"] = f"{gpu.state}: {gpu.shown_line(disclose)}"
             devices.append(merged)
         if not troubled:
             return replace(status, devices=tuple(devices))
         findings = tuple(f for f in status.findings if f[0] != FINDING)
         added = []
         for slot, name, gpu in troubled:
-            who = f"; the kernel named {gpu.last_process}" if gpu.last_process else ""
-            message = f"{name} ({slot}) {_WHAT[gpu.state]} (kernel: {gpu.last_line!r}{who})"
+            who = f"; the kernel named {gpu.last_process}" if gpu.last_process and disclose else ""
+            message = f"{name} ({slot}) {_WHAT[gpu.state]} (kernel: {gpu.shown_line(disclose)!r}{who})"
             added.append((FINDING, "error", message, _REMEDY[gpu.state]))
         computing = any(bool(d.get("ComputeReady")) for d in devices)
         state = status.state
@@ -223,6 +240,23 @@ def _wedged(gpu: GpuHealth, event: HealthEvent) -> bool:
     # WEDGED=none: recovered, nothing left to do; any other method: userspace must recover it.
     gpu.state = OK if event.detail == "none" else WEDGED_STATE
     return True
+
+
+def cause(event: HealthEvent) -> str:
+    """The event in kfdguard's words, built from what it means and never from the line's other text:
+    the ring's name, an error number and a wedge method are the kernel's, nothing else is."""
+    ring = f"ring {event.detail}"
+    if event.kind == RING_RECOVERED:
+        return f"{ring} timeout, soft recovered" if "soft recovered" in event.line else f"{ring} reset succeeded"
+    if event.kind == HANG:
+        return "MES stopped answering" if "MES" in event.line else "the hardware scheduler (HWS) stopped answering"
+    return {
+        RESET_BEGIN: "GPU reset begin",
+        RESET_DONE: "GPU reset succeeded",
+        RESET_FAILED: f"GPU reset failed (error {event.detail})" if event.detail else "GPU reset failed",
+        RING_TIMEOUT: f"{ring} timeout",
+        WEDGED: f"GPU wedged (WEDGED={event.detail})",
+    }.get(event.kind, event.kind)
 
 
 _STEPS: dict[str, Callable[[GpuHealth, HealthEvent], bool]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import os
 import time
 
 from kfdguard import log
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from kfdguard.app.pipeline import ConfigSource
     from kfdguard.config import LoadedConfig
+    from kfdguard.host.root import Root
     from kfdguard.host.system import System
     from kfdguard.service.privsep import Privsep
 
@@ -95,7 +97,7 @@ class Service:
     def transition(self, new: Status, reason: str) -> None:
         self.base = new = self._with_history_problem(new)
         self.health.know(tuple(str(d.get("Slot", "")) for d in new.devices))
-        new = self.health.overlay(new)
+        new = self.health.overlay(new, disclose=kernel_log_public(self.system.root))
         old = self.status
         self.status = new
         if (old.state, old.summary) != (new.state, new.summary):
@@ -236,6 +238,27 @@ class Service:
                     return False, message
         log.emit(log.NOTICE if ok else log.WARNING, f"fallback {'clear' if clear else 'apply'}: {message}")
         return ok, message
+
+
+def kernel_log_public(root: Root) -> bool:
+    """Whether any user may read the kernel log, as the kernel decides: kernel.dmesg_restrict is 0.
+
+    What the service publishes needs no authorization, so the kernel's own lines (which name other
+    users' programs and pids) are shown only when the kernel shows them to everyone; with 1, a value
+    we cannot read or anything else, the status says the cause alone (health/tracker.py). Read at each
+    publication: an administrator may change it at any time, and it is one small read. Non-blocking:
+    on a simulated machine the path may be a FIFO.
+    """
+    try:
+        fd = os.open(root.proc / "sys/kernel/dmesg_restrict", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, 16).strip() == b"0"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _now() -> int:

@@ -11,7 +11,10 @@ never a traceback.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from kfdguard.publish.names import (
     ERROR_NOT_AUTHORIZED,
     OBJECT_PATH,
 )
+from kfdguard.record import dataclass
 from kfdguard.service.checks import Checks
 from kfdguard.service.core import Service
 from kfdguard.service.polkit import Authority
@@ -61,8 +65,51 @@ ENV_ENTRIES = 64
 ENV_NAME_LIMIT = 256
 ENV_VALUE_LIMIT = 4096
 MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback"})
-PER_CALLER = 4  # calls in flight per connection; more get Busy at once
-IN_FLIGHT = 64  # calls in flight overall
+PER_CALLER = 4  # calls in flight per connection, awaiting polkit included; more get Busy at once
+IN_FLIGHT = 64  # calls at work overall (a call that awaits polkit is not yet at work)
+
+
+@dataclass(frozen=True)
+class Rate:
+    burst: int  # calls a user may make at once
+    every: float  # seconds after which one more is allowed
+
+
+# Methods that cost the machine real work and need no authorization (issue 35). Diagnose reads the
+# whole kernel log of this boot and earlier ones: concurrent calls already share one run
+# (_do_Diagnose), and each user gets this rate on top, so a loop of calls cannot keep the journal
+# busy. Per user (the caller's uid from the bus), not per connection, which costs nothing to open
+# anew; root is not limited (it may read the journal itself). Over the rate: Busy, saying when.
+# Rate limiting was chosen over a polkit action: a script keeps working without an agent or a rule.
+RATES = {"Diagnose": Rate(burst=4, every=15.0)}
+USERS_TRACKED = 1024  # rate records kept per method; beyond, full (rested) ones are forgotten
+
+
+class Buckets:
+    """A token bucket per user: ``burst`` calls, then one per ``every`` seconds."""
+
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.clock = clock
+        self.users: dict[int, tuple[float, float]] = {}  # uid -> (tokens, when counted)
+
+    def take(self, uid: int) -> float:
+        """Count one call: 0 when it may go, else the seconds until one more is allowed."""
+        now = self.clock()
+        tokens, at = self.users.get(uid, (float(self.rate.burst), now))
+        tokens = min(float(self.rate.burst), tokens + (now - at) / self.rate.every)
+        if tokens < 1:
+            self.users[uid] = (tokens, now)
+            return (1 - tokens) * self.rate.every
+        if uid not in self.users and len(self.users) >= USERS_TRACKED:
+            self._forget(now)
+        self.users[uid] = (tokens - 1, now)
+        return 0.0
+
+    def _forget(self, now: float) -> None:
+        rested = [u for u, (t, at) in self.users.items() if t + (now - at) / self.rate.every >= self.rate.burst]
+        for uid in rested or list(self.users)[: USERS_TRACKED // 4]:
+            del self.users[uid]
 
 
 # Integer types of the properties and the value that stands for "unknown" when
@@ -119,6 +166,7 @@ class GuardianAPI:
         self.mutating = False
         self.diagnosing: asyncio.Future[tuple[tuple[str, str, str, str], ...]] | None = None
         self.tasks: set[asyncio.Task[None]] = set()
+        self.rates = {member: Buckets(rate) for member, rate in RATES.items()}
         self._props: dict[str, Any] = {}
         self._status_reply: dict[str, Any] = {}
         self._cache(service.status)
@@ -207,7 +255,7 @@ class GuardianAPI:
         if member == "GetStatus":
             return self._reply(msg, "a{sv}", [self._props])
         sender = msg.sender or ""
-        self._admit(member, sender)
+        self._admit_caller(member, sender)
         task = asyncio.get_running_loop().create_task(self._call(msg, member, sender))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -229,13 +277,28 @@ class GuardianAPI:
         # caller flood the journal.
         raise CallError("org.freedesktop.DBus.Error.UnknownObject", f"no object at {path!r:.80}")
 
-    def _admit(self, member: str, sender: str) -> None:
-        """Count the call in, or refuse it as Busy: bounded work per caller, overall, and for changes."""
-        if self.total >= IN_FLIGHT or self.in_flight.get(sender, 0) >= PER_CALLER:
+    # Admission comes in two steps, so that what one caller waits for cannot refuse another (issue 35):
+    # at arrival only the caller's own budget is taken (PER_CALLER bounds what one connection can
+    # leave waiting, polkit's answer included: it can only make itself Busy); the shared budget and
+    # the one change at a time are taken once polkit has said yes (_start_work). A caller that polkit
+    # keeps waiting on (an unanswered password dialog, a hung polkitd) holds nothing anyone else needs.
+
+    def _admit_caller(self, member: str, sender: str) -> None:
+        """Count the call against its caller's budget, or refuse it as Busy; nothing shared is taken."""
+        if self.in_flight.get(sender, 0) >= PER_CALLER:
+            raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
+        self._shared_room(member)  # said at once, before any password dialog; taken only after polkit
+        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
+
+    def _shared_room(self, member: str) -> None:
+        if self.total >= IN_FLIGHT:
             raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
         if member in MUTATING and self.mutating:
             raise CallError(ERROR_BUSY, "a re-check or boot-loader change is already running")
-        self.in_flight[sender] = self.in_flight.get(sender, 0) + 1
+
+    def _start_work(self, member: str) -> None:
+        """An authorized call takes its share of the work: Busy when there is none left for it."""
+        self._shared_room(member)
         self.total += 1
         if member in MUTATING:
             self.mutating = True
@@ -272,8 +335,12 @@ class GuardianAPI:
 
     async def _call(self, msg: Any, member: str, sender: str) -> None:
         no_reply = bool(msg.flags & self.b.MessageFlag.NO_REPLY_EXPECTED)
+        working = False
         try:
             await self._authorize(msg, member, sender)
+            await self._within_rate(member, sender)
+            self._start_work(member)
+            working = True
             body = await getattr(self, f"_do_{member}")(sender, *msg.body)
             reply = self._reply(msg, OUT[member], body)
         except CallError as exc:
@@ -285,9 +352,10 @@ class GuardianAPI:
             self.in_flight[sender] -= 1
             if not self.in_flight[sender]:
                 del self.in_flight[sender]
-            self.total -= 1
-            if member in MUTATING:
-                self.mutating = False
+            if working:
+                self.total -= 1
+                if member in MUTATING:
+                    self.mutating = False
         if not no_reply:
             self._send(reply)
 
@@ -305,6 +373,22 @@ class GuardianAPI:
                 f"{member} needs authentication ({action}); call it with interactive authorization allowed",
             )
         raise CallError(ERROR_NOT_AUTHORIZED, f"{member} is not allowed: {decision.detail} ({action})")
+
+    async def _within_rate(self, member: str, sender: str) -> None:
+        buckets = self.rates.get(member)
+        if buckets is None:
+            return
+        uid = await self.authority.caller_uid(sender)
+        if uid == 0:
+            return
+        wait = buckets.take(-1 if uid is None else uid)  # a caller the bus cannot name: one shared record
+        if wait:
+            rate = buckets.rate
+            raise CallError(
+                ERROR_BUSY,
+                f"{member} was called too often by this user (at most {rate.burst} at once, then one every "
+                f"{rate.every:g} s); try again in {math.ceil(wait)} s",
+            )
 
     # --- the methods --------------------------------------------------------------------------
 
@@ -330,6 +414,7 @@ class GuardianAPI:
     async def _do_Diagnose(self, sender: str) -> list[Any]:
         # Concurrent callers share one fresh diagnosis instead of each starting a probe.
         if self.diagnosing is None or self.diagnosing.done():
+            log.info(f"Diagnose by {sender}: a fresh diagnosis, reading the kernel log")
             self.diagnosing = asyncio.ensure_future(self._in_thread(self.service.diagnose))
         findings = await asyncio.shield(self.diagnosing)
         return [[list(f) for f in findings]]

@@ -46,6 +46,14 @@ SYSTEMD = "org.freedesktop.systemd1"
 SYSTEMD_PATH = "/org/freedesktop/systemd1"
 MANAGER = "org.freedesktop.systemd1.Manager"
 JOB_REMOVED_MATCH = f"type='signal',sender='{SYSTEMD}',path='{SYSTEMD_PATH}',interface='{MANAGER}',member='JobRemoved'"
+DBUS = "org.freedesktop.DBus"
+# Who owns systemd's name: asked once, then followed (systemd reconnects under a new unique name
+# after daemon-reexec). The bus itself stamps the sender of every message, so a NameOwnerChanged
+# whose sender is the bus driver cannot be forged.
+OWNER_MATCH = (
+    f"type='signal',sender='{DBUS}',path='/org/freedesktop/DBus',interface='{DBUS}',"
+    f"member='NameOwnerChanged',arg0='{SYSTEMD}'"
+)
 
 
 @dataclass(frozen=True)
@@ -97,12 +105,21 @@ class SystemdStarter:
         self.results: dict[str, asyncio.Future[str]] = {}  # job path -> its result
         self.early: dict[str, str] = {}  # JobRemoved that came before StartUnit's reply
         self.subscribed = False
+        # The unique name that owns org.freedesktop.systemd1; None: unknown, or nobody.
+        self.owner: str | None = None
+        self.owner_seen = False  # a NameOwnerChanged came: it is newer than any GetNameOwner reply
+        self.forged_logged = False
 
     def handle(self, msg: Any) -> None:
         """The bus's message handler: JobRemoved (u job, o path, s unit, s result) of systemd's jobs."""
-        if msg.message_type != self.backend.MessageType.SIGNAL or msg.member != "JobRemoved":
+        if msg.message_type != self.backend.MessageType.SIGNAL:
             return
-        if msg.interface != MANAGER or msg.path != SYSTEMD_PATH or msg.signature != "uoss":
+        if msg.member == "NameOwnerChanged":
+            self._owner_changed(msg)
+            return
+        if msg.member != "JobRemoved" or msg.interface != MANAGER or msg.path != SYSTEMD_PATH:
+            return
+        if msg.signature != "uoss" or not self._from_systemd(msg):
             return
         _id, job, unit, result = msg.body
         waiter = self.results.get(job)
@@ -114,6 +131,25 @@ class SystemdStarter:
             if len(self.early) >= 16:
                 del self.early[next(iter(self.early))]
             self.early[job] = result
+
+    def _from_systemd(self, msg: Any) -> bool:
+        # The match rule names systemd, but any client may send a signal straight to us (unicast
+        # signals pass every match rule and the usual bus policy): only systemd's own count. A
+        # forged one would end our wait for a job with its result, or seed the result of a job to come.
+        if self.owner and msg.sender == self.owner:
+            return True
+        if not self.forged_logged:
+            self.forged_logged = True  # once: anyone may send as many as they like
+            log.debug(f"ignoring JobRemoved from {msg.sender or 'nobody'}: it is not {SYSTEMD} ({self.owner})")
+        return False
+
+    def _owner_changed(self, msg: Any) -> None:
+        if msg.sender != DBUS or msg.path != "/org/freedesktop/DBus" or msg.interface != DBUS:
+            return
+        if msg.signature != "sss" or msg.body[0] != SYSTEMD:
+            return
+        self.owner = msg.body[2] or None
+        self.owner_seen = True
 
     async def _call(self, destination: str, path: str, interface: str, member: str, signature: str,
                     body: list[Any], timeout: float) -> Any:  # fmt: skip
@@ -129,8 +165,12 @@ class SystemdStarter:
         if self.subscribed:
             return
         self.bus.add_message_handler(self.handle)
-        await self._call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", "s",
-                         [JOB_REMOVED_MATCH], timeout)  # fmt: skip
+        for rule in (OWNER_MATCH, JOB_REMOVED_MATCH):
+            await self._call(DBUS, "/org/freedesktop/DBus", DBUS, "AddMatch", "s", [rule], timeout)
+        # After the owner's match: a change from now on is seen, and wins over this (older) answer.
+        reply = await self._call(DBUS, "/org/freedesktop/DBus", DBUS, "GetNameOwner", "s", [SYSTEMD], timeout)
+        if not self.owner_seen and reply.signature == "s":
+            self.owner = reply.body[0]
         # systemd sends JobRemoved only while some client is subscribed (org.freedesktop.systemd1(5)).
         await self._call(SYSTEMD, SYSTEMD_PATH, MANAGER, "Subscribe", "", [], timeout)
         self.subscribed = True

@@ -174,6 +174,7 @@ class FakeSystemd:
         self.result = "done"  # what JobRemoved says (a unit that fails: "failed", and nothing runs)
         self.early = False  # JobRemoved before StartUnit's reply (the race the starter must survive)
         self.unit_result = "success"  # the units' Result property (systemd's "start-limit-hit", ...)
+        self.delay = 0.0  # seconds between StartUnit's reply and JobRemoved (a unit that takes its time)
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -224,7 +225,7 @@ class FakeSystemd:
 
     async def _run(self, kind: str, unit: str, job: str, hold: Any, reply: Any) -> None:
         if not self.early:
-            await asyncio.sleep(0)
+            await asyncio.sleep(self.delay)
         if self.result == "done":
             argv = [sys.executable, *exec_start(kind)[2:], "--root", str(self.root)]
             await asyncio.get_running_loop().run_in_executor(
@@ -305,6 +306,65 @@ def test_a_boot_pass_systemd_refused_is_a_finding_not_a_silent_old_result(system
             assert "enforce-run-failed" not in findings(env)
         finally:
             fake.close()
+
+
+def _job_removed(b: Any, job: str, unit: str, result: str, destination: str | None = None) -> Any:
+    return b.Message(message_type=b.MessageType.SIGNAL, destination=destination, path="/org/freedesktop/systemd1",
+                     interface="org.freedesktop.systemd1.Manager", member="JobRemoved", signature="uoss",
+                     body=[int(job.rsplit("/", 1)[1]), job, unit, result])  # fmt: skip
+
+
+@as_root
+def test_a_job_removed_from_anyone_but_systemd_is_ignored(systemd_bus: PrivateBus, tmp_path: Path) -> None:
+    """Issue 35: any client may send JobRemoved straight to the service (a unicast signal passes every match
+    rule). A forged one must neither end the wait for a job with its result nor seed the result of a job to
+    come: only the owner of org.freedesktop.systemd1 speaks for systemd."""
+    from kfdguard.service.backend import load
+    from kfdguard.service.starter import SystemdStarter
+
+    fake = FakeSystemd(systemd_bus.address, tmp_path)
+    fake.result, fake.delay = "failed", 1.0  # the real end of every job: "failed", a second after StartUnit
+
+    async def scenario() -> tuple[Any, Any, dict[str, str]]:
+        b = load()
+        service = await b.MessageBus(bus_address=systemd_bus.address, bus_type=b.BusType.SYSTEM).connect()
+        forger = await b.MessageBus(bus_address=systemd_bus.address, bus_type=b.BusType.SYSTEM).connect()
+        starter = SystemdStarter(service, b)
+
+        async def forge(job: str, unit: str) -> None:
+            await forger.send(_job_removed(b, job, unit, "done", destination=service.unique_name))
+            # Round trips on both connections: the bus has passed the signal on and the service has read it.
+            for bus in (forger, service):
+                await bus.call(b.Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                                         interface="org.freedesktop.DBus", member="GetId"))  # fmt: skip
+
+        try:
+            # Seeding: a "done" for the job StartUnit will return next, before it is started.
+            await starter._subscribe(10)
+            await forge(f"/org/freedesktop/systemd1/job/{fake.jobs + 1}", UNITS["enforce"])
+            seeded = dict(starter.early)
+            first = await starter.start("enforce", 20)
+            # Ending the wait: a "done" for the job being waited on, while systemd has not ended it.
+            waiting = asyncio.ensure_future(starter.start("enforce", 20))
+            deadline = asyncio.get_running_loop().time() + 10
+            while not starter.results:
+                assert asyncio.get_running_loop().time() < deadline, "the starter never waited for its job"
+                await asyncio.sleep(0.01)
+            await forge(next(iter(starter.results)), UNITS["enforce"])
+            second = await waiting
+            return first, second, seeded
+        finally:
+            service.disconnect()
+            forger.disconnect()
+
+    try:
+        first, second, seeded = asyncio.run(scenario())
+    finally:
+        fake.close()
+    assert seeded == {}
+    assert (first.ok, first.detail) == (False, "kfdguard-enforce.service: job failed")
+    assert (second.ok, second.detail) == (False, "kfdguard-enforce.service: job failed")
+    assert fake.started == [("kfdguard-enforce.service", "replace")] * 2
 
 
 class _Answers:

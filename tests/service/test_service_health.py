@@ -52,11 +52,18 @@ def _kernel(g: Guardian) -> SimKernel:
     return SimulatedSystem(Root(g.root)).kernel()
 
 
+def dmesg_restrict(root: Path, value: str) -> None:
+    """kernel.dmesg_restrict on the simulated machine (its /proc/sys/kernel)."""
+    (root / "proc/sys/kernel").mkdir(parents=True, exist_ok=True)
+    (root / "proc/sys/kernel/dmesg_restrict").write_text(value + "\n")
+
+
 @pytest.mark.parametrize("release", ["6.8.0-45-generic", "7.2.13-amd64"])
 def test_a_reset_degrades_then_restores_with_counts_in_getstatus(each_bus: str, release: str) -> None:
     spec = bundled.load("rx7900xtx-ubuntu2404")
     spec = replace(spec, kernel=replace(spec.kernel, release=release))
-    with guardian(spec) as g:
+    # Every user may read this kernel's log: the status may quote it (the next test is the other case).
+    with guardian(spec, prepare=lambda root: dmesg_restrict(root, "0")) as g:
         ready = _after(g, 0, "STATUS=ready")
         marker = g.root / READY_MARKER.lstrip("/")
         assert marker.exists()
@@ -82,6 +89,38 @@ def test_a_reset_degrades_then_restores_with_counts_in_getstatus(each_bus: str, 
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert marker.exists()
+
+
+@pytest.mark.parametrize("restrict", ["1", None])
+def test_where_the_kernel_keeps_its_log_from_users_the_status_names_no_process(restrict: str | None) -> None:
+    """Issue 35: with kernel.dmesg_restrict=1 (or unreadable) the published status carries the cause of a
+    hang but not the kernel's line nor the process and pid it named; once the administrator sets 0, it does."""
+    spec = bundled.load("rx7900xtx-ubuntu2404")
+    spec = replace(spec, kernel=replace(spec.kernel, release="7.2.13-amd64"))
+    prepare = None if restrict is None else (lambda root: dmesg_restrict(root, restrict))
+    with guardian(spec, prepare=prepare) as g:
+        ready = _after(g, 0, "STATUS=ready")
+        kernel = _kernel(g)
+        gpureset.hang(kernel, GPU, ("llama-server", 777))
+        kernel.save()
+        _after(g, ready + 1, "STATUS=degraded")
+        time.sleep(0.2)
+        device = _devices(g)[0]
+        assert (device["Health"], device["Resets"], device["RingTimeouts"]) == ("resetting", 1, 1)
+        assert (device["LastHealthLine"], device["LastProcess"]) == ("GPU reset begin", "")
+        everything = busctl("call", NAME, PATH, NAME, "GetStatus", env=g.env()).stdout
+        assert "gpu-hang" in everything and "resetting" in everything
+        assert "llama-server" not in everything and "777" not in everything and "Source:" not in everything
+        # The administrator lets everyone read the kernel log: the next publication quotes the kernel.
+        dmesg_restrict(g.root, "0")
+        kernel = _kernel(g)
+        gpureset.recover(kernel, GPU, ("llama-server", 777))
+        kernel.save()
+        _after(g, ready + 1, "STATUS=ready")
+        time.sleep(0.2)
+        device = _devices(g)[0]
+        assert str(device["LastHealthLine"]).startswith(("GPU reset(1) succeeded!", "uevent change drm")), device
+        assert device["LastProcess"] == "llama-server (pid 777)"
 
 
 def test_a_failed_reset_stays_degraded_with_an_error_finding() -> None:

@@ -159,6 +159,40 @@ def test_polkit_vanishing_mid_call_fails_closed_at_once(each_bus: str, mock_polk
         assert refused.returncode != 0 and "only root is allowed (org.kfdguard.reload)" in refused.stderr
 
 
+def test_a_caller_polkit_keeps_waiting_holds_nothing_another_caller_needs(
+    each_bus: str, mock_polkit: MockPolkit
+) -> None:
+    """Issue 35: an ApplyFallback whose authorization polkit keeps pending (a password dialog nobody answers)
+    must not make the administrator's ClearFallback or a Reload answer Busy: nothing shared is taken before
+    polkit says yes."""
+    assert mock_polkit.bus.kind == each_bus
+    with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False) as g:
+        env = g.env()
+        mock_polkit.control("SimulateHang", "b", "true")
+        pending = subprocess.Popen(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             "busctl", "--system", "--allow-interactive-authorization=yes", "--timeout=60", "call", BUS_NAME,
+             OBJECT_PATH, INTERFACE, "ApplyFallback"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 10
+            while mock_polkit.control("HaveHangingCalls", "") != "b true\n":  # nobody's check is in polkitd
+                assert time.monotonic() < deadline and pending.poll() is None, "the check never reached polkitd"
+                time.sleep(0.05)
+            # root needs no polkit answer: the administrator's change and a re-check run now.
+            cleared = call("ClearFallback", env=env, check=False)
+            assert cleared.returncode == 0 and "Busy" not in cleared.stderr, cleared.stderr
+            reloaded = call("Reload", env=env, check=False)
+            assert reloaded.stdout == 's "ready"\n', reloaded.stderr
+            # ...while nobody's ApplyFallback still waits for polkit.
+            assert pending.poll() is None and mock_polkit.control("HaveHangingCalls", "") == "b true\n"
+        finally:
+            pending.kill()
+            pending.wait(10)
+            mock_polkit.control("ReleaseHangingCalls", "")
+
+
 @pytest.mark.parametrize(
     ("signature", "answer"),
     [

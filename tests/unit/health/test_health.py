@@ -139,16 +139,56 @@ def test_a_reset_degrades_and_recovery_restores_with_the_counts_kept() -> None:
     _feed(health, ["amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=7, emitted seq=9",
                    "amdgpu 0000:03:00.0: amdgpu: Process information: process python3 pid 42 thread python3 pid 42",
                    "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"])  # fmt: skip
-    during = health.overlay(base)
+    during = health.overlay(base, disclose=True)
     assert (during.state, during.ready) == ("degraded", False)
     device = during.devices[0]
     assert device["ComputeReady"] is False and device["Health"] == "resetting" and device["Resets"] == 1
     assert during.findings[0][0] == "gpu-hang" and "python3 (pid 42)" in during.findings[0][2]
+    assert (device["LastHealthLine"], device["LastProcess"]) == ("GPU reset begin!", "python3 (pid 42)")
+    # Undisclosed (the kernel keeps its log from users): the same state and counts, the cause alone.
+    hidden = health.overlay(base)
+    assert (hidden.state, hidden.ready, hidden.devices[0]["Resets"]) == ("degraded", False, 1)
+    assert (hidden.devices[0]["LastHealthLine"], hidden.devices[0]["LastProcess"]) == ("GPU reset begin", "")
+    assert hidden.devices[0]["Reason"] == "resetting: GPU reset begin"
+    assert "python3" not in repr(hidden) and "pid" not in repr(hidden)
     _feed(health, ["amdgpu 0000:03:00.0: amdgpu: GPU reset(1) succeeded!"])
     after = health.overlay(base)
     assert (after.state, after.ready, after.findings) == ("ready", True, ())
     assert after.devices[0]["Health"] == "ok" and after.devices[0]["Resets"] == 1
     assert after.devices[0]["RingTimeouts"] == 1 and after.devices[0]["ComputeReady"] is True
+
+
+@pytest.mark.parametrize(
+    ("lines", "shown"),
+    [
+        (["amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=7, emitted seq=9",
+          "amdgpu 0000:03:00.0: amdgpu:  Process ollama pid 2231 thread ollama pid 2240"], "ring gfx_0.0.0 timeout"),
+        (["amdgpu 0000:03:00.0: amdgpu: ring comp_1.0.0 timeout, but soft recovered"],
+         "ring comp_1.0.0 timeout, soft recovered"),
+        (["amdgpu 0000:03:00.0: amdgpu: GPU reset(2) failed with error -110"], "GPU reset failed (error -110)"),
+        (["amdgpu 0000:03:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE"], "MES stopped answering"),
+        (["amdgpu 0000:03:00.0: amdgpu: Failed to evict process queues"],
+         "the hardware scheduler (HWS) stopped answering"),
+    ],
+)  # fmt: skip
+def test_an_undisclosed_line_is_its_cause_without_process_or_pid(lines: list[str], shown: str) -> None:
+    health = _health(GPU)
+    _feed(health, lines)
+    device = health.overlay(_status(GPU)).devices[0]
+    assert (device["LastHealthLine"], device["LastProcess"]) == (shown, "")
+    assert "ollama" not in repr(health.overlay(_status(GPU)))
+    disclosed = health.overlay(_status(GPU), disclose=True).devices[0]
+    assert disclosed["LastHealthLine"] == health.gpus[GPU].last_line != shown
+
+
+def test_an_undisclosed_wedge_names_no_task() -> None:
+    health = _health(GPU)
+    event = from_uevent("change", "drm", "card0", {"WEDGED": "rebind", "PID": "2231", "TASK": "ollama"}, GPU)
+    assert event is not None and health.feed(event, 1)
+    shown = health.overlay(_status(GPU))
+    assert shown.devices[0]["LastHealthLine"] == "GPU wedged (WEDGED=rebind)"
+    assert "ollama" not in repr(shown) and "2231" not in repr(shown)
+    assert health.overlay(_status(GPU), disclose=True).devices[0]["LastProcess"] == "ollama (pid 2231)"
 
 
 def test_wedged_needing_recovery_stays_until_the_kernel_says_otherwise() -> None:
