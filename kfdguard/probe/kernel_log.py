@@ -7,7 +7,6 @@ a log that was cut proves no absence.
 
 from __future__ import annotations
 
-import os
 import re
 
 from kfdguard.facts import KernelLog, LogEvent
@@ -71,10 +70,11 @@ def _file_text(reader: Reader, path: HostPath, source: str, limited: list[str]) 
     """A log file's text within the read's budget: its last READ_CHARS bytes (a log file grows at its end,
     where the boot being diagnosed is), its lines cut to ENTRY_LIMIT characters; what was left out is
     said in ``limited``."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
+    # Through the Reader (is_file, read_at), so that a snapshot records what was read and its size.
+    sized = reader.read_at(path, 0, 0) if reader.is_file(path) else None
+    if sized is None:
         return None
+    size = sized[1]
     if size <= READ_CHARS:
         text = reader.text(path, limit=READ_CHARS)
     else:

@@ -108,3 +108,20 @@ def test_the_same_line_from_the_kernel_does_count(fresh_machine: Make, tmp_path:
     verdict, outcome = root_pass(system)
     assert next(f.code for f in verdict.findings) == "kernel-too-old"
     assert outcome is not None and "next_entry" in grubenv(system)
+
+
+def test_a_snapshot_of_the_machine_replays_without_the_forged_lines(fresh_machine: Make, tmp_path: Path) -> None:
+    """kfdguard snapshot records the journal as the reader returned it: the replay reaches the same
+    verdict, and the forged lines are in neither."""
+    from kfdguard.host.root import Root
+    from kfdguard.snapshot.replay import ReplaySystem
+    from kfdguard.snapshot.take import take
+
+    system = machine(fresh_machine, tmp_path, [user("systemd-udevd", FORGED[0]), user("kernel", RING)])
+    live = assess(probe(system, previous_boots=0))
+    take(system, tmp_path / "bundle", source="forged", names=True)
+    replayed = assess(probe(ReplaySystem(Root(tmp_path / "bundle")), previous_boots=0))
+    assert [f.code for f in replayed.findings] == [f.code for f in live.findings]
+    assert "kernel-too-old" not in [f.code for f in replayed.findings]
+    recorded = (tmp_path / "bundle").rglob("*")
+    assert not any(p.is_file() and b"GC IP 0b0001" in p.read_bytes() for p in recorded)
