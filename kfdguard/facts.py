@@ -315,6 +315,9 @@ class KernelLog:
     lines: int = 0
     events: tuple[LogEvent, ...] = ()
     unavailable: tuple[str, ...] = ()  # sources that could not be read, and why
+    # What the read's budget left out of the source read ("3 journal entries dropped by the read budget ..."):
+    # a log that was cut proves no absence.
+    limited: tuple[str, ...] = ()
 
     def by_rule(self, *rules: str, boot: int | None = 0) -> list[LogEvent]:
         return [e for e in self.events if e.rule in rules and (boot is None or e.boot == boot)]

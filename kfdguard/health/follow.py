@@ -59,7 +59,7 @@ class JournalFollower:
 
     def _drain(self) -> None:
         self.scheduled = False
-        from kfdguard.host.system import journal_line
+        from kfdguard.host.system import ENTRY_LIMIT, journal_ident, journal_line
 
         for _ in range(BATCH):
             try:
@@ -70,11 +70,13 @@ class JournalFollower:
             if not entry:
                 return
             self.cursor = str(entry.get("__CURSOR", "")) or self.cursor
+            if journal_ident(entry) != "kernel":
+                continue  # written into /dev/kmsg from userspace (a facility other than the kernel's)
             usec = _usec(entry.get("__MONOTONIC_TIMESTAMP"))
             message = entry.get("MESSAGE", "")
             if isinstance(message, bytes):
                 message = message.decode("utf-8", errors="replace")
-            self.on_line(journal_line(usec, "kernel", str(message).replace("\n", " ")[:4096]))
+            self.on_line(journal_line(usec, "kernel", str(message)[:ENTRY_LIMIT].replace("\n", " ")))
         if not self.scheduled:
             self.scheduled = True
             self.loop.call_soon(self._drain)  # more than a batch waits: let the loop breathe first

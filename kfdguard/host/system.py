@@ -22,23 +22,134 @@ from kfdguard.host.runner import Runner, RunResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+    from typing import Any
 
     from kfdguard.host.paths import HostPath
 
 # _IOR('K', 0x01, struct kfd_ioctl_get_version_args) from <linux/kfd_ioctl.h>:
 # direction read (2) << 30 | size 8 << 16 | type 'K' << 8 | nr 1.
 AMDKFD_IOC_GET_VERSION = 0x80084B01
-KMSG_RECORD_LIMIT = 200_000
 
-
-JOURNAL_LINE_LIMIT = 200_000
-# Boot-time userspace messages that explain compute problems, besides the kernel's.
-JOURNAL_IDENTIFIERS = ("systemd-modules-load", "systemd-udevd")
+# The budget of one read of a log (the journal over all the boots asked for, /dev/kmsg, a file): the boot
+# pass and the resident (MemoryMax=128M) both read through it, so nothing logged can grow them past it.
+# A kernel record holds at most 1 KiB of text (printk's LOG_LINE_MAX, PRINTKRB_RECORD_MAX: 1024), so an
+# entry longer than ENTRY_LIMIT is no kernel line: it is cut there, and counted.
+ENTRY_LIMIT = 4096
+READ_ENTRIES = 200_000
+READ_CHARS = 16 << 20
+# Past the budget, the entries left are still counted (not kept), up to this many.
+COUNT_LIMIT = 200_000
+# Boot-time userspace messages that explain compute problems, besides the kernel's: the program, by the
+# system unit journald files its messages under. journald stamps _SYSTEMD_UNIT and _UID itself (trusted
+# fields: from the sender's cgroup and credentials); SYSLOG_IDENTIFIER is whatever the sender wrote.
+JOURNAL_UNITS = {"systemd-modules-load.service": "systemd-modules-load", "systemd-udevd.service": "systemd-udevd"}
+JOURNAL_IDENTIFIERS = tuple(JOURNAL_UNITS.values())
 
 
 class LogUnavailable(Exception):
     """A log source cannot be read here; the message says why."""
+
+
+class LogLines(list[str]):
+    """The lines of one read (one boot of the journal, /dev/kmsg), and what its budget left out:
+    ``cut`` entries shortened to ENTRY_LIMIT, ``dropped`` entries not kept because the read's budget
+    was spent (counted up to COUNT_LIMIT; ``more`` when there were more still), ``unread`` when the
+    budget was spent before this boot was reached, ``refused`` entries whose trusted fields do not say
+    the kernel or a boot-time program wrote them."""
+
+    cut = 0
+    dropped = 0
+    more = False
+    unread = False
+    refused = 0
+
+    def budget_notes(self, source: str) -> list[str]:
+        """What the budget did to this read, in words ("" parts left out)."""
+        notes = []
+        if self.cut:
+            notes.append(f"{self.cut} {source} entries longer than {ENTRY_LIMIT} characters cut")
+        if self.dropped or self.more:
+            count = f"more than {self.dropped}" if self.more else str(self.dropped)
+            notes.append(
+                f"{count} {source} entries dropped by the read budget ({READ_ENTRIES} entries or "
+                f"{READ_CHARS >> 20} MiB a read; the oldest are kept)"
+            )
+        if self.unread:
+            notes.append(f"not read: the read budget ({READ_ENTRIES} entries or {READ_CHARS >> 20} MiB) was spent")
+        return notes
+
+
+class ReadBudget:
+    """What one read may still keep; ``take`` cuts an entry and says whether it is kept."""
+
+    def __init__(self) -> None:
+        self.entries = READ_ENTRIES
+        self.chars = READ_CHARS
+        self.counted = 0  # entries counted past the budget, over the whole read
+
+    @property
+    def spent(self) -> bool:
+        return self.entries <= 0 or self.chars <= 0
+
+    def take(self, message: str, lines: LogLines) -> str | None:
+        """``message`` cut to the entry limit, or None (and counted in ``lines``) when the budget is spent."""
+        if self.spent:
+            self.counted += 1
+            lines.dropped += 1
+            return None
+        if len(message) > ENTRY_LIMIT:
+            message = message[:ENTRY_LIMIT]
+            lines.cut += 1
+        self.entries -= 1
+        self.chars -= len(message)
+        return message
+
+    def exhausted(self) -> bool:
+        """Spent, and no longer even counting: reading on would only cost time."""
+        return self.spent and self.counted >= COUNT_LIMIT
+
+
+def _field(entry: Mapping[str, object], name: str) -> str:
+    """A journal field as text: systemd-python converts some (_UID, SYSLOG_FACILITY) to int, others to str."""
+    value = entry.get(name)
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return "" if value is None else str(value)
+
+
+def journal_ident(entry: Mapping[str, object]) -> str | None:
+    """Who wrote a journal entry, by the fields journald stamps itself and its sender cannot set:
+    "kernel", a boot-time program of JOURNAL_UNITS, or None (not evidence of either).
+
+    - _TRANSPORT=kernel is what journald read from /dev/kmsg. The kernel's own records have facility
+      LOG_KERN (0); printk's devkmsg_write gives a record written into /dev/kmsg from userspace a
+      facility other than 0 (LOG_USER when the writer names none), so such a record is never the kernel's.
+      Writing into /dev/kmsg takes write access to the node (0644 root on Debian), so journald parses its
+      identifier: it counts as a boot-time program when it names one (early boot, before journald listens).
+    - Any other transport (syslog, journal, stdout): only a message from a process that runs as root
+      (_UID=0) inside a boot-time program's system unit (_SYSTEMD_UNIT, from the sender's cgroup, which
+      an unprivileged user cannot join). SYSLOG_IDENTIFIER and MESSAGE are the sender's to choose:
+      ``logger -t systemd-udevd`` or ``-t kernel`` by any user proves nothing.
+    """
+    transport = _field(entry, "_TRANSPORT")
+    if transport == "kernel":
+        facility = _field(entry, "SYSLOG_FACILITY")
+        if facility in ("", "0"):
+            return "kernel"
+        ident = _field(entry, "SYSLOG_IDENTIFIER")
+        return ident if ident in JOURNAL_IDENTIFIERS else None
+    if _field(entry, "_UID") != "0":
+        return None
+    return JOURNAL_UNITS.get(_field(entry, "_SYSTEMD_UNIT"))
+
+
+def kmsg_is_kernel(record: str) -> bool:
+    """Whether a /dev/kmsg record ("pri,seq,usec,flags;text") is the kernel's: facility LOG_KERN (0).
+
+    printk's devkmsg_write stamps what userspace writes into /dev/kmsg with a facility other than 0."""
+    head = record[: record.find(",")]
+    return head.isascii() and head.isdigit() and int(head) >> 3 == 0
 
 
 def journal_line(monotonic_usec: int, ident: str, message: str) -> str:
@@ -155,13 +266,20 @@ def node_stat_from(st: os.stat_result, acl: bytes | None) -> NodeStat:
 
 class RealSystem(System):
     def __init__(
-        self, root: Root | None = None, runner: Runner | None = None, journal_dir: str | os.PathLike[str] | None = None
+        self,
+        root: Root | None = None,
+        runner: Runner | None = None,
+        journal_dir: str | os.PathLike[str] | None = None,
+        journal_open: Callable[[str | None], Any] | None = None,
     ) -> None:
         self.root = root or Root()
         self.provenance = "host" if self.root.is_host else "directory"
         self.runner = runner or Runner()
         # None: the host's journal, or the image's /var/log/journal under another root.
         self.journal_dir = None if journal_dir is None else as_host(journal_dir)
+        # What opens the journal (a directory's files, or the system journal when None): systemd-python's
+        # reader; a test hands in a reader of its own making.
+        self.journal_open = journal_open or open_journal
 
     def stat_node(self, path: HostPath) -> NodeStat | None:
         try:
@@ -194,30 +312,13 @@ class RealSystem(System):
         return major, minor
 
     def read_kmsg(self) -> list[str]:
-        records: list[str] = []
         fd = os.open(self.root.dev / "kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            while len(records) < KMSG_RECORD_LIMIT:
-                try:
-                    chunk = os.read(fd, 8192)
-                except BlockingIOError:
-                    break
-                except BrokenPipeError:
-                    # The ring buffer overwrote records we had not read yet;
-                    # the next read continues with the oldest one still there.
-                    continue
-                if not chunk:
-                    break
-                records.append(chunk.decode(errors="replace").rstrip("\n"))
+            return kernel_records(_kmsg_records(fd))
         finally:
             os.close(fd)
-        return records
 
     def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
-        try:
-            from systemd import journal
-        except ImportError:
-            raise LogUnavailable("systemd-python is not installed") from None
         try:
             with open(self.root.proc / "sys/kernel/random/boot_id", encoding="ascii") as handle:
                 current = handle.read().strip().replace("-", "")
@@ -227,26 +328,19 @@ class RealSystem(System):
         if directory is None and not self.root.is_host:
             directory = self.root.var_lib.parent / "log/journal"
         try:
-            reader = journal.Reader(path=str(directory)) if directory else journal.Reader()
+            reader = self.journal_open(str(directory) if directory else None)
         except OSError as exc:
             raise LogUnavailable(f"cannot open the journal: {exc.strerror or exc}") from None
         try:
+            # A hint to sd-journal (it may still return more): decompress no more of a field than an entry
+            # may keep. 4 bytes a character at most, and one more: a field cut here is still seen as cut.
+            reader.data_threshold = 4 * ENTRY_LIMIT + 4
             ids = [current, *self._earlier_boots(reader, current, boots)]
-            result = []
+            budget = ReadBudget()
+            result: list[tuple[int, list[str]]] = []
             for offset, boot_id in enumerate(ids):
-                reader.flush_matches()
-                reader.add_match(_BOOT_ID=boot_id, _TRANSPORT="kernel")
-                reader.add_disjunction()
-                reader.add_match(_BOOT_ID=boot_id)
-                for ident in JOURNAL_IDENTIFIERS:
-                    reader.add_match(SYSLOG_IDENTIFIER=ident)
-                reader.seek_head()
-                lines: list[str] = []
-                for entry in reader:
-                    lines.append(_format_entry(entry))
-                    if len(lines) >= JOURNAL_LINE_LIMIT:
-                        break
-                if offset == 0 and not lines:
+                lines = _read_boot(reader, boot_id, budget)
+                if offset == 0 and not lines and not lines.dropped:
                     raise LogUnavailable("the journal has no entries for this boot")
                 result.append((-offset, lines))
             return result
@@ -290,14 +384,82 @@ class RealSystem(System):
             os.close(fd)
 
 
-def _format_entry(entry: dict[str, object]) -> str:
-    message = entry.get("MESSAGE", "")
-    if isinstance(message, bytes):
-        message = message.decode(errors="replace")
-    mono = entry.get("__MONOTONIC_TIMESTAMP")
+def _kmsg_records(fd: int) -> Iterator[str]:
+    """The records of /dev/kmsg open at ``fd``: one a read, until there is none left."""
+    while True:
+        try:
+            chunk = os.read(fd, 8192)
+        except BlockingIOError:
+            return
+        except BrokenPipeError:
+            # The ring buffer overwrote records we had not read yet;
+            # the next read continues with the oldest one still there.
+            continue
+        if not chunk:
+            return
+        yield chunk.decode(errors="replace").rstrip("\n")
+
+
+def kernel_records(records: Iterable[str]) -> LogLines:
+    """The kernel's own records among /dev/kmsg records, within one read's budget."""
+    kept = LogLines()
+    budget = ReadBudget()
+    for record in records:
+        if budget.exhausted():
+            kept.more = True
+            break
+        if not kmsg_is_kernel(record):
+            kept.refused += 1
+            continue
+        line = budget.take(record, kept)
+        if line is not None:
+            kept.append(line)
+    return kept
+
+
+def open_journal(path: str | None) -> Any:
+    """systemd-python's journal reader: the system journal, or the files of a directory."""
+    try:
+        from systemd import journal
+    except ImportError:
+        raise LogUnavailable("systemd-python is not installed") from None
+    return journal.Reader(path=path) if path else journal.Reader()
+
+
+def _read_boot(reader: Any, boot_id: str, budget: ReadBudget) -> LogLines:
+    """One boot's kernel and boot-time program lines, within what is left of the read's budget."""
+    lines = LogLines()
+    if budget.exhausted():
+        lines.unread = True
+        return lines
+    # Filtered by journald's own fields on its side, so that no other entry is even loaded: the kernel
+    # transport, or root inside a boot-time program's unit (sd-journal: one field's values are OR'd,
+    # different fields AND'd, a disjunction ORs the two groups).
+    reader.flush_matches()
+    reader.add_match(_BOOT_ID=boot_id, _TRANSPORT="kernel")
+    reader.add_disjunction()
+    reader.add_match(*(f"_SYSTEMD_UNIT={unit}" for unit in JOURNAL_UNITS), _BOOT_ID=boot_id, _UID="0")
+    reader.seek_head()
+    for entry in reader:
+        if budget.exhausted():
+            lines.more = True
+            break
+        # The same test on each entry: the filter is an optimisation, this is the boundary.
+        ident = journal_ident(entry)
+        if ident is None:
+            lines.refused += 1
+            continue
+        message = entry.get("MESSAGE", "")
+        if isinstance(message, bytes):
+            message = message.decode(errors="replace")
+        kept = budget.take(str(message), lines)
+        if kept is not None:
+            lines.append(journal_line(_usec(entry.get("__MONOTONIC_TIMESTAMP")), ident, kept.replace("\n", " ")))
+    return lines
+
+
+def _usec(mono: object) -> int:
     # systemd-python gives Monotonic(timestamp=timedelta, bootid=UUID), a namedtuple.
     delta = mono[0] if isinstance(mono, tuple) and mono else None
     seconds = getattr(delta, "total_seconds", None)
-    usec = int(seconds() * 1_000_000) if callable(seconds) else 0
-    ident = "kernel" if entry.get("_TRANSPORT") == "kernel" else str(entry.get("SYSLOG_IDENTIFIER", "unknown"))
-    return journal_line(usec, ident, str(message).replace("\n", " "))
+    return int(seconds() * 1_000_000) if callable(seconds) else 0

@@ -65,6 +65,9 @@ def probe(
             # without the kernel's own account must say so rather than look complete.
             why = "; ".join(kernel_log.unavailable) or "log.sources names no source"
             reader.problems.append(Problem("the kernel log", why))
+        if kernel_log.limited:
+            # Said as a problem, so that a finding names it: what the budget left out is unknown, not absent.
+            reader.problems.append(Problem(f"the kernel log ({kernel_log.sources[0]})", "; ".join(kernel_log.limited)))
     return Facts(
         root=str(root.path),
         simulated=system.provenance == "simulated",  # recorded for the report, never decided on

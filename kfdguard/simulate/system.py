@@ -5,12 +5,20 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kfdguard.access import NodeStat
 from kfdguard.host.root import Root
 from kfdguard.host.runner import Runner, RunResult
-from kfdguard.host.system import KfdIoctlError, LogUnavailable, System, journal_line
+from kfdguard.host.system import (
+    KfdIoctlError,
+    LogLines,
+    LogUnavailable,
+    ReadBudget,
+    System,
+    journal_line,
+    kernel_records,
+)
 from kfdguard.simulate import state
 from kfdguard.simulate.spec import DkmsSpec, GpuSpec, KernelSpec, MachineSpec, OsSpec, UdevSpec, UserSpec
 
@@ -104,25 +112,29 @@ class SimulatedSystem(System):
         return load_spec(self.root).kernel.kfd_interface
 
     def read_kmsg(self) -> list[str]:
-        return state.read_kmsg(self.root)
+        # The simulated kernel's records, kept as the real reader keeps /dev/kmsg's: the kernel's, in budget.
+        return kernel_records(state.read_kmsg(self.root))
 
     def read_journal(self, boots: int) -> list[tuple[int, list[str]]]:
         spec = load_spec(self.root)
         if not spec.journal:
             raise LogUnavailable("no journal on this machine (journald is not running)")
-        result = [(0, _journal_lines(state.sim_dir(self.root)))]
+        # One budget for the whole read, as RealSystem's. Provenance needs no test here: the simulated
+        # journal holds only what the simulated kernel, udevd and modules-load wrote.
+        budget = ReadBudget()
+        result: list[tuple[int, list[str]]] = [(0, _journal_lines(state.sim_dir(self.root), budget))]
         if boots >= 1:
-            previous = self._previous_boot()
+            previous = self._previous_boot(budget)
             if previous or spec.previous_log:
-                result.append((-1, previous or list(spec.previous_log)))
+                result.append((-1, previous or _within(spec.previous_log, budget)))
         return result
 
-    def _previous_boot(self) -> list[str]:
+    def _previous_boot(self, budget: ReadBudget) -> list[str]:
         """The boot before a simulated reboot, as journal lines."""
         directory = os.path.join(state.sim_dir(self.root), "previous")
         if not os.path.exists(os.path.join(directory, "kmsg")):
             return []
-        return _journal_lines(directory)
+        return _journal_lines(directory, budget)
 
     def reboot(self) -> None:
         """Simulate a reboot (tests and the demo): the machine boots again from its files."""
@@ -279,7 +291,16 @@ class SimulatedSystem(System):
         return RunResult(args, 1, stderr=f"udevadm: simulated udevadm does not know '{sub}'\n")
 
 
-def _journal_lines(directory: str) -> list[str]:
+def _within(lines: Iterable[str], budget: ReadBudget) -> LogLines:
+    kept = LogLines()
+    for line in lines:
+        taken = budget.take(line, kept)
+        if taken is not None:
+            kept.append(taken)
+    return kept
+
+
+def _journal_lines(directory: str, budget: ReadBudget) -> LogLines:
     """A simulated boot's kmsg records and journal lines, merged in time order as journal lines.
 
     Like journald reading /dev/kmsg, records that do not parse are left out: the
@@ -299,4 +320,9 @@ def _journal_lines(directory: str) -> list[str]:
             if usec.isascii() and usec.isdigit():
                 entries.append((int(usec), ident, message))
     entries.sort(key=lambda e: e[0])
-    return [journal_line(usec, ident, message) for usec, ident, message in entries]
+    kept = LogLines()
+    for at, who, text in entries:
+        taken = budget.take(text, kept)
+        if taken is not None:
+            kept.append(journal_line(at, who, taken))
+    return kept

@@ -355,11 +355,12 @@ class _Reader:
         os.close(self.read_fd)
         os.close(self.write_fd)
 
-    def append(self, n: int, message: str | bytes) -> None:
+    def append(self, n: int, message: str | bytes, facility: int = 0) -> None:
         import datetime
 
+        # What journald stamps on a record it read from /dev/kmsg (systemd-python's types).
         self.entries.append({"__CURSOR": f"c{n}", "__MONOTONIC_TIMESTAMP": datetime.timedelta(seconds=n),
-                             "MESSAGE": message})  # fmt: skip
+                             "_TRANSPORT": "kernel", "SYSLOG_FACILITY": facility, "MESSAGE": message})  # fmt: skip
 
     def wake(self) -> None:
         import os
@@ -397,3 +398,27 @@ def test_the_journal_follower_hands_on_new_kernel_lines_in_batches_and_keeps_its
     assert event is not None and event.kind == model.RESET_BEGIN and event.slot == GPU
     assert reader.sought == [f"c{BATCH + 10}"] and lines[-1].endswith("after rotation")
     assert len(lines) == BATCH + 11, "nothing handed on twice after the rotation"
+
+
+def test_the_journal_follower_skips_what_userspace_wrote_into_kmsg_and_cuts_long_lines() -> None:
+    """A record written into /dev/kmsg from userspace reaches the journal on the kernel transport too, but
+    printk gives it a facility other than the kernel's (LOG_USER by default): it is no kernel line."""
+    import asyncio
+
+    from kfdguard.health.follow import JournalFollower
+    from kfdguard.host.system import ENTRY_LIMIT
+
+    reader = _Reader()
+    lines: list[str] = []
+
+    async def run() -> None:
+        follower = JournalFollower(asyncio.get_running_loop(), lines.append, reader)
+        reader.append(1, "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!", facility=1)
+        reader.append(2, "amdgpu 0000:03:00.0: amdgpu: GPU reset begin! " + "x" * 100_000)
+        reader.wake()
+        await asyncio.sleep(0.05)
+        follower.close()
+
+    asyncio.run(run())
+    assert len(lines) == 1 and lines[0].startswith("[    2.000000] localhost kernel: amdgpu 0000:03:00.0")
+    assert len(lines[0]) < ENTRY_LIMIT + 40
