@@ -493,4 +493,9 @@ def test_a_bare_firmware_line_is_the_gpu_s_only_when_its_file_is_amdgpu_s() -> N
 def test_a_monotonic_journal_line_without_a_host_is_the_kernel_s() -> None:
     # tests/data/healthy-logs/204: "[    3.900280] kernel: kfd kfd: amdgpu: added device 1002:1114"
     parsed = normalise("[    3.900280] kernel: kfd kfd: amdgpu: added device 1002:1114")
-    assert (parsed.ident, parsed.driver, parsed.device, parsed.body) == ("kernel", "kfd", "kfd", "added device 1002:1114")
+    assert (parsed.ident, parsed.driver, parsed.device, parsed.body) == (
+        "kernel",
+        "kfd",
+        "kfd",
+        "added device 1002:1114",
+    )
