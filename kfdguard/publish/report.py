@@ -21,7 +21,7 @@ MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
 # The version of the JSON contract in schema/kfdguard.schema.json (docs/JSON.md):
 # MAJOR.MINOR; a minor step only adds, a major step may remove or change.
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 def layout(facts: Facts) -> str:
@@ -99,13 +99,18 @@ def _software_json(facts: Facts) -> object:
     return software_json(facts)
 
 
-def finding_json(f: Finding) -> dict[str, object]:
+def finding_json(f: Finding, origin: str = "machine") -> dict[str, object]:
+    from kfdguard.evidence.attribution import attribute
+
     return {
         "code": f.code,
         "severity": str(f.severity),
         "message": f.message,
         "remedy": f.remedy,
         "evidence": list(f.evidence),
+        # Who said each evidence line, in the same order (issue 34): origin is "machine" for a check, "text"
+        # for a pasted diagnosis, and decides what a line that names no speaker is.
+        "sources": [attribute(e, origin=origin) for e in f.evidence],
         "gpu": f.gpu,
         # The lower-floor finding that stops this GPU first; null when this one is not blocked.
         "blocked_by": f.blocked_by,
@@ -202,8 +207,9 @@ def text_diagnosis_json(d: TextDiagnosis) -> dict[str, object]:
         "schema_version": SCHEMA_VERSION,
         "kinds": list(d.kinds),
         "established": list(d.established),
-        "findings": [finding_json(f) for f in d.findings],
+        "findings": [finding_json(f, "text") for f in d.findings],
         "unknown": list(d.unknown),
+        "overruled": list(d.overruled),
         "exit_code": d.exit_code,
     }
 

@@ -108,3 +108,25 @@ def test_a_second_gpu_without_a_node_keeps_its_cause() -> None:
     result = diagnose_text(text)
     (missing,) = [f for f in result.findings if f.code == "firmware-missing"]
     assert missing.gpu == "0000:03:00.0" and result.overruled == ()
+
+
+def test_every_finding_in_json_names_who_said_its_evidence() -> None:
+    from kfdguard.publish.report import text_diagnosis_json
+
+    text = (
+        OTHER_DRIVERS_FIRMWARE
+        + NAVI31_DEBIAN_12.format(fallback="[drm] try to fall back to amdgpu/gc_11_0_0_mes.bin")
+        + "[    5.000] amdgpu: unknown parameter 'gtt_size' ignored\n"
+        + "$ ls -l /dev/kfd\ncrw-rw---- 1 root render 236, 0 Dec  6 10:00 /dev/kfd\n"
+    )
+    document = text_diagnosis_json(diagnose_text(text))
+    findings = {f["code"]: f for f in document["findings"]}  # type: ignore[attr-defined]
+    for finding in findings.values():
+        assert len(finding["sources"]) == len(finding["evidence"]), finding
+    ready = findings["kfd-ready"]["sources"]
+    assert {(s["kind"], s["driver"], s["device"]) for s in ready} == {("kernel", "kfd", "kfd")}
+    (param,) = findings["module-param-unknown"]["sources"]
+    assert (param["kind"], param["driver"]) == ("kernel", "amdgpu")
+    fallback = findings["firmware-fallback"]["sources"]
+    assert [(s["driver"], s["device"]) for s in fallback] == [("amdgpu", "0000:03:00.0"), ("drm", None)]
+    assert document["schema_version"] == "1.3"
