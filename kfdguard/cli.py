@@ -283,7 +283,9 @@ def _config_source(args: argparse.Namespace, target: Target) -> ConfigSource:
     from kfdguard.host.paths import HostPath
 
     path = HostPath(args.config) if args.config else target.root.etc / "kfdguard/config.yaml"
-    return ConfigSource(path, str(path) if args.config else target.root.display(path))
+    if args.config:  # a file the caller names is read as named
+        return ConfigSource(path, str(path))
+    return ConfigSource(path, target.root.display(path), root=target.root)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import yaml
 
     from kfdguard.host.paths import HostPath
+    from kfdguard.host.root import Root
 
 CONFIG_LIMIT = 256 * 1024
 POLICIES = ("off", "notify", "oneshot", "pin", "assess")
@@ -446,18 +447,35 @@ def config_to_plain(config: Config) -> dict[str, dict[str, object]]:
 
 
 def load_config(
-    path: str | os.PathLike[str], display: str, cache: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    display: str,
+    cache: str | os.PathLike[str] | None = None,
+    *,
+    root: Root | None = None,
 ) -> LoadedConfig:
     """Read and validate the config file; never raises.
 
     ``cache`` remembers the last file that validated (its bytes and the parsed
     result): when the file is unchanged, parsing and the YAML import are
     skipped, which matters on the boot path; when the file is broken, the last
-    good config is used instead of the defaults.
+    good config is used instead of the defaults. ``root``: the machine whose
+    file it is; a root other than the host's is opened beneath it (a bundle's
+    config.yaml linked to a host file must not have that file's lines quoted
+    in the errors: kfdguard/host/beneath.py).
     """
     store = None if cache is None else as_host(cache)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if root is None or root.is_host:
+            fd = os.open(path, flags)
+        else:
+            from kfdguard.host.beneath import Beneath
+
+            beneath = Beneath(root.path)
+            try:
+                fd = beneath.open(path, flags)
+            finally:
+                beneath.close()
     except FileNotFoundError:
         return LoadedConfig(Config(), (), "defaults")
     except OSError as exc:

@@ -183,7 +183,9 @@ def main(argv: list[str]) -> int | None:
         path = target.root.etc / "kfdguard/config.yaml"
         # The last configuration that validated, as the resident service keeps it: a broken file must not
         # make the repair pass fall back to the defaults and undo the administrator's options.
-        config = ConfigSource(path, target.root.display(path), target.root.var_lib / "kfdguard/config.cache")
+        config = ConfigSource(
+            path, target.root.display(path), target.root.var_lib / "kfdguard/config.cache", root=target.root
+        )
         if command == "enforce":
             return enforce(target.system, config)[1].exit_code
         action = command.removeprefix("fallback-")

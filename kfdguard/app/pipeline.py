@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kfdguard.enforce import Enforcer, EnforceReport
     from kfdguard.facts import Facts
     from kfdguard.host.paths import HostPath
+    from kfdguard.host.root import Root
     from kfdguard.host.system import System
     from kfdguard.verdict import Verdict
 
@@ -32,11 +33,18 @@ class ConfigSource:
     """Where the configuration comes from, and the one loaded last."""
 
     def __init__(
-        self, path: HostPath | None, shown: str, cache: HostPath | None = None, loaded: LoadedConfig | None = None
+        self,
+        path: HostPath | None,
+        shown: str,
+        cache: HostPath | None = None,
+        loaded: LoadedConfig | None = None,
+        *,
+        root: Root | None = None,
     ) -> None:
         self.path = path
         self.shown = shown
         self.cache = cache
+        self.root = root  # the machine the file belongs to: read beneath it (config.load_config)
         self.loaded = loaded if loaded is not None else self.reload()
 
     @classmethod
@@ -46,7 +54,7 @@ class ConfigSource:
 
     def reload(self) -> LoadedConfig:
         if self.path is not None:
-            self.loaded = load_config(self.path, self.shown, self.cache)
+            self.loaded = load_config(self.path, self.shown, self.cache, root=self.root)
         return self.loaded
 
 

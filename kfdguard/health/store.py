@@ -8,7 +8,8 @@ persistent, not in /run: the enforce pass that reads it is usually the next boot
 the resident at every boot), and the resets of a boot happen after that boot's pass.
 
 Root reads a file that a less privileged user wrote, so the reader treats it as hostile: no
-symbolic link, a size limit, every field checked, at most ``READ_LIMIT`` files; a bad file is a
+symbolic link, a size limit, every field checked, at most ``READ_LIMIT`` entries of the directory even
+listed (os.scandir stops there: a million names cost the boot pass nothing); a bad file is a
 problem with its reason, never an exception. What such a file can do is bounded too: it can only
 add bounded counts to a kernel's record, which changes the fallback *recommendation*; the resident
 can already ask for a fallback (kfdguard-fallback@apply.service) without it.
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 VERSION = 1
 DIRECTORY = "kfdguard/health"  # under Root.var_lib
 FILE_LIMIT = 8 << 10  # one record is well under 1 kB
-READ_LIMIT = 8  # files the reader looks at (the writer keeps KEEP)
+READ_LIMIT = 8  # entries the reader lists and looks at, at most (the writer keeps KEEP records)
 KEEP = 4  # this boot's file and the three newest others: the next enforce pass needs only the last
 COUNT_LIMIT = 1 << 31  # a count beyond this is not one the tracker made
 TEXT_LIMITS = {"release": 256, "last_at": 40, "last_line": 512, "last_process": 160}

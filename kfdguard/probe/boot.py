@@ -477,8 +477,12 @@ def probe_health(reader: Reader) -> HealthFiles:
         return HealthFiles()
     boots: list[tuple[str, BootHealth]] = []
     problems: list[str] = []
-    names = [n for n in reader.listdir(directory) if store.file_boot_id(n) is not None]
-    for name in names[: store.READ_LIMIT]:
+    # The resident service (not root) fills this directory: list no more of it than is read. The
+    # writer leaves KEEP records; more than READ_LIMIT entries is not its doing, and which ones are
+    # looked at is then the directory's order (a name is not a reason to trust a file more).
+    listed = reader.listdir(directory, limit=store.READ_LIMIT)
+    names = [n for n in listed[: store.READ_LIMIT] if store.file_boot_id(n) is not None]
+    for name in names:
         path = directory / name
         shown = reader.root.display(path)
         before = len(reader.problems)
@@ -496,6 +500,8 @@ def probe_health(reader: Reader) -> HealthFiles:
             problems.append(f"{shown}: names boot {boot.boot_id}, not the boot of its file name")
             continue
         boots.append((boot.last_at, boot))
-    if len(names) > store.READ_LIMIT:
-        problems.append(f"{reader.root.display(directory)}: {len(names)} records, only {store.READ_LIMIT} read")
+    if len(listed) > store.READ_LIMIT:
+        problems.append(
+            f"{reader.root.display(directory)}: more than {store.READ_LIMIT} entries; only {store.READ_LIMIT} looked at"
+        )
     return HealthFiles(tuple(b for _at, b in sorted(boots, key=lambda x: x[0], reverse=True)), tuple(problems))

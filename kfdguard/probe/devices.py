@@ -89,7 +89,7 @@ def _physical_port(reader: Reader, dev: HostPath) -> HostPath:
     vendor's (0x1022) and are not skipped."""
     real = HostPath(reader.realpath(dev))
     if not reader.root.is_host and not real.is_relative_to(reader.root.path):
-        return dev  # a link that leaves the machine: read the device as it is named
+        return dev  # not the machine's (the Reader refuses a link out of a root: this is a second guard)
     top = real
     for _ in range(4):  # upstream port + downstream port, with room for a deeper board; bounded
         parent = top.parent

@@ -1,7 +1,14 @@
-"""Careful reads of machine files: bounded, non-blocking, never raising."""
+"""Careful reads of machine files: bounded, non-blocking, never raising, never out of the root.
+
+A Root other than ``/`` is a directory somebody else may have filled (a snapshot bundle from a bug
+report): every read through it is resolved beneath it (kfdguard/host/beneath.py), and a link that
+leads out is a problem ("unreadable: link leaves the machine's root (...)"), never followed. The
+host's own Root reads with plain ``os`` calls: the boot pass on a real machine pays nothing for it.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -10,6 +17,9 @@ from kfdguard.host.root import Root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kfdguard.host.beneath import Beneath
     from kfdguard.host.paths import HostPath
 
 TEXT_LIMIT = 4 << 20
@@ -21,9 +31,32 @@ class Reader:
     def __init__(self, root: Root) -> None:
         self.root = root
         self.problems: list[Problem] = []
+        # None on the host: its files are the machine's whatever they link to.
+        self.beneath: Beneath | None = None
+        self._refused: set[str] = set()  # links already said to lead out of the root
+        if not root.is_host:
+            from kfdguard.host.beneath import Beneath
+
+            self.beneath = Beneath(root.path)
 
     def complain(self, path: HostPath, reason: str) -> None:
         self.problems.append(Problem(self.root.display(path), reason))
+
+    def _unreadable(self, path: HostPath, exc: Exception, what: str = "unreadable") -> None:
+        if isinstance(exc, OSError) and exc.errno == errno.EXDEV:
+            # A link out of the root: said once (its text names the link), though the probe may test a
+            # path and then read it, or read several files below a directory that is such a link.
+            said = str(exc.strerror)
+            if said in self._refused:
+                return
+            self._refused.add(said)
+        self.complain(path, f"{what}: {getattr(exc, 'strerror', None) or exc}")
+
+    def _open(self, path: HostPath, flags: int) -> int:
+        """os.open, beneath the root when it is not the host's (the one place a file is opened)."""
+        if self.beneath is None:
+            return os.open(path, flags)
+        return self.beneath.open(path, flags)
 
     def data(
         self, path: HostPath, *, limit: int = TEXT_LIMIT, report_missing: bool = False, nofollow: bool = False
@@ -34,13 +67,13 @@ class Reader:
         # resident service's health records) must not be a link to one of root's files.
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0)
         try:
-            fd = os.open(path, flags)
+            fd = self._open(path, flags)
         except FileNotFoundError:
             if report_missing:
                 self.complain(path, "missing")
             return None
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-            self.complain(path, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
+            self._unreadable(path, exc)
             return None
         return self._drain(fd, path, None, limit)
 
@@ -74,9 +107,9 @@ class Reader:
         """``size`` bytes at ``offset`` of a regular file (fewer at its end), and the file's size:
         for the few headers and sections kfdguard reads of files too large to read whole (a UKI)."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except (OSError, ValueError) as exc:
-            self.complain(path, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
+            self._unreadable(path, exc)
             return None
         try:
             st = os.fstat(fd)
@@ -90,8 +123,10 @@ class Reader:
         finally:
             os.close(fd)
 
-    def text(self, path: HostPath, *, limit: int = TEXT_LIMIT, report_missing: bool = False) -> str | None:
-        data = self.data(path, limit=limit, report_missing=report_missing)
+    def text(
+        self, path: HostPath, *, limit: int = TEXT_LIMIT, report_missing: bool = False, nofollow: bool = False
+    ) -> str | None:
+        data = self.data(path, limit=limit, report_missing=report_missing, nofollow=nofollow)
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def value(self, path: HostPath) -> str | None:
@@ -108,21 +143,31 @@ class Reader:
         (os.access) is left out silently.
         """
         try:
-            directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            directory_fd = self._open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except (OSError, ValueError):
             return self.values_by_path(directory, names, skip_denied=skip_denied)  # they say why
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        # Beneath a root, a name is not followed by the kernel: a link is read through data(), beneath it.
+        host = self.beneath is None
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if host else os.O_NOFOLLOW)
         found: dict[str, str] = {}
         try:
             for name in names:
-                if skip_denied and not os.access(name, os.R_OK, dir_fd=directory_fd):
+                if skip_denied and not os.access(name, os.R_OK, dir_fd=directory_fd, follow_symlinks=host):
                     continue
                 try:
                     fd = os.open(name, flags, dir_fd=directory_fd)
                 except FileNotFoundError:
                     continue
-                except (OSError, ValueError) as exc:
-                    self.complain(directory / name, f"unreadable: {getattr(exc, 'strerror', None) or exc}")
+                except OSError as exc:
+                    if not host and exc.errno == errno.ELOOP:
+                        value = self.value(directory / name)
+                        if value is not None:
+                            found[name] = value
+                        continue
+                    self._unreadable(directory / name, exc)
+                    continue
+                except ValueError as exc:
+                    self._unreadable(directory / name, exc)
                     continue
                 data = self._drain(fd, directory, name, TEXT_LIMIT)
                 if data is not None:
@@ -136,53 +181,106 @@ class Reader:
         found: dict[str, str] = {}
         for name in names:
             path = directory / name
-            if skip_denied and not os.access(path, os.R_OK):
+            if skip_denied and not self._may_read(path):
                 continue
             value = self.value(path)
             if value is not None:
                 found[name] = value
         return found
 
-    def listdir(self, path: HostPath) -> list[str]:
+    def _may_read(self, path: HostPath) -> bool:
+        if self.beneath is None:
+            return os.access(path, os.R_OK)
         try:
-            return sorted(os.listdir(path))
+            return os.access(self.beneath.realpath(path), os.R_OK, follow_symlinks=False)
+        except (OSError, ValueError):
+            return True  # data() says why it cannot be read
+
+    def listdir(self, path: HostPath, *, limit: int | None = None) -> list[str]:
+        """The names in a directory, sorted; with ``limit``, at most ``limit + 1`` of them, in no
+        particular order before the sort (one more than asked says there are more): a directory
+        somebody else fills can hold a million names, and os.listdir would read them all."""
+        try:
+            if self.beneath is None:
+                return sorted(os.listdir(path) if limit is None else _first(path, limit + 1))
+            fd = self.beneath.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                return sorted(os.listdir(fd) if limit is None else _first(fd, limit + 1))
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as exc:
-            self.complain(path, f"unreadable directory: {getattr(exc, 'strerror', None) or exc}")
+            self._unreadable(path, exc, "unreadable directory")
             return []
 
     # Existence tests go through the Reader too, so that it is the one seam through
     # which the probe sees the machine (a snapshot records exactly what passes here).
 
+    def _test(self, path: HostPath, check: Callable[[int], bool], follow: bool = True) -> bool:
+        """A test of the mode, beneath the root; a link out of it is said, and is not there."""
+        assert self.beneath is not None
+        try:
+            return check(self.beneath.stat(path, follow=follow).st_mode)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                self._unreadable(path, exc)
+            return False
+        except ValueError:
+            return False
+
     def is_file(self, path: HostPath) -> bool:
+        if self.beneath is not None:
+            return self._test(path, stat.S_ISREG)
         try:
             return path.is_file()
         except (OSError, ValueError):
             return False
 
     def is_dir(self, path: HostPath) -> bool:
+        if self.beneath is not None:
+            return self._test(path, stat.S_ISDIR)
         try:
             return path.is_dir()
         except (OSError, ValueError):
             return False
 
     def is_symlink(self, path: HostPath) -> bool:
+        if self.beneath is not None:
+            return self._test(path, stat.S_ISLNK, follow=False)
         try:
             return path.is_symlink()
         except (OSError, ValueError):
             return False
 
     def realpath(self, path: HostPath) -> str:
-        return os.path.realpath(path)
+        if self.beneath is None:
+            return os.path.realpath(path)
+        try:
+            return self.beneath.realpath(path)
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EXDEV:
+                self._unreadable(path, exc)
+            return str(path)  # missing on the way, or leading out: the path as it is named
 
     def readlink_name(self, path: HostPath) -> str | None:
         """Last component of a symlink's target (a sysfs ``driver`` link)."""
         try:
-            target = os.readlink(path)
+            target = os.readlink(path) if self.beneath is None else self.beneath.readlink(path)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            self.complain(path, f"unreadable link: {getattr(exc, 'strerror', None) or exc}")
+            self._unreadable(path, exc, "unreadable link")
             return None
         return target.rstrip("/").rsplit("/", 1)[-1] or None
+
+
+def _first(directory: HostPath | int, count: int) -> list[str]:
+    """At most ``count`` names of a directory, read lazily (os.scandir stops where we stop)."""
+    names: list[str] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            names.append(entry.name)
+            if len(names) >= count:
+                break
+    return names

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kfdguard: --gpu {args.gpu!r}: not a PCI slot such as 0000:03:00.0", file=sys.stderr)
         return EXIT_USAGE
     root = Root(Path(args.root).resolve()) if args.root else Root()
-    config = load_config(root.join(CONFIG_FILE), CONFIG_FILE).config.compute
+    config = load_config(root.join(CONFIG_FILE), CONFIG_FILE, root=root).config.compute
     want = Want(args.require or config.require, normal_slot(args.gpu) if args.gpu else None)
     timeout = config.wait_timeout if args.timeout is None else args.timeout
     system = RealSystem(root)

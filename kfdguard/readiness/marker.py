@@ -107,7 +107,9 @@ def read(system: System) -> Marker | None:
     from kfdguard.host.root import READY_MARKER
     from kfdguard.probe.reader import Reader
 
-    text = Reader(system.root).text(system.root.join(READY_MARKER), limit=MARKER_LIMIT)
+    # /run/kfdguard belongs to the resident service (not root): a marker that is a link is not its file,
+    # and `kfdguard wait` run by root must not read (and print the SUMMARY of) what it points at.
+    text = Reader(system.root).text(system.root.join(READY_MARKER), limit=MARKER_LIMIT, nofollow=True)
     return None if text is None else parse(text)
 
 

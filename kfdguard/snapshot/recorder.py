@@ -29,24 +29,17 @@ if TYPE_CHECKING:
 FILE, DIR, LINK, FIFO, ABSENT, OTHER = "file", "dir", "link", "fifo", "absent", "other"
 
 
-def _kind(path: HostPath) -> tuple[str, str | None]:
-    """(kind, link target) of a path without following a final symlink."""
-    try:
-        mode = os.lstat(path).st_mode
-    except (OSError, ValueError):
-        return ABSENT, None
+def _kind_of(st: os.stat_result) -> str:
+    mode = st.st_mode
     if stat.S_ISLNK(mode):
-        try:
-            return LINK, os.readlink(path)
-        except OSError:
-            return ABSENT, None
+        return LINK
     if stat.S_ISDIR(mode):
-        return DIR, None
+        return DIR
     if stat.S_ISREG(mode):
-        return FILE, None
+        return FILE
     if stat.S_ISFIFO(mode):
-        return FIFO, None
-    return OTHER, None
+        return FIFO
+    return OTHER
 
 
 class RecordingReader(Reader):
@@ -65,6 +58,9 @@ class RecordingReader(Reader):
         self.sizes: dict[str, int] = {}
         self.links: dict[str, str] = {}
         self.unreadable: dict[str, str] = {}
+        # The mode of every file opened: what only root may read is left out of a bundle or redacted
+        # (kfdguard/snapshot/redact.py's ROOT_ONLY).
+        self.modes: dict[str, int] = {}
         # Files read in pieces (a UKI's PE headers and sections): offset -> bytes, and the file's size.
         self.pieces: dict[str, dict[int, bytes]] = {}
 
@@ -74,14 +70,33 @@ class RecordingReader(Reader):
             return shown  # outside the root: not part of the machine
         self._ancestors(shown)
         if shown not in self.entries:
-            kind, target = _kind(path)
+            kind, target, size = self._kind(path)
             self.entries[shown] = kind
             if kind == LINK and target is not None:
                 self.links[shown] = target
             elif kind == FILE:
-                with contextlib.suppress(OSError):
-                    self.sizes[shown] = os.lstat(path).st_size
+                self.sizes[shown] = size
         return shown
+
+    def _kind(self, path: HostPath) -> tuple[str, str | None, int]:
+        """(kind, link target, size) of a path without following a final symlink (nor, beneath a root
+        that is not the host's, any link out of it: such a path is absent from the machine)."""
+        try:
+            if self.beneath is None:
+                st = os.lstat(path)
+                kind = _kind_of(st)
+                return kind, (os.readlink(path) if kind == LINK else None), st.st_size
+            st = self.beneath.stat(path, follow=False)
+            kind = _kind_of(st)
+            return kind, (self.beneath.readlink(path) if kind == LINK else None), st.st_size
+        except (OSError, ValueError):
+            return ABSENT, None, 0
+
+    def _open(self, path: HostPath, flags: int) -> int:
+        fd = super()._open(path, flags)
+        with contextlib.suppress(OSError):
+            self.modes[self.root.display(path)] = os.fstat(fd).st_mode
+        return fd
 
     def _ancestors(self, shown: str) -> None:
         parts = shown.strip("/").split("/")[:-1]
@@ -90,7 +105,7 @@ class RecordingReader(Reader):
             current += "/" + part
             if current in self.entries:
                 continue
-            kind, target = _kind(self.root.join(current))
+            kind, target, _size = self._kind(self.root.join(current))
             self.entries[current] = kind
             if kind == LINK and target is not None:
                 self.links[current] = target
@@ -121,8 +136,8 @@ class RecordingReader(Reader):
         # Through data(), one path at a time, so that each file is recorded.
         return self.values_by_path(directory, names, skip_denied=skip_denied)
 
-    def listdir(self, path: HostPath) -> list[str]:
-        names = super().listdir(path)
+    def listdir(self, path: HostPath, *, limit: int | None = None) -> list[str]:
+        names = super().listdir(path, limit=limit)
         shown = self._note(path)
         base = shown.rstrip("/")
         for name in names:

@@ -353,8 +353,9 @@ def test_an_rdna_cards_own_switch_is_skipped_for_the_slots_link(tmp_path: Path) 
     assert (replayed.link, replayed.link_max) == (gpu.link, gpu.link_max)
 
 
-def test_a_card_without_a_switch_and_a_link_out_of_the_root_read_their_own_link(tmp_path: Path) -> None:
-    # A Polaris card straight on the root port; a slot link pointing out of the machine's root.
+def test_a_card_without_a_switch_reads_its_own_link_and_a_link_out_of_the_root_is_not_read(tmp_path: Path) -> None:
+    # A Polaris card straight on the root port; a slot link pointing out of the machine's root: a
+    # root that is not the host's is read beneath it (issue 35.6), so that device is not this machine's.
     _pci(tmp_path, "0000:00:03.1", "0x1022", "0x060400", "8.0 GT/s PCIe", "16", "16.0 GT/s PCIe", "16")
     _pci(tmp_path, "0000:00:03.1/0000:0a:00.0", "0x1002", "0x030000", "8.0 GT/s PCIe", "4", "8.0 GT/s PCIe", "16")
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
@@ -363,9 +364,15 @@ def test_a_card_without_a_switch_and_a_link_out_of_the_root_read_their_own_link(
     bus.mkdir(parents=True)
     (bus / "0000:0a:00.0").symlink_to("../../../devices/pci0000:00/0000:00:03.1/0000:0a:00.0")
     (bus / "0000:0b:00.0").symlink_to(outside / "sys/devices/pci0000:00/0000:0b:00.0")
-    gpus = {g.slot: g for g in probe_gpus(Reader(Root(tmp_path)))}
+    reader = Reader(Root(tmp_path))
+    gpus = {g.slot: g for g in probe_gpus(reader)}
     assert gpus["0000:0a:00.0"].link == PcieLink(8000, 4)
-    assert gpus["0000:0b:00.0"].link == PcieLink(2500, 1)
+    assert "0000:0b:00.0" not in gpus
+    (problem,) = reader.problems  # one link, said once
+    assert problem.path.startswith("/sys/bus/pci/devices/0000:0b:00.0/")
+    assert problem.reason.startswith(
+        "unreadable: link leaves the machine's root (/sys/bus/pci/devices/0000:0b:00.0 -> "
+    )
 
 
 # --- hostile text, at random ------------------------------------------------------------------

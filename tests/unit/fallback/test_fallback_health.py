@@ -370,7 +370,61 @@ def test_more_records_than_the_writer_keeps_are_read_up_to_a_bound(tmp_path: Pat
     found = probe_health(Reader(root))
     assert len(found.boots) == store.READ_LIMIT
     assert found.problems == (
-        f"{root.display(directory)}: {store.READ_LIMIT + 4} records, only {store.READ_LIMIT} read",
+        f"{root.display(directory)}: more than {store.READ_LIMIT} entries; only {store.READ_LIMIT} looked at",
+    )
+
+
+class _CountingScandir:
+    """os.scandir's iterator, counting the entries it hands out (issue 35.8's proof: calls, not time)."""
+
+    def __init__(self, inner: object, counted: list[int]) -> None:
+        self.inner = inner
+        self.counted = counted
+
+    def __enter__(self) -> _CountingScandir:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.inner.close()  # type: ignore[attr-defined]
+
+    def __iter__(self) -> _CountingScandir:
+        return self
+
+    def __next__(self) -> os.DirEntry[str]:
+        entry = next(self.inner)  # type: ignore[call-overload]
+        self.counted[0] += 1
+        return cast("os.DirEntry[str]", entry)
+
+
+def test_a_directory_of_ten_thousand_entries_is_not_listed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The resident service (not root) owns the directory; the root pass lists no more of it than it reads.
+    root = Root(tmp_path)
+    directory = root.var_lib / store.DIRECTORY
+    directory.mkdir(parents=True)
+    for n in range(10_000):
+        (directory / f"boot-b{n:05}.json").write_bytes(b"{}")
+    counted = [0]
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def scandir(path: object = ".") -> _CountingScandir:
+        return _CountingScandir(real_scandir(path), counted)  # type: ignore[call-overload]
+
+    def listdir(path: object = ".") -> list[str]:
+        names = real_listdir(path)  # type: ignore[call-overload]
+        counted[0] += len(names)
+        return cast("list[str]", names)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
+    found = probe_health(Reader(root))
+    monkeypatch.undo()
+    assert counted[0] == store.READ_LIMIT + 1, "names listed"
+    assert found.boots == ()
+    assert len(found.problems) == store.READ_LIMIT + 1  # each record read is not one, and the excess
+    assert found.problems[-1] == (
+        f"{root.display(directory)}: more than {store.READ_LIMIT} entries; only {store.READ_LIMIT} looked at"
     )
 
 

@@ -71,6 +71,22 @@ def test_what_is_not_a_marker(text: str) -> None:
     assert parse(text) is None
 
 
+def test_a_marker_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    # /run/kfdguard is the resident service's to write; `kfdguard wait` runs as root. A marker that is a
+    # link (here to a file inside the machine, which a root other than "/" would read) is not read.
+    system = RealSystem(Root(tmp_path))
+    marker = tmp_path / READY_MARKER.lstrip("/")
+    marker.parent.mkdir(parents=True)
+    roots_file = tmp_path / "etc/roots-file"
+    roots_file.parent.mkdir()
+    roots_file.write_text(render(Marker("ready", (GPU,), ("gfx1100",), 1, "what root's file says")))
+    marker.write_text(roots_file.read_text())
+    assert read(system) is not None  # a marker as the service writes it is read
+    marker.unlink()
+    marker.symlink_to("../../etc/roots-file")
+    assert read(system) is None
+
+
 def test_the_marker_follows_the_state_world_readable_and_keeps_its_time(tmp_path: Path) -> None:
     system = RealSystem(Root(tmp_path))
     path = tmp_path / READY_MARKER.lstrip("/")
