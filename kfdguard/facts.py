@@ -125,16 +125,28 @@ MAX_COMPUTE_UNITS = 4096
 @dataclass(frozen=True, slots=True)
 class TopologyNode:
     index: int
-    gpu_id: int
+    gpu_id: int | None  # None: no readable gpu_id file (copies of the topology often leave it out)
     name: str
     properties: Mapping[str, int]
+    # Bytes in the node's frame-buffer memory banks (mem_banks/M: heap_type 1 public, 2 private);
+    # None when no bank says. A dGPU's VRAM (k8s-device-plugin's MI25 capture: 17163091968). Not an
+    # APU's carve-out: recent kernels give there the memory KFD may allocate (LACT's Phoenix capture:
+    # 31433977856, its mem_info_gtt_total, while its mem_info_vram_total is 4294967296).
+    local_memory: int | None = None
+    # The gfx target of the node's device_id in the knowledge table, for a GPU node whose kernel
+    # writes no gfx_target_version (older kernels: k8s-device-plugin's MI25 capture).
+    gfx_by_id: str | None = None
 
     def prop(self, key: str) -> int:
         return self.properties.get(key, 0)
 
     @property
     def is_gpu(self) -> bool:
-        return self.gpu_id != 0
+        # KFD writes gpu_id 0 for a CPU node. Without the file a node with SIMDs is a GPU's: KFD's
+        # CPU nodes have simd_count 0 and its GPU nodes (an old CRAT APU node too) more.
+        if self.gpu_id is not None:
+            return self.gpu_id != 0
+        return self.prop("simd_count") > 0
 
     @property
     def compute_units(self) -> int | None:
@@ -156,7 +168,8 @@ class TopologyNode:
 
     @property
     def gfx(self) -> str | None:
-        return gfx_name(self.gfx_target_version)
+        """The node's gfx_target_version as a target name, else the one its device_id implies."""
+        return gfx_name(self.gfx_target_version) or self.gfx_by_id
 
     @property
     def slot(self) -> str | None:

@@ -125,7 +125,10 @@ def _unstable(ctx: Context, rec: Recommendation) -> None:
 
 def _status(gpu: Gpu, ready: bool) -> GpuStatus:
     f = gpu.facts
-    gfx = gpu.node.gfx if gpu.node is not None else (gpu.asic.gfx if gpu.asic else None)
+    # The node's own target, else the ASIC's by PCI id and revision: for a GPU without a node, and for
+    # a node whose device_id the table does not know.
+    gfx = (gpu.node.gfx if gpu.node is not None else None) or (gpu.asic.gfx if gpu.asic else None)
+    integrated = _integrated(gpu)
     return GpuStatus(
         slot=f.slot,
         vendor=f.vendor,
@@ -140,13 +143,21 @@ def _status(gpu: Gpu, ready: bool) -> GpuStatus:
         render_node=gpu.render_node,
         compute_ready=ready,
         reason="ready" if ready else (gpu.blocked or "not ready"),
-        integrated=_integrated(gpu),
-        vram_total=f.vram_total,
+        integrated=integrated,
+        vram_total=_vram(gpu, integrated),
         gtt_total=f.gtt_total,
         link=f.link,
         link_max=f.link_max,
         compute_units=gpu.node.compute_units if gpu.node else None,
     )
+
+
+def _vram(gpu: Gpu, integrated: bool | None) -> int | None:
+    """amdgpu's mem_info_vram_total, else (a kernel or a copy without it) a discrete GPU's KFD memory
+    banks. Not an APU's: its banks hold the memory KFD may allocate, not the carve-out (TopologyNode)."""
+    if gpu.facts.vram_total is not None or gpu.node is None or integrated is not False:
+        return gpu.facts.vram_total
+    return gpu.node.local_memory
 
 
 def _integrated(gpu: Gpu) -> bool | None:

@@ -7,12 +7,21 @@ _MIN, _MAX = -(2**63), 2**64 - 1
 
 
 def parse_properties(text: str) -> tuple[dict[str, int], list[str]]:
-    """Parse "key value" lines leniently: unknown keys are kept, bad lines reported."""
+    """Parse "key value" lines leniently: unknown keys are kept, bad lines reported.
+
+    KFD ends every line with a newline (kfd_topology.c: sysfs_show_64bit_prop, "%s %llu\n"),
+    so a last line without one is a cut copy's: "simd_count 2" may be what is left of
+    "simd_count 24". It is reported and left out, so the value is unknown rather than wrong.
+    """
     props: dict[str, int] = {}
     complaints: list[str] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+    lines = text.splitlines(keepends=True)
+    for number, ended in enumerate(lines, 1):
+        line = ended.strip()
         if not line:
+            continue
+        if number == len(lines) and ended.splitlines() == [ended]:
+            complaints.append(f"line {number}: {line[:40]!r} has no newline at its end (a cut copy?); left out")
             continue
         parts = line.split()
         if len(parts) != 2:

@@ -129,10 +129,49 @@ class Reader:
         data = self.data(path, limit=limit, report_missing=report_missing, nofollow=nofollow)
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    def attribute(self, path: HostPath) -> str | None:
+        """A sysfs attribute's text, up to its first NUL byte (``unpadded``): what probe/devices.py reads
+        of PCI devices and the KFD topology, which real captures show padded."""
+        data = self.data(path)
+        return None if data is None else self.unpadded(path, data).decode("utf-8", errors="replace")
+
     def value(self, path: HostPath) -> str | None:
         """A one-value sysfs attribute, stripped."""
         text = self.text(path)
         return None if text is None else text.strip()
+
+    def attribute_value(self, path: HostPath) -> str | None:
+        """A one-value attribute of a PCI device or of the KFD topology, unpadded and stripped."""
+        text = self.attribute(path)
+        return None if text is None else text.strip()
+
+    def unpadded(self, path: HostPath, data: bytes) -> bytes:
+        """What precedes the first NUL of a sysfs attribute, and a Problem that says what followed.
+
+        The kernel never writes a NUL into one (sysfs_emit prints text), so a NUL is a copy's:
+        a capture that read each file into a fixed buffer and wrote the whole buffer pads it
+        to the buffer's size (LACT's RX 6900 XT snapshot: every file is 4096 bytes, its value
+        then NULs). str.strip() keeps NULs, so without this "0x030000\n" and 4087 NULs was no
+        number at all and the GPU was lost. Said, not silently dropped: what the kernel wrote
+        is not what was read.
+        """
+        cut = data.find(b"\0")
+        if cut < 0:
+            return data
+        rest = len(data) - cut
+        if data.count(b"\0", cut) == rest:
+            self.complain(
+                path,
+                f"{rest} NUL bytes after its {cut}-byte value, which the kernel never writes "
+                f"(a copy padded to its buffer?); the {cut} bytes before them are read",
+            )
+        else:
+            self.complain(
+                path,
+                f"a NUL byte at offset {cut}, then more text, which the kernel never writes; "
+                f"the {cut} bytes before it are read, the rest is left out",
+            )
+        return data[:cut]
 
     def values(self, directory: HostPath, names: list[str], *, skip_denied: bool = False) -> dict[str, str]:
         """Several one-value attributes of one directory (a module's parameters), stripped, by name.
