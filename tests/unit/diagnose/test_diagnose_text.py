@@ -118,7 +118,7 @@ def test_cli_reads_stdin_and_prints_json() -> None:
     data = json.loads(result.stdout)
     assert result.returncode == 2
     assert "user-not-in-group" in [f["code"] for f in data["findings"]]
-    assert set(data) == {"schema_version", "kinds", "established", "findings", "unknown", "exit_code"}
+    assert set(data) == {"schema_version", "kinds", "established", "findings", "unknown", "overruled", "exit_code"}
 
 
 def test_cli_missing_file_is_usage_error() -> None:
