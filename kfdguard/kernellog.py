@@ -42,6 +42,9 @@ KERNEL_ANCHORS = ("amdgpu", "kfd", "[drm")
 # text rarely names its kernel (a ring buffer that wrapped loses the banner), and one search for every word
 # (Engine.coarse) costs what the walks for the prefixed words alone did after a 6.1 banner.
 OLD_KERNEL_WORDS = ("CRAT", "KFD", "qcm fence wait", "The cp might be", "sched_policy")
+# Older still than the generated series (5.10 on): a real 5.0 log prints "Topology: Add APU node
+# [0x15dd:0x1002]" bare (tests/data/healthy-logs/405), which 5.10's formats prefix.
+OLDER_KERNEL_WORDS = ("Topology: Add",)
 # Rules whose messages carry no such prefix: systemd-modules-load and udev print them from userspace,
 # the module loader about the module it refuses. Their own terms are what a big log is searched for, so a
 # new row from one of these sources is found without further work.
@@ -98,7 +101,7 @@ class Engine:
         # Every rule's message contains one of its terms (the paste path tries each line against them).
         self.terms = re.compile(alternation({t for r in rules for t in r.terms}))
         unprefixed = (t for r in rules if r.source in UNPREFIXED_SOURCES for t in r.terms)
-        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *OLD_KERNEL_WORDS, *unprefixed)))
+        self.alternatives = tuple(dict.fromkeys((*KERNEL_ANCHORS, *OLD_KERNEL_WORDS, *OLDER_KERNEL_WORDS, *unprefixed)))
         # What a line of a big log must hold: a kernel prefix, an old kernel's unprefixed word, or an
         # unprefixed rule's term (a tree of prefixes: a fifth cheaper per line than the flat alternation).
         self.prefilter = re.compile(alternation(self.alternatives))
@@ -151,6 +154,8 @@ def _big_log(text: str, engine: Engine = DEFAULT) -> list[tuple[int, str]]:
 # the terms, so that a message quoted without its prefix is still recognised.
 SMALL = 20_000
 _QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
+# dmesg -r and syslog files that keep the raw record: "<6>[    4.870975] kfd kfd: added device 1002:15dd".
+_PRIORITY = re.compile(r"^<\d{1,3}>")
 _KMSG = re.compile(r"^(?P<pri>\d{1,3}),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")
 # A stamp in brackets; DRM's "[drm:func [module]]" at a line's start (a grep without times) is a prefix, not one.
 _BRACKET = re.compile(r"^\[(?!drm[\]:])\s*(?P<stamp>[^\]]{1,40})\]\s?")
@@ -190,7 +195,7 @@ class LogLine:
 
 
 def normalise(raw: str) -> LogLine:
-    line = _QUOTE.sub("", raw).strip()
+    line = _PRIORITY.sub("", _QUOTE.sub("", raw).strip())
     stamp: str | None = None
     ident = "kernel"
     m = _KMSG.match(line)

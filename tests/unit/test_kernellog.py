@@ -499,3 +499,14 @@ def test_a_monotonic_journal_line_without_a_host_is_the_kernel_s() -> None:
         "kfd",
         "added device 1002:1114",
     )
+
+
+def test_a_raw_record_s_priority_and_an_old_kernel_s_bare_topology_line_are_read() -> None:
+    # tests/data/healthy-logs/405 (openSUSE's boot.msg, kernel 5.0): raw records, and KFD's topology line bare.
+    lines = [
+        "<6>[    4.870784] Topology: Add APU node [0x15dd:0x1002]",
+        "<6>[    4.870975] kfd kfd: added device 1002:15dd",
+    ]
+    assert [e.rule for line in lines for e in match(line)] == ["kfd-topology-gpu", "kfd-added-device"]
+    big = "\n".join(["<6>[    1.000000] usb 3-2: new full-speed USB device number 2 using xhci_hcd"] * SMALL + lines)
+    assert [e.rule for e in scan(big)[1]] == ["kfd-topology-gpu", "kfd-added-device"]

@@ -25,7 +25,7 @@ from tests.paths import TOP
 CORPUS = TOP / "tests" / "data" / "healthy-logs"
 FIELDS = ("source", "machine", "kernel", "format", "kfd", "subject", "trimmed", "caveats", "batch")
 FORMATS = frozenset(
-    {"dmesg", "dmesg-T", "journalctl-short", "journalctl-iso", "journalctl-verbose", "journalctl-monotonic",
+    {"dmesg", "dmesg-T", "dmesg-raw", "journalctl-short", "journalctl-iso", "journalctl-verbose", "journalctl-monotonic",
      "kern.log", "quoted", "diff", "mixed"}
 )  # fmt: skip
 NAME = re.compile(r"\d{3}-[a-z0-9]+(?:[-.][a-z0-9]+)*\.txt")
