@@ -20,6 +20,7 @@ import pytest
 from kfdguard.diagnose import diagnose_text
 from kfdguard.kernellog import SMALL
 from kfdguard.verdict import Severity
+from tests.corpus import files, header
 from tests.paths import TOP
 
 CORPUS = TOP / "tests" / "data" / "healthy-logs"
@@ -33,19 +34,11 @@ CODE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+")
 
 
 def _files() -> list[Path]:
-    return sorted(p for p in CORPUS.iterdir() if p.name != "README.md")
+    return files(CORPUS)
 
 
 def _read(path: Path) -> tuple[dict[str, str], str]:
-    lines = path.read_text(encoding="utf-8").split("\n")
-    fields: dict[str, str] = {}
-    for index, key in enumerate(FIELDS):
-        prefix = f"# {key}: "
-        assert lines[index].startswith(prefix), f"{path.name}: line {index + 1} must start with {prefix!r}"
-        fields[key] = lines[index][len(prefix) :].strip()
-        assert fields[key], f"{path.name}: {key} is empty"
-    assert lines[len(FIELDS)] == "# ---", f"{path.name}: the header ends with '# ---'"
-    return fields, "\n".join(lines[len(FIELDS) + 1 :])
+    return header(path, FIELDS)
 
 
 FILES = _files()

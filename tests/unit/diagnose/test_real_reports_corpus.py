@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from kfdguard.diagnose import diagnose_text
+from tests.corpus import files, header
 from tests.paths import TOP
 
 CORPUS = TOP / "tests" / "data" / "real-reports"
@@ -26,26 +27,16 @@ FIELDS = ("source", "cause", "class", "expect", "must-not", "gpus", "trimmed")
 CLASSES = frozenset({"userspace", "kernel", "permission", "container", "working", "mixed"})
 CODE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+")
 NAME = re.compile(r"(?P<number>\d{3})-[a-z0-9]+(?:[-.][a-z0-9]+)*\.txt")
-HEADER_END = "# ---"
 # The mix issue 16 asks for, at least.
 MINIMUM = {"all": 60, "userspace": 20, "kernel": 15, "permission+container": 10, "working": 8, "mixed": 5}
 
 
 def _files() -> list[Path]:
-    return sorted(p for p in CORPUS.iterdir() if p.name != "README.md")
+    return files(CORPUS)
 
 
 def _header(path: Path) -> tuple[dict[str, str], str]:
-    """The header fields in their fixed order, and the text below the header."""
-    lines = path.read_text(encoding="utf-8").split("\n")
-    fields: dict[str, str] = {}
-    for index, key in enumerate(FIELDS):
-        prefix = f"# {key}: "
-        assert lines[index].startswith(prefix), f"{path.name}: line {index + 1} must start with {prefix!r}"
-        fields[key] = lines[index][len(prefix) :].strip()
-        assert fields[key], f"{path.name}: {key} is empty"
-    assert lines[len(FIELDS)] == HEADER_END, f"{path.name}: the header must end with a line {HEADER_END!r}"
-    return fields, "\n".join(lines[len(FIELDS) + 1 :])
+    return header(path, FIELDS)
 
 
 def _codes(value: str) -> list[str]:
