@@ -92,32 +92,82 @@ def minimal_module(modinfo: list[tuple[str, str]], filename: str) -> bytes:
     return elf
 
 
-def _file_content(shown: str, data: bytes, redact: object) -> bytes:
+def _file_content(shown: str, data: bytes, redact: object, mode: int | None, log: bool) -> tuple[bytes | None, str]:
+    """What the bundle holds of a file that was read (None: left out), and a note when it was reduced."""
     from kfdguard.modinfo import ModinfoError, decompress, modinfo_entries, module_name
-    from kfdguard.snapshot.redact import CONFIG, GROUP, PASSWD, NameMap
+    from kfdguard.snapshot.redact import CONFIG, GROUP, PASSWD, NameMap, grub_passwords, log_lines
 
     name = shown.rsplit("/", 1)[-1]
+    if log:  # a kernel log file of log.sources: as the journal's lines are kept, whatever its mode
+        return log_lines(data.decode("utf-8", errors="replace")).encode(), ""
+    kept, note = _root_only(shown, data, mode)
+    if kept is None:
+        return None, note
+    data = kept
+    if name.endswith(".cfg"):  # GRUB's configuration, whoever may read it: no password, no hash
+        text = data.decode("utf-8", errors="replace")
+        redacted = grub_passwords(text)
+        data = data if redacted == text else redacted.encode()
     if isinstance(redact, NameMap):
         text = data.decode("utf-8", errors="replace")
         if shown == PASSWD:
-            return redact.passwd(text).encode()
+            return redact.passwd(text).encode(), note
         if shown == GROUP:
-            return redact.group(text).encode()
+            return redact.group(text).encode(), note
         if shown == CONFIG:
-            return redact.words(text).encode()
+            return redact.words(text).encode(), note
     if module_name(name) and len(data) > MODULE_KEEP_LIMIT and not name.endswith(".zst"):
         try:
-            return minimal_module(modinfo_entries(decompress(data, name)), name)
+            return minimal_module(modinfo_entries(decompress(data, name)), name), note
         except ModinfoError:
-            return data
-    return data
+            return data, note
+    return data, note
+
+
+def _root_only(shown: str, data: bytes, mode: int | None) -> tuple[bytes | None, str]:
+    """A file as the bundle may hold it by its mode: whole when others may read it; when only root
+    may, what redact.ROOT_ONLY_KEPT keeps of it, or nothing; and the note that says which."""
+    from kfdguard.snapshot.redact import reduce, root_only, root_only_rule
+
+    if mode is None or not root_only(mode):
+        return data, ""
+    rule = root_only_rule(shown)
+    if rule is None:
+        return None, f"{shown}: only root may read it; left out"
+    what, how = rule
+    if how != "whole":
+        data = reduce(data.decode("utf-8", errors="replace"), how).encode()
+    return data, f"{shown}: only root may read it; kept as {what}"
+
+
+# A bundle is its maker's until they share it: the directory 0700, every file 0600 (issue 35.5).
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def create_file(path: HostPath) -> int:
+    """A new file of the bundle, 0600 whatever the umask, never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)
+    return fd
+
+
+def make_dir(path: HostPath) -> None:
+    """A directory of the bundle (and its missing parents inside it), 0700."""
+    if path.is_dir():
+        return
+    make_dir(path.parent)
+    os.mkdir(path, DIR_MODE)
+    os.chmod(path, DIR_MODE)  # the umask may have taken more
 
 
 class _Writer:
-    def __init__(self, dest: HostPath, reader: RecordingReader) -> None:
+    def __init__(self, dest: HostPath, reader: RecordingReader, log_files: frozenset[str]) -> None:
         self.dest = dest
         self.reader = reader
+        self.log_files = log_files
         self.notes: list[str] = []
+        self.left_out: set[str] = set()
 
     def place(self, shown: str) -> HostPath | None:
         real = _resolve(shown, self.reader.links)
@@ -135,21 +185,33 @@ class _Writer:
         if path is None:
             return
         if kind == DIR:
-            path.mkdir(parents=True, exist_ok=True)
+            make_dir(path)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(path.parent)
         if kind == FIFO:
             if not path.exists():
-                os.mkfifo(path, 0o600)
+                os.mkfifo(path, FILE_MODE)
             return
         self.write_file(path, shown, kind, redact)
 
     def write_file(self, path: HostPath, shown: str, kind: str, redact: object) -> None:
+        from kfdguard.snapshot.redact import root_only, root_only_rule
+
         data = self.reader.data_of.get(shown)
-        if data is not None:
-            data = _file_content(shown, data, redact)
         pieces = self.reader.pieces.get(shown)
-        with open(path, "wb") as handle:
+        mode = self.reader.modes.get(shown)
+        if data is not None:
+            data, note = _file_content(shown, data, redact, mode, shown in self.log_files)
+            if note:
+                self.notes.append(note)
+            if data is None:
+                self.left_out.add(shown)
+                return
+        elif pieces is not None and mode is not None and root_only(mode) and root_only_rule(shown) is None:
+            self.notes.append(f"{shown}: only root may read it; left out")
+            self.left_out.add(shown)
+            return
+        with os.fdopen(create_file(path), "wb") as handle:
             if data is not None:
                 handle.write(data)
             elif pieces is not None:
@@ -174,20 +236,24 @@ class _Writer:
         if real_parent is None:
             return
         where = self.dest / real_parent.lstrip("/") / shown.rsplit("/", 1)[1]
-        where.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(where.parent)
         if not os.path.lexists(where):
             os.symlink(relative, where)
 
 
-def write_tree(dest: HostPath, reader: RecordingReader, redact: object) -> list[str]:
-    """Writes the recorded files and links under ``dest``; returns notes on what was left out."""
-    writer = _Writer(dest, reader)
+def write_tree(
+    dest: HostPath, reader: RecordingReader, redact: object, log_files: frozenset[str] = frozenset()
+) -> tuple[list[str], set[str]]:
+    """Writes the recorded files and links under ``dest`` (0700 directories, 0600 files); returns
+    notes on what was left out or reduced, and the files left out. ``log_files``: machine paths of
+    kernel log files read (their lines are kept as the journal's are)."""
+    writer = _Writer(dest, reader, log_files)
     for shown, kind in sorted(reader.entries.items(), key=lambda item: item[0].count("/")):
         if shown != "/":
             writer.write_entry(shown, kind, redact)
     for shown, target in sorted(reader.links.items(), key=lambda item: item[0].count("/")):
         writer.write_link(shown, target)
-    return writer.notes
+    return writer.notes, writer.left_out
 
 
 def manifest(system: RecordingSystem, meta: dict[str, object]) -> dict[str, object]:

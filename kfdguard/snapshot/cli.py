@@ -21,17 +21,24 @@ Redacted unless --include-names: user and group names of uid/gid 1000 and up
 become user<uid>/group<gid> (passwd, group, kfdguard's config), with GECOS
 fields and home directories blanked; system groups such as render and video
 keep their names. The kernel log keeps only the lines kfdguard classifies.
-DIR/.kfdguard-snapshot.json lists every file included: read it before you
-attach the bundle to a public report.
+Always: GRUB password lines keep the user name, not the password or its hash;
+a file only root may read is left out unless the verdict needs it, and then
+only what kfdguard reads of it is kept (the notes name each such file).
+
+DIR is private to whoever took it: the directory is 0700 and every file 0600.
+It becomes public only when you share it: DIR/.kfdguard-snapshot.json lists
+every file included; read it before you attach the bundle to a report.
 """
 
 EPILOG = """\
 exit status: 0 written, 1 could not be written (nothing is left behind), 64 usage error.
 
 examples:
-  sudo kfdguard snapshot /tmp/kfd-report && tar -C /tmp -czf kfd-report.tar.gz kfd-report
-  kfdguard check --root /tmp/kfd-report      replay it: the verdict this machine gave
-  kfdguard diagnose /tmp/kfd-report          the full diagnosis, kernel log included
+  sudo kfdguard snapshot /tmp/kfd-report        root's alone (0700) until you share it
+  sudo chown -R "$USER:" /tmp/kfd-report        make it yours, still private
+  kfdguard check --root /tmp/kfd-report         replay it: the verdict this machine gave
+  kfdguard diagnose /tmp/kfd-report             the full diagnosis, kernel log included
+  tar -C /tmp -czf kfd-report.tar.gz kfd-report     when you choose to attach it to a report
 """
 
 
@@ -57,7 +64,7 @@ def run(args: argparse.Namespace, open_of: object) -> int:
     """``open_of(args)`` is the CLI's own: (target, configuration source), or None after saying why."""
     from kfdguard.host.paths import HostPath
     from kfdguard.snapshot.bundle import SnapshotError
-    from kfdguard.snapshot.take import take
+    from kfdguard.snapshot.take import PRIVATE, take
 
     if args.boots is not None and args.boots < 0:
         print("kfdguard: --boots takes a number of earlier boots, 0 or more", file=sys.stderr)
@@ -98,6 +105,7 @@ def run(args: argparse.Namespace, open_of: object) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"kfdguard snapshot: {snap.files} files from {source} written to {snap.path}")
+    print(f"  private: {PRIVATE}")
     for line in snap.redacted:
         print(f"  redacted: {line}")
     for line in snap.notes:

@@ -1,4 +1,4 @@
-"""What a snapshot leaves out: people's names, and kernel log lines kfdguard does not read.
+"""What a snapshot leaves out: people's names, secrets, root's files, kernel log lines kfdguard does not read.
 
 A bundle is made to be attached to a public bug report. kfdguard needs uid and
 gid numbers, group membership and the system groups' names (``render``,
@@ -7,12 +7,20 @@ gid numbers, group membership and the system groups' names (``render``,
 /etc/passwd, /etc/group, kfdguard's configuration and the software record
 (stack and library paths under a home directory), and their GECOS fields and
 home directories are blanked. The kernel log keeps only the lines a log
-rule classifies, at their original line numbers.
+rule classifies, at their original line numbers (the journal's, /dev/kmsg's,
+and a log file's named in ``log.sources``).
+
+Secrets, whatever ``--include-names`` says (issue 35.5): GRUB's ``password`` and
+``password_pbkdf2`` lines keep the command and the user name, not the password
+or its hash. A file only root may read (no read bit for others) was not meant
+for everybody: it is left out of the bundle unless the verdict needs it
+(``ROOT_ONLY_KEPT``), and then only what kfdguard reads of it is kept.
 """
 
 from __future__ import annotations
 
 import re
+import stat
 
 from kfdguard.host.root import ACCOUNTS_FILE, CONFIG_FILE, GROUP_FILE
 
@@ -91,3 +99,71 @@ def classified_lines(lines: list[str]) -> list[tuple[int, str]]:
     _, events = scan(lines)
     numbers = sorted({event.line for event in events})
     return [(n, lines[n - 1]) for n in numbers]
+
+
+# --- secrets and files only root may read ------------------------------------------------------
+
+REDACTED = "<redacted by kfdguard>"
+# GRUB's "password USER PASSWORD" and "password_pbkdf2 USER grub.pbkdf2.sha512.ROUNDS.SALT.HASH"
+# (grub-core/commands/password.c, password_pbkdf2.c): the user and the fact stay, the secret goes.
+_GRUB_PASSWORD = re.compile(r"^([ \t]*password(?:_pbkdf2)?[ \t]+)(\S+)([ \t]+)\S.*$", re.MULTILINE)
+# What kfdguard reads of GRUB's environment block and of systemd-boot's entries and loader.conf
+# (kfdguard/probe/boot.py): of such a file only root may read, the bundle keeps these and no more.
+GRUBENV_READ = ("saved_entry", "next_entry")
+ENTRY_READ = ("title", "version", "linux", "sort-key", "machine-id", "default", "timeout")
+
+# Files only root may read that the verdict needs: (machine path pattern, what it is and what is kept,
+# how it is reduced). Any other file only root may read is left out, and a note names it.
+ROOT_ONLY_KEPT: tuple[tuple[str, str, str], ...] = (
+    (r"/grub2?/grub\.cfg$", "GRUB's menu, its password lines without the password", "grub"),
+    (r"/grub2?/grubenv$", f"GRUB's environment, {' and '.join(GRUBENV_READ)} only", "grubenv"),
+    (r"/loader/(?:loader\.conf|entries/[^/]+\.conf)$", f"systemd-boot's menu, the fields {', '.join(ENTRY_READ)} only",
+     "entries"),
+    (r"/EFI/Linux/[^/]+\.efi$", "a unified kernel image: the headers and .osrel/.uname/.cmdline only", "whole"),
+    (r"^/boot/config-[^/]+$", "the kernel's build configuration", "whole"),
+    (r"^/sys/", "a kernel attribute (module parameter, EFI variable)", "whole"),
+    (r"^/(?:etc|run|usr/lib|lib)/(?:modprobe|modules-load)\.d/|^/etc/modules$", "module configuration", "whole"),
+    (r"^/etc/kfdguard/|^/var/lib/kfdguard/", "kfdguard's own configuration and history", "whole"),
+)  # fmt: skip
+
+
+def grub_passwords(text: str) -> str:
+    """GRUB's password lines with the password or its hash replaced; everything else as it was."""
+    return _GRUB_PASSWORD.sub(lambda m: f"{m[1]}{m[2]}{m[3]}{REDACTED}", text)
+
+
+def root_only(mode: int) -> bool:
+    """A regular file that others may not read: only root (or its owner) was meant to."""
+    return stat.S_ISREG(mode) and not mode & stat.S_IROTH
+
+
+def root_only_rule(shown: str) -> tuple[str, str] | None:
+    """(what is kept, how) for a file only root may read that kfdguard needs; None: left out."""
+    for pattern, what, how in ROOT_ONLY_KEPT:
+        if re.search(pattern, shown):
+            return what, how
+    return None
+
+
+def reduce(text: str, how: str) -> str:
+    """A root-only file as the bundle keeps it (``how`` from ROOT_ONLY_KEPT)."""
+    if how == "grub":
+        return grub_passwords(text)
+    if how == "grubenv":
+        from kfdguard.probe.boot import parse_grubenv
+
+        values = parse_grubenv(text)
+        kept = [f"{k}={values[k].replace(chr(92), chr(92) * 2).replace(chr(10), chr(92) + chr(10))}"
+                for k in GRUBENV_READ if k in values]  # fmt: skip
+        return "\n".join(["# GRUB Environment Block", *kept]) + "\n"
+    if how == "entries":
+        kept = [line for line in text.split("\n") if line.split(None, 1)[:1] and line.split(None, 1)[0] in ENTRY_READ]
+        return "\n".join(kept) + "\n"
+    return text
+
+
+def log_lines(text: str) -> str:
+    """A kernel log file as a bundle keeps it: the classified lines at their numbers, the rest blank."""
+    lines = text.split("\n")
+    kept = dict(classified_lines(lines))
+    return "\n".join(kept.get(n, "") for n in range(1, len(lines) + 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 
 from kfdguard.record import dataclass
 from kfdguard.snapshot import MANIFEST
@@ -23,6 +24,15 @@ REDACTED_NAMES = (
     "directories blanked"
 )
 REDACTED_LOG = "kernel log: only the lines a kfdguard log rule classifies, at their line numbers; the rest blank"
+REDACTED_SECRETS = (
+    "GRUB passwords: password and password_pbkdf2 lines keep the command and the user name, not the password "
+    "or its hash; files only root may read: left out unless the verdict needs them, then only what kfdguard "
+    "reads of them (the notes name each)"
+)
+PRIVATE = (
+    "the bundle is yours: its directory is 0700 and every file 0600; it becomes public only if you share it "
+    "(read its .kfdguard-snapshot.json first)"
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +68,7 @@ def take(
     from kfdguard import __version__
     from kfdguard.config import SoftwareConfig
     from kfdguard.probe import probe
-    from kfdguard.snapshot.bundle import manifest, write_tree
+    from kfdguard.snapshot.bundle import DIR_MODE, create_file, manifest, write_tree
     from kfdguard.snapshot.recorder import FILE, RecordingReader, RecordingSystem
     from kfdguard.snapshot.redact import GROUP, PASSWD, NameMap
     from kfdguard.userspace.cli import os_label
@@ -77,26 +87,32 @@ def take(
     config = software or SoftwareConfig()
     inventory = probe_software(system.root, None, units=config.units, paths=config.paths, os_name=os_label(facts))
     redact: NameMap | None = None
-    redacted = [REDACTED_LOG]
+    redacted = [REDACTED_SECRETS, REDACTED_LOG]
     if not names:
         text = {k: reader.data_of.get(k, b"").decode("utf-8", errors="replace") for k in (PASSWD, GROUP)}
         redact = NameMap(text[PASSWD], text[GROUP])
         redacted.insert(0, REDACTED_NAMES)
     partial = dest.parent / f".{dest.name}.partial-{os.getpid()}"
+    # Kernel log files named in log.sources keep only their classified lines, as the journal's do.
+    log_files = frozenset(posixpath.normpath(s) for s in log_sources if s.startswith("/"))
     try:
-        partial.mkdir(parents=True)
-        notes = write_tree(partial, reader, redact)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.mkdir(mode=DIR_MODE)
+        os.chmod(partial, DIR_MODE)  # the bundle is its maker's until they share it, whatever the umask
+        notes, left_out = write_tree(partial, reader, redact, log_files)
         meta: dict[str, object] = {
             "kfdguard": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "source": source,
             "redacted": redacted,
             "notes": notes,
-            "files": sorted(k for k, v in reader.entries.items() if v == FILE and k in reader.data_of),
+            "files": sorted(
+                k for k, v in reader.entries.items() if v == FILE and k in reader.data_of and k not in left_out
+            ),
             "software": software_record(inventory) if redact is None else redact.strings(software_record(inventory)),
         }
         doc = manifest(recording, meta)
-        with open(partial / MANIFEST, "w", encoding="utf-8") as handle:
+        with os.fdopen(create_file(partial / MANIFEST), "w", encoding="utf-8") as handle:
             json.dump(doc, handle, indent=1, sort_keys=True)
             handle.write("\n")
         if dest.exists():
