@@ -37,7 +37,10 @@ from tests.unit.diagnose.test_diagnose_text import BUG_REPORT
 pytestmark = pytest.mark.fuzz
 CONTROL = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
 CODE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-KINDS = {"kernel-log", "rocminfo", "ls", "id", "uname", "lspci", "modinfo", "kconfig", "modprobe", "container"}
+# Every kind evidence/text.py names (`obs.kinds.add(...)` there); docs/JSON.md lists them. "application" (a
+# program's own message, "Radeon card detected") was missing here, and the fuzzer found it once.
+KINDS = {"kernel-log", "rocminfo", "ls", "id", "uname", "lspci", "modinfo", "kconfig", "modprobe", "container",
+         "application", "groups", "lshw", "topology"}  # fmt: skip
 
 hexid = st.integers(0, 0xFFFF).map(lambda n: f"{n:04x}")
 commands = st.one_of(
