@@ -428,6 +428,13 @@ def rule_gpu_nodes(r: Reasoning) -> None:
     listed = r.obs.first("rocminfo-agents")
     if listed is None or r.obs.agents:
         return
+    if r.obs.first("rocminfo-done") is None:
+        # A rocminfo cut before its "*** Done ***" (half of it pasted) may hold a GPU agent further down.
+        r.unknown.append(
+            "whether rocminfo lists a GPU agent: the pasted output stops before its last line ('*** Done ***'); "
+            "paste all of 'rocminfo'"
+        )
+        return
     r.findings.append(
         Finding(
             "kfd-no-gpu-node",

@@ -130,3 +130,33 @@ def test_every_finding_in_json_names_who_said_its_evidence() -> None:
     fallback = findings["firmware-fallback"]["sources"]
     assert [(s["driver"], s["device"]) for s in fallback] == [("amdgpu", "0000:03:00.0"), ("drm", None)]
     assert document["schema_version"] == "1.3"
+
+
+# rocminfo's shape (rocminfo.cc): "HSA Agents" and its rule, one block per agent, then "*** Done ***".
+ROCMINFO_CPU_ONLY = """\
+$ rocminfo
+ROCk module is loaded
+=====================
+HSA Agents
+==========
+*******
+Agent 1
+*******
+  Name:                    AMD Ryzen 7 7840HS w/ Radeon 780M Graphics
+  Uuid:                    CPU-XX
+  Marketing Name:          AMD Ryzen 7 7840HS w/ Radeon 780M Graphics
+  Vendor Name:             CPU
+  Device Type:             CPU
+"""
+
+
+def test_a_rocminfo_cut_after_the_cpu_agent_proves_no_absence() -> None:
+    result = diagnose_text(ROCMINFO_CPU_ONLY)
+    assert "kfd-no-gpu-node" not in {f.code for f in result.findings}
+    assert any("'*** Done ***'" in u for u in result.unknown)
+
+
+def test_a_whole_rocminfo_without_a_gpu_agent_is_no_gpu_node() -> None:
+    result = diagnose_text(ROCMINFO_CPU_ONLY + "*** Done ***\n")
+    (node,) = [f for f in result.findings if f.code == "kfd-no-gpu-node"]
+    assert node.severity is Severity.ERROR
