@@ -245,13 +245,19 @@ def _groups(obs: Observations, line: _Line, state: _State) -> None:
         obs.user = SeenUser(user, tuple(bare.split()), Source("groups", line.number))
 
 
+def _rocminfo_done(obs: Observations, line: _Line, state: _State) -> bool:
+    """rocminfo's last line: the agent list above it is whole. Without it a paste may stop after the CPU
+    agent, and no GPU agent shown proves no absence (issue 34)."""
+    if line.bare[:12] != "*** Done ***":
+        return False
+    _finish_agent(obs, state)
+    obs.add("rocminfo-done", "yes", Source("rocminfo", line.number))
+    return True
+
+
 def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
-    if bare[:12] == "*** Done ***":
-        # rocminfo's last line: the agent list above it is whole. Without it a paste may stop after the CPU
-        # agent, and no GPU agent shown proves no absence (issue 34).
-        _finish_agent(obs, state)
-        obs.add("rocminfo-done", "yes", Source("rocminfo", line.number))
+    if _rocminfo_done(obs, line, state):
         return
     if ":" in bare or "Agent" in bare or state.agent is not None:
         _agent_block(obs, line, state)
