@@ -245,20 +245,17 @@ def _groups(obs: Observations, line: _Line, state: _State) -> None:
         obs.user = SeenUser(user, tuple(bare.split()), Source("groups", line.number))
 
 
-def _rocminfo_done(obs: Observations, line: _Line, state: _State) -> bool:
+def _rocminfo_done(obs: Observations, line: _Line, state: _State) -> None:
     """rocminfo's last line: the agent list above it is whole. Without it a paste may stop after the CPU
-    agent, and no GPU agent shown proves no absence (issue 34)."""
-    if line.bare[:12] != "*** Done ***":
-        return False
-    _finish_agent(obs, state)
-    obs.add("rocminfo-done", "yes", Source("rocminfo", line.number))
-    return True
+    agent, and no GPU agent shown proves no absence (issue 34). Before _rocminfo, which then finds no
+    agent open and nothing of its own on the line."""
+    if line.bare[:12] == "*** Done ***":
+        _finish_agent(obs, state)
+        obs.add("rocminfo-done", "yes", Source("rocminfo", line.number))
 
 
 def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
-    if _rocminfo_done(obs, line, state):
-        return
     if ":" in bare or "Agent" in bare or state.agent is not None:
         _agent_block(obs, line, state)
     if not (
@@ -498,7 +495,9 @@ def _has_container_cue(raw: str) -> bool:
     )
 
 
-EXTRACTORS = (_release, _lspci, _named_gpu, _ls, _groups, _rocminfo, _modinfo, _config_lines, _app_messages, _prose)
+EXTRACTORS = (
+    _release, _lspci, _named_gpu, _ls, _groups, _rocminfo_done, _rocminfo, _modinfo, _config_lines, _app_messages, _prose,
+)  # fmt: skip
 
 
 def _finish(obs: Observations, state: _State) -> None:
