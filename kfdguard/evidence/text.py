@@ -496,7 +496,8 @@ def _has_container_cue(raw: str) -> bool:
 
 
 EXTRACTORS = (
-    _release, _lspci, _named_gpu, _ls, _groups, _rocminfo_done, _rocminfo, _modinfo, _config_lines, _app_messages, _prose,
+    _release, _lspci, _named_gpu, _ls, _groups, _rocminfo_done, _rocminfo, _modinfo, _config_lines,
+    _app_messages, _prose,
 )  # fmt: skip
 
 
