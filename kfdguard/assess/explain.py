@@ -177,7 +177,7 @@ def _device_failed(s: _Seen) -> Cause | None:
 
 def needed_firmware(files: list[str]) -> list[str]:
     """The failed files amdgpu cannot do without: not optional, and no first choice it falls back from."""
-    from kfdguard.knowledge.firmware import fallback_of
+    from kfdguard.knowledge.fallbacks import fallback_of
 
     return [f for f in files if not optional_firmware(f) and fallback_of(f) is None]
 

@@ -314,7 +314,7 @@ def rule_optional_firmware(r: Reasoning) -> None:
 
 def _fallen_back(r: Reasoning, failed: list[LogEvent]) -> None:
     """A first-choice file amdgpu falls back from (knowledge/firmware.py FALLBACKS): worth a line, no more."""
-    from kfdguard.knowledge.firmware import fallback_of
+    from kfdguard.knowledge.fallbacks import fallback_of
 
     for name in firmware_files(failed):
         fallback = fallback_of(name)
