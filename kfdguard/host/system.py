@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from typing import Any
 
+    from kfdguard.host.beneath import Beneath
     from kfdguard.host.paths import HostPath
 
 # _IOR('K', 0x01, struct kfd_ioctl_get_version_args) from <linux/kfd_ioctl.h>:
@@ -280,15 +281,29 @@ class RealSystem(System):
         # What opens the journal (a directory's files, or the system journal when None): systemd-python's
         # reader; a test hands in a reader of its own making.
         self.journal_open = journal_open or open_journal
+        self._beneath: Beneath | None = None  # made when a path under a root other than / is first asked for
+
+    def _place(self, path: HostPath) -> str | HostPath:
+        """Where the kernel should look: the path itself on the host; under another root (an image, a
+        bundle), its place with every link resolved inside that root, so that a planted ``dev/kfd ->
+        /dev/kfd`` is refused (OSError EXDEV, host/beneath.py) rather than opened on the host (issue 35)."""
+        if self.root.is_host:
+            return path
+        if self._beneath is None:
+            from kfdguard.host.beneath import Beneath
+
+            self._beneath = Beneath(self.root.path)
+        return self._beneath.realpath(path)
 
     def stat_node(self, path: HostPath) -> NodeStat | None:
         try:
-            st = os.stat(path)
+            place = self._place(path)
+            st = os.stat(place)
         except FileNotFoundError:
             return None
         acl: bytes | None = None
         try:
-            acl = os.getxattr(path, "system.posix_acl_access")
+            acl = os.getxattr(place, "system.posix_acl_access")
         except OSError as exc:
             if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOENT):
                 raise
@@ -298,7 +313,7 @@ class RealSystem(System):
         import fcntl
 
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(self._place(path), os.O_RDWR | os.O_CLOEXEC)
         except OSError as exc:
             raise KfdIoctlError("open", exc.errno or 0, exc.strerror or str(exc)) from None
         try:
@@ -372,7 +387,7 @@ class RealSystem(System):
         # An O_PATH descriptor pins the inode without opening the device (opening
         # /dev/kfd would create a KFD process context); chmod through
         # /proc/self/fd then acts on exactly that inode, never on a symlink's target.
-        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(self._place(path), os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
             if not stat.S_ISCHR(st.st_mode):

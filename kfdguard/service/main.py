@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     target = service_target(opts.root)
     root = target.root
     config_path = root.etc / "kfdguard/config.yaml"
-    config = ConfigSource(config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache")
+    # root=: under a root that is not / (a simulated machine, an image) the file is read beneath it.
+    config = ConfigSource(config_path, root.display(config_path), root.var_lib / "kfdguard/config.cache", root=root)
     privsep = None
     system = target.system
     if opts.starter is not None and opts.enforce:
