@@ -29,6 +29,12 @@ _UNAME_A = re.compile(r"^Linux \S+ (?P<release>\d+\.\d+\S*) #")
 _LINUX_VERSION = re.compile(r"Linux version (?P<release>\d+\.\d+\S*)")
 _MODULES_DIR = re.compile(r"/lib/modules/(?P<release>\d+\.\d+[^/\s]*)")
 _DMESG_TIME = re.compile(r"^\[\s*\d+\.\d{6}\] ")
+# The start of a kernel log line in any shape a wrapped paste's first piece has: dmesg's time, dmesg -T's
+# date, journalctl's or syslog's "DATE TIME host kernel: " (short, ISO).
+_LOG_LINE_START = re.compile(
+    r"^(?:\[\s*\d+\.\d{6}\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "
+    r"|(?:[A-Z][a-z]{2} +\d{1,2} |\d{4}-\d\d-\d\dT)\d\d:\d\d:\d\d\S* \S+ kernel: )"
+)
 _OS_DRM = re.compile(r"OS DRM version: (?P<release>\d+\.\d+(?:\.\d+)?)")
 _LSPCI = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bdf>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) "
@@ -550,12 +556,12 @@ def _unwrapped(lines: list[str]) -> list[str]:
     """
     out = list(lines)
     for i in range(len(out) - 1):
-        if not out[i] or not _DMESG_TIME.match(out[i]):
+        if not out[i] or not _LOG_LINE_START.match(out[i]):
             continue
         j = i + 1
         while j < len(out) and j <= i + 2:
             follow = out[j]
-            if not follow or follow[0] in " \t[`#$>*|-" or _DMESG_TIME.match(follow) or len(follow) > 100:
+            if not follow or follow[0] in " \t[`#$>*|-" or _LOG_LINE_START.match(follow) or len(follow) > 100:
                 break
             out[i] = f"{out[i]} {follow}"
             out[j] = ""
@@ -643,13 +649,30 @@ def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
     return lines
 
 
+# A kernel log pasted as the "+" side of a diff (a patch that adds a log file, a diff of two boots' dmesg):
+# its lines are "+[    3.25] kfd kfd: ...", and its wrapped lines' continuations "+amdgpu/...".
+_DIFF_LOG_LINE = re.compile(r"^\+\[\s*\d+\.\d+\] ")
+_DIFF_LOG_LINES = 3  # so many "+" dmesg lines make a paste a log inside a diff
+
+
+def _undiffed(text: str, lines: list[str]) -> list[str]:
+    """The lines of a log inside a diff without the diff's "+" (not "+++", a file header). A paste is such a
+    log when it holds a few "+" dmesg lines; a config diff's "+CONFIG_..." is read by its own extractor and
+    left alone otherwise. Most pastes hold no "+[": one search in C says so."""
+    if "+[" not in text:
+        return lines
+    if sum(1 for line in lines if line[:2] == "+[" and _DIFF_LOG_LINE.match(line)) < _DIFF_LOG_LINES:
+        return lines
+    return [line[1:] if line[:1] == "+" and line[:3] != "+++" else line for line in lines]
+
+
 def _paste(text: str) -> Observations:
     """Observations of nothing yet but the paste's lines (unquoted), their text, the distinct lines, those
     untimed and the untimed forms each once."""
     obs = Observations()
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    obs.lines = _unquoted(text, text.split("\n"))
+    obs.lines = _undiffed(text, _unquoted(text, text.split("\n")))
     obs.text = "\n".join(obs.lines)
     obs.distinct = list(dict.fromkeys(obs.lines))
     obs.units = untimed(obs.distinct)
