@@ -14,7 +14,7 @@ import pytest
 
 from kfdguard import kernellog, knowledge
 from kfdguard.knowledge import firmware, formats, params
-from kfdguard.knowledge.asics import PCI_ROWS
+from kfdguard.knowledge.asics import KFD_TABLES_READ, PCI_ROWS, SOURCES
 from kfdguard.knowledge.chips import CHIP_TO_ASIC
 from kfdguard.knowledge.generated import KERNELS
 from kfdguard.knowledge.logrules import BY_ID, FAILURE, RUNTIME, decode_gc_ip
@@ -128,6 +128,20 @@ def test_first_kfd_release_is_not_later_than_a_kernel_read_that_drives_the_asic(
         first = knowledge.first_kfd_series(asic)
         if first is not None:
             assert asic.kfd_since is not None and asic.kfd_since <= first, asic.key
+
+
+def test_first_kfd_release_is_not_later_than_an_older_kernel_table_read() -> None:
+    # Issue 36: Vega12 said 5.10 while 5.4's supported_devices lists 0x69A0-0x69AF, Cyan Skillfish 6.1
+    # while 5.15's kfd_supported_devices has CHIP_CYAN_SKILLFISH (asics.KFD_TABLES_READ, SOURCES).
+    later = []
+    for key, (release, listed) in KFD_TABLES_READ.items():
+        assert key in SOURCES
+        for name in listed:
+            asic = knowledge.asic(name)
+            assert asic is not None, name
+            if asic.kfd_since is None or asic.kfd_since > release:
+                later.append((name, asic.kfd_since, key))
+    assert later == []
 
 
 def test_a_kernel_read_at_or_after_kfd_since_drives_the_asic() -> None:
