@@ -7,6 +7,7 @@ against a value typed into the test.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +216,32 @@ def test_bookworm_firmware_lacks_what_6_1_declares_and_backports_has_it(key: str
     assert firmware.missing("6.1", asic, "bookworm-backports") == []
     text = firmware.advice("6.1", asic)
     assert text is not None and "bookworm-backports" in text and "apt install -t bookworm-backports" in text
+
+
+# Declared files no single ASIC owns: the IP discovery fallback, SI's shared MC and one board's SMC.
+SHARED_FIRMWARE = {"amdgpu/ip_discovery.bin", "amdgpu/si58_mc.bin", "amdgpu/banks_k_2_smc.bin"}
+# Files named by an IP block's version (psp_13_0_10_sos.bin...) belong to a card by its discovery table.
+IP_NAMED = re.compile(r"^amdgpu/(?:psp|smu|sdma|dcn|vcn|vpe|umsch_mm|vce|gc|isp|mes|imu|jpeg)_\d")
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_every_code_named_firmware_file_belongs_to_an_asic(series: str) -> None:
+    # Issue 36: Cyan Skillfish loads cyan_skillfish2_*.bin, which the "cyan_skillfish_" prefix missed
+    # (likewise Cezanne's green_sardine_*, Picasso's and Raven2's picasso_*/raven2_*).
+    owned = {f for asic in knowledge.asics() for f in firmware.declared(series, asic)}
+    orphans = [
+        f
+        for f in formats.kernel(series)["firmware"]
+        if f not in owned and f not in SHARED_FIRMWARE and not IP_NAMED.match(f)
+    ]
+    assert orphans == []
+
+
+def test_cyan_skillfish_firmware_is_the_cyan_skillfish2_set() -> None:
+    asic = knowledge.asic("cyan_skillfish")
+    assert asic is not None
+    declared = firmware.declared("6.1", asic)
+    assert "amdgpu/cyan_skillfish2_mec.bin" in declared and "amdgpu/cyan_skillfish2_sdma.bin" in declared
 
 
 def test_firmware_advice_is_silent_when_bookworm_has_everything() -> None:
