@@ -1093,10 +1093,12 @@ def named_target(name: str) -> str | None:
 
 
 # Mobile names whose chip differs from the desktop card of the same number (pci.ids, as in
-# knowledge/generated.py: "Navi 22 [... 6800M/6850M XT]", "Navi 23 [Radeon RX 6650 XT / 6700S / 6800S]").
+# knowledge/generated.py: "Navi 22 [... 6800M/6850M XT]", "Navi 23 [Radeon RX 6650 XT / 6700S / 6800S]";
+# libdrm's amdgpu.ids: "7480, C1, AMD Radeon RX 7700S", 0x7480 being Navi 33 in knowledge/asics.py).
 RX_MOBILE_GFX: dict[tuple[range, str], str] = {
     (range(6800, 6900), "m"): "gfx1031",  # RX 6800M, 6850M XT: Navi 22
     (range(6700, 6900), "s"): "gfx1032",  # RX 6700S, 6800S: Navi 23
+    (range(7700, 7800), "s"): "gfx1102",  # RX 7700S: Navi 33 (the desktop RX 7700 is Navi 32)
 }
 # A four-digit model after "AMD" or "Radeon" without "RX" ("my AMD 6700M", "Radeon 7900XTX"), searched in
 # the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits.

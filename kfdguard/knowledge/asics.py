@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from kfdguard.knowledge.model import Asic
 
-__all__ = ["ASICS", "PCI_ROWS", "SOURCES"]
+__all__ = ["ASICS", "KFD_TABLES_READ", "PCI_ROWS", "SOURCES"]
 
 SOURCES: dict[str, str] = {
     "libdrm-ids": (
@@ -118,6 +118,26 @@ SOURCES: dict[str, str] = {
     ),
 }
 
+
+# The ASICs whose entry is in KFD's device table of a kernel older than the series Debian ships (the
+# generator reads 5.10 on): source key -> (release, Asic.key of every entry). Read from the files
+# SOURCES names; an entry there means that release's KFD drives the chip, so no ``kfd_since`` may
+# be later (tests/unit/knowledge/test_knowledge_sources.py). 4.19 lists Raven's 0x15DD only,
+# 5.4 Picasso's 0x15D8 as well; 5.15's CHIP_RAVEN covers both.
+KFD_TABLES_READ: dict[str, tuple[tuple[int, int], frozenset[str]]] = {
+    "kfd-4.19": ((4, 19), frozenset({
+        "kaveri", "carrizo", "raven", "hawaii", "tonga", "fiji", "polaris10", "polaris11", "vega10",
+    })),
+    "kfd-5.4": ((5, 4), frozenset({
+        "kaveri", "carrizo", "raven", "picasso", "hawaii", "tonga", "fiji", "polaris10", "polaris11",
+        "polaris12", "vegam", "vega10", "vega12", "vega20", "arcturus", "navi10",
+    })),
+    "kfd-5.15": ((5, 15), frozenset({
+        "kaveri", "carrizo", "raven", "picasso", "hawaii", "tonga", "fiji", "polaris10", "polaris11",
+        "polaris12", "vegam", "vega10", "vega12", "vega20", "renoir", "arcturus", "aldebaran", "navi10",
+        "navi12", "navi14", "navi21", "navi22", "vangogh", "navi23", "navi24", "rembrandt", "cyan_skillfish",
+    })),
+}  # fmt: skip
 
 # fmt: off
 ASICS: tuple[Asic, ...] = (
@@ -339,13 +359,14 @@ ASICS: tuple[Asic, ...] = (
     Asic(
         key="vega12", family="Vega12", generation="GCN5", gc_ip="9.2.1", gfx="gfx904",
         apu=False,
-        kfd_since=(5, 10), kfd_since_uncertain=True, rocm_prebuilt=False,
+        kfd_since=(5, 4), kfd_since_uncertain=True, rocm_prebuilt=False,
         needs_pcie_atomics=False, iommu_v2_until=None,
-        source="kfd-data; pciids; rocblas-7.1",
+        source="kfd-5.4; kfd-4.19; kfd-data; pciids; rocblas-7.1",
         note="Radeon Pro Vega 16/20 and Vega Pro mobile parts (0x69A0-0x69A3, 0x69AF; CHIP_VEGA12)."
-        " KFD drives it in every kernel read from 5.10 on (kfd_supported_devices[CHIP_VEGA12] in"
-        " 5.10, GC 9.2.1 -> gfx_target_version 90004 in 6.1 and later); 5.10 is the earliest read,"
-        " the first release is earlier (UNCERTAIN). No ROCm library ships gfx904 code objects.",
+        " 5.4's supported_devices lists exactly those five ids (vega12_device_info); 4.19's has no"
+        " Vega12, so the first release is in 4.20-5.4 (UNCERTAIN; 5.4, the later end, is used)."
+        " Every kernel read from 5.10 on drives it (GC 9.2.1 -> gfx_target_version 90004 from"
+        " 6.1). No ROCm library ships gfx904 code objects.",
     ),
     Asic(
         key="vega20", family="Vega20", generation="GCN5", gc_ip="9.4.0", gfx="gfx906",
@@ -432,12 +453,13 @@ ASICS: tuple[Asic, ...] = (
     Asic(
         key="cyan_skillfish", family="Cyan Skillfish", generation="RDNA1", gc_ip="10.1.3",
         gfx="gfx1013", apu=True,
-        kfd_since=(6, 1), kfd_since_uncertain=True, rocm_prebuilt=False,
+        kfd_since=(5, 15), kfd_since_uncertain=True, rocm_prebuilt=False,
         needs_pcie_atomics=False, iommu_v2_until=None,
-        source="kfd-data; pciids",
+        source="kfd-5.15; kfd-data; pciids",
         note="The APU of AMD's BC-250 board and PS5-derived parts (0x13DB, 0x13F9-0x13FC, 0x13FE,"
-        " 0x143F; CHIP_CYAN_SKILLFISH, AMD_IS_APU). GC 10.1.3/10.1.4 -> gfx_target_version 100103"
-        " from 6.1 on; absent from 5.10's KFD, so the first release is in 5.11-6.1 (UNCERTAIN)."
+        " 0x143F; CHIP_CYAN_SKILLFISH, AMD_IS_APU). 5.15.99's kfd_supported_devices has"
+        " [CHIP_CYAN_SKILLFISH] (gfx_target_version 100103); 5.10's KFD does not, so the first"
+        " release is in 5.11-5.15 (UNCERTAIN; 5.15 used). GC 10.1.3/10.1.4 -> 100103 from 6.1 on."
         " No ROCm library ships gfx1013 code objects.",
     ),
     Asic(

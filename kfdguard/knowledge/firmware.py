@@ -26,13 +26,29 @@ EXTRA_PREFIXES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Firmware names that are not the CHIP_* code name: amdgpu_ucode_legacy_naming() in
+# drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.c (torvalds/linux, from 6.2; the same names in 5.15's
+# gfx_v9_0.c/gfx_v10_0.c/sdma_v5_0.c chip_name choices) names GC 10.1.3/10.1.4 and SDMA 5.0.1
+# "cyan_skillfish2", GC 9.1.0 "raven2"/"picasso" by APU flag (kfdguard's "picasso" row is
+# Picasso/Raven2) and GC 9.3.0 "green_sardine" unless AMD_APU_IS_RENOIR (Cezanne, in the "renoir"
+# row). Every such file is declared by the module (MODULE_FIRMWARE, modinfo -F firmware: generated
+# data), and tests/unit/knowledge/test_knowledge_sources.py holds every declared legacy-named file
+# to an ASIC, so a name missing here fails there.
+FIRMWARE_NAMES: dict[str, tuple[str, ...]] = {
+    "cyan_skillfish": ("cyan_skillfish2",),
+    "picasso": ("picasso", "raven2"),
+    "renoir": ("green_sardine",),
+}
+
+
 def prefixes(asic: Asic) -> tuple[str, ...]:
     """File-name prefixes (under amdgpu/) of the firmware this ASIC loads."""
     from kfdguard.knowledge.chips import CHIP_TO_ASIC
 
-    # Chips named before IP discovery use their code name (sienna_cichlid_*.bin, polaris10_*.bin);
-    # later ones the GC IP (gc_11_0_3_*.bin).
+    # Chips named before IP discovery use their code name (sienna_cichlid_*.bin, polaris10_*.bin)
+    # or a legacy variant of it (FIRMWARE_NAMES); later ones the GC IP (gc_11_0_3_*.bin).
     own = tuple(f"{chip.removeprefix('CHIP_').lower()}_" for chip, key in CHIP_TO_ASIC.items() if key == asic.key)
+    own += tuple(f"{name}_" for name in FIRMWARE_NAMES.get(asic.key, ()))
     if asic.gc_ip:
         own += (f"gc_{asic.gc_ip.replace('.', '_')}_",)
     return own + EXTRA_PREFIXES.get(asic.key, ())

@@ -11,9 +11,11 @@ import re
 
 import pytest
 
+from kfdguard import knowledge
 from kfdguard.diagnose import diagnose_text
 from kfdguard.evidence.text import read_text
 from kfdguard.knowledge.appformats import COMPILED, CUES, FORMATS, AppFormat, rx_target
+from kfdguard.knowledge.asics import PCI_ROWS
 
 
 def codes(text: str) -> set[str]:
@@ -56,6 +58,22 @@ def test_rx_names_map_to_llvm_targets() -> None:
         "gfx1201",
     ]
     assert rx_target(1234) is None
+
+
+def test_mobile_rx_names_map_to_the_chip_libdrm_names_them_for() -> None:
+    # Issue 36: "RX 7700S" was read as gfx1101 (the desktop RX 7700's Navi 32); libdrm names it on
+    # 0x7480, a Navi 33 (gfx1102) id. Every mobile (S/M) RX name of libdrm's rows that gets a target
+    # gets its chip's.
+    mobile = re.compile(r"\bRX (?P<number>\d{4})(?P<suffix>[SM])\b")
+    wrong = []
+    for device, revision, name, key, _source in PCI_ROWS:
+        m = mobile.search(name)
+        chip = knowledge.asic(key)
+        target = rx_target(int(m["number"]), m["suffix"].lower()) if m else None
+        if target is not None and chip is not None and target != chip.gfx:  # None: no RX range names it
+            wrong.append((hex(device), revision, name, chip.gfx, target))
+    assert wrong == []
+    assert any("RX 7700S" in row[2] for row in PCI_ROWS)
 
 
 def test_no_code_object_names_the_target_from_the_runtime_and_offers_the_override() -> None:

@@ -7,6 +7,7 @@ against a value typed into the test.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from kfdguard import kernellog, knowledge
 from kfdguard.knowledge import firmware, formats, params
-from kfdguard.knowledge.asics import PCI_ROWS
+from kfdguard.knowledge.asics import KFD_TABLES_READ, PCI_ROWS, SOURCES
 from kfdguard.knowledge.chips import CHIP_TO_ASIC
 from kfdguard.knowledge.generated import KERNELS
 from kfdguard.knowledge.logrules import BY_ID, FAILURE, RUNTIME, decode_gc_ip
@@ -130,6 +131,20 @@ def test_first_kfd_release_is_not_later_than_a_kernel_read_that_drives_the_asic(
             assert asic.kfd_since is not None and asic.kfd_since <= first, asic.key
 
 
+def test_first_kfd_release_is_not_later_than_an_older_kernel_table_read() -> None:
+    # Issue 36: Vega12 said 5.10 while 5.4's supported_devices lists 0x69A0-0x69AF, Cyan Skillfish 6.1
+    # while 5.15's kfd_supported_devices has CHIP_CYAN_SKILLFISH (asics.KFD_TABLES_READ, SOURCES).
+    later = []
+    for key, (release, listed) in KFD_TABLES_READ.items():
+        assert key in SOURCES
+        for name in listed:
+            asic = knowledge.asic(name)
+            assert asic is not None, name
+            if asic.kfd_since is None or asic.kfd_since > release:
+                later.append((name, asic.kfd_since, key))
+    assert later == []
+
+
 def test_a_kernel_read_at_or_after_kfd_since_drives_the_asic() -> None:
     for asic in knowledge.asics():
         if asic.kfd_since is None or not knowledge.kfd_labels(asic):
@@ -201,6 +216,32 @@ def test_bookworm_firmware_lacks_what_6_1_declares_and_backports_has_it(key: str
     assert firmware.missing("6.1", asic, "bookworm-backports") == []
     text = firmware.advice("6.1", asic)
     assert text is not None and "bookworm-backports" in text and "apt install -t bookworm-backports" in text
+
+
+# Declared files no single ASIC owns: the IP discovery fallback, SI's shared MC and one board's SMC.
+SHARED_FIRMWARE = {"amdgpu/ip_discovery.bin", "amdgpu/si58_mc.bin", "amdgpu/banks_k_2_smc.bin"}
+# Files named by an IP block's version (psp_13_0_10_sos.bin...) belong to a card by its discovery table.
+IP_NAMED = re.compile(r"^amdgpu/(?:psp|smu|sdma|dcn|vcn|vpe|umsch_mm|vce|gc|isp|mes|imu|jpeg)_\d")
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_every_code_named_firmware_file_belongs_to_an_asic(series: str) -> None:
+    # Issue 36: Cyan Skillfish loads cyan_skillfish2_*.bin, which the "cyan_skillfish_" prefix missed
+    # (likewise Cezanne's green_sardine_*, Picasso's and Raven2's picasso_*/raven2_*).
+    owned = {f for asic in knowledge.asics() for f in firmware.declared(series, asic)}
+    orphans = [
+        f
+        for f in formats.kernel(series)["firmware"]
+        if f not in owned and f not in SHARED_FIRMWARE and not IP_NAMED.match(f)
+    ]
+    assert orphans == []
+
+
+def test_cyan_skillfish_firmware_is_the_cyan_skillfish2_set() -> None:
+    asic = knowledge.asic("cyan_skillfish")
+    assert asic is not None
+    declared = firmware.declared("6.1", asic)
+    assert "amdgpu/cyan_skillfish2_mec.bin" in declared and "amdgpu/cyan_skillfish2_sdma.bin" in declared
 
 
 def test_firmware_advice_is_silent_when_bookworm_has_everything() -> None:
