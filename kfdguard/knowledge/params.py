@@ -164,21 +164,51 @@ def kernels_with(name: str) -> tuple[str, ...]:
     return tuple(declared(name))
 
 
-def taints(name: str, version: tuple[int, int] | None) -> bool:
-    """Is ``name`` declared module_param_unsafe (setting it taints the kernel) on that kernel?
+def taint_judgement(name: str, version: tuple[int, int] | None) -> tuple[bool | None, str]:
+    """Is ``name`` declared module_param_unsafe (setting it taints the kernel) on that kernel, and why.
 
-    Read per series from the sources: plain module_param in 5.10, 6.1 and 6.12; sched_policy,
-    halt_if_hws_hang, hws_gws_support, no_queue_eviction_on_vm_fault, mtype_local and
-    debug_mask became _unsafe later (7.2 has them so). A kernel between two series read is
-    judged by the older one (UNCERTAIN for the releases in between); None: unknown kernel, no.
+    Read per series from the sources (``unsafe`` of each series generated): plain module_param
+    in 5.10, 6.1 and 6.12; sched_policy, halt_if_hws_hang, hws_gws_support,
+    no_queue_eviction_on_vm_fault, mtype_local and debug_mask are _unsafe in 7.2. A kernel
+    between two series read is judged by the older one only where the newer one agrees (the
+    declaration held across them); where they differ, the release that changed it is not read
+    and the answer is None: unknown for this kernel. A kernel newer than every series read is
+    judged by the newest (no later source is known to differ); one older than every series read,
+    or an unknown kernel, is unknown. The text names the series the answer rests on.
     """
     from kfdguard.knowledge.generated import KERNELS
 
     if version is None:
-        return False
+        return None, "the kernel release is unknown"
     read = sorted((tuple(int(p) for p in s.split(".")), s) for s in KERNELS)
     older = [s for v, s in read if v <= version]
-    return bool(older) and name in KERNELS[older[-1]]["unsafe"]
+    newer = [s for v, s in read if v > version]
+    if not older:
+        return None, f"no kernel series at or below {version[0]}.{version[1]} was read (oldest: {read[0][1]})"
+    below = older[-1]
+    unsafe = name in KERNELS[below]["unsafe"]
+    if not newer or below == f"{version[0]}.{version[1]}":
+        return unsafe, f"{_declaration(name, below)} in {below}"
+    above = newer[0]
+    if (name in KERNELS[above]["unsafe"]) != unsafe:
+        return None, (
+            f"{_declaration(name, below)} in {below}, {_declaration(name, above)} in {above}; "
+            "the releases between were not read"
+        )
+    return unsafe, f"{_declaration(name, below)} in {below}, {_declaration(name, above)} in {above}"
+
+
+def _declaration(name: str, series: str) -> str:
+    from kfdguard.knowledge.generated import KERNELS
+
+    if name in KERNELS[series]["unsafe"]:
+        return "module_param_unsafe"
+    return "plain module_param" if name in KERNELS[series]["params"] else "not declared"
+
+
+def taints(name: str, version: tuple[int, int] | None) -> bool | None:
+    """taint_judgement's answer alone: True, False, or None (unknown for this kernel)."""
+    return taint_judgement(name, version)[0]
 
 
 # amdgpu parameters outside KFD's #ifdef that decide whether compute works. Only why each

@@ -10,10 +10,12 @@ A parameter whose value the kernel cannot parse makes load_module() fail ("inval
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from kfdguard.knowledge.generated import KERNELS
-from kfdguard.knowledge.params import KFD_PARAMS, kernel_int
+from kfdguard.knowledge.params import KFD_PARAMS, kernel_int, taint_judgement, taints
 
 
 @pytest.mark.parametrize(
@@ -82,3 +84,58 @@ def test_choices_and_bounds_still_apply_after_the_kernel_parse() -> None:
     assert KFD_PARAMS["sched_policy"].check("01") is None
     assert KFD_PARAMS["sched_policy"].check("3") is not None
     assert KFD_PARAMS["debug_mask"].check("-1") is not None  # uint
+
+
+# --- which options taint which kernel (module_param_unsafe), between the series read -------------
+
+
+def _v(series: str) -> tuple[int, int]:
+    major, minor = series.split(".")
+    return int(major), int(minor)
+
+
+def _changed() -> list[tuple[str, str, str]]:
+    """(name, older series, newer series) for each KFD option whose declaration differs in two neighbours read."""
+    read = sorted(KERNELS, key=_v)
+    return [
+        (name, a, b)
+        for a, b in itertools.pairwise(read)
+        for name in KFD_PARAMS
+        if (name in KERNELS[a]["unsafe"]) != (name in KERNELS[b]["unsafe"])
+    ]
+
+
+def test_the_sources_read_show_a_change_between_6_12_and_7_2() -> None:
+    # The premise of the audit's claim (issue 36 item 5): 6.12 plain, 7.2 module_param_unsafe.
+    assert ("sched_policy", "6.12", "7.2") in _changed()
+
+
+def test_a_kernel_between_two_series_that_differ_is_not_judged_by_the_older() -> None:
+    for name, older, newer in _changed():
+        (a_major, a_minor), (b_major, b_minor) = _v(older), _v(newer)
+        between = (a_major, a_minor + 1) if (a_major, a_minor + 1) < (b_major, b_minor) else (b_major, b_minor - 1)
+        tainting, why = taint_judgement(name, between)
+        assert tainting is None, (name, between)
+        assert older in why and newer in why and "not read" in why
+        # At the series read, the answer is theirs.
+        assert taints(name, _v(older)) is (name in KERNELS[older]["unsafe"])
+        assert taints(name, _v(newer)) is (name in KERNELS[newer]["unsafe"])
+    assert taints("sched_policy", (6, 13)) is None and taints("sched_policy", (7, 1)) is None
+
+
+def test_a_kernel_between_two_series_that_agree_is_judged_by_them() -> None:
+    # Ubuntu's 6.8: 6.1 and 6.12 both declare sched_policy with plain module_param.
+    assert "sched_policy" not in KERNELS["6.1"]["unsafe"] and "sched_policy" not in KERNELS["6.12"]["unsafe"]
+    assert taint_judgement("sched_policy", (6, 8)) == (False, "plain module_param in 6.1, plain module_param in 6.12")
+    # cwsr_enable is plain in every series read, so 6.13..7.1 are judged (not tainting).
+    assert not any(name == "cwsr_enable" for name, _, _ in _changed())
+    assert taints("cwsr_enable", (6, 15)) is False
+
+
+def test_beyond_the_newest_series_and_before_the_oldest() -> None:
+    newest = max(KERNELS, key=_v)
+    after = (_v(newest)[0], _v(newest)[1] + 5)
+    assert taint_judgement("sched_policy", after) == (True, f"module_param_unsafe in {newest}")
+    oldest = min(KERNELS, key=_v)
+    assert taints("sched_policy", (_v(oldest)[0], _v(oldest)[1] - 1)) is None  # nothing read at or below it
+    assert taints("sched_policy", None) is None
