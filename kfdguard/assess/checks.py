@@ -14,7 +14,7 @@ from kfdguard.assess import remedies
 from kfdguard.assess.context import Context, Gpu
 from kfdguard.assess.explain import Cause, signature_rejected
 from kfdguard.facts import ModprobeDirective, ModuleFacts
-from kfdguard.knowledge.params import BOGUS, KFD_PARAMS, taints
+from kfdguard.knowledge.params import BOGUS, KFD_PARAMS, Param, taint_judgement
 from kfdguard.parsers.modprobe import option_pairs, softdep_modules
 from kfdguard.verdict import Severity
 
@@ -537,6 +537,31 @@ def _check_param(
         )
 
 
+def _check_taint(ctx: Context, name: str, value: str, param: Param) -> None:
+    """Whether a configured option taints the running kernel, as the series read declare it."""
+    tainting, why = (True, "in every kernel read") if param.unsafe else taint_judgement(name, ctx.version)
+    evidence = [f"config: module.options.{name}={value}"]
+    if tainting:
+        ctx.add(
+            "module-param-taints",
+            W,
+            f"configured option {name} taints the kernel (module_param_unsafe: {why})",
+            "keep it only if you need it: bug reports from a tainted kernel are often refused",
+            evidence,
+        )
+    elif tainting is None:
+        # Said, not guessed: between two series that declare it differently the release that
+        # changed it was not read, and the older series' answer would be a guess.
+        ctx.add(
+            "module-param-taints",
+            I,
+            f"configured option {name} may taint kernel {_kv(ctx.version)}: unknown ({why})",
+            f"a boot with it shows it: the kernel log says 'Setting dangerous option {name} - tainting "
+            "kernel' and /proc/sys/kernel/tainted has bit 6 (64, TAINT_USER) set",
+            evidence,
+        )
+
+
 def check_configured_params(ctx: Context) -> None:
     """kfdguard's own module.options against the module and the live values."""
     options = ctx.config.module.options
@@ -565,14 +590,8 @@ def check_configured_params(ctx: Context) -> None:
                 [f"config: module.options.{name}={value}"],
             )
             continue
-        if param and (param.unsafe or taints(name, ctx.version)):
-            ctx.add(
-                "module-param-taints",
-                W,
-                f"configured option {name} taints the kernel (module_param_unsafe)",
-                "keep it only if you need it: bug reports from a tainted kernel are often refused",
-                [f"config: module.options.{name}={value}"],
-            )
+        if param:
+            _check_taint(ctx, name, value, param)
         live = module.params.get(name)
         if module.loaded and live is not None and not _same(live, value):
             ctx.add(

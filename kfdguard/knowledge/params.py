@@ -4,7 +4,10 @@ Validate against what the running module declares (``/sys/module/amdgpu/
 parameters``, ``modinfo -F parm``) first; this table adds what the kernel
 does with a value, which the declaration does not say. Sources: amdgpu_drv.c
 and kfd_module.c (ROCm/amdgpu @ 031b3904, mainline docs), Debian 12's 6.1
-amdgpu.ko measured with modinfo (shared/knowledge/kfd-facts.md §2).
+amdgpu.ko measured with modinfo (shared/knowledge/kfd-facts.md §2). The ranges of
+cwsr_enable, send_sigterm and hws_max_conc_proc and the integer syntax (kernel_int) were
+read in Debian's linux-source 6.1.192 and 6.12.118 (amdgpu_drv.c, amdkfd/, kernel/params.c,
+lib/kstrtox.c); tests/unit/knowledge/test_knowledge_params.py names the lines.
 """
 
 from __future__ import annotations
@@ -37,12 +40,9 @@ class Param:
             if value.upper() in ("Y", "N", "1", "0", "YES", "NO", "TRUE", "FALSE", "ON", "OFF", ""):
                 return None
             return f"{value!r} is not a boolean (0/1, y/n)"
-        try:
-            number = int(value, 0)
-        except ValueError:
-            return f"{value!r} is not an integer"
-        if self.kind == "uint" and number < 0:
-            return f"{number} is negative but {self.name} is unsigned"
+        number = kernel_int(value, signed=self.kind != "uint")
+        if isinstance(number, str):
+            return number
         if self.choices is not None and number not in self.choices:
             return f"{number} is not one of {', '.join(map(str, self.choices))}"
         if self.minimum is not None and number < self.minimum:
@@ -50,6 +50,39 @@ class Param:
         if self.maximum is not None and number > self.maximum:
             return f"{number} is above the maximum {self.maximum}"
         return None
+
+
+_DIGITS = "0123456789abcdef"
+
+
+def kernel_int(text: str, *, signed: bool = True) -> int | str:
+    """``text`` read as the kernel reads an int (uint) parameter, or why the kernel refuses it.
+
+    kernel/params.c sets an int with kstrtoint(val, 0) and a uint with kstrtouint(val, 0);
+    lib/kstrtox.c (6.1 and 6.12 alike): an optional "-" (signed only) or "+", then base 16
+    after "0x" and a hex digit, base 8 after a leading "0" ("010" is 8), base 10 otherwise,
+    at least one digit, one optional trailing newline, and the value must fit the C type.
+    Python's int(text, 0) differs on each side ("010", "1_000", "0o7", " 7"), hence this.
+    """
+    s = text
+    negative = signed and s.startswith("-")
+    if negative or s.startswith("+"):  # kstrtoll takes the "-", kstrtoull a "+"
+        s = s[1:]
+    base = 10
+    if s.startswith("0"):
+        if s[1:2].lower() == "x" and s[2:3] and s[2:3].lower() in _DIGITS:
+            base, s = 16, s[2:]
+        else:
+            base = 8
+    s = s[:-1] if s.endswith("\n") else s
+    if not s or any(c not in _DIGITS[:base] for c in s.lower()):
+        return f"{text!r} is not an integer as the kernel reads one"
+    number = -int(s, base) if negative else int(s, base)
+    low, high = (-(2**31), 2**31 - 1) if signed else (0, 2**32 - 1)
+    if not low <= number <= high:
+        kind = "an int" if signed else "a uint"
+        return f"{text!r} does not fit {kind} ({low}..{high}): the kernel refuses it"
+    return number
 
 
 def _p(name: str, kind: str, meaning: str, *, choices: tuple[int, ...] | None = None,
@@ -62,13 +95,17 @@ def _p(name: str, kind: str, meaning: str, *, choices: tuple[int, ...] | None = 
 KFD_PARAMS: dict[str, Param] = {p.name: p for p in (
     _p("sched_policy", "int", "0 = HWS, 1 = HWS without over-subscription, 2 = no HWS (debug)",
        choices=(0, 1, 2), breaks_kfd=True, source=SRC_KFD),
-    _p("hws_max_conc_proc", "int", "processes the HWS runs at once; -1 = number of VMIDs for KFD",
-       lo=-1),
-    _p("cwsr_enable", "int", "compute wave save/restore (mid-wave preemption)", choices=(0, 1)),
+    # Any int (kfd_device.c of 6.1 and 6.12, kgd2kfd_device_init): a negative value means all
+    # of KFD's VMIDs, 0 or more is capped at them (min((u32)hws_max_conc_proc, vmid_num_kfd)).
+    _p("hws_max_conc_proc", "int", "processes the HWS runs at once (capped at KFD's VMIDs); "
+       "negative = as many as KFD has VMIDs"),
+    # kfd_device.c kfd_cwsr_init() of 6.1 and 6.12: "if (cwsr_enable && supports_cwsr)".
+    _p("cwsr_enable", "int", "compute wave save/restore (mid-wave preemption): 0 off, any other value on"),
     # kfd_module.c: 1..KFD_MAX_NUM_OF_QUEUES_PER_DEVICE = 512 processes x 1024 queues (4096 is the default).
     _p("max_num_of_queues_per_device", "int", "queues per device", lo=1, hi=524288, breaks_kfd=True,
        source=SRC_KFD),
-    _p("send_sigterm", "int", "SIGTERM the HSA process on an unhandled exception", choices=(0, 1)),
+    # kfd_events.c of 6.1 and 6.12 (lookup_events_by_type_and_signal): "if (send_sigterm)".
+    _p("send_sigterm", "int", "SIGTERM the HSA process on an unhandled exception: 0 no, any other value yes"),
     _p("halt_if_hws_hang", "int", "halt if an HWS hang is detected (debug)", choices=(0, 1),
        runtime=True),
     _p("hws_gws_support", "bool", "assume MEC2 firmware supports GWS barriers"),
@@ -127,21 +164,51 @@ def kernels_with(name: str) -> tuple[str, ...]:
     return tuple(declared(name))
 
 
-def taints(name: str, version: tuple[int, int] | None) -> bool:
-    """Is ``name`` declared module_param_unsafe (setting it taints the kernel) on that kernel?
+def taint_judgement(name: str, version: tuple[int, int] | None) -> tuple[bool | None, str]:
+    """Is ``name`` declared module_param_unsafe (setting it taints the kernel) on that kernel, and why.
 
-    Read per series from the sources: plain module_param in 5.10, 6.1 and 6.12; sched_policy,
-    halt_if_hws_hang, hws_gws_support, no_queue_eviction_on_vm_fault, mtype_local and
-    debug_mask became _unsafe later (7.2 has them so). A kernel between two series read is
-    judged by the older one (UNCERTAIN for the releases in between); None: unknown kernel, no.
+    Read per series from the sources (``unsafe`` of each series generated): plain module_param
+    in 5.10, 6.1 and 6.12; sched_policy, halt_if_hws_hang, hws_gws_support,
+    no_queue_eviction_on_vm_fault, mtype_local and debug_mask are _unsafe in 7.2. A kernel
+    between two series read is judged by the older one only where the newer one agrees (the
+    declaration held across them); where they differ, the release that changed it is not read
+    and the answer is None: unknown for this kernel. A kernel newer than every series read is
+    judged by the newest (no later source is known to differ); one older than every series read,
+    or an unknown kernel, is unknown. The text names the series the answer rests on.
     """
     from kfdguard.knowledge.generated import KERNELS
 
     if version is None:
-        return False
+        return None, "the kernel release is unknown"
     read = sorted((tuple(int(p) for p in s.split(".")), s) for s in KERNELS)
     older = [s for v, s in read if v <= version]
-    return bool(older) and name in KERNELS[older[-1]]["unsafe"]
+    newer = [s for v, s in read if v > version]
+    if not older:
+        return None, f"no kernel series at or below {version[0]}.{version[1]} was read (oldest: {read[0][1]})"
+    below = older[-1]
+    unsafe = name in KERNELS[below]["unsafe"]
+    if not newer or below == f"{version[0]}.{version[1]}":
+        return unsafe, f"{_declaration(name, below)} in {below}"
+    above = newer[0]
+    if (name in KERNELS[above]["unsafe"]) != unsafe:
+        return None, (
+            f"{_declaration(name, below)} in {below}, {_declaration(name, above)} in {above}; "
+            "the releases between were not read"
+        )
+    return unsafe, f"{_declaration(name, below)} in {below}, {_declaration(name, above)} in {above}"
+
+
+def _declaration(name: str, series: str) -> str:
+    from kfdguard.knowledge.generated import KERNELS
+
+    if name in KERNELS[series]["unsafe"]:
+        return "module_param_unsafe"
+    return "plain module_param" if name in KERNELS[series]["params"] else "not declared"
+
+
+def taints(name: str, version: tuple[int, int] | None) -> bool | None:
+    """taint_judgement's answer alone: True, False, or None (unknown for this kernel)."""
+    return taint_judgement(name, version)[0]
 
 
 # amdgpu parameters outside KFD's #ifdef that decide whether compute works. Only why each

@@ -16,14 +16,21 @@ from kfdguard.record import dataclass
 
 # Generic processors and the processors their code runs on: LLVM
 # llvm/docs/AMDGPUUsage.rst, table "AMDGPU Generic Processors" (code object V6
-# and later). A generic code object also carries a version that a processor
-# must be at least as new as; kfdguard does not read it (UNCERTAIN for
-# processors added to a family after its first version).
+# and later), as llvm/llvm-project f5c8b0a9139bcc301b75f3e77e307f65f7f870d8 has it
+# (gfx9-4-generic: gfx942 gfx950; gfx11-generic with gfx1153; gfx12-generic:
+# gfx1200 gfx1201) and ROCm/llvm-project 056c6fbd9aa20cb553d2c2bf834bfd98e658bb62,
+# the first of the two with gfx12-5-generic (gfx1250 gfx1251). A generic code
+# object also carries a version that a processor must be at least as new as;
+# kfdguard does not read it (UNCERTAIN for processors added to a family after its
+# first version, such as gfx1153: code built before it joined may not load there).
 GENERIC = {
     "gfx9-generic": ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"),
+    "gfx9-4-generic": ("gfx942", "gfx950"),
     "gfx10-1-generic": ("gfx1010", "gfx1011", "gfx1012", "gfx1013"),
     "gfx10-3-generic": ("gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"),
-    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152"),
+    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
+    "gfx12-generic": ("gfx1200", "gfx1201"),
+    "gfx12-5-generic": ("gfx1250", "gfx1251"),
 }
 
 # A processor name: gfx + major (1-2 digits) + minor + stepping (hex), or a generic family.

@@ -187,3 +187,21 @@ def test_kernel_too_old_remedy_per_distribution(fresh_machine: Make) -> None:
         fresh_machine, MachineBuilder("d").with_kernel("5.10.0-28-amd64").with_gpu(0x744C, outcome="unbound")
     )
     assert "backports" in debian.by_code("kernel-too-old")[0].remedy
+
+
+def test_taint_of_a_configured_option_between_series_that_differ_is_said_unknown(fresh_machine: Make) -> None:
+    # sched_policy: plain module_param in 6.12, module_param_unsafe in 7.2 (knowledge/data); 6.14 was not read.
+    config = Config(module=ModuleConfig(options=(("sched_policy", "1"),)))
+    between = verdict_of(fresh_machine, navi31().with_kernel("6.14.0-37-generic"), config)
+    (finding,) = between.by_code("module-param-taints")
+    assert finding.severity is Severity.INFO
+    assert (
+        "may taint kernel 6.14: unknown" in finding.message and "6.12" in finding.message and "7.2" in finding.message
+    )
+    assert "Setting dangerous option sched_policy - tainting kernel" in finding.remedy
+    # At 7.2 the source says it: a warning; at 6.8 (6.1 and 6.12 agree: plain) nothing.
+    (taints,) = verdict_of(fresh_machine, navi31().with_kernel("7.2.0-1-generic"), config).by_code(
+        "module-param-taints"
+    )
+    assert taints.severity is Severity.WARNING and "module_param_unsafe in 7.2" in taints.message
+    assert not verdict_of(fresh_machine, navi31(), config).by_code("module-param-taints")

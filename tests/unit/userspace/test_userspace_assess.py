@@ -53,6 +53,30 @@ def test_override_values_round_trip(gfx: str, value: str) -> None:
     assert gfx_of_override(value) == gfx
 
 
+@pytest.mark.parametrize(
+    ("generic", "gpus"),
+    [
+        # LLVM's "AMDGPU Generic Processors" table (llvm/docs/AMDGPUUsage.rst; the commits in targets.py).
+        ("gfx9-4-generic", ("gfx942", "gfx950")),
+        ("gfx11-generic", ("gfx1100", "gfx1103", "gfx1151", "gfx1153")),
+        ("gfx12-generic", ("gfx1200", "gfx1201")),
+        ("gfx12-5-generic", ("gfx1250", "gfx1251")),
+    ],
+)
+def test_generic_code_runs_on_every_processor_of_its_family(generic: str, gpus: tuple[str, ...]) -> None:
+    for gpu in gpus:
+        m = match(gpu, (generic,))
+        assert (m.status, m.via) == ("generic", generic), gpu
+
+
+def test_generic_code_does_not_run_outside_its_family() -> None:
+    # MI300's generic code is not MI200's (gfx90a is in no generic family), RDNA4's not RDNA3's.
+    assert match("gfx90a", ("gfx9-4-generic",)).status == "missing"
+    assert match("gfx1100", ("gfx12-generic",)).status == "missing"
+    assert match("gfx1200", ("gfx11-generic",)).status == "missing"
+    assert match("gfx1201", ("gfx12-5-generic",)).status == "missing"
+
+
 def test_match_exact_generic_features_missing() -> None:
     assert match("gfx1100", ROCM_TARGETS).status == "exact"
     g = match("gfx1103", ("gfx11-generic", "gfx1030"))
