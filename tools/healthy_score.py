@@ -1,0 +1,71 @@
+"""Score today's diagnosis against real healthy machines' logs (tests/data/healthy-logs or the held-out set).
+
+For every file: the errors (all false: the machine works), the warnings beyond the caveats its header names,
+whether kfd-ready is missing where KFD's lines are, and whether the codes change when the log is pasted twice.
+Run it on a new batch BEFORE writing any rule for it: that untuned score is the one to report.
+
+    .venv/bin/python tools/healthy_score.py [DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parent.parent
+if str(TOP) not in sys.path:  # run from a checkout without installing the package
+    sys.path.insert(0, str(TOP))
+
+from kfdguard.diagnose import diagnose_text  # noqa: E402
+
+HEADER_END = "\n# ---\n"
+
+
+def _header(text: str) -> tuple[dict[str, str], str]:
+    head, _, body = text.partition(HEADER_END)
+    fields = {}
+    for line in head.split("\n"):
+        key, sep, value = line.removeprefix("# ").partition(": ")
+        if sep:
+            fields[key] = value.strip()
+    return fields, body
+
+
+def score(path: Path) -> tuple[list[str], bool]:
+    """The false alarms of one file (empty: none), and whether it is a false alarm at all."""
+    fields, body = _header(path.read_text(encoding="utf-8", errors="replace"))
+    result = diagnose_text(body)
+    caveats = set(fields.get("caveats", "-").split()) - {"-"}
+    alarms = [
+        f"{f.severity.value} {f.code}: {f.message[:100]}"
+        for f in result.findings
+        if f.severity.value == "error" or (f.severity.value == "warning" and f.code not in caveats)
+    ]
+    codes = {f.code for f in result.findings}
+    if fields.get("kfd") == "yes" and "kfd-ready" not in codes:
+        alarms.append("kfd-ready missing, though KFD's lines are there")
+    if {f.code for f in diagnose_text(body + "\n" + body).findings} != codes:
+        alarms.append("the codes change when the log is pasted twice")
+    return alarms, bool(alarms)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dir", nargs="?", default=str(TOP / "tests" / "data" / "healthy-logs"))
+    args = parser.parse_args(argv)
+    paths = sorted(p for p in Path(args.dir).glob("*.txt"))
+    bad = 0
+    for path in paths:
+        alarms, wrong = score(path)
+        bad += wrong
+        print(f"{'FALSE ALARM' if wrong else 'ok':11} {path.name}")
+        for alarm in alarms:
+            print(f"            {alarm}")
+    print(f"\n{len(paths)} logs, {bad} with a false alarm ({100 * bad / max(len(paths), 1):.0f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
