@@ -27,6 +27,7 @@ ANONYMOUS_GPU_EVENTS = frozenset(
         "amdgpu-ip-init-failed",
         "amdgpu-smu-setup-failed",
         "amdgpu-psp-failed",
+        "amdgpu-ip-unknown",
     }
 )
 
@@ -139,6 +140,38 @@ def _unknown_device(s: _Seen) -> Cause | None:
         f"kernel {s.kernel or '(unknown)'} does not know {s.label} (KFD refused it){since}",
         "boot a newer kernel (see 'kfdguard fallback status'), or install one from your distribution",
         _lines(ev),
+        "kernel too old",
+    )
+
+
+def _ip_unknown(s: _Seen) -> Cause | None:
+    """IP discovery met an IP version this kernel has no driver for ("Failed to add gfx ip
+    block(GC_HWIP:0xc0001)", amdgpu_discovery.c): the GPU is newer than the kernel (issue 36). The value is
+    the IP version as the kernel packs it (decode_gc_ip); a GC version names the gfx target, and the
+    knowledge tables the first release whose KFD has it."""
+    ev = s.having("amdgpu-ip-unknown")
+    if not ev:
+        return None
+    from kfdguard import knowledge
+    from kfdguard.knowledge.logrules import decode_gc_ip
+
+    hwip = (ev[0].value("hwip") or "").removesuffix("_HWIP")
+    version = decode_gc_ip(ev[0].value("ip") or "")
+    asic = s.asic
+    if asic is None and hwip == "GC" and version:
+        asic = next((a for a in knowledge.asics() if a.gc_ip == version and a.gfx), None)
+    what = f"{hwip or 'an'} IP {version}" if version else "an IP block"
+    gfx = f" ({asic.gfx})" if hwip == "GC" and asic and asic.gfx else ""
+    since = ""
+    if asic and asic.kfd_since and asic.gfx:
+        since = f"; KFD supports {asic.gfx} from Linux {asic.kfd_since[0]}.{asic.kfd_since[1]}"
+    return Cause(
+        "kernel-too-old",
+        E,
+        f"kernel {s.kernel or '(unknown)'} does not know {what}{gfx} of {s.label}: amdgpu could not add that "
+        f"block, so the GPU never came up and KFD never saw it{since}",
+        "boot a newer kernel (see 'kfdguard fallback status'), or install one from your distribution",
+        _lines(s.having("amdgpu-ip-unknown", "amdgpu-fatal-init")),
         "kernel too old",
     )
 
@@ -260,6 +293,7 @@ _GPU_CAUSES = (
     _atomics,
     _iommu,
     _unknown_device,
+    _ip_unknown,
     _unsupported,
     _device_failed,
     _firmware,

@@ -432,7 +432,12 @@ def rule_quoted_init_failure(r: Reasoning) -> None:
     """amdgpu's probe failure or "Fatal error during GPU init" quoted where no kernel log shows it; with error
     -12 (ENOMEM) or the PCI core's "no space" for a BAR, the firmware did not map the GPU's memory windows."""
     obs = r.obs
-    if r.has("gpu-init-failed", "firmware-missing", "gpu-psp-init-failed", "no-amd-gpu", "host-without-kfd"):
+    # A cause the kernel log already established for the failure (a GPU newer than the kernel's amdgpu:
+    # "Failed to add gfx ip block", then "Fatal error during GPU init") says more than the quote.
+    if r.has(
+        "gpu-init-failed", "firmware-missing", "gpu-psp-init-failed", "no-amd-gpu", "host-without-kfd",
+        "kernel-too-old", "asic-not-supported",
+    ):  # fmt: skip
         return
     told = search_lines(QUOTED_INIT_FAILURE, obs, "probe of", "probe with", "fatal error")
     if told is None:

@@ -160,3 +160,17 @@ def test_a_whole_rocminfo_without_a_gpu_agent_is_no_gpu_node() -> None:
     result = diagnose_text(ROCMINFO_CPU_ONLY + "*** Done ***\n")
     (node,) = [f for f in result.findings if f.code == "kfd-no-gpu-node"]
     assert node.severity is Severity.ERROR
+
+
+# Issue 36's example: a 6.1 kernel (IP_VERSION packed major<<16) meets an RX 9070 XT; 6.12 packs major<<24.
+@pytest.mark.parametrize("packed", ["0xc0001", "0xc000100"])
+@pytest.mark.parametrize("prefix", ["amdgpu 0000:03:00.0: amdgpu: ", "amdgpu: "])
+def test_an_ip_the_kernel_does_not_know_is_a_kernel_too_old(packed: str, prefix: str) -> None:
+    text = (
+        f"[    3.2] {prefix}Failed to add gfx ip block(GC_HWIP:{packed})\n"
+        f"[    3.3] {prefix}Fatal error during GPU init\n"
+    )
+    result = diagnose_text(text)
+    errors = [f for f in result.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["kernel-too-old"], [f"{f.code}: {f.message}" for f in errors]
+    assert "GC IP 12.0.1 (gfx1201)" in errors[0].message and "from Linux 6." in errors[0].message
