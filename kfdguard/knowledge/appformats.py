@@ -170,13 +170,26 @@ FORMATS: tuple[AppFormat, ...] = (
         "rocblas-no-library",
         "no-code-object",
         "TensileLibrary",
-        rf"Cannot read (?P<path>(?:[A-Za-z]:\\[^:\n]*?|\S*)TensileLibrary\S*\.dat): (?P<error>.+?) for GPU arch : "
+        # "for GPU arch : " as tensile_host.cpp prints it; pastes retyped or reflowed lose the blank ("arch: ").
+        rf"Cannot read (?P<path>(?:[A-Za-z]:\\[^:\n]*?|\S*)TensileLibrary\S*\.dat): (?P<error>.+?) for GPU arch ?: "
         rf"(?P<gfx>{GFX})"
         r"|TensileLibrary\S*\.dat:? not found",
         "rocBLAS has no Tensile library for this GPU's target (the file list shows what it has)",
         SRC_ROCBLAS,
         "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek for "
         "GPU arch : gfx1201",
+    ),
+    AppFormat(
+        "rocblas-no-library-continued",
+        "no-code-object",
+        "for GPU arch",
+        # The same message's second half where a terminal or a form wrapped it after "TensileLibrary.dat: "
+        # (issue 36: "Cannot read .../TensileLibrary.dat: " then "Illegal seek for GPU arch: gfx1103"): strerror's
+        # words start the line, the target ends it.
+        rf"^\s*(?P<error>[A-Z][a-z]+(?: [a-z]+){{0,5}}) for GPU arch ?: (?P<gfx>{GFX})",
+        "rocBLAS has no Tensile library for this GPU's target (the first half of the line was wrapped above)",
+        SRC_ROCBLAS,
+        "Illegal seek for GPU arch: gfx1103",
     ),
     AppFormat(
         "rocblas-unreadable-old",
