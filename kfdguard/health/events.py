@@ -40,7 +40,7 @@ from kfdguard.health.model import (
     HealthEvent,
 )
 from kfdguard.kernellog import normalise
-from kfdguard.knowledge.logrules import BY_ID
+from kfdguard.knowledge.logrules import AMD_SPEAKERS, BY_ID
 
 LINE_LIMIT = 512  # a kernel line is at most ~1 KiB; what is kept of it, cleaned
 
@@ -75,7 +75,9 @@ def from_log(raw: str) -> HealthEvent | None:
     if not any(term in raw for term in _TERMS):
         return None
     line = normalise(raw)
-    if line.ident != "kernel":
+    if line.ident != "kernel" or (line.driver is not None and line.driver not in AMD_SPEAKERS):
+        # Another driver's words ("[drm:intel_gt_reset [i915]] *ERROR* GPU reset begin!", nouveau's ring
+        # timeouts) are no AMD GPU's health (issue 34: every observation is its speaker's).
         return None
     return _classify(line.body, line.device if line.device and line.device != "kfd" else "")
 

@@ -97,6 +97,9 @@ def test_each_format_string(line: str, kind: str, slot: str) -> None:
         "amdgpu 0000:03:00.0: [drm] device wedged, but no recovery needed",  # the uevent counts, not this
         "amdgpu 0000:03:00.0: amdgpu: Ring gfx_0.0.0 reset failed",  # a full reset follows, counted then
         "systemd[1]: GPU reset begin!",  # not the kernel
+        # another driver's words (issue 34): i915's reset, nouveau's ring timeout
+        "[  812.1] [drm:intel_gt_reset [i915]] *ERROR* GPU reset begin!",
+        "[  812.2] nouveau 0000:01:00.0: ring gfx_0.0.0 timeout, signaled seq=4, emitted seq=6",
         "ring buffer of the audio device timeout",
         "",
         "\x00" * 5000,
