@@ -20,8 +20,9 @@ from kfdguard.assess.report_rules import (
     kfd_told_absent_in_container,
     override_told_needed,
 )
+from kfdguard.assess.versions import carried_in, had_a_gap, releases_text, rocm_versions_shown
 from kfdguard.evidence.model import Observations, SeenMessage
-from kfdguard.knowledge import appformats
+from kfdguard.knowledge import appformats, rocm
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
 from kfdguard.verdict import Finding, Severity
@@ -637,6 +638,7 @@ __all__ = [
     "rule_prose_not_in_group",
     "rule_prose_unsupported",
     "rule_rock_not_loaded",
+    "rule_rocm_release_without_code",
     "rule_runtime_ready",
 ]
 
@@ -694,13 +696,19 @@ def rule_override_wrong(r: Reasoning) -> None:
     claimed_major = appformats.gfx_major(claimed) if claimed else None
     if claimed is None or claimed_major is None:
         return
+    shown = rocm_versions_shown(r)
     for gfx, where in _real_targets(r, claimed):
         major = appformats.gfx_major(gfx)
-        supported = any(a.rocm_prebuilt for a in _asics_of(gfx))
+        in_release = carried_in(gfx, shown)
+        supported = any(a.rocm_prebuilt for a in _asics_of(gfx)) if in_release is None else in_release
         if major is None or (major == claimed_major and not supported):
             continue
         if major == claimed_major and _override_is_the_workaround(r):
             continue
+        if major == claimed_major and had_a_gap(gfx):
+            # A release before the one that added gfx's code needed this override: judged by the release shown.
+            _override_of_a_former_gap(r, value, gfx, claimed, where, shown if in_release else [])
+            return
         why = (
             f"a GFX{claimed_major} target on a GFX{major} GPU: another instruction set"
             if major != claimed_major
@@ -723,6 +731,89 @@ def rule_override_wrong(r: Reasoning) -> None:
             )
         )
         return
+
+
+def _override_of_a_former_gap(
+    r: Reasoning, value: str, gfx: str, claimed: str, where: str, shown: list[tuple[tuple[int, int], str]]
+) -> None:
+    """A same-generation override for a target rocBLAS added late (gfx1103 from ROCm 7.1): the documented
+    workaround for the releases before, a leftover from then on. With the release shown and carrying the GPU's
+    own code the override is unneeded (a warning: it runs another target's code); without a release, unknown."""
+    first = rocm.first_rocm_with(gfx)
+    since = f"ROCm {rocm.version_text(first)}" if first else "a later ROCm"
+    if not shown:
+        r.unknown.append(
+            f"whether HSA_OVERRIDE_GFX_VERSION={value} is needed: rocBLAS carries {gfx} code from {since} on, and "
+            "the text shows no ROCm release (before it the override is the known workaround)"
+        )
+        return
+    source = r.obs.first("gfx-override")
+    r.findings.append(
+        Finding(
+            "env-override-unneeded",
+            W,
+            f"HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat the {gfx} GPU as {claimed}, but the text shows "
+            f"ROCm {releases_text(shown)}, whose rocBLAS carries {gfx} code (from {since} on): the override, the "
+            f"workaround for earlier releases, now only swaps in {claimed}'s code",
+            f"unset HSA_OVERRIDE_GFX_VERSION where it is set (~/.bashrc, /etc/environment, the service's "
+            f"Environment=, the container's -e) and let {gfx} run its own code; keep it only for a program that "
+            "bundles an older ROCm",
+            (
+                f"{source.source}: HSA_OVERRIDE_GFX_VERSION={value}" if source else f"override {value}",
+                f"{where}: {gfx}",
+                *(f"the text: {line}" for _, line in shown[:2]),
+            ),
+        )
+    )
+
+
+def rule_rocm_release_without_code(r: Reasoning) -> None:
+    """The text shows a ROCm release whose rocBLAS carries no code for the GPU's target: older than the first
+    release with it (an RX 7800 XT's gfx1101 beside ROCm 5.4), or after the target left the list (gfx803 beside
+    ROCm 6.0). PyTorch's +rocmX.Y wheels bundle that release's libraries (inferred: their own kernels may cover
+    fewer targets still). A same-generation override stands in for the missing code; rule_override_wrong
+    judges it."""
+    obs = r.obs
+    if obs.foreign_host is not None:
+        return  # Windows' HIP SDK ships other target lists than the Linux release of the same number
+    if r.has("userspace-target-unsupported", "env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    shown = rocm_versions_shown(r)
+    if not shown:
+        return
+    value = obs.value("gfx-override")
+    claimed = appformats.override_target(value) if value else None
+    for gfx, where in _real_targets(r, claimed):
+        if carried_in(gfx, shown) is not False or not rocm.releases_with(gfx) or not _asics_of(gfx):
+            continue  # carried, unknown, or carried by no release at all (other rules speak of those targets)
+        if claimed and appformats.gfx_major(claimed) == appformats.gfx_major(gfx):
+            continue
+        r.findings.append(_release_without_code(gfx, where, shown))
+        return
+
+
+def _release_without_code(gfx: str, where: str, shown: list[tuple[tuple[int, int], str]]) -> Finding:
+    newest_shown = max(v for v, _ in shown)
+    later = [v for v in rocm.releases_with(gfx) if v > newest_shown]
+    earlier = [v for v in rocm.releases_with(gfx) if v < newest_shown]
+    if later:
+        history = f"rocBLAS carries it from ROCm {rocm.version_text(later[0])} on"
+        remedy = (
+            f"install ROCm {rocm.version_text(later[0])} or later (for PyTorch, a +rocm wheel of that release or "
+            f"later), or a build of the program that bundles {gfx} code"
+        )
+    else:  # the caller asks about targets some release carries
+        history = f"rocBLAS carried it up to ROCm {rocm.version_text(earlier[-1])}"
+        remedy = f"use ROCm {rocm.version_text(earlier[-1])} or a build of rocBLAS and the program for {gfx}"
+    return Finding(
+        "userspace-target-unsupported",
+        W,
+        f"the text shows ROCm {releases_text(shown)}, whose rocBLAS carries no code for {gfx} ({history}): "
+        "programs built on that release have nothing to run on this GPU (they fail with 'invalid device "
+        "function', a missing TensileLibrary, or a crash); the kernel and permissions are not the cause",
+        remedy,
+        (*(f"the text: {line}" for _, line in shown[:2]), f"{where}: {gfx}"),
+    )
 
 
 def rule_foreign_host_kfd(r: Reasoning) -> None:

@@ -50,6 +50,7 @@ FLOOR: dict[str, int] = {
     "userspace-library-missing": USERSPACE,
     "env-visibility-hides-gpu": USERSPACE,
     "env-override-wrong": USERSPACE,
+    "env-override-unneeded": USERSPACE,
 }
 
 

@@ -776,6 +776,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_invalid", "report_rules"),
         text_only("rule_override_not_applied"),
         text_only("rule_override_unexported", "stack_rules"),
+        text_only("rule_rocm_release_without_code"),
         text_only("rule_prose_unsupported"),
         text_only("rule_prose_incompatible_build"),
         text_only("rule_no_rocm_build", "stack_rules"),

@@ -20,7 +20,10 @@ Conventions:
 * ``rocm_prebuilt`` follows rocBLAS's default target list for ROCm 7.1 and
   later (``rocblas-7.1``). AMD's support matrix is narrower (gfx900, gfx906,
   gfx1010 and gfx1012 are built but not officially supported), and other
-  libraries (MIOpen, hipBLASLt...) cover fewer targets.
+  libraries (MIOpen, hipBLASLt...) cover fewer targets. It is the newest
+  release's answer, for callers that know no version; ``knowledge/rocm.py``
+  answers per release (gfx1103 has code only from 7.1), and a test keeps the
+  two in agreement.
 * ``needs_pcie_atomics`` is the hard gfx8 dGPU rule. GFX10 and later dGPUs
   also need PCIe AtomicOps when their MEC firmware is older than a per-IP
   version (see the notes). It is False for APUs: their atomics do not cross

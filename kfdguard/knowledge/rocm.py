@@ -1,0 +1,172 @@
+"""Which gfx targets each ROCm release's rocBLAS carries code for, release by release.
+
+Pure data, no I/O. ``ROCM_RELEASES`` holds one row per ROCm minor release: the
+gfx targets rocBLAS builds by default (its CMake target list with the xnack
+feature suffixes dropped: ``gfx90a:xnack+`` is gfx90a), and where that list was
+read (repository, path, tag or branch, commit). rocBLAS is the library whose
+Tensile files fail first ("Cannot read TensileLibrary.dat ... for GPU arch"),
+so its list is the one that decides whether a prebuilt ROCm runs on a GPU.
+
+Conventions:
+
+* A row covers every patch release of its minor: the lists of the patch tags
+  that were read (5.4.0 to 5.4.4, 6.1.0 to 6.1.2, 6.2.0 to 6.2.2) agree.
+* Up to 6.2 each row is read at that release's ``rocm-X.Y.0`` tag of
+  ROCm/rocBLAS. rocBLAS then moved into ROCm/rocm-libraries, whose file keeps
+  one ``TARGET_LIST_ROCM_X.Y`` per release and picks one by
+  ``ROCM_PLATFORM_VERSION``; the 6.4, 7.0 and 7.1 rows come from that
+  selection in the file of the rocBLAS 5.1 (ROCm 7.1) line, not from a
+  release tag, so the earlier rows are marked ``uncertain`` (later edits of
+  the old lists exist: the same file no longer lists gfx940/gfx941 for 5.7).
+* PyTorch's ``+rocmX.Y`` wheels bundle the ROCm X.Y libraries, so rocBLAS's
+  list of that release applies to them: UNCERTAIN, inferred, not read from
+  PyTorch's build scripts, whose own kernels (``PYTORCH_ROCM_ARCH``) may
+  cover fewer targets than rocBLAS.
+* A release missing from the table is unknown (``carries`` answers None), and
+  so is anything before the oldest row: ``first_rocm_with`` names the first
+  release *of the table*.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kfdguard.record import dataclass
+
+__all__ = [
+    "ROCM_RELEASES",
+    "RocmRelease",
+    "carries",
+    "first_rocm_with",
+    "newest",
+    "parse_rocm_version",
+    "release",
+    "releases_with",
+    "rocm_prebuilt",
+    "version_text",
+]
+
+RocmVersion = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RocmRelease:
+    """One ROCm minor release and the gfx targets its rocBLAS carries code for by default."""
+
+    version: RocmVersion
+    targets: frozenset[str]
+    repository: str
+    path: str
+    ref: str  # the tag (or branch) read
+    commit: str
+    uncertain: bool  # the list was not read at the release's own tag
+    note: str = ""
+
+
+def _targets(cmake_list: str) -> frozenset[str]:
+    """A CMake target list ("gfx906:xnack-;gfx90a:xnack+;...") as bare target names."""
+    return frozenset(t.split(":", 1)[0] for t in cmake_list.split(";") if t)
+
+
+_ROCBLAS = "ROCm/rocBLAS"
+_LIBS = "ROCm/rocm-libraries"
+_LIBS_COMMIT = "05ecf2875ac3720a9f32fa7f741809efdd644019"
+_LIBS_NOTE = (
+    "projects/rocblas/CMakeLists.txt of the rocBLAS 5.1.0 (ROCm 7.1) line picks TARGET_LIST_ROCM_{list} "
+    "for ROCM_PLATFORM_VERSION {range}"
+)
+_V50 = "gfx803;gfx900;gfx906:xnack-;gfx908:xnack-;gfx90a:xnack+;gfx90a:xnack-;gfx1010;gfx1011;gfx1012;gfx1030"
+_V52 = "gfx803;gfx900;gfx906:xnack-;gfx908:xnack-;gfx90a:xnack+;gfx90a:xnack-;gfx1010;gfx1012;gfx1030"
+_V55 = _V52 + ";gfx1100;gfx1101;gfx1102"
+_V60 = (
+    "gfx900;gfx906:xnack-;gfx908:xnack-;gfx90a:xnack+;gfx90a:xnack-;gfx940;gfx941;gfx942;gfx1010;gfx1012;gfx1030;"
+    "gfx1100;gfx1101;gfx1102"
+)
+_L63 = (
+    "gfx900;gfx906:xnack-;gfx908:xnack-;gfx90a;gfx942;gfx1010;gfx1012;gfx1030;gfx1100;gfx1101;gfx1102;gfx1151;"
+    "gfx1200;gfx1201"
+)
+
+# Oldest first; tests/unit/knowledge/test_rocm_releases.py checks the order and that every row cites its source.
+ROCM_RELEASES: tuple[RocmRelease, ...] = (
+    RocmRelease((5, 0), _targets(_V50), _ROCBLAS, "CMakeLists.txt", "rocm-5.0.0",
+                "60c5f03d099a072d65429e11332bd825783c81c3", False, "rocm_check_target_ids default list"),
+    RocmRelease((5, 1), _targets(_V50), _ROCBLAS, "CMakeLists.txt", "rocm-5.1.0",
+                "490c4140fc96cd1e0a04dca3fdab64420110585c", False),
+    RocmRelease((5, 2), _targets(_V52), _ROCBLAS, "CMakeLists.txt", "rocm-5.2.0",
+                "4a92c6f126491fdc92afb1c382e7987891c9b0d3", False, "gfx1011 left the list"),
+    RocmRelease((5, 3), _targets(_V52), _ROCBLAS, "CMakeLists.txt", "rocm-5.3.0",
+                "7294a708d91a68e6179d6d1bc74b254686ee8030", False),
+    RocmRelease((5, 4), _targets(_V52 + ";gfx1100;gfx1102"), _ROCBLAS, "CMakeLists.txt", "rocm-5.4.0",
+                "ef7a9bb9d4fe7eaa8cdcdacec588a0441fc9c39c", False,
+                "first RDNA3 targets (Tensile logic for navi31/32/33 added in this release); no gfx1101 yet"),
+    RocmRelease((5, 5), _targets(_V55), _ROCBLAS, "CMakeLists.txt", "rocm-5.5.0",
+                "cdd561f000d4b0853d684e3274aca613343e6a64", False),
+    RocmRelease((5, 6), _targets(_V55), _ROCBLAS, "CMakeLists.txt", "rocm-5.6.0",
+                "4b0751ef2519f3ef1720b0607e3eeb25f7503496", False),
+    RocmRelease((5, 7), _targets(_V55 + ";gfx940;gfx941;gfx942"), _ROCBLAS, "CMakeLists.txt", "rocm-5.7.0",
+                "b80e422007644657bae5e5dc9d490a6b91baa853", False, "the last list with gfx803"),
+    RocmRelease((6, 0), _targets(_V60), _ROCBLAS, "CMakeLists.txt", "rocm-6.0.0",
+                "88df972629c981ecc705878e2f7094a7cff7c1e6", False, "TARGET_LIST_ROCM_6.0; gfx803 dropped"),
+    RocmRelease((6, 1), _targets(_V60), _ROCBLAS, "CMakeLists.txt", "rocm-6.1.0",
+                "cefa4a9b54aaf2d34e530c0d0dca521ef2c6bca6", False, "TARGET_LIST_ROCM_6.0"),
+    RocmRelease((6, 2), _targets(_V60), _ROCBLAS, "CMakeLists.txt", "rocm-6.2.0",
+                "54f305c18f0d509466557e106ac4b1d7e42c85a5", False, "TARGET_LIST_ROCM_6.0"),
+    RocmRelease((6, 3), _targets(_V60.replace("gfx1102", "gfx1102;gfx1151;gfx1200;gfx1201")), _ROCBLAS,
+                "CMakeLists.txt", "release-staging/rocm-rel-6.3", "c125a9b93f9533e7ded479d5862e03ab42781883", True,
+                "TARGET_LIST_ROCM_6.3 of the 6.3 release branch (no rocm-6.3.0 tag in the copy read)"),
+    RocmRelease((6, 4), _targets(_L63), _LIBS, "projects/rocblas/CMakeLists.txt", "rocBLAS 5.1.0 line",
+                _LIBS_COMMIT, True, _LIBS_NOTE.format(list="6.3", range="6.3 to before 7.0")),
+    RocmRelease((7, 0), _targets(_L63 + ";gfx950;gfx1150"), _LIBS, "projects/rocblas/CMakeLists.txt",
+                "rocBLAS 5.1.0 line", _LIBS_COMMIT, True, _LIBS_NOTE.format(list="7.0", range="7.0 to before 7.1")),
+    RocmRelease((7, 1), _targets(_L63 + ";gfx950;gfx1150;gfx1103"), _LIBS, "projects/rocblas/CMakeLists.txt",
+                "rocBLAS 5.1.0 line", _LIBS_COMMIT, False,
+                _LIBS_NOTE.format(list="7.1", range="7.1 and later") + "; the first list with gfx1103"),
+)  # fmt: skip
+
+_BY_VERSION: dict[RocmVersion, RocmRelease] = {row.version: row for row in ROCM_RELEASES}
+
+# "6.2", "6.2.4", "rocm6.2", "ROCm 7.1.1", "rocm-5.7.0": a major of one digit, a minor, an optional patch.
+_VERSION = re.compile(r"^(?:rocm[\s_-]*v?)?(?P<major>[1-9])\.(?P<minor>\d{1,2})(?:\.\d+)*$", re.I)
+
+
+def parse_rocm_version(text: str) -> RocmVersion | None:
+    """(major, minor) of a ROCm version as texts write it, or None where it is not one."""
+    m = _VERSION.match(text.strip())
+    return (int(m["major"]), int(m["minor"])) if m else None
+
+
+def version_text(version: RocmVersion) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def release(version: RocmVersion | str) -> RocmRelease | None:
+    """The table's row for a ROCm release (any patch of it), or None where the release is unknown."""
+    key = parse_rocm_version(version) if isinstance(version, str) else version
+    return _BY_VERSION.get(key) if key is not None else None
+
+
+def newest() -> RocmRelease:
+    return ROCM_RELEASES[-1]
+
+
+def carries(gfx: str, rocm_version: RocmVersion | str) -> bool | None:
+    """Whether that ROCm release's rocBLAS carries code for ``gfx``; None when the release is unknown."""
+    row = release(rocm_version)
+    return None if row is None else gfx in row.targets
+
+
+def releases_with(gfx: str) -> tuple[RocmVersion, ...]:
+    """The releases of the table whose rocBLAS carries ``gfx``, oldest first."""
+    return tuple(row.version for row in ROCM_RELEASES if gfx in row.targets)
+
+
+def first_rocm_with(gfx: str) -> RocmVersion | None:
+    """The first release of the table whose rocBLAS carries ``gfx``; None when none does."""
+    found = releases_with(gfx)
+    return found[0] if found else None
+
+
+def rocm_prebuilt(gfx: str) -> bool:
+    """Whether the newest release known carries ``gfx``: the answer for a caller that knows no version."""
+    return gfx in newest().targets
