@@ -14,8 +14,8 @@ assessment by sharing a row.
 from __future__ import annotations
 
 from kfdguard.knowledge.asics import ASICS, PCI_ROWS, SOURCES
-from kfdguard.knowledge.chips import CHIP_TO_ASIC
-from kfdguard.knowledge.generated import KERNELS, PCI_CHIPS, PCI_NAMES
+from kfdguard.knowledge.chips import CHIP_TO_ASIC, FAMILY_TO_ASIC
+from kfdguard.knowledge.generated import KERNELS, PCI_CHIPS, PCI_FAMILIES, PCI_NAMES
 from kfdguard.knowledge.model import Asic, KernelVersion, PciId
 from kfdguard.record import replace
 
@@ -118,8 +118,10 @@ def identify(device: int, revision: int | None = None) -> tuple[Asic | None, str
     """
     rows = _device_rows(device)
     if not rows:
-        # libdrm does not name it: amdgpu's own PCI table (generated) still says which chip it is.
-        chip = asic(CHIP_TO_ASIC.get(PCI_CHIPS.get(device, ""), ""))
+        # libdrm does not name it: amdgpu's own PCI table (generated) still says which chip it is,
+        # or, for a GPU newer than that table (IP discovery), its pci.ids family (generated).
+        key = CHIP_TO_ASIC.get(PCI_CHIPS.get(device, "")) or FAMILY_TO_ASIC.get(PCI_FAMILIES.get(device, ""), "")
+        chip = asic(key)
         if chip is None:
             return None, None
         return chip, PCI_NAMES.get(device)

@@ -51,6 +51,10 @@ SOURCES: dict[str, str] = {
         "PCI ID Repository pci.ids: pciutils/pciids @ 006181e2c5d5b9a3b57d252aa5b3d827971d41a9 "
         "and Debian pci.ids 0.0~2023.04.11-1"
     ),
+    "pciids-data": (
+        "Debian pci.ids 0.0~2026.10.24-1 (sid) as tools/knowledge read it "
+        "(kfdguard/knowledge/data/ids-firmware.json.gz, pinned in tools/knowledge/pins.tsv)"
+    ),
     "kfd-3.19": (
         "amdkfd first merged for Linux 3.19 (Dave Airlie merged amdkfd-v6 into drm-next, "
         "2014-11-20, cc5ac1ca79b4), as recorded in shared/knowledge/kfd-facts.md section 1"
@@ -1131,6 +1135,9 @@ PCI_ROWS: tuple[tuple[int, int | None, str, str, str], ...] = (
     (0x74A9, 0x00, "AMD Instinct MI300X HF", "mi300", "libdrm-ids"),
     (0x74B5, 0x00, "AMD Instinct MI300X VF", "mi300", "libdrm-ids"),
     (0x74B6, 0x00, "AMD Instinct MI308X", "mi300", "libdrm-ids"),
+    # pci.ids names 0x74B9 "Aqua Vanjaram [Instinct MI325X VF]" (libdrm does not list it): the SR-IOV
+    # function of the MI325X, 0x74A5 above. Its family alone cannot say so (MI350 ids are Aqua Vanjaram too).
+    (0x74B9, None, "Instinct MI325X VF", "mi300", "pciids-data"),
     (0x74BD, 0x00, "AMD Instinct MI300X HF", "mi300", "libdrm-ids"),
     (0x75A0, 0x00, "AMD Instinct MI350X", "mi350", "libdrm-ids"),
     (0x75A3, 0x00, "AMD Instinct MI355X", "mi350", "libdrm-ids"),

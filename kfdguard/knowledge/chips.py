@@ -4,6 +4,14 @@ Hand-written: the kernel names chips by code name (amdgpu_asic_name[] in
 amdgpu_device.c: SIENNA_CICHLID is Navi21, YELLOW_CARP is Rembrandt...);
 kfdguard's keys are family names. CHIP_RAVEN covers Raven, Picasso and
 Raven2 (told apart by revision at run time), mapped to "raven".
+
+GPUs newer than amdgpu's explicit table (IP discovery) have no CHIP type; for
+ids libdrm does not name either, pci.ids's family (the text before "[" in the
+device's name: 0x7487 is "Navi 33 [Radeon Graphics]") says which chip it is.
+FAMILY_TO_ASIC maps those families, one row each, only where every id pci.ids
+gives that family and libdrm or amdgpu's table identify is that ASIC (a test
+holds this; "Aqua Vanjaram" is not here because pci.ids uses it for MI300 and
+MI350 ids alike) and the ASIC is discovered, not table-listed (gc_ip set).
 """
 
 from __future__ import annotations
@@ -21,3 +29,10 @@ CHIP_TO_ASIC: dict[str, str] = {
     "CHIP_VANGOGH": "vangogh", "CHIP_DIMGREY_CAVEFISH": "navi23", "CHIP_BEIGE_GOBY": "navi24",
     "CHIP_YELLOW_CARP": "rembrandt",
 }  # fmt: skip
+
+# pci.ids family -> Asic.key. Source: pci.ids 0.0~2026.10.24-1 (Debian sid; generated data): the
+# family's other ids are navi33 (0x7480 ...) and navi22 (0x73DF ...) in libdrm's amdgpu.ids.
+FAMILY_TO_ASIC: dict[str, str] = {
+    "Navi 33": "navi33",  # 0x7487, 0x748B "Navi 33 [Radeon Graphics]"
+    "Navi 22-XL SRIOV MxGPU": "navi22",  # 0x73CE, the Navi 22 SR-IOV function (no bracketed name)
+}

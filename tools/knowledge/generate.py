@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Generate kfdguard's knowledge data from Debian's archive (see README.md).
 
-    python3 tools/knowledge/generate.py [--offline] [--check] [--report docs/KNOWLEDGE.md]
+    python3 tools/knowledge/generate.py [--offline] [--check] [--update-pins] [--report docs/KNOWLEDGE.md]
 
---offline uses only the cache (fails on a cold cache); --check writes
-nothing and exits 1 when the committed data differ from a fresh run.
+Every input is read at the version pins.tsv names (a newer one in the archive
+is reported, not taken); --update-pins takes the archive's newest instead and
+rewrites pins.tsv. --offline uses only the cache (fails on a cold cache);
+--check writes nothing and exits 1 when the committed data (or, with
+--update-pins, the pin file) differ from a fresh run.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from tools.knowledge.archive import (  # noqa: E402
     mirrors,
 )
 from tools.knowledge.csource import KnowledgeError, header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
-from tools.knowledge.sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS, choose_kernel, newest  # noqa: E402
+from tools.knowledge.pins import PIN_FILE, NotServed, PinError, Resolver, dump, load  # noqa: E402
+from tools.knowledge.sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS  # noqa: E402
 
 DATA = TREE / "kfdguard/knowledge/data"
 GENERATED = TREE / "kfdguard/knowledge/generated.py"
@@ -61,8 +65,8 @@ def module_facts(ko: Path) -> dict[str, object]:
             "alias_catch_all": any(a.startswith("pci:v00001002d*") for a in aliases), "aliases": len(aliases)}  # fmt: skip
 
 
-def kernel_facts(series: str, suite: str, base: str, offline: bool) -> dict[str, object]:
-    k = choose_kernel(series, suite, base=base, offline=offline)
+def kernel_facts(label: str, suites: tuple[str, ...], resolver: Resolver, offline: bool) -> dict[str, object]:
+    k = resolver.kernel(label, suites)
     trees = cache_dir() / "trees"
     image = extract(download(k.image, offline=offline), trees / f"image-{k.image.version}", ["*/amdgpu.ko*"])
     kos = sorted(image.rglob("amdgpu.ko*"))
@@ -118,10 +122,10 @@ def kernel_facts(series: str, suite: str, base: str, offline: bool) -> dict[str,
     }  # fmt: skip
 
 
-def ids_facts(base: str, offline: bool) -> dict[str, object]:
+def ids_facts(resolver: Resolver, offline: bool) -> dict[str, object]:
     out: dict[str, object] = {}
     for name, suite in IDS_PACKAGES:
-        pkg = newest(name, suite, "main", "all", base=base, offline=offline)
+        pkg = resolver.package(f"ids:{name}:{suite}", name, (suite,), "main", "all")
         tree = extract(
             download(pkg, offline=offline), cache_dir() / "trees" / f"{name}-{pkg.version}", ["*amdgpu.ids", "*pci.ids"]
         )
@@ -144,10 +148,10 @@ def ids_facts(base: str, offline: bool) -> dict[str, object]:
     return out
 
 
-def firmware_facts(base: str, offline: bool) -> dict[str, object]:
+def firmware_facts(resolver: Resolver, offline: bool) -> dict[str, object]:
     out: dict[str, object] = {}
     for suite, component in FIRMWARE_SUITES:
-        pkg = newest("firmware-amd-graphics", suite, component, "all", base=base, offline=offline)
+        pkg = resolver.package(f"firmware:{suite}", "firmware-amd-graphics", (suite,), component, "all")
         listing = cache_dir() / "trees" / f"firmware-{pkg.version}.list"
         if not listing.exists():
             names = [m for m in deb_members(download(pkg, offline=offline)) if "/firmware/amdgpu/" in m]
@@ -158,19 +162,31 @@ def firmware_facts(base: str, offline: bool) -> dict[str, object]:
     return out
 
 
-def build(offline: bool) -> tuple[dict[str, object], list[str]]:
-    base, _security = mirrors()
+def build(resolver: Resolver, offline: bool) -> tuple[dict[str, object], list[str]]:
     notes: list[str] = []
     kernels: dict[str, object] = {}
-    for series, suite in KERNELS:
+    for label, suites in KERNELS:
         try:
-            facts = kernel_facts(series, suite, base, offline)
+            facts = kernel_facts(label, suites, resolver, offline)
         except ArchiveError as exc:
-            notes.append(f"{series} ({suite}): skipped: {exc}")
+            if resolver.pins is not None and not isinstance(exc, NotServed):
+                raise  # a pinned kernel that cannot be read is an error, not a series fewer
+            notes.append(f"{label} ({'/'.join(suites)}): skipped: {exc}")
             continue
         kernels[str(facts["series"])] = facts
-        notes.append(f"{facts['series']} ({suite}): linux-source {facts['upstream']}, {len(facts['messages'])} formats")  # type: ignore[arg-type]
-    return {"kernels": kernels, "ids": ids_facts(base, offline), "firmware": firmware_facts(base, offline)}, notes
+        notes.append(kernel_note(facts))
+    data: dict[str, object] = {
+        "kernels": kernels,
+        "ids": ids_facts(resolver, offline),
+        "firmware": firmware_facts(resolver, offline),
+    }
+    if unused := resolver.unused():
+        raise PinError(f"pins for inputs sources.py no longer has: {', '.join(unused)} (run --update-pins)")
+    return data, notes
+
+
+def kernel_note(facts: dict[str, object]) -> str:
+    return f"{facts['series']} ({facts['suite']}): linux-source {facts['upstream']}, {len(facts['messages'])} formats"  # type: ignore[arg-type]
 
 
 def write_json(path: Path, value: object) -> bytes:
@@ -199,22 +215,53 @@ def outputs(data: dict[str, object]) -> dict[Path, bytes]:
     return files
 
 
+def committed() -> tuple[dict[str, object], list[str]]:
+    """The data as committed (what the pinned inputs gave), for --rerender."""
+    kernels: dict[str, object] = {}
+    for path in sorted(DATA.glob("kernel-*.json.gz"), key=lambda p: [int(x) for x in re.findall(r"\d+", p.name)]):
+        facts = json.loads(gzip.decompress(path.read_bytes()))
+        kernels[str(facts["series"])] = facts
+    rest = json.loads(gzip.decompress((DATA / "ids-firmware.json.gz").read_bytes()))
+    return {"kernels": kernels, "ids": rest["ids"], "firmware": rest["firmware"]}, [
+        kernel_note(k) for k in kernels.values() if isinstance(k, dict)
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use the cache only")
     parser.add_argument("--check", action="store_true", help="compare with the committed files, write nothing")
     parser.add_argument("--refresh", action="store_true", help="fetch the Packages indices again (follow the archive)")
+    parser.add_argument("--update-pins", action="store_true", help="read the archive's newest inputs, rewrite the pins")
+    parser.add_argument("--pins", type=Path, default=PIN_FILE, help="the pin file (default: %(default)s)")
+    parser.add_argument(
+        "--rerender",
+        action="store_true",
+        help="read no archive: render generated.py and the report again from the committed data"
+        " (after a change to the hand-written tables they use)",
+    )
     parser.add_argument("--report", type=Path, help="write the coverage report (Markdown) here")
     args = parser.parse_args(argv)
     from tools.knowledge import archive
 
     archive.REFRESH = args.refresh
+    resolver: Resolver | None = None
     try:
-        data, notes = build(args.offline)
-    except ArchiveError as exc:
+        if args.rerender:
+            data, notes = committed()
+        else:
+            resolver = Resolver(None if args.update_pins else load(args.pins), mirrors(), offline=args.offline)
+            data, notes = build(resolver, args.offline)
+    except (ArchiveError, PinError) as exc:
         print(f"generate: {exc}", file=sys.stderr)
         return 2
+    for line in resolver.newer if resolver else []:
+        print(f"generate: {line}", file=sys.stderr)  # not in the report: the report follows the pins
     files = outputs(data)
+    if args.rerender:
+        files = {GENERATED: files[GENERATED]}
+    if resolver is not None and args.update_pins:
+        files[args.pins] = dump(resolver.taken).encode()
     if not args.check:
         for path, blob in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -223,7 +270,11 @@ def main(argv: list[str] | None = None) -> int:
 
     text = coverage(data, notes)
     if args.check:
-        stale = [str(p.relative_to(TREE)) for p, blob in files.items() if not p.exists() or p.read_bytes() != blob]
+        stale = [
+            str(p.relative_to(TREE) if p.is_relative_to(TREE) else p)
+            for p, blob in files.items()
+            if not p.exists() or p.read_bytes() != blob
+        ]
         if args.report and (not args.report.exists() or args.report.read_text() != text):
             stale.append(str(args.report))
         for name in stale:

@@ -6,7 +6,26 @@ assess can consult it before READY without importing json or gzip.
 
 from __future__ import annotations
 
+import importlib.util
 import pprint
+from pathlib import Path
+from types import ModuleType
+
+
+def _chips() -> ModuleType:
+    """kfdguard/knowledge/chips.py by itself: importing it through its package would import the
+    generated module this renders (which may predate a constant the package now reads)."""
+    path = Path(__file__).resolve().parent.parent.parent / "kfdguard/knowledge/chips.py"
+    spec = importlib.util.spec_from_file_location("kfdguard_chips_for_generator", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pci_family(name: str) -> str:
+    """pci.ids's family of a device name: the text before its bracketed marketing name."""
+    return name.split("[", 1)[0].strip()
 
 
 def render_module(data: dict[str, object]) -> str:
@@ -39,7 +58,15 @@ def render_module(data: dict[str, object]) -> str:
     newest_pciids = max(
         (v for key, v in ids.items() if key.startswith("pci.ids")), key=lambda v: v["provenance"]["version"]
     )
-    names = {row[0]: row[2] for row in newest_pciids["rows"] if row[0] in chips}
+    # Ids outside those tables (IP discovery) whose pci.ids family chips.FAMILY_TO_ASIC maps: the
+    # family ("Navi 33" of "Navi 33 [Radeon Graphics]") and the name.
+    family_to_asic = _chips().FAMILY_TO_ASIC
+    families = {
+        row[0]: family
+        for row in newest_pciids["rows"]
+        if row[0] not in chips and (family := pci_family(row[2])) in family_to_asic
+    }
+    names = {row[0]: row[2] for row in newest_pciids["rows"] if row[0] in chips or row[0] in families}
     pciids = f"{newest_pciids['provenance']['package']} {newest_pciids['provenance']['version']}"
     libdrm = {key.split()[1]: v["provenance"]["version"] for key, v in ids.items() if key.startswith("libdrm")}
     return (
@@ -68,5 +95,6 @@ def render_module(data: dict[str, object]) -> str:
         f"LIBDRM: dict[str, str] = {pprint.pformat(libdrm, width=120)}\n\n"
         f"PCI_CHIPS: dict[int, str] = {pprint.pformat(dict(sorted(chips.items())), width=120)}\n\n"
         f"PCI_NAMES_SOURCE = {pciids!r}\n"
-        f"PCI_NAMES: dict[int, str] = {pprint.pformat(dict(sorted(names.items())), width=120)}\n"
+        f"PCI_NAMES: dict[int, str] = {pprint.pformat(dict(sorted(names.items())), width=120)}\n\n"
+        f"PCI_FAMILIES: dict[int, str] = {pprint.pformat(dict(sorted(families.items())), width=120)}\n"
     )

@@ -8,6 +8,8 @@ against a value typed into the test.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,11 @@ import pytest
 from kfdguard import kernellog, knowledge
 from kfdguard.knowledge import firmware, formats, params
 from kfdguard.knowledge.asics import KFD_TABLES_READ, PCI_ROWS, SOURCES
-from kfdguard.knowledge.chips import CHIP_TO_ASIC
+from kfdguard.knowledge.chips import CHIP_TO_ASIC, FAMILY_TO_ASIC
 from kfdguard.knowledge.generated import KERNELS
 from kfdguard.knowledge.logrules import BY_ID, FAILURE, RUNTIME, decode_gc_ip
 from kfdguard.knowledge.params import KFD_PARAMS
+from tests.paths import TOP
 
 SERIES = formats.series()
 
@@ -188,6 +191,55 @@ def test_every_kfd_capable_id_of_amdgpu_s_table_is_identified(series: str) -> No
         if capable and (found is None or (found.key != CHIP_TO_ASIC[chip] and chip not in knowledge.kfd_labels(found))):
             unknown.append(f"{device:04x} {chip}")
     assert unknown == []
+
+
+# --- GPUs newer than amdgpu's table that libdrm does not name: pci.ids's family -------------------
+
+
+@pytest.mark.parametrize(("device", "key"), [(0x7487, "navi33"), (0x748B, "navi33"), (0x73CE, "navi22"),
+                                             (0x74B9, "mi300")])  # fmt: skip
+def test_ids_only_pci_ids_names_are_identified(device: int, key: str) -> None:
+    chip, name = knowledge.identify(device)
+    assert chip is not None and chip.key == key
+    assert name is not None and name in _newest_pci_ids()[device]
+
+
+def _newest_pci_ids() -> dict[int, str]:
+    ids = formats.ids_firmware()["ids"]
+    newest = max((v for k, v in ids.items() if k.startswith("pci.ids")), key=lambda v: v["provenance"]["version"])
+    return {row[0]: row[2] for row in newest["rows"]}
+
+
+def _family_asics() -> dict[str, set[str | None]]:
+    """pci.ids family -> the ASICs libdrm's rows or amdgpu's table give its ids (None: neither knows)."""
+    from kfdguard.knowledge.generated import PCI_CHIPS
+    from tools.knowledge.literal import pci_family
+
+    libdrm = {row[0]: row[3] for row in PCI_ROWS}
+    found: dict[str, set[str | None]] = {}
+    for device, name in _newest_pci_ids().items():
+        key = libdrm.get(device) or CHIP_TO_ASIC.get(PCI_CHIPS.get(device, ""))
+        found.setdefault(pci_family(name), set()).add(key)
+    return found
+
+
+def test_each_mapped_family_names_one_discovered_asic_and_its_known_ids_agree() -> None:
+    families = _family_asics()
+    for family, key in FAMILY_TO_ASIC.items():
+        assert family in families, f"{family!r} is in no pci.ids read"
+        assert families[family] - {None} <= {key}, (family, families[family])
+        asic = knowledge.asic(key)
+        assert asic is not None and asic.gc_ip is not None, f"{key}: not an IP-discovery ASIC"
+    # The check has teeth: pci.ids calls MI300 and MI350 ids "Aqua Vanjaram" alike, so that family
+    # could not be mapped (0x74B9 has a row of its own in asics.PCI_ROWS).
+    assert families["Aqua Vanjaram"] - {None} == {"mi300", "mi350"}
+
+
+def test_generated_py_is_rendered_from_the_committed_data_and_the_hand_tables() -> None:
+    """A change to chips.FAMILY_TO_ASIC (or another table the renderer reads) needs --rerender."""
+    argv = [sys.executable, "tools/knowledge/generate.py", "--rerender", "--check", "--report", "docs/KNOWLEDGE.md"]
+    result = subprocess.run(argv, cwd=TOP, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
 
 
 def test_libdrm_rows_agree_with_a_libdrm_version_read() -> None:
