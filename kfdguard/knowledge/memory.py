@@ -54,7 +54,8 @@ class MemoryParam:
 
 def _ttm(module: str, source_61: str, source_612: str) -> tuple[MemoryParam, ...]:
     return (
-        MemoryParam(module, "pages_limit", "ulong", "pages", "0", "half the RAM: (totalram * mem_unit) >> PAGE_SHIFT, / 2",
+        MemoryParam(module, "pages_limit", "ulong", "pages", "0",
+                    "half the RAM: (totalram * mem_unit) >> PAGE_SHIFT, / 2",
                     "pages TTM's buffer objects may hold before TTM swaps some out; from 6.5 also amdgpu's GTT "
                     "size and KFD's limit for GTT memory, both read once when amdgpu initialises",
                     f"{source_61}; {source_612}"),
@@ -105,8 +106,10 @@ SERIES: tuple[SeriesRule, ...] = (
 # The DKMS driver (ROCm/amdgpu) brings its own amdgpu_ttm.c and amdgpu_amdkfd_gpuvm.c whatever the
 # kernel: both follow amdttm's pages_limit, and gttsize warns (the real log of a Strix Halo with
 # amdgpu 6.16.6 on 6.12.57: tests/data/healthy-logs/207-rocm5671-strixhalo-debian13-dkms.txt).
-DKMS_RULE = SeriesRule((0, 0), gtt_follows_ttm=True, kfd_follows_ttm=True, gttsize_warns=True, apu_cap=True,
-                       source=f"{ROCM_DKMS}; amdgpu_amdkfd_gpuvm.c max_ttm_mem_limit = ttm_tt_pages_limit()")  # fmt: skip
+DKMS_RULE = SeriesRule(
+    (0, 0), gtt_follows_ttm=True, kfd_follows_ttm=True, gttsize_warns=True, apu_cap=True,
+    source=f"{ROCM_DKMS}; amdgpu_amdkfd_gpuvm.c max_ttm_mem_limit = ttm_tt_pages_limit()",
+)  # fmt: skip
 
 
 def rule_for(version: tuple[int, int] | None, dkms: bool) -> SeriesRule | None:
