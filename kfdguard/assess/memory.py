@@ -186,7 +186,7 @@ def _verify(ctx: Context, plan: MemoryPlan) -> list[Finding]:
     on_cmdline = ctx.facts.modprobe.cmdline_options.get(plan.module, {}).get("pages_limit")
     if not (_written(ctx, plan) or on_cmdline == str(plan.pages)) or live is None or live == str(plan.pages):
         return []
-    evidence = (f"/sys/module/{plan.module}/parameters/pages_limit: {live}",
+    evidence = (f"{plan.module}.pages_limit in effect (its sysfs parameter): {live}",
                 f"configured: {plan.module}.pages_limit={plan.pages}")  # fmt: skip
     other = "ttm" if plan.module == "amdttm" else "amdttm"
     if memory.ttm.get(other, {}).get("pages_limit") == str(plan.pages):
