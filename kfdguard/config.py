@@ -113,6 +113,14 @@ class FleetConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    # APUs: the memory compute programs may use, as written: absolute in binary units ("96G" is
+    # 96 GiB, "98304M") or a share of the RAM the kernel manages ("75%"). kfdguard.assess.memory turns
+    # it into this kernel's and driver's module options. None: no memory options are written.
+    target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     version: int = 1
     module: ModuleConfig = field(default_factory=ModuleConfig)
@@ -124,6 +132,7 @@ class Config:
     compute: ComputeConfig = field(default_factory=ComputeConfig)
     software: SoftwareConfig = field(default_factory=SoftwareConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +172,7 @@ _SECTIONS: dict[str, dict[str, str]] = {
     "compute": {"require": "require", "wait_timeout": "seconds"},
     "software": {"units": "units", "paths": "paths"},
     "fleet": {"textfile": "textfile", "nfd": "nfdfile", "cdi": "cdifile"},
+    "memory": {"target": "memtarget"},
 }
 _TOP = ("version", *_SECTIONS)
 
@@ -344,9 +354,50 @@ def _fleet_file(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> st
     return text
 
 
+# memory.target: binary units only. "GB" is refused rather than guessed: vendors' 10^9 and the
+# kernel's "M" (MiB, in "98304M of GTT memory ready") differ by 7% at 96.
+MEMORY_UNITS = {"M": 1 << 20, "MiB": 1 << 20, "G": 1 << 30, "GiB": 1 << 30, "T": 1 << 40, "TiB": 1 << 40}
+MEMORY_MIN = 1 << 30  # below the 3 GiB GTT 6.1 gives any machine: a typo, not a choice
+MEMORY_MAX = 1 << 44  # 16 TiB: more than any APU takes
+_MEMORY = re.compile(r"(?P<number>[0-9]{1,7}(?:\.[0-9]{1,3})?) ?(?P<unit>%|[A-Za-z]{1,3})")
+
+
+def memory_target(text: str) -> tuple[str, int] | str:
+    """("bytes", n) or ("percent", p) for a memory.target, or why it is not one."""
+    from fractions import Fraction
+
+    match = _MEMORY.fullmatch(text.strip()) if text.isascii() else None
+    if match is None:
+        return f"{text!r:.40} is not a size: write 96G (GiB), 98304M (MiB) or a share of the RAM such as 75%"
+    number, unit = Fraction(match["number"]), match["unit"]
+    if unit == "%":
+        if number != int(number) or not 1 <= number <= 100:
+            return f"{text.strip()} is not a whole percentage of the RAM (1%..100%)"
+        return "percent", int(number)
+    if unit not in MEMORY_UNITS:
+        hint = "; MB, GB and TB are ambiguous (10^6 or 2^20...): write M, G or T (MiB, GiB, TiB)" if unit.upper() in (
+            "GB", "TB", "MB") else f"; expected one of: {', '.join(MEMORY_UNITS)}, %"  # fmt: skip
+        return f"{text.strip()}: unknown unit {unit!r}{hint}"
+    size = int(number * MEMORY_UNITS[unit])  # Fraction: "1.5T" is exactly 1.5 TiB, no float rounding
+    if not MEMORY_MIN <= size <= MEMORY_MAX:
+        return f"{text.strip()} is out of range (1G..16T)"
+    return "bytes", size
+
+
+def _memory_target(node: yaml.Node, key: str, kind: str, text: str, tag: str) -> str | None:
+    if tag == "null":
+        return None
+    if tag != "str":  # "96" reads as an int, "1e3" as a float: a size needs its unit
+        raise _Invalid(node, key, f"{text!r:.40} has no unit: write 96G (GiB), 98304M (MiB) or 75%")
+    parsed = memory_target(text)
+    if isinstance(parsed, str):
+        raise _Invalid(node, key, parsed)
+    return text.strip()
+
+
 _SCALARS = {"bool": _bool, "mode": _mode, "group": _group, "uid": _integer, "boots": _integer, "resets": _integer,
             "version": _integer, "seconds": _seconds, "textfile": _fleet_file, "nfdfile": _fleet_file,
-            "cdifile": _fleet_file}  # fmt: skip
+            "cdifile": _fleet_file, "memtarget": _memory_target}  # fmt: skip
 
 
 class _AnyKeys(tuple[str, ...]):
@@ -435,6 +486,7 @@ def config_from_plain(values: dict[str, dict[str, object]]) -> Config:
         compute=ComputeConfig(**values.get("compute", {})),  # type: ignore[arg-type]
         software=SoftwareConfig(**values.get("software", {})),  # type: ignore[arg-type]
         fleet=FleetConfig(**values.get("fleet", {})),  # type: ignore[arg-type]
+        memory=MemoryConfig(**values.get("memory", {})),  # type: ignore[arg-type]
     )
 
 

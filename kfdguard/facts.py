@@ -612,6 +612,18 @@ class SoftwareFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryFacts:
+    """What sizes an APU's compute memory (issue 38): the RAM and TTM's limits as the kernel applied them."""
+
+    ram_bytes: int | None = None  # /proc/meminfo MemTotal: the kernel's totalram, what TTM halves by default
+    page_size: int = 4096  # the unit of ttm.pages_limit and page_pool_size
+    # Live /sys/module/<ttm|amdttm>/parameters values (pages_limit, page_pool_size) by module; a
+    # module that is not loaded is absent.
+    ttm: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    ttm_builtin: bool = False  # ttm.ko in modules.builtin: modprobe.d never reaches it, the command line does
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     """One probe pass over a machine."""
 
@@ -637,6 +649,7 @@ class Facts:
     problems: tuple[Problem, ...] = field(default=())
     # The software inventory (kfdguard.userspace.probe): taken by `kfdguard check`, None on the boot pass.
     software: SoftwareFacts | None = None
+    memory: MemoryFacts = MemoryFacts()
 
     @property
     def amd_gpus(self) -> tuple[GpuFacts, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kfdguard.assess.checks import summary_ready
 from kfdguard.assess.context import Context, Gpu
+from kfdguard.assess.memory import check as check_memory
 from kfdguard.assess.order import headline, root_cause_first
 from kfdguard.assess.plan import plan
 from kfdguard.assess.rules import run
@@ -25,6 +26,7 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
     # The same rules as for a pasted text, over the machine's observations (and its context).
     run(observe(facts, ctx.distro), ctx)
     ctx.findings.extend(check_cdi(facts, facts.cdi))  # container specs that no longer match the nodes
+    ctx.findings.extend(check_memory(ctx))  # memory.target on an APU (issue 38)
     kfd = facts.kfd
     # A device cgroup's EPERM says nothing about KFD; sysfs topology already showed it up.
     interface_ok = (kfd.version is not None and kfd.version[0] == 1) or ctx.has("kfd-ioctl-denied")

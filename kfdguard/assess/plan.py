@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kfdguard import __version__
 from kfdguard.assess.context import Context
+from kfdguard.assess.memory import planned as planned_memory
 from kfdguard.facts import ModprobeDirective
 from kfdguard.host.files import GENERATED
 from kfdguard.host.root import MODPROBE_CONF, MODPROBE_D, MODULES_FILES, UDEV_RULE
@@ -45,10 +46,15 @@ def modprobe_conf(ctx: Context) -> str | None:
         return None  # a config with a refused option changes nothing
     release = ctx.facts.kernel.release or "this kernel"
     lines = [
-        f"# {GENERATED} {__version__} from /etc/kfdguard/config.yaml (module.options).",
+        f"# {GENERATED} {__version__} from /etc/kfdguard/config.yaml (module.options, memory.target).",
         "# Do not edit: kfdguard rewrites this file.",
     ]
     body: list[str] = []
+    memory = _memory_lines(ctx)
+    if memory:
+        # amdgpu options from memory.target (6.1's gttsize) join the configured ones, which win.
+        named = {k for k, _ in options}
+        options = (*options, *((n, v) for m, n, v in memory[1] if m == "amdgpu" and n not in named))
     if ctx.merged:
         lines.append(f"# {release} has KFD built into amdgpu (Linux 4.20+): KFD options are amdgpu options.")
         if options:
@@ -58,9 +64,26 @@ def modprobe_conf(ctx: Context) -> str | None:
         body.append("softdep amdgpu pre: amdkfd")
         if options:
             body.append("options amdkfd " + " ".join(f"{k}={v}" for k, v in options))
+    if memory:
+        body.extend(memory[0])
     if not body:
         return None
     return "\n".join(lines + body) + "\n"
+
+
+def _memory_lines(ctx: Context) -> tuple[list[str], tuple[tuple[str, str, str], ...]] | None:
+    """memory.target's lines for the TTM module (comments, then options) and all its options; None: none.
+
+    Nothing when the target is refused or when ttm is built in (only the kernel command line reaches
+    it then: a finding says what to add).
+    """
+    plan = planned_memory(ctx)
+    if plan is None or plan.refusal is not None or plan.cmdline:
+        return None
+    lines = [f"# memory.target {ctx.config.memory.target}: {note}." for note in plan.notes]
+    ttm = [f"{n}={v}" for m, n, v in plan.options if m == plan.module]
+    lines.append(f"options {plan.module} " + " ".join(ttm))
+    return lines, plan.options
 
 
 def udev_rule(ctx: Context) -> str:

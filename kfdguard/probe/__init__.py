@@ -17,6 +17,7 @@ from kfdguard.probe.system_info import (
     probe_dkms,
     probe_installed_kernels,
     probe_kernel,
+    probe_memory,
     probe_modules,
     probe_os,
 )
@@ -88,5 +89,6 @@ def probe(
         history=probe_history(reader),
         health=probe_health(reader),
         cdi=probe_cdi_specs(reader),
+        memory=probe_memory(reader, kernel.release),
         problems=tuple(reader.problems),
     )

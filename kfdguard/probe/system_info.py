@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from kfdguard.facts import DkmsModule, KernelFacts, ModuleFacts, OsFacts
+from kfdguard.facts import DkmsModule, KernelFacts, MemoryFacts, ModuleFacts, OsFacts
 from kfdguard.modinfo import ModinfoError, declared_parameters, decompress, modinfo_entries, module_name
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.lines import lines_with
@@ -270,3 +270,32 @@ def probe_dkms(reader: Reader) -> tuple[DkmsModule, ...]:
             shown = reader.root.display(vdir)
             found.append(DkmsModule(module, version, shown, tuple(sorted(built)), tuple(failed), log_shown))
     return tuple(found)
+
+
+TTM_MODULES = ("ttm", "amdttm")  # the in-tree TTM and the DKMS driver's own copy (knowledge/memory.py)
+TTM_PARAMS = ["pages_limit", "page_pool_size"]
+
+
+def probe_memory(reader: Reader, release: str) -> MemoryFacts:
+    """The RAM, the page size and TTM's live limits: what an APU's compute memory is made of (issue 38)."""
+    root = reader.root
+    ram: int | None = None
+    for line in (reader.text(root.proc / "meminfo") or "").splitlines():
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        # "MemTotal:       131592980 kB": the kernel's totalram_pages << (PAGE_SHIFT - 10).
+        if name == "MemTotal" and len(fields) == 2 and fields[1] == "kB" and fields[0].isascii():
+            ram = int(fields[0]) * 1024 if fields[0].isdigit() and len(fields[0]) <= 15 else None
+            break
+    limits: dict[str, dict[str, str]] = {}
+    for module in TTM_MODULES:
+        pdir = root.sys / "module" / module / "parameters"
+        if reader.is_dir(pdir):
+            limits[module] = reader.values(pdir, TTM_PARAMS)
+    builtin = ""
+    if release:
+        builtin = reader.text(root.lib_modules / release / "modules.builtin", limit=64 << 20) or ""
+    in_kernel = any(module_name(line.strip().rsplit("/", 1)[-1]) == "ttm" for line in module_lines(builtin, ("ttm",)))
+    # Every x86-64 kernel (all AMD APUs) uses 4 KiB pages; the host's own size where it is the host.
+    page_size = os.sysconf("SC_PAGE_SIZE") if root.is_host else 4096
+    return MemoryFacts(ram_bytes=ram, page_size=page_size, ttm=limits, ttm_builtin=in_kernel)

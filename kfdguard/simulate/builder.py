@@ -111,6 +111,10 @@ class MachineBuilder:
     def with_dkms(self, version: str, built: list[str], failed: list[str] | None = None) -> MachineBuilder:
         return self._set(dkms=DkmsSpec("amdgpu", version, tuple(built), tuple(failed or ())))
 
+    def with_ram(self, mib: int) -> MachineBuilder:
+        """The RAM the kernel manages (MemTotal), in MiB: an APU's carve-out is not part of it."""
+        return self._set(ram_mib=mib)
+
     def with_log(self, *lines: str) -> MachineBuilder:
         return self._set(log=(*self.spec.log, *lines))
 

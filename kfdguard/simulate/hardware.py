@@ -70,6 +70,8 @@ CHIPS: dict[int, Chip] = {
     0x7480: Chip(
         "NAVI33", 110002, 32, 2, 32, 8192, gc_ip=0x0B0002, firmware_prefix="psp_13_0_7", mec_fw=2140, pcie=(16000, 8)
     ),
+    # Strix Halo (Radeon 8060S, 40 CUs on AMD's product page); 512 MiB is the smallest UMA carve-out.
+    0x1586: Chip("GFX1151", 110501, 40, 2, 32, 512, apu=True, gc_ip=0x0B0501),
     0x15BF: Chip("PHOENIX", 110003, 12, 2, 32, 512, apu=True, gc_ip=0x0B0001, firmware_prefix="psp_13_0_4"),
     # RDNA2
     0x73BF: Chip("NAVI21", 100300, 60, 2, 32, 16384, gc_ip=0x0A0300, firmware_prefix="sienna_cichlid", mec_fw=118),

@@ -187,6 +187,8 @@ def _kernel_tree(root: Root, spec: MachineSpec, kernel: KernelSpec) -> None:
         target.write_bytes(encode(build_elf(module), kernel.compression))
     _write(root, f"{base}/modules.dep", modules_dep(modules, ext))
     builtin = "kernel/drivers/video/fbdev/core/fb.ko\nkernel/drivers/gpu/drm/drm_panel_orientation_quirks.ko\n"
+    # CONFIG_DRM_TTM=y: built in, so modprobe.d never reaches its options.
+    builtin += "kernel/drivers/gpu/drm/ttm/ttm.ko\n" * (config.get("CONFIG_DRM_TTM") == "y")
     _write(root, f"{base}/modules.builtin", builtin)
     _write(root, f"{base}/modules.order", "".join(f"{p}.ko\n" for p, _ in modules if not p.startswith("updates/")))
 
@@ -308,6 +310,8 @@ def render(spec: MachineSpec, dest: Path) -> Root:
     (sim / "kmsg").write_text("", encoding="utf-8")
     state.write_state(root, {"clock_us": "0", "kmsg_seq": "0"})
     state.write_devices(root, {})
+    # The RAM the kernel manages (totalram), as meminfo prints it; a spec's own file replaces it.
+    _write(root, "/proc/meminfo", f"MemTotal:       {spec.ram_mib * 1024} kB\n")
     _distro_files(root, spec)
     _accounts(root, spec)
     release = spec.kernel.release

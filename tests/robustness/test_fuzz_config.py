@@ -42,6 +42,7 @@ from kfdguard.config import (
     FallbackConfig,
     FleetConfig,
     LogConfig,
+    MemoryConfig,
     ModuleConfig,
     SoftwareConfig,
     Timeouts,
@@ -120,9 +121,14 @@ _VALID: dict[str, st.SearchStrategy[tuple[Any, Any]]] = {
     "cdifile": st.one_of(st.tuples(names, names).map(lambda t: (f"/{t[0]}/k{t[1]}.json",) * 2),
                          st.sampled_from(["true", "yes"]).map(lambda v: (v, "/run/cdi/kfdguard.json")),
                          st.sampled_from(["false", "no", "Off"]).map(lambda v: (v, None))),
+    # memory.target: whole or decimal binary sizes (1 GiB..16 TiB), or a whole share of the RAM.
+    "memtarget": st.one_of(st.integers(1, 16384).map(lambda n: (f"{n}G",) * 2),
+                           st.integers(1024, 10**6).map(lambda n: (f"{n}M",) * 2),
+                           st.integers(10, 159).map(lambda n: (f"{n / 10}T",) * 2),
+                           st.integers(1, 100).map(lambda n: (f"{n}%",) * 2)),
 }  # fmt: skip
 # Kinds whose text may be quoted: quoting makes a string, which these accept.
-_QUOTABLE = {"group", "policy", "assess", "unstable", "initramfs", "mode", "require"}
+_QUOTABLE = {"group", "policy", "assess", "unstable", "initramfs", "mode", "require", "memtarget"}
 
 
 @st.composite
@@ -147,6 +153,7 @@ def valid_configs(draw: st.DrawFn) -> tuple[dict[str, dict[str, tuple[str, Any]]
         compute=ComputeConfig(**expected.get("compute", {})),
         software=SoftwareConfig(**expected.get("software", {})),
         fleet=FleetConfig(**expected.get("fleet", {})),
+        memory=MemoryConfig(**expected.get("memory", {})),
     )
     return chosen, config
 
@@ -246,6 +253,7 @@ _INVALID: dict[str, list[str]] = {
     "textfile": ["relative.prom", "/srv/gpu.txt", "true", "[/a.prom]"],
     "nfdfile": ["relative", "/srv/.hidden", "/srv/../x", "yes", "{a: b}"],
     "cdifile": ["relative.json", "/run/cdi/amd.json", "/run/cdi/spec.yaml", "/srv/../x.json", "[/a.json]"],
+    "memtarget": ["96", "96GB", "0.5G", "17T", "101%", "0%", "lots", "[96G]"],
 }
 
 

@@ -72,7 +72,7 @@ def test_values() -> None:
         ("device: [1, 2]\n", "config.yaml:1:9: device: expected a mapping of group, mode, udev_rule"),
         ("device:\n  mode: [1]\n", "config.yaml:2:9: device.mode: expected a single value, not a list or mapping"),
         (": : :\n", "config.yaml:1:1: not valid YAML: did not find expected key"),
-        ("- a\n- b\n", "config.yaml:1:1: expected a mapping of version, module, device, users, fallback, timeouts, log, compute, software, fleet"),
+        ("- a\n- b\n", "config.yaml:1:1: expected a mapping of version, module, device, users, fallback, timeouts, log, compute, software, fleet, memory"),
     ],
 )  # fmt: skip
 def test_errors_carry_line_column_and_key(text: str, expected: str) -> None:

@@ -1,0 +1,207 @@
+"""memory.target on an APU (issue 38): the option arithmetic, the plan on simulated Strix Halo machines, and
+what the running kernel applied.
+
+The numbers are derived in the comments from the sources' units (kfdguard/knowledge/memory.py):
+ttm.pages_limit and ttm.page_pool_size are pages of PAGE_SIZE (module_param ulong, ttm_tt.c and
+ttm_pool.c); amdgpu.gttsize is MiB (``(uint64_t)amdgpu_gtt_size << 20`` in amdgpu_ttm.c); MemTotal in
+/proc/meminfo is kB of the kernel's totalram, which TTM halves for its default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kfdguard.assess import assess
+from kfdguard.assess.memory import memory_options
+from kfdguard.config import Config, MemoryConfig, parse_config
+from kfdguard.host.root import MODPROBE_CONF
+from kfdguard.knowledge.memory import rule_for
+from kfdguard.probe import probe
+from kfdguard.simulate.builder import MachineBuilder
+from kfdguard.simulate.spec import MachineSpec
+from kfdguard.simulate.system import SimulatedSystem
+from kfdguard.verdict import Verdict
+
+Make = Callable[[str | MachineSpec], SimulatedSystem]
+
+# A Strix Halo with 128 GiB, 512 MiB of it carved out for the UMA frame buffer: the kernel manages
+# 127.5 GiB less its reservations. 132,120,576 kB = 126 GiB exactly, for round arithmetic.
+MEMTOTAL_KB = 132_120_576
+RAM = MEMTOTAL_KB * 1024  # 135,291,469,824 bytes
+# 96 GiB = 96 * 2^30 = 103,079,215,104 bytes; / 4096 bytes a page = 25,165,824 pages.
+PAGES_96G = 25_165_824
+
+
+def test_96g_on_6_12_in_tree_is_25165824_pages_of_ttm() -> None:
+    plan = memory_options("96G", RAM, (6, 12), dkms=False)
+    assert plan.refusal is None and not plan.cmdline
+    assert plan.target_bytes == 96 * 2**30 == 103_079_215_104
+    assert plan.options == (("ttm", "pages_limit", "25165824"), ("ttm", "page_pool_size", "25165824"))
+    assert plan.args() == "ttm.pages_limit=25165824 ttm.page_pool_size=25165824"
+
+
+def test_96g_with_dkms_is_the_same_pages_for_amdttm() -> None:
+    # The DKMS driver builds TTM with TTM_NAME=amdttm: the same parameters, under the module amdttm.
+    plan = memory_options("96G", RAM, (6, 12), dkms=True)
+    assert plan.options == (("amdttm", "pages_limit", str(PAGES_96G)), ("amdttm", "page_pool_size", str(PAGES_96G)))
+    assert any("amdttm" in n and "ttm.* options do not reach it" in n for n in plan.notes)
+
+
+def test_a_share_of_the_ram_rounds_down_to_whole_pages() -> None:
+    # 75% of 135,291,469,824 bytes = 101,468,602,368 bytes; / 4096 = 24,772,608 pages exactly.
+    plan = memory_options("75%", RAM, (6, 12), dkms=False)
+    assert plan.target_bytes == 101_468_602_368 and plan.pages == 24_772_608
+    # 33% of it = 44,646,185,041 bytes (rounded down); / 4096 = 10,899,947.5: 10,899,947 pages.
+    odd = memory_options("33%", RAM, (6, 12), dkms=False)
+    assert (odd.target_bytes, odd.pages) == (44_646_185_041, 10_899_947)
+
+
+def test_on_6_1_gtt_needs_gttsize_in_mib_and_kfd_stays_at_three_eighths() -> None:
+    # 6.1 sizes GTT from amdgpu.gttsize (MiB): 96 GiB = 98,304 MiB; KFD's limit does not move.
+    plan = memory_options("96G", RAM, (6, 1), dkms=False)
+    assert ("amdgpu", "gttsize", "98304") in plan.options
+    assert ("ttm", "pages_limit", str(PAGES_96G)) in plan.options
+    assert any("3/8" in n for n in plan.notes)
+    assert not any(m == "amdgpu" for m, _, _ in memory_options("96G", RAM, (6, 12), dkms=False).options)
+
+
+def test_a_target_beyond_the_ram_is_refused() -> None:
+    plan = memory_options("128G", RAM, (6, 12), dkms=False)
+    assert plan.options == () and plan.refusal is not None and "126.0 GiB" in plan.refusal
+
+
+def test_a_built_in_ttm_goes_on_the_command_line() -> None:
+    assert memory_options("96G", RAM, (6, 12), dkms=False, ttm_builtin=True).cmdline
+    assert not memory_options("96G", RAM, (6, 12), dkms=True, ttm_builtin=True).cmdline  # amdttm is a module
+
+
+def test_kernels_between_series_that_differ_are_unknown() -> None:
+    assert rule_for((6, 1), False) is not None and not rule_for((6, 1), False).gtt_follows_ttm  # type: ignore[union-attr]
+    assert rule_for((6, 8), False) is None  # the change (6.5) was not read: not guessed
+    assert rule_for((6, 14), False) is rule_for((6, 12), False)  # 6.12 and 7.2 agree on GTT and KFD
+    assert rule_for((7, 3), False) is not None and rule_for((7, 3), False).gttsize_warns  # type: ignore[union-attr]
+    assert rule_for((5, 15), False) is None and rule_for(None, True) is not None
+
+
+# --- on simulated machines ------------------------------------------------------------------------
+
+
+def strix_halo(release: str = "6.12.48+deb13-amd64") -> MachineBuilder:
+    return (
+        MachineBuilder("strix-halo")
+        .with_kernel(release)
+        .with_gpu(0x1586, revision=0xC1)
+        .with_user("alice", groups=["render"])
+        .with_ram(MEMTOTAL_KB // 1024)
+    )
+
+
+def verdict(make: Make, builder: MachineBuilder, target: str | None = "96G") -> Verdict:
+    return assess(probe(make(builder.build())), Config(memory=MemoryConfig(target=target)))
+
+
+def conf_of(result: Verdict) -> str:
+    (write,) = [a for a in result.plan if a.kind == "write-file" and a.target == MODPROBE_CONF]
+    assert write.content is not None
+    return write.content
+
+
+def test_check_plans_ttm_options_for_strix_halo_on_6_12(fresh_machine: Make) -> None:
+    result = verdict(fresh_machine, strix_halo())
+    conf = conf_of(result)
+    assert "options ttm pages_limit=25165824 page_pool_size=25165824\n" in conf
+    assert "gttsize" not in conf and "amdttm" not in conf
+    assert not [f for f in result.findings if f.code.startswith("memory-")]
+
+
+def test_check_plans_amdttm_options_with_the_dkms_driver(fresh_machine: Make) -> None:
+    release = "6.12.48+deb13-amd64"
+    builder = strix_halo(release).with_kernel(release, amdgpu="dkms").with_dkms("6.16.6-2238411.24.04", [release])
+    result = verdict(fresh_machine, builder)
+    assert "options amdttm pages_limit=25165824 page_pool_size=25165824\n" in conf_of(result)
+    assert "options ttm " not in conf_of(result)
+
+
+def test_no_target_writes_no_memory_options(fresh_machine: Make) -> None:
+    result = verdict(fresh_machine, strix_halo(), target=None)
+    assert not any("ttm" in (a.content or "") for a in result.plan)
+
+
+def test_a_discrete_gpu_gets_no_memory_options(fresh_machine: Make) -> None:
+    builder = MachineBuilder("dgpu").with_kernel("6.12.48+deb13-amd64").with_gpu(0x744C).with_ram(MEMTOTAL_KB // 1024)
+    result = verdict(fresh_machine, builder)
+    assert not any("ttm" in (a.content or "") for a in result.plan)
+    assert result.by_code("memory-target-not-apu")
+
+
+def test_a_target_beyond_the_ram_is_an_error_and_writes_nothing(fresh_machine: Make) -> None:
+    result = verdict(fresh_machine, strix_halo(), target="200G")
+    (finding,) = result.by_code("memory-target-invalid")
+    assert "200G" in finding.message and "126.0 GiB" in finding.message
+    assert not any("ttm" in (a.content or "") for a in result.plan)
+
+
+def test_a_built_in_ttm_is_said_with_the_command_line_to_add(fresh_machine: Make) -> None:
+    builder = strix_halo().with_kernel_config(CONFIG_DRM_TTM="y")
+    result = verdict(fresh_machine, builder)
+    (finding,) = result.by_code("memory-options-cmdline")
+    assert "ttm.pages_limit=25165824 ttm.page_pool_size=25165824" in finding.remedy
+    assert not any("options ttm" in (a.content or "") for a in result.plan)
+
+
+# --- what the kernel applied -------------------------------------------------------------------------
+
+OUR_LINE = "options ttm pages_limit=25165824 page_pool_size=25165824\n"
+
+
+def test_applied_options_give_no_finding(fresh_machine: Make) -> None:
+    builder = (strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
+               .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n"))  # fmt: skip
+    assert not verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
+
+
+def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make) -> None:
+    # The kernel's own default: half of 132,120,576 kB = 66,060,288 kB = 16,515,072 pages.
+    builder = (strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
+               .with_file("/sys/module/ttm/parameters/pages_limit", "16515072\n"))  # fmt: skip
+    (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
+    assert "16515072 pages, not the configured 25165824" in finding.message
+    assert "initramfs" in finding.message and "initramfs" in finding.remedy
+
+
+def test_ttm_options_with_the_dkms_driver_are_named_as_ignored(fresh_machine: Make) -> None:
+    # The real case of tests/data/healthy-logs/207-...: ttm.pages_limit on the command line, amdgpu 6.16.6 DKMS.
+    release = "6.12.48+deb13-amd64"
+    builder = (
+        strix_halo(release).with_kernel(release, amdgpu="dkms").with_dkms("6.16.6-2238411.24.04", [release])
+        .with_file(MODPROBE_CONF, "options amdttm pages_limit=25165824 page_pool_size=25165824\n")
+        .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
+        .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
+    )  # fmt: skip
+    (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
+    assert "reached ttm, which this amdgpu does not use" in finding.message
+
+
+def test_gttsize_beside_the_ttm_limit_is_both_set(fresh_machine: Make) -> None:
+    builder = strix_halo().with_modprobe_option("amdgpu", gttsize=65536)
+    (finding,) = verdict(fresh_machine, builder).by_code("memory-gttsize-set")
+    assert "/etc/modprobe.d/test.conf:1: options amdgpu gttsize=65536" in finding.evidence
+
+
+# --- configuration -----------------------------------------------------------------------------------
+
+
+def test_memory_target_values_and_errors() -> None:
+    assert parse_config("memory:\n  target: 96G\n", "c")[0].memory.target == "96G"
+    assert parse_config("memory:\n  target: '75%'\n", "c")[0].memory.target == "75%"
+    for text, message in (
+        ("96", "'96' has no unit"),
+        ("96GB", "unknown unit 'GB'; MB, GB and TB are ambiguous"),
+        ("150%", "150% is not a whole percentage"),
+        ("512M", "512M is out of range (1G..16T)"),
+        ("lots", "'lots' is not a size"),
+    ):
+        config, errors = parse_config(f"version: 1\nmemory:\n  target: {text}\n", "c.yaml")
+        assert config == Config()  # nothing of a broken file is used
+        assert [(e.line, e.column, e.key) for e in errors] == [(3, 11, "memory.target")]
+        assert message in errors[0].message, errors[0].message
