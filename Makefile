@@ -306,8 +306,9 @@ lintian: deb
 # The fleet scenario scrapes kfdguard's textfile with Debian's node_exporter when its .deb is offered
 # (apt-get download prometheus-node-exporter into the test-data cache); without it, it says so and skips that.
 NODE_EXPORTER_DEB ?= $(lastword $(wildcard /var/cache/kfdguard-testdata/debs/prometheus-node-exporter_*_amd64.deb))
-# forged-log (issue 35): what nobody writes to the journal under real systemd changes no verdict or fallback.
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep+fleet+forged-log
+# forged-log, journal-flood (issue 35): what nobody writes to the journal under real systemd changes no verdict
+# or fallback, and cannot push the resident past its MemoryMax.
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep+fleet+forged-log+journal-flood
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty, the default of both make test-system and make test, runs every row.
