@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from itertools import compress, count, repeat
-from operator import contains, ne, not_
+from operator import contains, is_not, ne, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
-from kfdguard.kernellog import SMALL, scan, scan_distinct, untimed
+from kfdguard.facts import LogEvent
+from kfdguard.kernellog import PREFILTER, SMALL, match, scan, scan_distinct, untimed
 from kfdguard.knowledge import appformats
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
@@ -526,8 +527,12 @@ def _finish(obs: Observations, state: _State) -> None:
     # A wrapped line is joined again whatever the paste's size: the same log pasted five times says what it
     # said once (issue 34). Most long pastes have none, and keep the distinct lines' fast path.
     unwrapped = _unwrapped(lines)
-    if len(lines) > SMALL and unwrapped == lines:  # what scan(obs.text) finds, from the distinct lines
+    if len(lines) > SMALL:  # what scan(obs.text) finds, from the distinct lines
         events = scan_distinct(lines, obs.distinct, obs.units, source="paste", unique=obs.unique)
+        # The few lines a wrap joined are read again whole, in place of their pieces.
+        joined = list(compress(count(), map(is_not, lines, unwrapped)))
+        if joined:
+            events = _rejoined(events, unwrapped, joined)
     else:
         _, events = scan(unwrapped, source="paste")
     obs.events = events
@@ -546,6 +551,31 @@ def _finish(obs: Observations, state: _State) -> None:
             _add_gpu(obs, SeenGpu(ids[0], ids[1], Source("kernel log", e.line), slot=slot))
 
 
+_NOT_CONTINUED = frozenset(" \t[`#$>*|-")  # how a line starts that continues no line above it
+_MONTHS = frozenset(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"])
+
+
+def _dated(line: str) -> bool:
+    """A journal or syslog line's start, told by slices (a month and a blank, or an ISO year and a dash): a
+    new line, no continuation. A long journal paste is settled so without a regular expression a line."""
+    return (line[3:4] == " " and line[:3] in _MONTHS) or (line[4:5] == "-" and line[:4].isdigit())
+
+
+def _rejoined(events: list[LogEvent], unwrapped: list[str], joined: list[int]) -> list[LogEvent]:
+    """A long paste's events with those of its wrapped lines' pieces replaced by the whole lines' (numbered
+    where the first piece was, as _unwrapped keeps them)."""
+    # Only a joined line the big-log search would look at (kernellog.PREFILTER: a kernel prefix, an old
+    # kernel's bare words, a userspace rule's terms) can change the events: a long mixed paste joins thousands
+    # of application lines to the line above them, and they need no rule.
+    joined = [i for i in joined if unwrapped[i] and PREFILTER.search(unwrapped[i])]
+    if not joined:
+        return events
+    pieces = {i + 1 for i in joined}
+    kept = [e for e in events if e.line not in pieces]
+    whole = [e for i in joined for e in match(unwrapped[i], i + 1, source="paste")]
+    return sorted(kept + whole, key=lambda e: e.line)
+
+
 def _unwrapped(lines: list[str]) -> list[str]:
     """Kernel log lines that a mail client or an issue form wrapped, joined again.
 
@@ -556,12 +586,17 @@ def _unwrapped(lines: list[str]) -> list[str]:
     """
     out = list(lines)
     for i in range(len(out) - 1):
+        # The next line first, by its first character alone: in a dmesg log it starts with "[" and nothing
+        # is wrapped, which settles most lines of a long paste without a regular expression.
+        follow = out[i + 1]
+        if not follow or follow[0] in _NOT_CONTINUED or _dated(follow):
+            continue
         if not out[i] or not _LOG_LINE_START.match(out[i]):
             continue
         j = i + 1
         while j < len(out) and j <= i + 2:
             follow = out[j]
-            if not follow or follow[0] in " \t[`#$>*|-" or _LOG_LINE_START.match(follow) or len(follow) > 100:
+            if not follow or follow[0] in _NOT_CONTINUED or _LOG_LINE_START.match(follow) or len(follow) > 100:
                 break
             out[i] = f"{out[i]} {follow}"
             out[j] = ""
