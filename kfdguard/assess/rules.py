@@ -296,8 +296,9 @@ def rule_optional_firmware(r: Reasoning) -> None:
     if r.has("firmware-missing"):
         return
     failed = [e for e in r.events if e.rule == "firmware-load-failed"]
-    _fallen_back(r, failed)
-    files = [f for f in firmware_files(failed) if optional_firmware(f)]
+    names = firmware_files(failed)
+    _fallen_back(r, failed, names)
+    files = [f for f in names if optional_firmware(f)]
     if not files:
         return
     r.findings.append(
@@ -312,15 +313,16 @@ def rule_optional_firmware(r: Reasoning) -> None:
     )
 
 
-def _fallen_back(r: Reasoning, failed: list[LogEvent]) -> None:
-    """A first-choice file amdgpu falls back from (knowledge/firmware.py FALLBACKS): worth a line, no more."""
+def _fallen_back(r: Reasoning, failed: list[LogEvent], names: list[str]) -> None:
+    """A first-choice file amdgpu falls back from (knowledge/fallbacks.py): worth a line, no more. ``names``:
+    the files of the ``failed`` lines (firmware_files)."""
     from kfdguard.knowledge.fallbacks import fallback_of
 
-    for name in firmware_files(failed):
+    for name in names:
         fallback = fallback_of(name)
         if fallback is None:
             continue
-        also = fallback in firmware_files(failed)
+        also = fallback in names
         r.findings.append(
             Finding(
                 "firmware-fallback",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from kfdguard.kernellog import normalise
+from kfdguard.knowledge.logrules import AMD_SPEAKERS
 
 # What evidence.text names its sources: a person's words, a kernel log, a command's output.
 _PERSON = frozenset({"paste", "the text", "prose"})
@@ -22,28 +23,35 @@ _STAMPED = re.compile(r"^\s*(?:>\s*)*(?:\[[ \d.:+A-Za-z]{1,40}\]|\d{4}-\d\d-\d\d
 Attribution = dict[str, "str | int | None"]
 
 
-def _kernel(line: str) -> Attribution:
-    parsed = normalise(line)
-    if parsed.ident != "kernel":
-        return {"kind": "program", "program": parsed.ident, "driver": None, "device": None, "line": None}
-    return {"kind": "kernel", "program": None, "driver": parsed.driver, "device": parsed.device, "line": None}
+def _said(
+    kind: str,
+    *,
+    program: str | None = None,
+    driver: str | None = None,
+    device: str | None = None,
+    line: int | None = None,
+) -> Attribution:
+    """One ``sources`` entry: every key always there (schema/kfdguard.schema.json $defs/attribution)."""
+    return {"kind": kind, "program": program, "driver": driver, "device": device, "line": line}
 
 
 def attribute(evidence: str, *, origin: str) -> Attribution:
     """The speaker of one evidence line; ``origin`` is "machine" (a check) or "text" (a pasted diagnosis)."""
     if evidence.startswith("sources: "):
-        return {"kind": "knowledge", "program": None, "driver": None, "device": None, "line": None}
+        return _said("knowledge")
     named = _NAMED.match(evidence)
     if named:
         what, line = named["what"], int(named["line"])
         if what in _PERSON:
-            return {"kind": "text", "program": None, "driver": None, "device": None, "line": line}
+            return _said("text", line=line)
         if what == "kernel log":
-            return {"kind": "kernel", "program": None, "driver": None, "device": None, "line": line}
-        return {"kind": "program", "program": what, "driver": None, "device": None, "line": line}
-    if _STAMPED.match(evidence) or normalise(evidence).driver in ("amdgpu", "kfd", "amdkfd", "drm"):
-        return _kernel(evidence)
+            return _said("kernel", line=line)
+        return _said("program", program=what, line=line)
+    parsed = normalise(evidence)
+    if _STAMPED.match(evidence) or parsed.driver in AMD_SPEAKERS:
+        if parsed.ident != "kernel":
+            return _said("program", program=parsed.ident)
+        return _said("kernel", driver=parsed.driver, device=parsed.device)
     if evidence.startswith("/"):
-        return {"kind": "machine", "program": None, "driver": None, "device": None, "line": None}
-    kind = "machine" if origin == "machine" else "text"
-    return {"kind": kind, "program": None, "driver": None, "device": None, "line": None}
+        return _said("machine")
+    return _said("machine" if origin == "machine" else "text")

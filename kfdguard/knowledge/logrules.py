@@ -98,8 +98,8 @@ RULES: tuple[LogRule, ...] = (
             SRC_AMDGPU, "PCIE atomic ops is not supported"),
     LogRule("amdgpu-firmware-fallback", NEUTRAL, None, ("try to fall back to",),
             r"try to fall back to (?P<fallback>\S+)",
-            "amdgpu's first choice of a firmware file failed and it loads the older one (knowledge/firmware.py "
-            "FALLBACKS): 6.1 prints DRM_INFO with the path, 6.12 dev_info with the file", SRC_MES,
+            "amdgpu's first choice of a firmware file failed and it loads the older one (knowledge/fallbacks.py"
+            "): 6.1 prints DRM_INFO with the path, 6.12 dev_info with the file", SRC_MES,
             "try to fall back to gc_11_0_0_mes.bin"),
     # --- success -------------------------------------------------------------------------------
     LogRule("kfd-topology-gpu", SUCCESS, "kfd-ready", ("Topology: Add",),
