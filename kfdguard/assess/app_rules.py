@@ -87,6 +87,9 @@ def _gfx_of_text(r: Reasoning, messages: list[SeenMessage]) -> tuple[str | None,
     if r.obs.prose_gfx:
         gfx, source = r.obs.prose_gfx[0]
         return gfx, str(source)
+    if r.obs.cpu_gpus:
+        gfx, source = r.obs.cpu_gpus[0]
+        return gfx, str(source)
     return None, None
 
 
@@ -663,6 +666,8 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
     found += [(gfx, str(source)) for gfx, source in r.obs.prose_gfx]
     found += [(m.gfx, str(m.source)) for m in r.obs.messages if m.gfx]
     found += [(a.gfx, str(a.source)) for a in r.obs.agents]
+    if not found:  # a processor name only when nothing names the GPU itself (a discrete card may do the work)
+        found = [(gfx, str(source)) for gfx, source in r.obs.cpu_gpus]
     seen: set[str] = set()
     result = []
     for gfx, where in found:

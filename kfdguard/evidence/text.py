@@ -17,7 +17,7 @@ from operator import contains, is_not, ne, not_
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
 from kfdguard.facts import LogEvent
 from kfdguard.kernellog import PREFILTER, SMALL, match, scan, scan_distinct, untimed
-from kfdguard.knowledge import appformats
+from kfdguard.knowledge import appformats, apus
 from kfdguard.parsers.kconfig import parse_kconfig
 from kfdguard.parsers.modprobe import parse_modprobe_conf
 from kfdguard.record import dataclass, field
@@ -420,9 +420,18 @@ def _retail_numbers(obs: Observations, pattern: re.Pattern[str], lowered: str, n
             obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
 
 
+def _apus(obs: Observations, lowered: str, number: int) -> None:
+    """The iGPU an APU's processor name implies ("Ryzen 7 PRO 8700GE": gfx1103), kept apart from GPUs named."""
+    if "ryzen" not in lowered and "amd " not in lowered:  # every row's match holds one (knowledge/apus.py)
+        return
+    for gfx, name, row in apus.apu_targets(lowered):
+        obs.cpu_gpus.append((gfx, Source(f"paste: {name} ({row.igpu}, {row.family})", number)))
+
+
 def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
     if "rx" in lowered:
         _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
+    _apus(obs, lowered, number)
     if "amd " in lowered or "radeon " in lowered:
         _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
     if "gfx" in lowered and "=" not in text and "[" not in text:

@@ -250,6 +250,9 @@ def _firsts(obs: Observations) -> Observations:
     gfx: dict[str, tuple[str, Source]] = {}
     for named in obs.prose_gfx:
         gfx.setdefault(named[0], named)
+    cpu_gpus: dict[str, tuple[str, Source]] = {}
+    for implied in obs.cpu_gpus:
+        cpu_gpus.setdefault(implied[0], implied)
     nvidia: dict[str, tuple[str, Source]] = {}
     for name in obs.nvidia:
         nvidia.setdefault(name[0], name)
@@ -257,7 +260,8 @@ def _firsts(obs: Observations) -> Observations:
     nodes = {path: replace(node, source=Source("ls -l")) for path, node in obs.nodes.items()}
     kfd = replace(obs.kfd, source=Source("ls -l")) if obs.kfd is not None else None
     return replace(obs, messages=list(messages.values()), prose_gfx=list(gfx.values()),
-                   nvidia=list(nvidia.values()), user=user, nodes=nodes, kfd=kfd)  # fmt: skip
+                   cpu_gpus=list(cpu_gpus.values()), nvidia=list(nvidia.values()), user=user, nodes=nodes,
+                   kfd=kfd)  # fmt: skip
 
 
 def _retimed(text: str, shift: int) -> str:
