@@ -96,6 +96,11 @@ class GpuStatus:
     link: PcieLink | None = None  # the PCIe link now
     link_max: PcieLink | None = None  # the most the device can do
     compute_units: int | None = None  # from its KFD node
+    # What compute programs may allocate on it (issue 38): its KFD node's memory banks, which ROCm reports
+    # as the GPU's memory (an APU's: what KFD may allocate, bounded by TTM's limit; a card's: its VRAM), else
+    # a discrete card's VRAM. None where neither is known.
+    compute_memory: int | None = None  # bytes
+    ttm_limit: int | None = None  # bytes: TTM's pages_limit in effect, on an APU (it bounds GTT), else None
 
     @property
     def ids(self) -> str:

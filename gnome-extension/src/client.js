@@ -362,7 +362,8 @@ function linkText(speed, width) {
 
 /**
  * What a GPU is, from its Devices keys: "Discrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs ·
- * PCIe 16.0 GT/s x16"; "" when the service says none of it.
+ * PCIe 16.0 GT/s x16"; an APU's also "29.3 GiB for compute · TTM limit 29.3 GiB" (issue 38);
+ * "" when the service says none of it.
  *
  * @param {object} d - one Devices dictionary, unpacked
  * @param {Function} _ - gettext
@@ -378,6 +379,12 @@ export function hardwareLine(d, _) {
         parts.push(format(d.Integrated === true ? _('%s carve-out') : _('%s VRAM'), formatBytes(vram)));
     if (gtt !== null)
         parts.push(format(_('%s GTT'), formatBytes(gtt)));
+    // What ROCm tells programs they may allocate, and an APU's TTM limit (issue 38).
+    const compute = count(d, 'ComputeMemory'), ttm = count(d, 'TtmLimit');
+    if (compute !== null && compute !== vram) // a card's VRAM says it already
+        parts.push(format(_('%s for compute'), formatBytes(compute)));
+    if (ttm !== null)
+        parts.push(format(_('TTM limit %s'), formatBytes(ttm)));
     if (cus !== null)
         parts.push(format(_('%s CUs'), cus));
     const speed = count(d, 'PcieSpeed'), width = count(d, 'PcieWidth');

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kfdguard.assess.checks import summary_ready
 from kfdguard.assess.context import Context, Gpu
 from kfdguard.assess.memory import check as check_memory
+from kfdguard.assess.memory import ttm_limit
 from kfdguard.assess.order import headline, root_cause_first
 from kfdguard.assess.plan import plan
 from kfdguard.assess.rules import run
@@ -45,7 +46,8 @@ def assess(facts: Facts, config: Config | None = None, config_errors: tuple[Conf
         state = State.DEGRADED
     else:
         state = State.READY
-    statuses = tuple(_status(g, g in ready_gpus) for g in ctx.gpus)
+    ttm = ttm_limit(ctx.facts.memory)
+    statuses = tuple(_status(g, g in ready_gpus, ttm) for g in ctx.gpus)
     summary = _summary(state, findings, ready_gpus)
     return Verdict(state, bool(ready_gpus), summary, findings, statuses, plan(ctx), rec)
 
@@ -125,7 +127,7 @@ def _unstable(ctx: Context, rec: Recommendation) -> None:
     )
 
 
-def _status(gpu: Gpu, ready: bool) -> GpuStatus:
+def _status(gpu: Gpu, ready: bool, ttm: int | None) -> GpuStatus:
     f = gpu.facts
     # The node's own target, else the ASIC's by PCI id and revision: for a GPU without a node, and for
     # a node whose device_id the table does not know.
@@ -151,7 +153,18 @@ def _status(gpu: Gpu, ready: bool) -> GpuStatus:
         link=f.link,
         link_max=f.link_max,
         compute_units=gpu.node.compute_units if gpu.node else None,
+        compute_memory=_compute_memory(gpu, integrated),
+        ttm_limit=ttm if integrated else None,
     )
+
+
+def _compute_memory(gpu: Gpu, integrated: bool | None) -> int | None:
+    """What ROCm tells programs they may allocate: the KFD node's memory banks (ROCr's GPU pool), else a
+    discrete card's VRAM. Not an APU's carve-out plus GTT: which of them KFD hands out, and up to which limit,
+    depends on the kernel (Strix Halo's banks show far less than GTT up to 6.15; docs/MEMORY.md)."""
+    if gpu.node is not None and gpu.node.local_memory:
+        return gpu.node.local_memory
+    return gpu.facts.vram_total if integrated is False else None
 
 
 def _vram(gpu: Gpu, integrated: bool | None) -> int | None:

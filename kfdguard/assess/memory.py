@@ -8,6 +8,7 @@ written, what must go on the kernel command line instead, and what the running k
 from __future__ import annotations
 
 from kfdguard.config import memory_target
+from kfdguard.facts import MemoryFacts
 from kfdguard.host.root import MODPROBE_CONF
 from kfdguard.knowledge.memory import rule_for
 from kfdguard.record import dataclass
@@ -204,3 +205,14 @@ def _verify(ctx: Context, plan: MemoryPlan) -> list[Finding]:
     return [Finding("memory-limit-not-applied", Severity.WARNING,
                     f"the running kernel's TTM limit is {live} pages, not the configured {plan.pages}: {cause}",
                     remedy, evidence)]  # fmt: skip
+
+
+def ttm_limit(memory: MemoryFacts) -> int | None:
+    """Bytes TTM lets GPU buffers take of system memory, as the kernel applied it: the DKMS driver's amdttm when
+    it is loaded (amdgpu-dkms uses its own copy), else the in-tree ttm. TTM writes its effective limit back into
+    the parameter at init (ttm_tt_mgr_init: 0 becomes half of RAM), so the live value is the limit in force."""
+    for module in ("amdttm", "ttm"):
+        value = memory.ttm.get(module, {}).get("pages_limit", "")
+        if value.isascii() and value.isdigit() and 0 < int(value) < 1 << 40:
+            return int(value) * memory.page_size
+    return None

@@ -101,6 +101,7 @@ def render(
         [((), verdict.ready)],
     )
     _gpu_ready(out, verdict)
+    _gpu_memory(out, verdict)
     out.family(
         "kfdguard_state",
         "gauge",
@@ -174,6 +175,25 @@ def _gpu_ready(out: _Families, verdict: Verdict) -> None:
             for g in verdict.gpus
         ],
     )
+
+
+def _gpu_memory(out: _Families, verdict: Verdict) -> None:
+    """Issue 38: what compute may allocate on each GPU, and an APU's TTM limit; a GPU that does not say has
+    no series (an absent series, not a 0 that an alert would read as no memory)."""
+    for name, attribute, text in (
+        ("kfdguard_gpu_compute_memory_bytes", "compute_memory",
+         "Bytes ROCm tells programs they may allocate on this GPU (its KFD node's memory banks; a discrete "
+         "card's VRAM without a node)."),
+        ("kfdguard_gpu_ttm_limit_bytes", "ttm_limit",
+         "An APU's TTM limit in force (ttm or amdttm pages_limit), in bytes: what GTT may take of system memory."),
+    ):  # fmt: skip
+        samples = [
+            ((("slot", bounded(g.slot, PCI_SLOT)),), value)
+            for g in verdict.gpus
+            if (value := getattr(g, attribute)) is not None
+        ]
+        if samples:
+            out.family(name, "gauge", text, samples)
 
 
 def _health_counters(out: _Families, verdict: Verdict, health: dict[str, GpuHealth]) -> None:

@@ -21,7 +21,7 @@ MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
 # The version of the JSON contract in schema/kfdguard.schema.json (docs/JSON.md):
 # MAJOR.MINOR; a minor step only adds, a major step may remove or change.
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 def layout(facts: Facts) -> str:
@@ -186,7 +186,16 @@ def to_text(
             )
             link, top = g.link or PcieLink(None, None), g.link_max or PcieLink(None, None)
             described = resources_line(
-                g.integrated, g.vram_total, g.gtt_total, g.compute_units, link.speed, link.width, top.speed, top.width
+                g.integrated,
+                g.vram_total,
+                g.gtt_total,
+                g.compute_units,
+                link.speed,
+                link.width,
+                top.speed,
+                top.width,
+                compute_memory=g.compute_memory,
+                ttm_limit=g.ttm_limit,
             )
             if described:
                 lines.append(f"      {described}")
@@ -463,6 +472,8 @@ def status_text(status: dict[str, object]) -> str:
             described = resources_line(
                 *(_maybe(d, key, bool) for key in ("Integrated",)),
                 *(_maybe(d, key, int) for key in RESOURCE_NUMBERS),
+                compute_memory=_maybe(d, "ComputeMemory", int),
+                ttm_limit=_maybe(d, "TtmLimit", int),
             )
             if described:
                 lines.append(f"      {described}")
@@ -497,6 +508,8 @@ def _resources_json(g: GpuStatus) -> dict[str, object]:
         "integrated": g.integrated,
         "vram_total": g.vram_total,
         "gtt_total": g.gtt_total,
+        "compute_memory": g.compute_memory,
+        "ttm_limit": g.ttm_limit,
         "compute_units": g.compute_units,
         "pcie_speed": link.speed,
         "pcie_width": link.width,
@@ -514,8 +527,12 @@ def resources_line(
     width: int | None,
     max_speed: int | None,
     max_width: int | None,
+    *,
+    compute_memory: int | None = None,
+    ttm_limit: int | None = None,
 ) -> str:
-    """ "discrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs · PCIe 16.0 GT/s x16"; "" when nothing is known."""
+    """ "discrete · 24.0 GiB VRAM · 16.0 GiB GTT · 96 CUs · PCIe 16.0 GT/s x16"; an APU's also what compute may
+    allocate and TTM's limit, "29.3 GiB for compute · TTM limit 29.3 GiB" (issue 38); "" when nothing is known."""
     from kfdguard.parsers.pcie import format_bytes
 
     parts = [] if integrated is None else ["integrated (APU)" if integrated else "discrete"]
@@ -524,6 +541,10 @@ def resources_line(
         parts.append(f"{format_bytes(vram)} {'carve-out' if integrated else 'VRAM'}")
     if gtt is not None:
         parts.append(f"{format_bytes(gtt)} GTT")
+    if compute_memory is not None and compute_memory != vram:  # a card's VRAM says it already
+        parts.append(f"{format_bytes(compute_memory)} for compute")
+    if ttm_limit is not None:
+        parts.append(f"TTM limit {format_bytes(ttm_limit)}")
     if compute_units is not None:
         parts.append(f"{compute_units} CUs")
     if speed is not None or width is not None:

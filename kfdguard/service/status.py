@@ -57,6 +57,8 @@ DEVICE_KEYS = {
     "Integrated": "b",
     "VramTotal": "t",
     "GttTotal": "t",
+    "ComputeMemory": "t",  # bytes ROCm tells programs they may allocate (issue 38)
+    "TtmLimit": "t",  # an APU's: TTM's pages_limit in force, in bytes
     "ComputeUnits": "u",
     "PcieSpeed": "u",
     "PcieWidth": "u",
@@ -74,6 +76,8 @@ def _resources(g: GpuStatus) -> dict[str, object]:
         "Integrated": g.integrated,
         "VramTotal": g.vram_total,
         "GttTotal": g.gtt_total,
+        "ComputeMemory": g.compute_memory,
+        "TtmLimit": g.ttm_limit,
         "ComputeUnits": g.compute_units,
     }
     for prefix, link in (("Pcie", g.link), ("PcieMax", g.link_max)):

@@ -290,6 +290,14 @@ def test_the_resources_line() -> None:
         "integrated (APU) · 512.0 MiB carve-out · 12 CUs · PCIe 16.0 GT/s x16"
     )
     assert resources_line(None, None, None, None, None, None, None, None) == ""
+    # Issue 38: an APU's memory for compute (its KFD bank) and TTM's limit; a card's VRAM is not said twice.
+    assert resources_line(True, 4 << 30, 31433977856, 12, None, None, None, None, compute_memory=31433977856,
+                          ttm_limit=31433977856) == (
+        "integrated (APU) · 4.0 GiB carve-out · 29.3 GiB GTT · 29.3 GiB for compute · TTM limit 29.3 GiB · 12 CUs"
+    )  # fmt: skip
+    assert resources_line(False, 24 << 30, None, None, None, None, None, None, compute_memory=24 << 30) == (
+        "discrete · 24.0 GiB VRAM"
+    )
 
 
 def test_check_and_status_text_show_the_hardware_line(tmp_path: Path) -> None:

@@ -187,6 +187,13 @@ test('hardwareLine: what the service sent, the narrow link beside what the card 
     'Discrete · 8.0 GiB VRAM · 36 CUs · PCIe 8.0 GT/s x4 (can do 8.0 GT/s x16)', 'narrow slot');
     assertEqual(hardwareLine({Integrated: true, VramTotal: 512 * 2 ** 20, GttTotal: 16 * 2 ** 30}, _),
         'Integrated (APU) · 512.0 MiB carve-out · 16.0 GiB GTT', 'APU');
+    // Issue 38: what compute may allocate and the TTM limit; a card whose VRAM says it gets no repeat.
+    assertEqual(hardwareLine({Integrated: true, VramTotal: 512 * 2 ** 20, GttTotal: 16 * 2 ** 30,
+        ComputeMemory: 16 * 2 ** 30, TtmLimit: 16 * 2 ** 30}, _),
+    'Integrated (APU) · 512.0 MiB carve-out · 16.0 GiB GTT · 16.0 GiB for compute · TTM limit 16.0 GiB', 'APU memory');
+    assertEqual(hardwareLine({Integrated: false, VramTotal: 8 * 2 ** 30, ComputeMemory: 8 * 2 ** 30}, _),
+        'Discrete · 8.0 GiB VRAM', 'card memory once');
+    assertEqual(hardwareLine({ComputeMemory: 'lots', TtmLimit: -5}, _), '', 'garbage memory');
     // An older service sends none of the keys; a broken one sends other types: nothing is made up.
     assertEqual(hardwareLine({Slot: '0000:03:00.0'}, _), '', 'older service');
     assertEqual(hardwareLine({Integrated: 'yes', VramTotal: -1, ComputeUnits: 'many', PcieSpeed: NaN}, _), '', 'garbage');

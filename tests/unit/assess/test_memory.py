@@ -205,3 +205,53 @@ def test_memory_target_values_and_errors() -> None:
         assert config == Config()  # nothing of a broken file is used
         assert [(e.line, e.column, e.key) for e in errors] == [(3, 11, "memory.target")]
         assert message in errors[0].message, errors[0].message
+
+
+# --- published (issue 38: check, --json, the bus, metrics) ------------------------------------------------
+
+
+def test_the_ttm_limit_in_force_is_published_with_the_gpu(fresh_machine: Make) -> None:
+    from kfdguard.fleet.metrics import render
+    from kfdguard.publish.report import to_json, to_text
+    from kfdguard.service.status import from_verdict
+    from tests.unit.publish.test_schema import errors
+
+    builder = (strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
+               .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n"))  # fmt: skip
+    facts = probe(fresh_machine(builder.build()))
+    result = assess(facts, Config(memory=MemoryConfig(target="96G")))
+    (gpu,) = result.gpus
+    assert gpu.integrated is True and gpu.ttm_limit == PAGES_96G * 4096  # 96 GiB
+    assert "TTM limit 96.0 GiB" in to_text(facts, result)
+    document = to_json(facts, result)
+    assert errors("check", document) == []
+    gpus = document["gpus"]
+    assert isinstance(gpus, list) and [g["ttm_limit"] for g in gpus] == [103_079_215_104]
+    (device,) = from_verdict(facts, result, "notify", 0).devices
+    assert device["TtmLimit"] == 103_079_215_104
+    assert 'kfdguard_gpu_ttm_limit_bytes{slot="' in render(result, facts, 0.0)
+
+
+def test_amdttm_rules_when_the_dkms_driver_loaded_it(fresh_machine: Make) -> None:
+    release = "6.12.48+deb13-amd64"
+    builder = (
+        strix_halo(release).with_kernel(release, amdgpu="dkms").with_dkms("6.16.6-2238411.24.04", [release])
+        .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
+        .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
+    )  # fmt: skip
+    (gpu,) = verdict(fresh_machine, builder, target=None).gpus
+    assert gpu.ttm_limit == 16_515_072 * 4096  # amdttm's: the DKMS amdgpu does not use ttm
+
+
+def test_a_discrete_card_has_no_ttm_limit_and_its_vram_for_compute(fresh_machine: Make) -> None:
+    from kfdguard.fleet.metrics import render
+
+    builder = MachineBuilder("card").with_kernel("6.12.48+deb13-amd64").with_gpu(0x744C, revision=0xC8)
+    builder = builder.with_file("/sys/module/ttm/parameters/pages_limit", "16515072\n")
+    facts = probe(fresh_machine(builder.build()))
+    result = assess(facts, Config())
+    (gpu,) = result.gpus
+    assert gpu.integrated is False and gpu.ttm_limit is None
+    assert gpu.compute_memory is not None and gpu.compute_memory == gpu.vram_total
+    assert "kfdguard_gpu_ttm_limit_bytes" not in render(result, facts, 0.0)
+    assert "kfdguard_gpu_compute_memory_bytes" in render(result, facts, 0.0)

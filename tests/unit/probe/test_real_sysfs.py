@@ -70,6 +70,9 @@ def test_phoenix_apu(real: dict[str, tuple[Facts, Verdict]]) -> None:
     # nodes/1/mem_banks/0/properties: heap_type 1, size_in_bytes 31433977856: the GTT total, not the
     # 4 GiB carve-out, which is why an APU's banks are never taken for its VRAM.
     assert node.local_memory == 31433977856 and node.gfx_by_id is None
+    # Issue 38: what ROCm tells programs they may allocate is that bank, not the carve-out plus GTT (35.3 GiB).
+    assert gpu.compute_memory == 31433977856
+    assert gpu.ttm_limit is None  # the capture has no /sys/module
 
 
 def test_strix_point_apu(real: dict[str, tuple[Facts, Verdict]]) -> None:
@@ -86,6 +89,7 @@ def test_strix_point_apu(real: dict[str, tuple[Facts, Verdict]]) -> None:
     assert gpu.integrated is True
     (node,) = _gpu_nodes(facts)
     assert node.local_memory == 16441004032  # mem_banks/0 size_in_bytes, again the GTT total
+    assert gpu.compute_memory == 16441004032
 
 
 def test_steam_deck_ids_from_uevent_and_no_vram_from_an_apus_bank(real: dict[str, tuple[Facts, Verdict]]) -> None:
@@ -103,6 +107,7 @@ def test_steam_deck_ids_from_uevent_and_no_vram_from_an_apus_bank(real: dict[str
     assert gpu.vram_total is None and gpu.gtt_total is None
     assert [n.index for n in facts.kfd.topology] == [1]  # the capture has no node 0
     assert facts.kfd.topology[0].local_memory == 8589934592  # nodes/1/mem_banks/0 size_in_bytes
+    assert gpu.compute_memory == 8589934592  # the bank: what ROCm offers, though the carve-out is unknown
 
 
 def test_rx6900xt_nul_padded_files_are_read_and_said(real: dict[str, tuple[Facts, Verdict]]) -> None:
@@ -159,6 +164,8 @@ def test_vega56_complete_directory(real: dict[str, tuple[Facts, Verdict]]) -> No
     assert gpu.vram_total == 8573157376  # mem_info_vram_total
     assert gpu.gtt_total == 8342863872  # mem_info_gtt_total
     assert gpu.integrated is False
+    assert gpu.compute_memory == 8573157376  # no topology in the capture: a card's VRAM
+    assert gpu.ttm_limit is None  # a discrete card's GTT is not what compute is sized by
 
 
 def test_mi25_node_without_gfx_target_version(real: dict[str, tuple[Facts, Verdict]]) -> None:
@@ -187,6 +194,7 @@ def test_mi25_vram_from_its_bank_when_the_pci_device_has_no_total(tmp_path: Path
     gpu = _gpu(assess(probe(system, log="never")))
     assert gpu.kfd_node == 1 and gpu.gfx == "gfx900" and gpu.integrated is False
     assert gpu.vram_total == 17163091968  # nodes/1/mem_banks/0 size_in_bytes
+    assert gpu.compute_memory == 17163091968  # the same bank, what ROCr reports as its pool
     assert gpu.compute_units == 64
 
 
