@@ -160,6 +160,8 @@ _KMSG = re.compile(r"^(?P<pri>\d{1,3}),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")
 # A stamp in brackets; DRM's "[drm:func [module]]" at a line's start (a grep without times) is a prefix, not one.
 _BRACKET = re.compile(r"^\[(?!drm[\]:])\s*(?P<stamp>[^\]]{1,40})\]\s?")
 _DMESG_X = re.compile(r"^[a-z]+\s*:[a-z]+\s*: ")
+# CONFIG_PRINTK_CALLER's field after the time: the task ("[  T315]") or CPU ("[    C3]") that printed.
+_CALLER = re.compile(r"^\[\s*[TC]\d{1,7}\]\s?")
 # journalctl short/precise/full/iso/syslog: a date of some shape, a time, maybe a
 # zone, then "host ident[pid]: ". Month names may be in any language.
 _JOURNAL = re.compile(
@@ -208,6 +210,7 @@ def normalise(raw: str) -> LogLine:
         m = _BRACKET.match(line)
         if m:
             stamp, line = m["stamp"].strip(), line[m.end() :]
+            line = _CALLER.sub("", line, count=1)
             j = _MONO_JOURNAL.match(line)  # journalctl -o short-monotonic
             if j and (j["ident"] == "kernel" or j["ident"].startswith(("systemd-", "udev"))):
                 ident, line = j["ident"], line[j.end() :]
@@ -220,7 +223,7 @@ def normalise(raw: str) -> LogLine:
                 # syslog files keep the kernel's own bracket timestamp after "kernel: "
                 inner = _BRACKET.match(line)
                 if inner and ident == "kernel":
-                    line = line[inner.end() :]
+                    line = _CALLER.sub("", line[inner.end() :], count=1)
     driver, device, body = _speaker(line)
     return LogLine(ident, driver, device, body.strip(), stamp)
 

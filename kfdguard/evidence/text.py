@@ -561,6 +561,9 @@ def _finish(obs: Observations, state: _State) -> None:
 
 
 _NOT_CONTINUED = frozenset(" \t[`#$>*|-")  # how a line starts that continues no line above it
+# ... but for ids in brackets, which start no line: KFD's "Topology: Add dGPU node" wrapped before
+# "[0x73ff:0x1002]" (compared inline: this runs on every line of a long paste).
+_BRACKETED_ID = "[0x"
 _MONTHS = frozenset(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"])
 
 
@@ -598,14 +601,19 @@ def _unwrapped(lines: list[str]) -> list[str]:
         # The next line first, by its first character alone: in a dmesg log it starts with "[" and nothing
         # is wrapped, which settles most lines of a long paste without a regular expression.
         follow = out[i + 1]
-        if not follow or follow[0] in _NOT_CONTINUED or _dated(follow):
+        if not follow or (follow[0] in _NOT_CONTINUED and follow[:3] != _BRACKETED_ID) or _dated(follow):
             continue
         if not out[i] or not _LOG_LINE_START.match(out[i]):
             continue
         j = i + 1
         while j < len(out) and j <= i + 2:
             follow = out[j]
-            if not follow or follow[0] in _NOT_CONTINUED or _LOG_LINE_START.match(follow) or len(follow) > 100:
+            if (
+                not follow
+                or (follow[0] in _NOT_CONTINUED and follow[:3] != _BRACKETED_ID)
+                or _LOG_LINE_START.match(follow)
+                or len(follow) > 100
+            ):
                 break
             out[i] = f"{out[i]} {follow}"
             out[j] = ""

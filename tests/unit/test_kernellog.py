@@ -510,3 +510,21 @@ def test_a_raw_record_s_priority_and_an_old_kernel_s_bare_topology_line_are_read
     assert [e.rule for line in lines for e in match(line)] == ["kfd-topology-gpu", "kfd-added-device"]
     big = "\n".join(["<6>[    1.000000] usb 3-2: new full-speed USB device number 2 using xhci_hcd"] * SMALL + lines)
     assert [e.rule for e in scan(big)[1]] == ["kfd-topology-gpu", "kfd-added-device"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # tests/data/healthy-logs/646 and 604 (CONFIG_PRINTK_CALLER: the task or CPU after the time).
+        "[    5.008098] [    T315] kfd kfd: amdgpu: added device 1002:73ff",
+        "[    5.008098][  T315] kfd kfd: amdgpu: added device 1002:73ff",
+        "[    5.008098][    C3] kfd kfd: amdgpu: added device 1002:73ff",
+        "Dec  6 10:00:05 workstation kernel: [    5.008098] [    T315] kfd kfd: amdgpu: added device 1002:73ff",
+    ],
+)
+def test_the_printk_caller_field_is_no_part_of_the_speaker(line: str) -> None:
+    """Before, the caller's bracket stood between the time and "kfd kfd:": the line was heard from nobody and
+    KFD's added device was missed on every kernel built with CONFIG_PRINTK_CALLER."""
+    parsed = normalise(line)
+    assert (parsed.driver, parsed.device, parsed.body) == ("kfd", "kfd", "added device 1002:73ff")
+    assert [e.rule for e in match(line)] == ["kfd-added-device"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kfdguard.diagnose import diagnose_text
+from kfdguard.evidence.text import read_text
 from kfdguard.verdict import Severity
 
 TEMPLATE = """\
@@ -37,3 +38,17 @@ def test_rocblas_without_code_for_the_gpu_is_found_however_the_line_was_broken(m
     result = diagnose_text(TEMPLATE.format(message=message))
     (found,) = [f for f in result.findings if f.code == "userspace-target-unsupported"]
     assert found.severity is Severity.ERROR and "gfx1103" in found.message
+
+
+def test_kfd_s_topology_line_wrapped_before_its_ids_is_joined() -> None:
+    """A mail client broke "Topology: Add dGPU node" before "[0x73ff:0x1002]" (the shapes of
+    tests/data/healthy-logs/646): a line that starts with "[" starts anew, but not one with ids in brackets."""
+    text = (
+        "Dec  6 10:00:05 workstation kernel: [    5.008090] [    T315] kfd kfd: amdgpu: Topology: Add dGPU node\n"
+        "[0x73ff:0x1002]\n"
+        "Dec  6 10:00:05 workstation kernel: [    5.008098] [    T315] kfd kfd: amdgpu: added device\n"
+        "1002:73ff\n"
+    )
+    assert "kfd-ready" in {f.code for f in diagnose_text(text).findings}
+    topology_only = text.replace("added device\n1002:73ff\n", "")
+    assert [e.rule for e in read_text(topology_only).events] == ["kfd-topology-gpu"]
