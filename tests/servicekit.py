@@ -34,8 +34,15 @@ class Guardian(Launched):
     def env(self) -> dict[str, str]:
         return self.bus.env()
 
-    def wait_name(self, timeout: float = 20.0) -> None:
-        wait_name(self.env(), self.proc, timeout)
+    def wait_name(self, timeout: float = 60.0) -> None:
+        """Until the service owns its name. The deadline is for a hang, not a wait: on a machine running two
+        test suites on 2 CPUs a start once took over 20 s from READY=1 to its name (issue 35's flakes)."""
+        try:
+            wait_name(self.env(), self.proc, timeout)
+        except TimeoutError as exc:
+            # Stop it to read what it logged: a failure without the service's own words is a guess.
+            _, err = self.stop(timeout=5)
+            raise TimeoutError(f"{exc} within {timeout} s; its log:\n{err[-3000:]}") from None
 
     def uevent(self, text: str) -> None:
         assert state.send_uevents(Root(self.root), [text]), "the service is not listening for uevents"

@@ -73,8 +73,9 @@ class Launched:
                     return None
                 self._arrived.wait(min(remaining, 0.1))
 
-    def wait_ready(self, timeout: float = 20.0) -> float:
-        """Seconds from process start to READY=1."""
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        """Seconds from process start to READY=1. The deadline is for a hang: a loaded machine (two test suites
+        on 2 CPUs) stretches a start several times over, and a passing start returns as soon as it is ready."""
         ready = self.wait_for(lambda m: "READY=1" in m, timeout)
         if ready is not None:
             with self._arrived:
