@@ -29,7 +29,12 @@ NOBODY = 65534
 MOCK = "org.freedesktop.PolicyKit1"
 MOCK_PATH = "/org/freedesktop/PolicyKit1/Authority"
 # A polkit answer slower than this is no answer: the fail-closed path is what is tested.
-FAST_TIMEOUT = "timeouts:\n  polkit: 1\n"
+# The mock answers at once: a long bound costs nothing and keeps a loaded machine from turning an answer into a
+# timeout (a 1 s bound could, with two test suites on 2 CPUs).
+ANSWERED_TIMEOUT = "timeouts:\n  polkit: 15\n"
+# Long enough that a GetStatus through busctl is answered within it on a loaded machine (1 s was not, with
+# two test suites on 2 CPUs), short enough to wait out: the order of the answers is what is tested.
+STALL_TIMEOUT = "timeouts:\n  polkit: 6\n"
 
 
 class MockPolkit:
@@ -104,11 +109,11 @@ def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(
     each_bus: str, mock_polkit: MockPolkit, fault: str
 ) -> None:
     assert mock_polkit.bus.kind == each_bus
-    with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
+    with guardian("rx7900xtx-ubuntu2404", bus=mock_polkit.bus, enforce=False, config=STALL_TIMEOUT) as g:
         env = g.env()
         mock_polkit.control("SetAllowed", "as", "1", ACTION_RELOAD)
         if fault == "SetDelay":
-            mock_polkit.control("SetDelay", "d", "5")
+            mock_polkit.control("SetDelay", "d", "12")  # beyond the service's 6 s: its timeout decides
         else:
             mock_polkit.control("SimulateHang", "b", "true")
         waiting = subprocess.Popen(
@@ -121,7 +126,7 @@ def test_a_slow_or_hung_polkit_fails_closed_and_others_are_served(
         time.sleep(0.2)
         assert call("GetStatus", env=env).stdout.startswith("a{sv}")
         assert waiting.poll() is None
-        _, err = waiting.communicate(timeout=20)
+        _, err = waiting.communicate(timeout=30)
         assert waiting.returncode != 0
         assert "polkit unavailable (timed out); only root is allowed (org.kfdguard.reload)" in err
         # root is still served, without polkit's answer.
@@ -211,7 +216,7 @@ def test_a_garbled_polkit_answer_fails_closed(bare_polkit: MockPolkit, signature
         "AddMethod", "sssss", "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization", "(sa{sv})sa{ss}us",
         signature, f"ret = {answer}" if signature else "",
     )  # fmt: skip
-    with guardian("rx7900xtx-ubuntu2404", bus=bare_polkit.bus, enforce=False, config=FAST_TIMEOUT) as g:
+    with guardian("rx7900xtx-ubuntu2404", bus=bare_polkit.bus, enforce=False, config=ANSWERED_TIMEOUT) as g:
         refused = call("Reload", env=g.env(), user=NOBODY, check=False)
         assert refused.returncode != 0 and refused.stdout == "", refused.stdout
         expected = "denied by polkit" if signature == "(bba{ss})" else "polkit unavailable (CheckAuthorization answered"
