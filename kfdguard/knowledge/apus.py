@@ -27,10 +27,11 @@ names no other GPU.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from kfdguard.record import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApuFamily:
     pattern: re.Pattern[str]  # searched in the lower-cased line
     gfx: str
