@@ -21,6 +21,12 @@ if str(TOP) not in sys.path:  # run from a checkout without installing the packa
 from kfdguard.diagnose import diagnose_text  # noqa: E402
 
 HEADER_END = "\n# ---\n"
+# Errors that a healthy machine's log may rightly give, as a caveat its header names: the GPU works for
+# graphics but the hardware rules compute out, as the kernel itself says ("OLAND not supported in kfd",
+# "skipped device 1002:67e3, PCI rejects atomics"). No other error is ever a caveat: a firmware, init or
+# hang error on a working GPU is false by definition. tests/unit/diagnose/test_healthy_logs_corpus.py holds
+# the corpus to the same set.
+TRUE_OF_HARDWARE = frozenset({"asic-not-supported", "pcie-atomics"})
 
 
 def _header(text: str) -> tuple[dict[str, str], str]:
@@ -38,9 +44,8 @@ def score(path: Path) -> tuple[list[str], bool]:
     fields, body = _header(path.read_text(encoding="utf-8", errors="replace"))
     result = diagnose_text(body)
     caveats = set(fields.get("caveats", "-").split()) - {"-"}
-    # An error is a false alarm unless it is one the hardware makes true and the header names it
-    # (tests/unit/diagnose/test_healthy_logs_corpus.py: TRUE_OF_HARDWARE).
-    true_errors = caveats & {"asic-not-supported", "pcie-atomics"}
+    # An error is a false alarm unless it is one the hardware makes true and the header names it.
+    true_errors = caveats & TRUE_OF_HARDWARE
     alarms = [
         f"{f.severity.value} {f.code}: {f.message[:100]}"
         for f in result.findings

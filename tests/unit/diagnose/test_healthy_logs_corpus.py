@@ -22,6 +22,7 @@ from kfdguard.kernellog import SMALL
 from kfdguard.verdict import Severity
 from tests.corpus import files, header
 from tests.paths import TOP
+from tools.healthy_score import TRUE_OF_HARDWARE
 
 CORPUS = TOP / "tests" / "data" / "healthy-logs"
 FIELDS = ("source", "machine", "kernel", "format", "kfd", "subject", "trimmed", "caveats", "batch")
@@ -30,11 +31,6 @@ FORMATS = frozenset(
      "kern.log", "quoted", "diff", "mixed"}
 )  # fmt: skip
 NAME = re.compile(r"\d{3}-[a-z0-9]+(?:[-.][a-z0-9]+)*\.txt")
-# Errors that a healthy machine's log may rightly give, as a caveat its header names: the GPU works for
-# graphics but the hardware rules compute out, as the kernel itself says ("OLAND not supported in kfd",
-# "skipped device 1002:67e3, PCI rejects atomics"). No other error is ever a caveat: a firmware, init or
-# hang error on a working GPU is false by definition.
-TRUE_OF_HARDWARE = frozenset({"asic-not-supported", "pcie-atomics"})
 CODE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+")
 
 
