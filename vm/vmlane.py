@@ -664,6 +664,9 @@ INCLUDE: tuple[str, ...] = (
     # debootstrap's --include resolves no virtual package: python3-zstandard depends on
     # python3-cffi-backend-api-min/-max, which only python3-cffi-backend provides (a cold image failed without it).
     "python3-cffi-backend",
+    # The software scan's ELF reader and the UKI reader: Depends of kfdguard (dpkg -i refuses it without them).
+    "python3-pyelftools",
+    "python3-pefile",
     "grub-common",
     "grub2-common",
     "acl",
