@@ -566,7 +566,7 @@ class Component:
     name: str  # "librocblas.so.0.1", "rocblas/library", "libggml-hip.so"
     path: str  # as shown on the machine
     targets: tuple[str, ...]  # target ids ("gfx90a:xnack-"), sorted
-    source: str  # "bundles" (offload bundles) or "name" (Tensile file names)
+    source: str  # "bundles" (offload bundles), "name" (Tensile file names) or "kpack" (TheRock's kernel packs)
     files: int = 1
     error: str | None = None
 

@@ -667,6 +667,7 @@ INCLUDE: tuple[str, ...] = (
     # The software scan's ELF reader and the UKI reader: Depends of kfdguard (dpkg -i refuses it without them).
     "python3-pyelftools",
     "python3-pefile",
+    "python3-msgpack",  # TheRock's kernel packs
     "grub-common",
     "grub2-common",
     "acl",

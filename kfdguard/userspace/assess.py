@@ -160,7 +160,7 @@ def _evidence(stack: Stack, components: Sequence[Component]) -> list[str]:
     out = []
     for c in components or stack.components:
         shown = ", ".join(c.targets[:24]) + (f" (+{len(c.targets) - 24})" if len(c.targets) > 24 else "")
-        how = f"{c.files} file names" if c.source == "name" else "offload bundles"
+        how = {"name": f"{c.files} file names", "kpack": "kernel packs"}.get(c.source, "offload bundles")
         out.append(f"{c.path}: {shown or 'no targets'} ({how})")
     return out
 

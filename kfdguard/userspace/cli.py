@@ -19,9 +19,13 @@ EXIT_OK, EXIT_NO_CODE, EXIT_UNREADABLE, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2, 3, 6
 
 EPILOG = """\
 Like roc-obj-ls, without ROCm: the offload bundles in a HIP program's or
-library's .hip_fatbin section (plain and compressed, zlib or zstd), and the
-per-target file names of rocBLAS/hipBLASLt/Tensile libraries. Only section
-headers and bundle tables are read: a 450 MB library takes milliseconds.
+library's .hip_fatbin section (plain and compressed, zlib or zstd), the
+per-target file names of rocBLAS/hipBLASLt/Tensile libraries, and TheRock's
+kernel packs: a .kpack archive's table of contents, and for a host library
+whose code was split out (a .rocm_kpack_ref section) the packs it names,
+found as ROCm's loader finds them (relative to the library, @GFXARCH@
+matched against the packs installed). Only section headers, bundle tables
+and tables of contents are read: a 450 MB library takes milliseconds.
 PATH may be a file, a directory (read up to 8 levels deep, links to
 directories not followed) or a wheel (.whl or .zip: member names, and the
 ELF members up to 256 MiB).
@@ -37,6 +41,7 @@ exit status:
 examples:
   kfdguard targets /usr/lib/x86_64-linux-gnu/librocblas.so.0
   kfdguard targets ~/.venv/lib/python3.11/site-packages/torch/lib
+  kfdguard targets /opt/rocm/lib/.kpack/blas_lib_gfx1151.kpack
   kfdguard targets --json /usr/lib/ollama | jq '.paths[].targets'
   kfdguard targets --machine 780m-ubuntu2204-ga libggml-hip.so
 """
@@ -124,7 +129,8 @@ Results = list[tuple["PathScan", list[dict[str, object]]]]
 
 
 def _exit_code(results: Results) -> int:
-    unreadable = any(s.error or any(f.error and f.source == "bundles" for f in s.files) for s, _ in results)
+    # A Tensile file name has no error to give; a bundle or a kernel pack that cannot be read does.
+    unreadable = any(s.error or any(f.error and f.source != "name" for f in s.files) for s, _ in results)
     with_code = [(s, v) for s, v in results if s.targets]
     if not with_code:
         return EXIT_UNREADABLE if unreadable else EXIT_NOTHING
@@ -154,6 +160,7 @@ def _json(gpus: tuple[GpuTarget, ...], results: Results, code: int) -> dict[str,
                         "bundles": f.bundles,
                         "compressed_bundles": f.compressed,
                         "error": f.error,
+                        "note": f.note,
                     }
                     for f in s.files
                 ],
@@ -171,12 +178,13 @@ def _text(scan: PathScan, verdicts: list[dict[str, object]], gpus: tuple[GpuTarg
         lines.append(f"  error: {scan.error}")
     lines.append("  targets: " + (" ".join(scan.targets) if scan.targets else "none (no GPU code found)"))
     shown = scan.files if verbose else scan.files[:20]
-    if scan.kind != "file" or any(f.error for f in shown):
+    if scan.kind != "file" or any(f.error or f.note for f in shown):
         for f in shown:
             what = f.error if f.error else " ".join(f.targets) or "no targets"
             bundles = f" [{f.bundles} bundles, {f.compressed} compressed]" if f.bundles else ""
+            note = f" ({f.note})" if f.note and not f.error else ""
             shown_path = f.path[len(scan.path) :].lstrip("/") if f.path.startswith(scan.path) else f.path
-            lines.append(f"    {shown_path or f.path}: {what}{bundles}")
+            lines.append(f"    {shown_path or f.path}: {what}{bundles}{note}")
         if len(scan.files) > len(shown):
             lines.append(f"    (+{len(scan.files) - len(shown)} more files with --verbose)")
     elif shown and shown[0].bundles:

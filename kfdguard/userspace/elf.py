@@ -37,6 +37,7 @@ FATBIN = ".hip_fatbin"
 # what __hipRegisterFatBinary receives; it points at .hip_fatbin.
 SEGMENT = ".hipFatBinSegment"
 SEGMENT_MAGIC = 0x48495046
+KPACK_REF = ".rocm_kpack_ref"
 # An executable or library has a few dozen sections; more than this is hostile.
 MAX_SECTIONS = 4096
 EM_AMDGPU = 224
@@ -69,6 +70,9 @@ class HipSections:
     fatbin: Section | None
     segment: Section | None
     segment_magic: bool  # the wrapper starts with "HIPF"
+    # TheRock's split builds (kfdguard/userspace/kpack.py): the code is in .kpack archives, the
+    # .hip_fatbin has no bytes in the file (SHT_NOBITS), and this section says where to look.
+    kpack_ref: Section | None = None
 
 
 def is_elf(head: bytes) -> bool:
@@ -144,26 +148,32 @@ def _hip_sections(stream: BinaryIO, size: int) -> HipSections:
     if elf["e_shoff"] == 0:
         return HipSections(machine, None, None, segment_magic=False)
     sections: dict[str, Section] = {}
+    nobits = set()
     for name, header in _headers(elf, stream, size):
-        if name not in (FATBIN, SEGMENT):
+        if name not in (FATBIN, SEGMENT, KPACK_REF):
             continue
         if header["sh_type"] == "SHT_NOBITS":
-            raise ElfError(f"section {name} has no data in the file (SHT_NOBITS)")
+            nobits.add(name)
+            continue
         offset, length = int(header["sh_offset"]), int(header["sh_size"])
         if offset + length > size:
             raise ElfError(f"section {name}: offset 0x{offset:x} size 0x{length:x} beyond the file's 0x{size:x}")
         sections.setdefault(name, Section(offset, length))
+    # A split library's .hip_fatbin is memory only, by design; anywhere else that is a broken file.
+    broken = sorted(nobits - ({FATBIN} if KPACK_REF in sections else set()))
+    if broken:
+        raise ElfError(f"section {broken[0]} has no data in the file (SHT_NOBITS)")
     segment = sections.get(SEGMENT)
     magic = False
     if segment is not None and segment.size >= 4:
         stream.seek(segment.offset)
         word = stream.read(4)
         magic = len(word) == 4 and int.from_bytes(word, "little" if elf.little_endian else "big") == SEGMENT_MAGIC
-    return HipSections(machine, sections.get(FATBIN), segment, magic)
+    return HipSections(machine, sections.get(FATBIN), segment, magic, sections.get(KPACK_REF))
 
 
 def hip_sections(stream: BinaryIO, size: int) -> HipSections:
-    """The .hip_fatbin and .hipFatBinSegment sections of the ELF file in ``stream`` of ``size`` bytes."""
+    """The .hip_fatbin, .hipFatBinSegment and .rocm_kpack_ref sections of the ELF file in ``stream``."""
     try:
         return _hip_sections(stream, size)
     except ElfError:

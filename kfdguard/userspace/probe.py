@@ -101,8 +101,9 @@ class _Probe:
         for f in scan.files:
             if f.source == "name":
                 groups.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
-            elif f.targets or f.error:
-                out.append(Component(f.path.rsplit("/", 1)[-1], f.path, f.targets, "bundles", 1, f.error))
+            elif f.targets or f.error or f.source == "kpack":
+                # A split library with no pack installed is a component with no targets, not nothing.
+                out.append(Component(f.path.rsplit("/", 1)[-1], f.path, f.targets, f.source, 1, f.error))
         for directory, files in groups.items():
             targets = tuple(sorted({t for f in files for t in f.targets}))
             parts = directory.split("/")

@@ -62,8 +62,8 @@ def _text(f: Fields, key: str) -> str:
 def _component(value: object, where: str) -> Component:
     f = Fields(value, where)
     source = _text(f, "source")
-    if source not in ("bundles", "name"):
-        raise SnapshotError(f"{where}.source: {source!r} (known: bundles, name)")
+    if source not in ("bundles", "name", "kpack"):
+        raise SnapshotError(f"{where}.source: {source!r} (known: bundles, name, kpack)")
     targets = strings(list(_bounded(f.items("targets"), MAX_TARGETS, f"{where}.targets")), f"{where}.targets")
     files = f.number("files", low=0, high=2**31) or 0
     return Component(_text(f, "name"), _text(f, "path"), tuple(targets), source, files, f.text("error", optional=True))

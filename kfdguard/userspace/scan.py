@@ -1,9 +1,12 @@
 """Which gfx targets a file, a directory or a wheel carries code for.
 
-Two kinds of evidence, as ``roc-obj-ls`` and ollama's discovery use them:
+Three kinds of evidence, the first two as ``roc-obj-ls`` and ollama's discovery use them:
 
 * the offload bundles in an ELF file's ``.hip_fatbin`` (HIP programs and
   libraries: librocblas.so, libggml-hip.so, libtorch_hip.so);
+* TheRock's kernel packs (kfdguard/userspace/kpack.py): a ``.kpack`` archive's
+  table of contents, and for a split host library (``.rocm_kpack_ref``) the
+  archives its reference names, resolved as ROCm's loader resolves them;
 * the file names of libraries that keep their code objects outside ELF
   files, one file per target (rocBLAS/hipBLASLt/Tensile:
   ``TensileLibrary_lazy_gfx1030.dat``, ``TensileLibrary_gfx1100.co``,
@@ -23,7 +26,8 @@ import stat
 
 from kfdguard.record import dataclass
 from kfdguard.userspace.bundle import BundleError, read_bundles
-from kfdguard.userspace.elf import ElfError, hip_sections, is_elf, open_regular
+from kfdguard.userspace.elf import ElfError, Section, hip_sections, is_elf, open_regular
+from kfdguard.userspace.kpack import REF_LIMIT, SUFFIX, KpackError, parse_ref, read_kpack, resolve
 from kfdguard.userspace.targets import parse_entry_id, targets_in_name
 
 TYPE_CHECKING = False
@@ -41,11 +45,14 @@ NAMED_SUFFIXES = (".dat", ".co", ".hsaco", ".yaml", ".msgpack")
 @dataclass(frozen=True, slots=True)
 class FileScan:
     path: str
-    source: str  # "bundles" (offload bundles in .hip_fatbin) or "name" (the file name)
+    # "bundles" (offload bundles in .hip_fatbin), "name" (the file name) or "kpack" (a kernel pack's
+    # table of contents, or the packs a split library's reference leads to)
+    source: str
     targets: tuple[str, ...]  # target ids, sorted
     bundles: int = 0
     compressed: int = 0
     error: str | None = None
+    note: str | None = None  # where the targets came from when that is not the file itself (kpack)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +82,38 @@ def _elf_candidate(name: str, mode: int) -> bool:
     return ".so" in name or name.endswith((".node", ".bin")) or bool(mode & 0o111)
 
 
-def scan_fd(fd: int, size: int, path: str, *, explicit: bool) -> FileScan | None:
-    """The bundles of the ELF file open at ``fd``; None when it is no HIP file and was not asked for."""
+def scan_kpack(fd: int, size: int, path: str) -> FileScan:
+    """A kernel pack's targets: the architectures its table of contents has code for and lists."""
+    try:
+        archive = read_kpack(fd, size)
+    except KpackError as exc:
+        return FileScan(path, "kpack", (), error=str(exc))
+    return FileScan(path, "kpack", archive.targets, note=f"kernel pack {archive.group or '?'} {archive.family or '?'}")
+
+
+def _split_library(fd: int, path: str, location: str | None, ref: Section) -> FileScan:
+    """A TheRock host file whose code is in kernel packs: the targets of the packs its reference finds."""
+    if ref.size > REF_LIMIT:
+        return FileScan(path, "kpack", (), error=f".rocm_kpack_ref of {ref.size} bytes (at most {REF_LIMIT})")
+    try:
+        found = parse_ref(os.pread(fd, ref.size, ref.offset))
+    except KpackError as exc:
+        return FileScan(path, "kpack", (), error=str(exc))
+    if location is None:
+        return FileScan(path, "kpack", (), note="code in kernel packs, not looked for outside the file system")
+    result = resolve(location, found)
+    if not result.archives:
+        wanted = ", ".join(found.search_paths)
+        return FileScan(path, "kpack", (), note=f"code in kernel packs, none installed ({wanted})")
+    if result.problems and not result.targets:
+        return FileScan(path, "kpack", (), error="; ".join(result.problems))
+    names = ", ".join(os.path.basename(a) for a in result.archives)
+    return FileScan(path, "kpack", result.targets, note=f"code in {names}")
+
+
+def scan_fd(fd: int, size: int, path: str, *, explicit: bool, location: str | None = None) -> FileScan | None:
+    """The GPU code of the ELF file open at ``fd`` (at ``location`` on the file system, if it is there):
+    its bundles, or the kernel packs it points to; None when it is no HIP file and was not asked for."""
     head = os.pread(fd, 4, 0)
     if not is_elf(head):
         return FileScan(path, "bundles", (), error="not an ELF file") if explicit else None
@@ -85,6 +122,8 @@ def scan_fd(fd: int, size: int, path: str, *, explicit: bool) -> FileScan | None
             sections = hip_sections(stream, size)
         except ElfError as exc:
             return FileScan(path, "bundles", (), error=str(exc))
+    if sections.kpack_ref is not None:
+        return _split_library(fd, path, location, sections.kpack_ref)
     if sections.fatbin is None:
         return FileScan(path, "bundles", (), error="no .hip_fatbin section (no HIP device code)") if explicit else None
     if sections.fatbin.size == 0:
@@ -120,7 +159,9 @@ def scan_file(path: str, display: str | None = None, *, explicit: bool = False) 
     except OSError as exc:
         return FileScan(shown, "bundles", (), error=exc.strerror or str(exc)) if explicit else None
     try:
-        return scan_fd(fd, size, shown, explicit=explicit)
+        if name.endswith(SUFFIX):
+            return scan_kpack(fd, size, shown)
+        return scan_fd(fd, size, shown, explicit=explicit, location=path)
     except OSError as exc:
         return FileScan(shown, "bundles", (), error=exc.strerror or str(exc))
     finally:
@@ -144,7 +185,7 @@ def _new_candidate(entry: os.DirEntry[str], seen: set[tuple[int, int]]) -> bool:
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
         return False
     seen.add((st.st_dev, st.st_ino))
-    return bool(_named(entry.name)) or _elf_candidate(entry.name, st.st_mode)
+    return bool(_named(entry.name)) or entry.name.endswith(SUFFIX) or _elf_candidate(entry.name, st.st_mode)
 
 
 def scan_tree(top: str, display: str | None = None, *, max_depth: int = MAX_DEPTH) -> PathScan:
@@ -205,6 +246,11 @@ def _scan_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, shown: str) ->
     named = _named(base)
     if named:
         return FileScan(member, "name", named)
+    if base.endswith(SUFFIX):
+        # A pack inside a wheel is not copied out to reach its table of contents at the end: its name says
+        # the family (blas_lib_gfx1151.kpack) as TheRock's device packages name them.
+        targets = tuple(sorted({str(t) for t in targets_in_name(base)}))
+        return FileScan(member, "name", targets, note="kernel pack in a wheel: targets from its name")
     if ".so" not in base:
         return None
     if info.file_size > MEMBER_LIMIT:

@@ -293,7 +293,10 @@ def test_a_redacted_bundle_names_no_person_in_the_software_record(tmp_path: Path
     ("change", "message"),
     [
         (lambda s: s.update(stacks={}), r"manifest.software.stacks: expected a list"),
-        (lambda s: s["stacks"][0]["components"][0].update(source="guess"), r"source: 'guess' \(known: bundles, name\)"),
+        (
+            lambda s: s["stacks"][0]["components"][0].update(source="guess"),
+            r"source: 'guess' \(known: bundles, name, kpack\)",
+        ),
         (lambda s: s["stacks"][0]["components"][0].update(targets=[1]), "targets: expected a list of strings"),
         (lambda s: s["stacks"][0]["components"][0].update(files=-1), "files: -1 is out of range"),
         (lambda s: s["stacks"][0].update(components=[{}] * 5000), r"components: 5000 entries \(at most 4096\)"),
