@@ -39,6 +39,9 @@ REBUILD = {
     "ollama": "an ollama release whose bundled ROCm lists {gfx}, or ollama built with AMDGPU_TARGETS={gfx}",
     "pytorch": "a PyTorch-ROCm wheel that includes {gfx}, or PyTorch built with PYTORCH_ROCM_ARCH={gfx}",
     "llama.cpp": "llama.cpp built with -DAMDGPU_TARGETS={gfx} (cmake -DGGML_HIP=ON)",
+    # TheRock's per-target extras: rocm/setup.py's build_per_target_extras (device-<gfx>, rocm-sdk-device-<gfx>).
+    "therock": 'TheRock\'s device package for {gfx}: pip install "rocm[device-{gfx}]" (rocm-sdk-device-{gfx}), '
+    "where TheRock builds {gfx}",
 }
 
 

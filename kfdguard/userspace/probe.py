@@ -29,6 +29,7 @@ from kfdguard.host.root import (
 )
 from kfdguard.probe.reader import Reader
 from kfdguard.userspace.env import ENV_NAMES, override_node, wanted_env
+from kfdguard.userspace.kpack import SUFFIX as KPACK_SUFFIX
 from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
 
 TYPE_CHECKING = False
@@ -41,6 +42,16 @@ ROCM_DIR = re.compile(r"^rocm(?:-(\d+\.\d+(?:\.\d+)?))?$")
 VERSION_RE = re.compile(r"^[0-9A-Za-z.+~:_-]{1,64}$")
 TORCH_VERSION = re.compile(r"""^__version__\s*=\s*['"]([^'"]{1,64})['"]""", re.MULTILINE)
 HIP_RUNTIME = re.compile(r"^libamdhip64\.so\.(\d[\d.]*)$")
+# TheRock's pip ROCm (ROCm/TheRock build_tools/packaging/python/templates/rocm/src/rocm_sdk/_dist_info.py):
+# the dist packages rocm-sdk-core, rocm-sdk-libraries[-<family>] and rocm-sdk-device-<target> install the
+# platform packages _rocm_sdk_core<nonce> and _rocm_sdk_libraries[_<family>]<nonce> ("_" + the dist name
+# with "-" as "_" + a version nonce, often empty); a device wheel overlays its .kpack archives into the
+# libraries package's lib/.kpack (templates/rocm-sdk-device/setup.py).
+THEROCK_CORE = re.compile(r"^_rocm_sdk_core(?:_[0-9A-Za-z_]{1,64})?$")
+THEROCK_LIBRARIES = re.compile(r"^_rocm_sdk_libraries(?:_[0-9A-Za-z_]{1,64})?$")
+THEROCK_DIST = re.compile(
+    r"^(rocm|rocm_sdk_core|rocm_sdk_libraries(?:_[0-9a-z_]+)?)-([0-9][0-9A-Za-z.+_]{0,63})\.dist-info$"
+)
 DEFAULT_UNITS = ("ollama.service",)
 TOOLS = ("rocminfo", "amd-smi", "rocm-smi")
 BLAS_LIBRARIES = ("librocblas.so.", "libhipblaslt.so.")
@@ -95,10 +106,14 @@ class _Probe:
         return "/" + "/".join(done)
 
     def components(self, scan: PathScan) -> tuple[Component, ...]:
-        """Tensile files grouped by directory; each HIP ELF file on its own."""
+        """Tensile files grouped by directory; each HIP ELF file (split or not) on its own."""
         groups: dict[str, list[FileScan]] = {}
         out: list[Component] = []
         for f in scan.files:
+            if f.source == "kpack" and f.path.endswith(KPACK_SUFFIX):
+                # A pack holds code for the libraries that point to it, each a component with those targets;
+                # a pack of one family alone is no library that lacks the others.
+                continue
             if f.source == "name":
                 groups.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
             elif f.targets or f.error or f.source == "kpack":
@@ -277,6 +292,32 @@ class _Probe:
                                 self.runtime(lib), scan.truncated))  # fmt: skip
         return stacks
 
+    def therock(self, extra: Iterable[str]) -> list[Stack]:
+        """TheRock's pip ROCm in each site directory: its libraries (code in kernel packs) and HIP runtime."""
+        stacks = []
+        for site in self.site_dirs(extra):
+            names = self.reader.listdir(site)
+            core = [site / n / "lib" for n in names if THEROCK_CORE.match(n)]
+            libraries = [site / n / "lib" for n in names if THEROCK_LIBRARIES.match(n)]
+            if not core and not libraries:
+                continue
+            fresh = [lib for lib in libraries if lib.is_dir() and os.path.realpath(lib) not in self.seen]
+            parts: list[Component] = []
+            truncated = None
+            for lib in fresh:
+                self.seen.add(os.path.realpath(lib))
+                scan = self.tree(lib, 4)  # lib/.kpack/*.kpack, lib/hipblaslt/library/*
+                parts += self.components(scan)
+                truncated = truncated or scan.truncated
+            versions = {m.group(1): m.group(2) for m in map(THEROCK_DIST.match, names) if m}
+            version = versions.get("rocm") or versions.get("rocm_sdk_core") or next(iter(versions.values()), None)
+            runtime = next((r for r in map(self.runtime, core) if r), None)
+            lib_dir = fresh[0] if fresh else core[0]
+            label = f"ROCm {version} (TheRock, pip)" if version else "ROCm (TheRock, pip)"
+            stacks.append(Stack("therock", label, self.show(site), version, tuple(parts), self.show(lib_dir),
+                                runtime, truncated))  # fmt: skip
+        return stacks
+
     def llama_cpp(self, extra: Iterable[str]) -> list[Stack]:
         stacks = []
         for directory in (*SOFTWARE_LLAMA_DIRS, *extra):
@@ -425,6 +466,7 @@ def probe_software(
         lambda: probe.distribution(os_name),
         probe.ollama,
         lambda: probe.pytorch(extra),
+        lambda: probe.therock(extra),
         lambda: probe.llama_cpp(extra),
     ):
         try:

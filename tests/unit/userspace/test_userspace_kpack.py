@@ -301,3 +301,64 @@ def test_targets_on_a_pack_file_text(capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out
     assert "targets: gfx900 gfx906" in out and "kernel pack test gfx900X" in out
     assert code == 0
+
+
+# --- TheRock's pip ROCm in check's inventory ------------------------------------------------------------
+
+SITE = "usr/local/lib/python3.12/site-packages"
+
+
+def pip_rocm(root: Path, packs: dict[str, list[str]]) -> Path:
+    """TheRock's pip ROCm as rocm, rocm-sdk-core and rocm-sdk-libraries install it: the core's HIP runtime,
+    a split libhipblas.so.3 in the libraries package and the device wheels' packs overlaid into its lib/.kpack."""
+    site = root / SITE
+    for dist in ("rocm-7.9.0.dist-info", "rocm_sdk_core-7.9.0.dist-info", "rocm_sdk_libraries-7.9.0.dist-info"):
+        (site / dist).mkdir(parents=True)
+    (site / "_rocm_sdk_core" / "lib").mkdir(parents=True)
+    (site / "_rocm_sdk_core" / "lib" / "libamdhip64.so.7.9.0").write_bytes(b"")
+    lib = site / "_rocm_sdk_libraries" / "lib"
+    ref = {"kernel_name": "lib/libhipblas.so.3", "kpack_search_paths": [".kpack/hipblas_lib_@GFXARCH@.kpack"]}
+    split_library(lib, "libhipblas.so.3", ref)
+    for gfx, arches in packs.items():
+        kernels = [(f"lib/libhipblas.so.3#{i}", a, b"code") for i, a in enumerate(arches)]
+        write_pack(lib / ".kpack" / f"hipblas_lib_{gfx}.kpack", arches, kernels)
+    return site
+
+
+def strix_halo_check(fresh_machine: Any, capsys: pytest.CaptureFixture[str], packs: dict[str, list[str]]) -> Any:
+    from kfdguard.simulate.builder import MachineBuilder
+
+    spec = (
+        MachineBuilder("strix-halo-pip-rocm")
+        .ubuntu2404("6.14.0-29-generic")
+        .with_gpu(0x1586, revision=0xC1)
+        .with_user("alice", groups=["render"])
+        .build()
+    )
+    system = fresh_machine(spec)
+    pip_rocm(system.root.path, packs)
+    main(["check", "--root", str(system.root.path), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_pip_rocm_without_the_gpus_device_package(fresh_machine: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """gfx1151 with TheRock's pip ROCm whose only device package is gfx1100's: no code, and the package to add."""
+    doc = strix_halo_check(fresh_machine, capsys, {"gfx1100": ["gfx1100"]})
+    (stack,) = doc["software"]["stacks"]
+    assert (stack["kind"], stack["name"], stack["version"]) == ("therock", "ROCm 7.9.0 (TheRock, pip)", "7.9.0")
+    assert stack["hip_runtime"] == "libamdhip64.so.7.9.0"
+    assert stack["targets"] == ["gfx1100"]
+    ((gpu),) = stack["gpus"]
+    assert (gpu["gfx"], gpu["status"]) == ("gfx1151", "no-code")
+    (finding,) = [f for f in doc["findings"] if f["code"] == "userspace-target-unsupported"]
+    assert "ROCm 7.9.0 (TheRock, pip)" in finding["message"] and "gfx1151" in finding["message"]
+    assert 'pip install "rocm[device-gfx1151]" (rocm-sdk-device-gfx1151)' in finding["remedy"]
+    assert any("kernel packs" in e for e in finding["evidence"])
+
+
+def test_pip_rocm_with_the_gpus_device_package(fresh_machine: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = strix_halo_check(fresh_machine, capsys, {"gfx1100": ["gfx1100"], "gfx1151": ["gfx1151"]})
+    (stack,) = doc["software"]["stacks"]
+    assert stack["targets"] == ["gfx1100", "gfx1151"]
+    assert [g["status"] for g in stack["gpus"]] == ["runs"]
+    assert not [f for f in doc["findings"] if f["code"] == "userspace-target-unsupported"]
