@@ -112,19 +112,38 @@ def _watch(fd: int, directory: str) -> None:
         _libc().inotify_add_watch(fd, directory.encode(), WATCH)
 
 
+def _nearest(directory: str) -> str:
+    """``directory`` if it exists, else its deepest existing ancestor."""
+    path = directory
+    while path not in ("", "/") and not os.path.isdir(path):
+        path = os.path.dirname(path)
+    return path or "/"
+
+
+def rewatch(fd: int, directory: str) -> None:
+    """Watch ``directory``, or the deepest of its ancestors that exists, until that stops changing.
+
+    inotify sees only a watched directory's own entries: with /run/kfdguard/ready wanted and only /run
+    there, /run is watched; when kfdguard creates /run/kfdguard, the event wakes the waiter, which must
+    now watch /run/kfdguard before the marker lands in it. A level that appeared while the watch was
+    being added sends no event to anyone, so the nearest ancestor is looked up again after each watch
+    (a watch added twice is harmless). Under load the service made the whole chain between a waiter's
+    two looks, and the waiter slept through the marker until its timeout."""
+    watched = None
+    while (path := _nearest(directory)) != watched:
+        _watch(fd, path)
+        watched = path
+
+
 def _inotify(directory: str) -> int | None:
-    """An inotify descriptor watching ``directory`` (and its nearest existing parent), or None."""
+    """An inotify descriptor watching ``directory`` (or its nearest existing ancestor), or None."""
     libc = _libc()
     if libc is None or not hasattr(libc, "inotify_init1"):
         return None
     fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
     if fd < 0:
         return None
-    path = directory
-    while path not in ("", "/") and not os.path.isdir(path):
-        path = os.path.dirname(path)
-    for watched in {directory, path}:
-        _watch(fd, watched)
+    rewatch(int(fd), directory)
     return int(fd)
 
 
@@ -145,8 +164,8 @@ async def _marker_wait(read: Any, marker_dir: str, want: Want, deadline: float, 
             woke.clear()
             if fd is not None:
                 _drain(fd)
-                # The directory may have appeared since: watch it too (adding a watch twice is harmless).
-                _watch(fd, marker_dir)
+                # A level of the marker's directory may have appeared since: watch down to it, then read.
+                rewatch(fd, marker_dir)
             marker = read()
             state = marker.state if marker is not None else ""
             summary = (

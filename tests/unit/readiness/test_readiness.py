@@ -158,6 +158,52 @@ def test_wait_without_a_bus_reads_the_marker(tmp_path: Path) -> None:
     assert rc == 1
 
 
+def _readable(fd: int, timeout: float) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], timeout)[0])
+
+
+def test_the_watch_goes_down_as_the_markers_directories_appear(tmp_path: Path) -> None:
+    """The interleaving that slept through a marker under load: the waiter wakes for run/ and looks before
+    run/kfdguard exists; the service then makes run/kfdguard and the marker. Only a watch on run/ hears it."""
+    from kfdguard.readiness.wait import _drain, _inotify, rewatch
+
+    marker_dir = str(tmp_path / "run" / "kfdguard")
+    fd = _inotify(marker_dir)
+    assert fd is not None
+    try:
+        (tmp_path / "run").mkdir()
+        assert _readable(fd, 5)  # tmp_path is watched: run/ appearing wakes the waiter
+        _drain(fd)
+        rewatch(fd, marker_dir)  # what the waiter does when it wakes: run/kfdguard is not there yet
+        (tmp_path / "run" / "kfdguard").mkdir()
+        assert _readable(fd, 5), "run/kfdguard appeared unheard: the marker would be missed until the timeout"
+        _drain(fd)
+        rewatch(fd, marker_dir)
+        (tmp_path / "run" / "kfdguard" / "ready").write_text("x")
+        assert _readable(fd, 5)
+    finally:
+        os.close(fd)
+
+
+def test_a_level_made_while_the_watch_is_added_is_watched_too(tmp_path: Path) -> None:
+    """The whole chain made between two looks: the watch goes straight to the deepest level there is."""
+    from kfdguard.readiness.wait import _drain, _inotify, rewatch
+
+    marker_dir = tmp_path / "run" / "kfdguard"
+    fd = _inotify(str(marker_dir))
+    assert fd is not None
+    try:
+        marker_dir.mkdir(parents=True)
+        rewatch(fd, str(marker_dir))
+        _drain(fd)
+        (marker_dir / "ready").write_text("x")  # an entry of run/kfdguard: heard only if that is watched
+        assert _readable(fd, 5)
+    finally:
+        os.close(fd)
+
+
 def test_wait_without_a_bus_wakes_when_the_marker_appears_and_does_not_spin(tmp_path: Path) -> None:
     # Not even /run/kfdguard exists yet: the nearest existing directory is watched.
     def later() -> None:
