@@ -602,6 +602,27 @@ class EnvSetting:
 
 
 @dataclass(frozen=True, slots=True)
+class VulkanIcd:
+    """A Vulkan driver manifest (an ICD JSON file in the loader's search path) and the library it names."""
+
+    manifest: str  # as shown on the machine
+    library_path: str  # as the manifest writes it ("libvulkan_radeon.so", an absolute or relative path)
+    library: str | None  # the library found, as shown; None when it is not there
+    driver: str  # "RADV", "AMDVLK", "lavapipe", or the library's file name for another driver
+    api_version: str | None
+    error: str | None = None  # the manifest could not be read or is not one
+
+
+@dataclass(frozen=True, slots=True)
+class VulkanFacts:
+    """What a Vulkan program finds on the machine: the loader library and the installed drivers."""
+
+    read: bool = False  # False: not looked at (the boot pass, a record written before kfdguard read it)
+    loader: str | None = None  # libvulkan.so.1, as shown; None when no library directory has it
+    icds: tuple[VulkanIcd, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SoftwareFacts:
     stacks: tuple[Stack, ...] = ()
     env: tuple[EnvSetting, ...] = ()
@@ -609,6 +630,7 @@ class SoftwareFacts:
     tools: tuple[str, ...] = ()  # rocminfo, amd-smi, rocm-smi found
     problems: tuple[Problem, ...] = ()
     scanned: bool = True  # False: the inventory was not taken (the boot pass)
+    vulkan: VulkanFacts = VulkanFacts()
 
 
 @dataclass(frozen=True, slots=True)

@@ -606,9 +606,9 @@ def rule_userspace(r: Reasoning) -> None:
     software = r.machine.facts.software if r.machine is not None else None
     if r.machine is not None and software is not None:
         # What is installed, read from its files (kfdguard/userspace/assess.py), replaces the static list below.
-        from kfdguard.userspace.assess import assess_software, gpu_targets
+        from kfdguard.userspace.assess import assess_installed
 
-        r.findings.extend(assess_software(software, gpu_targets(r.machine.facts)).findings)
+        r.findings.extend(assess_installed(r.machine.facts).findings)
         return
     seen = set()
     for t in r.amd:

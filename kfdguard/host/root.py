@@ -177,6 +177,17 @@ SOFTWARE_FEDORA_ROCM = "/usr/lib64/rocm"
 SOFTWARE_OLLAMA = ("/usr/lib/ollama", "/usr/local/lib/ollama")
 SOFTWARE_PYTHON_DIRS = ("/usr/lib", "/usr/local/lib")  # pythonX.Y/{site,dist}-packages below
 SOFTWARE_DEBIAN_PYTHON = "/usr/lib/python3/dist-packages"
+# The Vulkan loader's driver manifests, system-wide, in its search order (Vulkan-Loader
+# docs/LoaderDriverInterface.md, "Driver Discovery on Linux": $XDG_CONFIG_DIRS (/etc/xdg),
+# SYSCONFDIR (/etc; /usr/local/etc for a loader built there), $XDG_DATA_DIRS (/usr/local/share,
+# /usr/share), each with /vulkan/icd.d). The per-user ones ($HOME) are the user's, not the machine's.
+VULKAN_ICD_DIRS = (
+    "/etc/xdg/vulkan/icd.d",
+    "/usr/local/etc/vulkan/icd.d",
+    "/etc/vulkan/icd.d",
+    "/usr/local/share/vulkan/icd.d",
+    "/usr/share/vulkan/icd.d",
+)
 SOFTWARE_LLAMA_DIRS = ("/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/opt/llama.cpp/lib")
 SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
 LD_SO_CONF = "/etc/ld.so.conf"

@@ -135,9 +135,9 @@ def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> 
 def _software(facts: Facts) -> tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...]:
     if facts.software is None:
         return ()
-    from kfdguard.userspace.assess import assess_software, gpu_targets
+    from kfdguard.userspace.assess import assess_installed
 
-    rows = assess_software(facts.software, gpu_targets(facts)).rows
+    rows = assess_installed(facts).rows
     return tuple(
         (s.name, s.kind, s.path, s.targets,
          tuple(f"{r.slot} {r.gfx or '?'} {r.status}: {r.detail}" for r in rows if r.stack == s.name))

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from kfdguard.facts import Component, EnvSetting, Facts, SoftwareFacts, Stack
+    from kfdguard.userspace.vulkan_rules import VulkanGpu
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
@@ -76,6 +77,7 @@ class Row:
 class SoftwareVerdict:
     findings: tuple[Finding, ...]
     rows: tuple[Row, ...]
+    vulkan: tuple[VulkanGpu, ...] = ()
 
 
 def gpu_targets(facts: Facts) -> tuple[GpuTarget, ...]:
@@ -425,6 +427,55 @@ def _mixed(software: SoftwareFacts) -> list[Finding]:
                 )
             )
     return findings
+
+
+def assess_installed(facts: Facts) -> SoftwareVerdict:
+    """What the facts' inventory can run on each AMD GPU, through ROCm and through Vulkan."""
+    from kfdguard.userspace.vulkan_rules import vulkan_gpus
+
+    assert facts.software is not None
+    gpus = gpu_targets(facts)
+    vulkan = vulkan_gpus(facts, {g.slot: g.gfx for g in gpus})
+    verdict = assess_software(facts.software, gpus)
+    return SoftwareVerdict((*verdict.findings, *_vulkan_alternatives(verdict.rows, vulkan, gpus)), verdict.rows, vulkan)
+
+
+def _vulkan_alternatives(rows: Sequence[Row], vulkan: Sequence[VulkanGpu], gpus: Sequence[GpuTarget]) -> list[Finding]:
+    """For a GPU no installed ROCm stack has code for: whether Vulkan is the way, and what it takes."""
+    out = []
+    names = {g.slot: g for g in gpus}
+    for vk in vulkan:
+        mine = [r for r in rows if r.slot == vk.slot]
+        if not mine or any(r.status in ("runs", "runs-generic") for r in mine):
+            continue
+        gfx = names[vk.slot].gfx if vk.slot in names else None
+        where = f"{gfx or '?'} ({vk.name})"
+        if vk.ready:
+            who = f"; {', '.join(vk.denied)} cannot open its render node" if vk.denied else ""
+            out.append(
+                Finding(
+                    "userspace-vulkan-ready",
+                    I,
+                    f"no installed ROCm stack runs {where}, but Vulkan does ({vk.driver}){who}: llama.cpp's "
+                    "Vulkan backend and ollama's run on it",
+                    "build llama.cpp with -DGGML_VULKAN=ON, or use ollama's Vulkan backend "
+                    "(docs/USERSPACE.md, 'Vulkan')",
+                    (vk.detail,),
+                    vk.slot,
+                )
+            )
+        elif vk.remedy:
+            out.append(
+                Finding(
+                    "userspace-vulkan-not-ready",
+                    I,
+                    f"no installed ROCm stack runs {where}, and Vulkan cannot either: {vk.detail}",
+                    vk.remedy + "; then llama.cpp's and ollama's Vulkan backends run on it",
+                    (vk.detail,),
+                    vk.slot,
+                )
+            )
+    return out
 
 
 def assess_software(software: SoftwareFacts, gpus: Sequence[GpuTarget]) -> SoftwareVerdict:

@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 
-from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack
+from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack, VulkanFacts
 from kfdguard.host.root import (
     DPKG_STATUS,
     LD_SO_CONF,
@@ -31,6 +31,7 @@ from kfdguard.probe.reader import Reader
 from kfdguard.userspace.env import ENV_NAMES, override_node, wanted_env
 from kfdguard.userspace.kpack import SUFFIX as KPACK_SUFFIX
 from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
+from kfdguard.userspace.vulkan import probe_vulkan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -489,4 +490,11 @@ def probe_software(
     except Exception as exc:
         probe.reader.problems.append(Problem("software inventory", f"{type(exc).__name__}: {exc}"))
         ld, tools = [], []
-    return SoftwareFacts(tuple(stacks), tuple(env), tuple(ld), tuple(tools), tuple(probe.reader.problems))
+    try:
+        vulkan = probe_vulkan(root, probe.reader, [*(d for d, _ in ld), *SOFTWARE_LIB_DIRS])
+    except Exception as exc:
+        probe.reader.problems.append(Problem("Vulkan drivers", f"{type(exc).__name__}: {exc}"))
+        vulkan = VulkanFacts()
+    return SoftwareFacts(
+        tuple(stacks), tuple(env), tuple(ld), tuple(tools), tuple(probe.reader.problems), vulkan=vulkan
+    )

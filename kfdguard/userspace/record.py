@@ -12,7 +12,7 @@ typed and bounded, and a bad one is a SnapshotError naming its place.
 
 from __future__ import annotations
 
-from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack
+from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack, VulkanFacts, VulkanIcd
 from kfdguard.snapshot.bundle import Fields, SnapshotError, strings
 
 TYPE_CHECKING = False
@@ -24,6 +24,7 @@ MAX_STACKS = 256
 MAX_COMPONENTS = 4096
 MAX_TARGETS = 1024
 MAX_ENV = 4096
+MAX_ICDS = 1024
 
 
 def software_record(sw: SoftwareFacts) -> dict[str, object]:
@@ -44,6 +45,14 @@ def software_record(sw: SoftwareFacts) -> dict[str, object]:
         "ld_paths": [[d, f] for d, f in sw.ld_paths],
         "tools": list(sw.tools),
         "problems": [{"path": p.path, "reason": p.reason} for p in sw.problems],
+        "vulkan": {
+            "read": sw.vulkan.read, "loader": sw.vulkan.loader,
+            "icds": [
+                {"manifest": i.manifest, "library_path": i.library_path, "library": i.library, "driver": i.driver,
+                 "api_version": i.api_version, "error": i.error}
+                for i in sw.vulkan.icds
+            ],
+        },
     }  # fmt: skip
 
 
@@ -91,6 +100,20 @@ def _pair(value: object, where: str) -> tuple[str, str]:
     return first, second
 
 
+def _vulkan(f: Fields | None, where: str) -> VulkanFacts:
+    """A record written before kfdguard read Vulkan drivers has none: not read, not "none installed"."""
+    if f is None:
+        return VulkanFacts()
+    icds = []
+    for i, item in enumerate(_bounded(f.items("icds"), MAX_ICDS, f"{where}.icds")):
+        e = Fields(item, f"{where}.icds[{i}]")
+        icds.append(
+            VulkanIcd(_text(e, "manifest"), _text(e, "library_path"), e.text("library", optional=True),
+                      _text(e, "driver"), e.text("api_version", optional=True), e.text("error", optional=True))
+        )  # fmt: skip
+    return VulkanFacts(f.flag("read"), f.text("loader", optional=True), tuple(icds))
+
+
 def software_from_record(value: object, where: str = "software") -> SoftwareFacts:
     f = Fields(value, where)
     stacks = _bounded(f.items("stacks"), MAX_STACKS, f"{where}.stacks")
@@ -109,4 +132,5 @@ def software_from_record(value: object, where: str = "software") -> SoftwareFact
         tuple(_pair(p, f"{where}.ld_paths[{i}]") for i, p in enumerate(ld)),
         tuple(strings(list(_bounded(f.items("tools"), MAX_ENV, f"{where}.tools")), f"{where}.tools")),
         tuple(problems),
+        vulkan=_vulkan(f.obj("vulkan", optional=True), f"{where}.vulkan"),
     )

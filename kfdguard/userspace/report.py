@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from kfdguard.userspace.assess import assess_software, gpu_targets
+from kfdguard.userspace.assess import assess_installed
 from kfdguard.verdict import clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kfdguard.facts import Facts, SoftwareFacts
+    from kfdguard.facts import Facts, SoftwareFacts, VulkanFacts
+    from kfdguard.userspace.vulkan_rules import VulkanGpu
 
 SHOWN_TARGETS = 16
 
@@ -16,7 +17,8 @@ def software_json(facts: Facts) -> dict[str, object] | None:
     software = facts.software
     if software is None:
         return None
-    rows = assess_software(software, gpu_targets(facts)).rows
+    verdict = assess_installed(facts)
+    rows = verdict.rows
     return {
         "stacks": [
             {
@@ -50,7 +52,24 @@ def software_json(facts: Facts) -> dict[str, object] | None:
         "library_paths": [{"directory": d, "file": f} for d, f in software.ld_paths],
         "tools": list(software.tools),
         "problems": [{"path": p.path, "reason": p.reason} for p in software.problems],
+        **({"vulkan": _vulkan_json(software.vulkan, verdict.vulkan)} if software.vulkan.read else {}),
     }
+
+
+def _vulkan_json(vulkan: VulkanFacts, gpus: tuple[VulkanGpu, ...]) -> dict[str, object]:
+    return {
+        "loader": vulkan.loader,
+        "drivers": [
+            {"manifest": i.manifest, "library_path": i.library_path, "library": i.library, "driver": i.driver,
+             "api_version": i.api_version, "error": i.error}
+            for i in vulkan.icds
+        ],
+        "gpus": [
+            {"slot": g.slot, "ready": g.ready, "driver": g.driver, "detail": g.detail, "remedy": g.remedy,
+             "users_denied": list(g.denied)}
+            for g in gpus
+        ],
+    }  # fmt: skip
 
 
 def _targets(targets: tuple[str, ...]) -> str:
@@ -64,7 +83,8 @@ def software_lines(facts: Facts) -> list[str]:
     software: SoftwareFacts | None = facts.software
     if software is None:
         return []
-    rows = assess_software(software, gpu_targets(facts)).rows
+    verdict = assess_installed(facts)
+    rows = verdict.rows
     lines = ["", "  Software"]
     if not software.stacks:
         lines.append("    no ROCm, ollama, PyTorch-ROCm or llama.cpp HIP stack found")
@@ -77,5 +97,10 @@ def software_lines(facts: Facts) -> list[str]:
         lines.append(f"    env      {e.name}={e.value} ({e.origin})")
     if software.tools:
         lines.append(f"    tools    {' '.join(software.tools)}")
+    for g in verdict.vulkan:
+        state = f"ready ({g.driver})" if g.ready else "not ready"
+        lines.append(f"    Vulkan   {g.slot}: {state}: {g.detail}")
+        if g.denied:
+            lines.append(f"             cannot open its render node: {', '.join(g.denied)}")
     # File names and unit files are the machine's: no control character of theirs reaches the terminal.
     return [clean(line) for line in lines]

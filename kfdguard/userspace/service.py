@@ -22,12 +22,12 @@ def with_software(
     decided (the boot pass and this check agree on it).
     """
     from kfdguard.config import SoftwareConfig
-    from kfdguard.userspace.assess import assess_software, gpu_targets
+    from kfdguard.userspace.assess import assess_installed
     from kfdguard.userspace.probe import probe_software
 
     config = config or SoftwareConfig()
     software = probe_software(root, None, units=config.units, paths=config.paths)
     facts = replace(facts, software=software)
-    found = assess_software(software, gpu_targets(facts)).findings
+    found = assess_installed(facts).findings
     kept = tuple(f for f in verdict.findings if not f.code.startswith("userspace-"))
     return facts, replace(verdict, findings=tuple(sorted((*kept, *found), key=lambda f: f.key())))
