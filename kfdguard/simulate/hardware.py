@@ -64,6 +64,43 @@ def gtt_bytes(version: tuple[int, int], ram_bytes: int, vram_bytes: int) -> int:
     return ram_bytes // 2
 
 
+# KFD memory banks (nodes/N/mem_banks/M/properties). Heap types: HSA_MEM_HEAP_TYPE_* of
+# include/uapi/linux/kfd_sysfs.h (kfd_topology.h before it): SYSTEM 0, FB_PUBLIC 1, FB_PRIVATE 2.
+HEAP_SYSTEM, HEAP_FB_PUBLIC, HEAP_FB_PRIVATE = 0, 1, 2
+# amdgpu_amdkfd_get_local_mem_info() (amdgpu_amdkfd.c) gives an APU ttm_tt_pages_limit() << PAGE_SHIFT
+# instead of its visible VRAM from 6.10 (eb853413d02c "drm/amdkfd: Let VRAM allocations go to GTT domain
+# on small APUs"; also in 6.9.9, which the simulator's major.minor cannot tell apart); from 6.15 only when
+# apu_prefer_gtt, which amdgpu_ttm_init() sets when real_vram_size < gtt_size (759e764f7d58 "drm/amdkfd:
+# use GTT for VRAM on APUs only if GTT is larger").
+APU_BANK_IS_TTM_LIMIT = (6, 10)
+APU_BANK_IF_GTT_LARGER = (6, 15)
+
+
+def ttm_limit_bytes(ram_bytes: int) -> int:
+    """ttm_tt_pages_limit() in bytes with ttm.pages_limit unset: ttm_device.c's ttm_global_init()
+    hands ttm_tt_mgr_init() half of si_meminfo()'s totalram pages (LACT's Phoenix capture:
+    31433977856 in the GPU node's bank beside 62867955712 in the CPU node's)."""
+    return ((ram_bytes >> 12) // 2) << 12
+
+
+def gpu_mem_bank(version: tuple[int, int], device: int, ram_bytes: int) -> tuple[int, int]:
+    """(heap_type, size_in_bytes) of a GPU node's one memory bank, as KFD builds it from the GPU's
+    virtual CRAT (kfd_crat.c: kfd_create_vcrat_image_gpu() -> kfd_fill_gpu_memory_affinity(), parsed
+    by kfd_parse_subtype_mem(): a node without CPU cores keeps the visibility type as its heap type).
+
+    KFD reports FB_PUBLIC with local_mem_size_public when no VRAM is private (all of it visible:
+    a large BAR, or an APU, whose carve-out gmc_v*_0_mc_init() makes visible entirely), else one
+    FB_PRIVATE bank of public plus private. The simulator's cards are taken to have a large BAR
+    (it has no BAR size to go by); a small-BAR card has heap_type 2 and the same size.
+    """
+    c = chip(device)
+    vram = c.vram_mib << 20
+    prefer_gtt = version < APU_BANK_IF_GTT_LARGER or vram < gtt_bytes(version, ram_bytes, vram)
+    if c.apu and version >= APU_BANK_IS_TTM_LIMIT and prefer_gtt:
+        return HEAP_FB_PUBLIC, ttm_limit_bytes(ram_bytes)
+    return HEAP_FB_PUBLIC, vram
+
+
 CHIPS: dict[int, Chip] = {
     # RDNA3
     0x744C: Chip("NAVI31", 110000, 96, 2, 32, 24576, gc_ip=0x0B0000, firmware_prefix="psp_13_0_0", mec_fw=2140),

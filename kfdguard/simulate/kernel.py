@@ -336,20 +336,31 @@ class SimKernel:
             f"{topo}/system_properties",
             "platform_oem 2314885531408816194\nplatform_id 35542066745154\nplatform_rev 1\n",
         )
-        self._write_node(0, 0, "", hardware.cpu_properties(self.spec.cpu_cores))
+        # kfd_crat.c: kfd_fill_mem_info_for_cpu() gives the CPU node one bank of its NUMA node's managed
+        # pages, all of MemTotal on a one-node machine, and kfd_parse_subtype_mem() a node with CPU cores
+        # HSA_MEM_HEAP_TYPE_SYSTEM (LACT's Phoenix capture: heap_type 0, size_in_bytes its MemTotal).
+        ram = (hardware.HEAP_SYSTEM, self.spec.ram_mib << 20)
+        self._write_node(0, 0, "", hardware.cpu_properties(self.spec.cpu_cores), ram)
         self.write(f"{topo}/generation_id", "1\n")
         self.values["kfd_live"] = "1"
         self.values["kfd_nodes"] = "1"
         self.add_node("/dev/kfd", "kfd", "kfd", KFD_MAJOR, 0)
         return True
 
-    def _write_node(self, index: int, gpu_id: int, name: str, props: list[tuple[str, int]]) -> None:
+    def _write_node(
+        self, index: int, gpu_id: int, name: str, props: list[tuple[str, int]], bank: tuple[int, int]
+    ) -> None:
         base = f"sys/devices/virtual/kfd/kfd/topology/nodes/{index}"
         self.write(f"{base}/gpu_id", f"{gpu_id}\n")
         self.write(f"{base}/name", f"{name}\n")
         self.write(f"{base}/properties", "".join(f"{k} {v}\n" for k, v in props))
+        # kfd_topology.c mem_show(): heap_type, size_in_bytes, flags, width, mem_clk_max, one "%s %u\n"
+        # ("%s %llu\n" for the size) each. width and mem_clk_max (DMI's for a CPU node, amdgpu's VRAM
+        # width and memory clock for a GPU node) are one plausible pair for every node, not modelled.
+        heap_type, size = bank
         self.write(
-            f"{base}/mem_banks/0/properties", "heap_type 1\nsize_in_bytes 0\nflags 0\nwidth 64\nmem_clk_max 1600\n"
+            f"{base}/mem_banks/0/properties",
+            f"heap_type {heap_type}\nsize_in_bytes {size}\nflags 0\nwidth 64\nmem_clk_max 1600\n",
         )
 
     def probe_gpu(self, gpu: GpuSpec, kfd_ok: bool) -> None:
@@ -401,7 +412,16 @@ class SimKernel:
                 cpu_cores=self.spec.cpu_cores if kind == "APU" else 0,
             )
             gpu_id = zlib.crc32(gpu.slot.encode()) & 0xFFFF or 1
-            self._write_node(index, gpu_id, chip.asic.lower(), props)
+            ram_bytes = self.spec.ram_mib << 20
+            if kind == "APU":
+                # A node with CPU cores and SIMDs is the firmware's ACPI CRAT node that kfd_assign_gpu()
+                # gave the GPU: its banks are the CRAT's memory entries, which kfd_parse_subtype_mem()
+                # makes HSA_MEM_HEAP_TYPE_SYSTEM once the node has CPU cores. Taken as the RAM, parsed
+                # after the CPU cores (UNCERTAIN: the entries and their order are the firmware's).
+                bank = (hardware.HEAP_SYSTEM, ram_bytes)
+            else:
+                bank = hardware.gpu_mem_bank(self.version, gpu.device, ram_bytes)
+            self._write_node(index, gpu_id, chip.asic.lower(), props, bank)
             self.values["kfd_nodes"] = str(index + 1)
             generation = int(self.values.get("kfd_generation", "1")) + 1
             self.values["kfd_generation"] = str(generation)
