@@ -602,6 +602,18 @@ class EnvSetting:
 
 
 @dataclass(frozen=True, slots=True)
+class Application:
+    """An installed application that picks its own GPU backend (kfdguard/userspace/applications.py)."""
+
+    kind: str  # "ollama", "llama.cpp"
+    name: str  # "ollama 0.30.1", "llama.cpp (/usr/local/lib)"
+    version: str | None
+    path: str  # its library directory (or its binary), as shown
+    backends: tuple[str, ...]  # ollama: its backend directories ("rocm", "vulkan"); llama.cpp: "hip", "vulkan"
+    files: tuple[str, ...]  # what was read, as shown: each verdict cites them
+
+
+@dataclass(frozen=True, slots=True)
 class VulkanIcd:
     """A Vulkan driver manifest (an ICD JSON file in the loader's search path) and the library it names."""
 
@@ -631,6 +643,7 @@ class SoftwareFacts:
     problems: tuple[Problem, ...] = ()
     scanned: bool = True  # False: the inventory was not taken (the boot pass)
     vulkan: VulkanFacts = VulkanFacts()
+    applications: tuple[Application, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,6 +175,7 @@ SOFTWARE_OPT = "/opt"  # /opt/rocm, /opt/rocm-X.Y.Z
 SOFTWARE_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")  # Debian/Ubuntu, Fedora, Arch
 SOFTWARE_FEDORA_ROCM = "/usr/lib64/rocm"
 SOFTWARE_OLLAMA = ("/usr/lib/ollama", "/usr/local/lib/ollama")
+SOFTWARE_OLLAMA_BIN = ("/usr/local/bin/ollama", "/usr/bin/ollama")  # the install script's, a package's
 SOFTWARE_PYTHON_DIRS = ("/usr/lib", "/usr/local/lib")  # pythonX.Y/{site,dist}-packages below
 SOFTWARE_DEBIAN_PYTHON = "/usr/lib/python3/dist-packages"
 # The Vulkan loader's driver manifests, system-wide, in its search order (Vulkan-Loader

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from kfdguard.facts import Component, EnvSetting, Facts, SoftwareFacts, Stack
+    from kfdguard.userspace.application_rules import AppVerdict
     from kfdguard.userspace.vulkan_rules import VulkanGpu
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
@@ -78,6 +79,7 @@ class SoftwareVerdict:
     findings: tuple[Finding, ...]
     rows: tuple[Row, ...]
     vulkan: tuple[VulkanGpu, ...] = ()
+    applications: tuple[AppVerdict, ...] = ()
 
 
 def gpu_targets(facts: Facts) -> tuple[GpuTarget, ...]:
@@ -430,14 +432,21 @@ def _mixed(software: SoftwareFacts) -> list[Finding]:
 
 
 def assess_installed(facts: Facts) -> SoftwareVerdict:
-    """What the facts' inventory can run on each AMD GPU, through ROCm and through Vulkan."""
+    """What the facts' inventory can run on each AMD GPU, through ROCm and through Vulkan, and which backend
+    each application takes."""
+    from kfdguard import knowledge
+    from kfdguard.userspace.application_rules import GpuInfo, application_verdicts
     from kfdguard.userspace.vulkan_rules import vulkan_gpus
 
     assert facts.software is not None
     gpus = gpu_targets(facts)
     vulkan = vulkan_gpus(facts, {g.slot: g.gfx for g in gpus})
     verdict = assess_software(facts.software, gpus)
-    return SoftwareVerdict((*verdict.findings, *_vulkan_alternatives(verdict.rows, vulkan, gpus)), verdict.rows, vulkan)
+    asics = {g.slot: knowledge.identify(g.device, g.revision)[0] for g in facts.amd_gpus}
+    info = [GpuInfo(g.slot, g.name, g.gfx, a.apu if (a := asics.get(g.slot)) is not None else None) for g in gpus]
+    apps = application_verdicts(facts.software, info, verdict.rows, vulkan)
+    findings = (*verdict.findings, *_vulkan_alternatives(verdict.rows, vulkan, gpus))
+    return SoftwareVerdict(findings, verdict.rows, vulkan, apps)
 
 
 def _vulkan_alternatives(rows: Sequence[Row], vulkan: Sequence[VulkanGpu], gpus: Sequence[GpuTarget]) -> list[Finding]:

@@ -11,6 +11,10 @@ ENV_NAMES = (
     "HSA_ENABLE_SDMA",
     "HCC_AMDGPU_TARGET",
     "LD_LIBRARY_PATH",
+    # ollama's backend choice (kfdguard/userspace/application_rules.py): envconfig/config.go
+    "OLLAMA_VULKAN",
+    "OLLAMA_IGPU_ENABLE",
+    "OLLAMA_LLM_LIBRARY",
 )
 # HSA_OVERRIDE_GFX_VERSION_<n>: the per-node override. libhsakmt (ROCm/ROCR-Runtime
 # libhsakmt/src/topology.c, topology_sysfs_get_node_props) reads "HSA_OVERRIDE_GFX_VERSION_%d" with the

@@ -28,6 +28,7 @@ from kfdguard.host.root import (
     Root,
 )
 from kfdguard.probe.reader import Reader
+from kfdguard.userspace.applications import probe_applications
 from kfdguard.userspace.env import ENV_NAMES, override_node, wanted_env
 from kfdguard.userspace.kpack import SUFFIX as KPACK_SUFFIX
 from kfdguard.userspace.scan import FileScan, PathScan, scan_file, scan_tree
@@ -495,6 +496,12 @@ def probe_software(
     except Exception as exc:
         probe.reader.problems.append(Problem("Vulkan drivers", f"{type(exc).__name__}: {exc}"))
         vulkan = VulkanFacts()
+    try:
+        applications = probe_applications(root, probe.reader)
+    except Exception as exc:
+        probe.reader.problems.append(Problem("applications", f"{type(exc).__name__}: {exc}"))
+        applications = ()
     return SoftwareFacts(
-        tuple(stacks), tuple(env), tuple(ld), tuple(tools), tuple(probe.reader.problems), vulkan=vulkan
-    )
+        tuple(stacks), tuple(env), tuple(ld), tuple(tools), tuple(probe.reader.problems), vulkan=vulkan,
+        applications=applications,
+    )  # fmt: skip

@@ -12,7 +12,7 @@ typed and bounded, and a bad one is a SnapshotError naming its place.
 
 from __future__ import annotations
 
-from kfdguard.facts import Component, EnvSetting, Problem, SoftwareFacts, Stack, VulkanFacts, VulkanIcd
+from kfdguard.facts import Application, Component, EnvSetting, Problem, SoftwareFacts, Stack, VulkanFacts, VulkanIcd
 from kfdguard.snapshot.bundle import Fields, SnapshotError, strings
 
 TYPE_CHECKING = False
@@ -53,6 +53,11 @@ def software_record(sw: SoftwareFacts) -> dict[str, object]:
                 for i in sw.vulkan.icds
             ],
         },
+        "applications": [
+            {"kind": a.kind, "name": a.name, "version": a.version, "path": a.path, "backends": list(a.backends),
+             "files": list(a.files)}
+            for a in sw.applications
+        ],
     }  # fmt: skip
 
 
@@ -114,6 +119,14 @@ def _vulkan(f: Fields | None, where: str) -> VulkanFacts:
     return VulkanFacts(f.flag("read"), f.text("loader", optional=True), tuple(icds))
 
 
+def _application(value: object, where: str) -> Application:
+    f = Fields(value, where)
+    backends = strings(list(_bounded(f.items("backends"), MAX_TARGETS, f"{where}.backends")), f"{where}.backends")
+    files = strings(list(_bounded(f.items("files"), MAX_TARGETS, f"{where}.files")), f"{where}.files")
+    return Application(_text(f, "kind"), _text(f, "name"), f.text("version", optional=True), _text(f, "path"),
+                       tuple(backends), tuple(files))  # fmt: skip
+
+
 def software_from_record(value: object, where: str = "software") -> SoftwareFacts:
     f = Fields(value, where)
     stacks = _bounded(f.items("stacks"), MAX_STACKS, f"{where}.stacks")
@@ -133,4 +146,8 @@ def software_from_record(value: object, where: str = "software") -> SoftwareFact
         tuple(strings(list(_bounded(f.items("tools"), MAX_ENV, f"{where}.tools")), f"{where}.tools")),
         tuple(problems),
         vulkan=_vulkan(f.obj("vulkan", optional=True), f"{where}.vulkan"),
+        applications=tuple(
+            _application(a, f"{where}.applications[{i}]")
+            for i, a in enumerate(_bounded(f.items("applications", optional=True), MAX_STACKS, f"{where}.applications"))
+        ),
     )

@@ -53,7 +53,12 @@ def software_json(facts: Facts) -> dict[str, object] | None:
         "tools": list(software.tools),
         "problems": [{"path": p.path, "reason": p.reason} for p in software.problems],
         **({"vulkan": _vulkan_json(software.vulkan, verdict.vulkan)} if software.vulkan.read else {}),
-    }
+        "applications": [
+            {"name": v.application, "kind": v.kind, "slot": v.slot, "via": v.via, "detail": v.detail,
+             "remedy": v.remedy, "files": list(v.cites)}
+            for v in verdict.applications
+        ],
+    }  # fmt: skip
 
 
 def _vulkan_json(vulkan: VulkanFacts, gpus: tuple[VulkanGpu, ...]) -> dict[str, object]:
@@ -97,6 +102,9 @@ def software_lines(facts: Facts) -> list[str]:
         lines.append(f"    env      {e.name}={e.value} ({e.origin})")
     if software.tools:
         lines.append(f"    tools    {' '.join(software.tools)}")
+    for v in verdict.applications:
+        fix = f"; {v.remedy}" if v.remedy and v.via == "CPU" else ""
+        lines.append(f"    app      {v.application} on {v.slot}: {v.via} ({v.detail}{fix})")
     for g in verdict.vulkan:
         state = f"ready ({g.driver})" if g.ready else "not ready"
         lines.append(f"    Vulkan   {g.slot}: {state}: {g.detail}")
