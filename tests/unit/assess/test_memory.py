@@ -1,5 +1,5 @@
-"""memory.target on an APU (issue 38): the option arithmetic, the plan on simulated Strix Halo machines, and
-what the running kernel applied.
+"""memory.target on an APU (issue 38): the option arithmetic, the plan on simulated Strix Halo and Phoenix
+machines, and what the running kernel applied.
 
 The numbers are derived in the comments from the sources' units (kfdguard/knowledge/memory.py):
 ttm.pages_limit and ttm.page_pool_size are pages of PAGE_SIZE (module_param ulong, ttm_tt.c and
@@ -10,6 +10,9 @@ ttm_pool.c); amdgpu.gttsize is MiB (``(uint64_t)amdgpu_gtt_size << 20`` in amdgp
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
+
+import pytest
 
 from kfdguard.assess import assess
 from kfdguard.assess.memory import memory_options
@@ -86,14 +89,43 @@ def test_kernels_between_series_that_differ_are_unknown() -> None:
 # --- on simulated machines ------------------------------------------------------------------------
 
 
-def strix_halo(release: str = "6.12.48+deb13-amd64") -> MachineBuilder:
+RELEASE = "6.12.48+deb13-amd64"  # Debian 13's 6.12: GTT and KFD's limit follow ttm.pages_limit
+DKMS = "6.16.6-2238411.24.04"  # the amdgpu-dkms of tests/data/healthy-logs/207-...
+
+
+class Apu(Protocol):
+    def __call__(self, release: str = RELEASE) -> MachineBuilder: ...
+
+
+def _apu(name: str, device: int, release: str) -> MachineBuilder:
     return (
-        MachineBuilder("strix-halo")
+        MachineBuilder(name)
         .with_kernel(release)
-        .with_gpu(0x1586, revision=0xC1)
+        .with_gpu(device, revision=0xC1)
         .with_user("alice", groups=["render"])
         .with_ram(MEMTOTAL_KB // 1024)
     )
+
+
+def strix_halo(release: str = RELEASE) -> MachineBuilder:
+    return _apu("strix-halo", 0x1586, release)
+
+
+def phoenix(release: str = RELEASE) -> MachineBuilder:
+    """A Radeon 780M (0x15BF, gfx1103; revision 0xC1 as the bundled 780m-ollama machine's) with the same
+    MemTotal as the Strix Halo. 96 GiB needs more RAM than that: Phoenix laptops mostly ship with 16-64 GB,
+    so this is a desktop Phoenix (Ryzen 7 8700G, socket AM5, four DIMM slots) with 4x32 GB = 128 GiB; the
+    simulator's Phoenix carves out 512 MiB as the Strix Halo does, so 126 GiB for the kernel holds for both."""
+    return _apu("phoenix", 0x15BF, release)
+
+
+# The same cases on both APUs: nothing in kfdguard/assess/memory.py depends on which APU it is.
+APUS = pytest.mark.parametrize("apu", [strix_halo, phoenix], ids=["strix-halo", "phoenix"])
+
+
+def with_dkms_driver(builder: MachineBuilder, release: str = RELEASE) -> MachineBuilder:
+    """amdgpu from ROCm's amdgpu-dkms, built for ``release``: it loads amdttm, not ttm."""
+    return builder.with_kernel(release, amdgpu="dkms").with_dkms(DKMS, [release])
 
 
 def verdict(make: Make, builder: MachineBuilder, target: str | None = "96G") -> Verdict:
@@ -106,18 +138,18 @@ def conf_of(result: Verdict) -> str:
     return write.content
 
 
-def test_check_plans_ttm_options_for_strix_halo_on_6_12(fresh_machine: Make) -> None:
-    result = verdict(fresh_machine, strix_halo())
+@APUS
+def test_check_plans_ttm_options_on_6_12(fresh_machine: Make, apu: Apu) -> None:
+    result = verdict(fresh_machine, apu())
     conf = conf_of(result)
     assert "options ttm pages_limit=25165824 page_pool_size=25165824\n" in conf
     assert "gttsize" not in conf and "amdttm" not in conf
     assert not [f for f in result.findings if f.code.startswith("memory-")]
 
 
-def test_check_plans_amdttm_options_with_the_dkms_driver(fresh_machine: Make) -> None:
-    release = "6.12.48+deb13-amd64"
-    builder = strix_halo(release).with_kernel(release, amdgpu="dkms").with_dkms("6.16.6-2238411.24.04", [release])
-    result = verdict(fresh_machine, builder)
+@APUS
+def test_check_plans_amdttm_options_with_the_dkms_driver(fresh_machine: Make, apu: Apu) -> None:
+    result = verdict(fresh_machine, with_dkms_driver(apu()))
     assert "options amdttm pages_limit=25165824 page_pool_size=25165824\n" in conf_of(result)
     assert "options ttm " not in conf_of(result)
 
@@ -154,26 +186,31 @@ def test_a_built_in_ttm_is_said_with_the_command_line_to_add(fresh_machine: Make
 OUR_LINE = "options ttm pages_limit=25165824 page_pool_size=25165824\n"
 
 
-def test_applied_options_give_no_finding(fresh_machine: Make) -> None:
-    builder = (strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
+@APUS
+def test_applied_options_give_no_finding(fresh_machine: Make, apu: Apu) -> None:
+    builder = (apu().with_file(MODPROBE_CONF, OUR_LINE)
                .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n"))  # fmt: skip
-    assert not verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
+    result = verdict(fresh_machine, builder)
+    assert not [f for f in result.findings if f.code.startswith("memory-")]
+    (gpu,) = result.gpus
+    assert gpu.ttm_limit == PAGES_96G * 4096  # the live limit was read, not missed: 96 GiB in force
 
 
-def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make) -> None:
+@APUS
+def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make, apu: Apu) -> None:
     # The kernel's own default: half of 132,120,576 kB = 66,060,288 kB = 16,515,072 pages.
-    builder = (strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
+    builder = (apu().with_file(MODPROBE_CONF, OUR_LINE)
                .with_file("/sys/module/ttm/parameters/pages_limit", "16515072\n"))  # fmt: skip
     (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
     assert "16515072 pages, not the configured 25165824" in finding.message
     assert "initramfs" in finding.message and "initramfs" in finding.remedy
 
 
-def test_ttm_options_with_the_dkms_driver_are_named_as_ignored(fresh_machine: Make) -> None:
+@APUS
+def test_ttm_options_with_the_dkms_driver_are_named_as_ignored(fresh_machine: Make, apu: Apu) -> None:
     # The real case of tests/data/healthy-logs/207-...: ttm.pages_limit on the command line, amdgpu 6.16.6 DKMS.
-    release = "6.12.48+deb13-amd64"
     builder = (
-        strix_halo(release).with_kernel(release, amdgpu="dkms").with_dkms("6.16.6-2238411.24.04", [release])
+        with_dkms_driver(apu())
         .with_file(MODPROBE_CONF, "options amdttm pages_limit=25165824 page_pool_size=25165824\n")
         .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
         .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
@@ -182,8 +219,9 @@ def test_ttm_options_with_the_dkms_driver_are_named_as_ignored(fresh_machine: Ma
     assert "reached ttm, which this amdgpu does not use" in finding.message
 
 
-def test_gttsize_beside_the_ttm_limit_is_both_set(fresh_machine: Make) -> None:
-    builder = strix_halo().with_modprobe_option("amdgpu", gttsize=65536)
+@APUS
+def test_gttsize_beside_the_ttm_limit_is_both_set(fresh_machine: Make, apu: Apu) -> None:
+    builder = apu().with_modprobe_option("amdgpu", gttsize=65536)
     (finding,) = verdict(fresh_machine, builder).by_code("memory-gttsize-set")
     assert "/etc/modprobe.d/test.conf:1: options amdgpu gttsize=65536" in finding.evidence
 
@@ -233,9 +271,8 @@ def test_the_ttm_limit_in_force_is_published_with_the_gpu(fresh_machine: Make) -
 
 
 def test_amdttm_rules_when_the_dkms_driver_loaded_it(fresh_machine: Make) -> None:
-    release = "6.12.48+deb13-amd64"
     builder = (
-        strix_halo(release).with_kernel(release, amdgpu="dkms").with_dkms("6.16.6-2238411.24.04", [release])
+        with_dkms_driver(strix_halo())
         .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
         .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
     )  # fmt: skip
