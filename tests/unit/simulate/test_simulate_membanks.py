@@ -11,7 +11,6 @@ size_in_bytes 62867955712" (MemTotal), node 1 "heap_type 1, size_in_bytes 314339
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from kfdguard.assess import assess
 from kfdguard.probe import probe
@@ -25,7 +24,7 @@ NODES = "devices/virtual/kfd/kfd/topology/nodes"
 
 
 def _bank(system: SimulatedSystem, node: int) -> dict[str, int]:
-    path: Path = system.root.sys / NODES / str(node) / "mem_banks/0/properties"
+    path = system.root.sys / NODES / str(node) / "mem_banks/0/properties"
     text = path.read_text()
     assert text.endswith("\n")  # kfd_topology.c mem_show(): "%s %u\n" / "%s %llu\n" per key
     pairs = [line.split(" ") for line in text.splitlines()]
