@@ -223,6 +223,9 @@ class Status:
     # The installed stacks (kfdguard/userspace): (name, kind, path, targets, verdicts); empty until
     # the first check after READY takes the inventory.
     software: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    # Which backend each application takes on each AMD GPU (kfdguard/userspace/application_rules.py):
+    # (application, kind, slot, via, detail, remedy); empty until the inventory is taken, like software.
+    applications: tuple[tuple[str, str, str, str, str, str], ...] = ()
 
     def properties(self) -> dict[str, object]:
         """Property name -> plain value, in the XML's order."""
@@ -239,4 +242,5 @@ class Status:
             "FallbackRecommendation": dict(self.fallback),
             "LastCheck": self.last_check,
             "Software": [[n, k, p, list(t), list(v)] for n, k, p, t, v in self.software],
+            "Applications": [list(a) for a in self.applications],
         }

@@ -185,6 +185,9 @@ class GuardianAPI:
         elif name == "Findings":
             assert isinstance(value, list)
             value = [[fit("s", text) for text in finding] for finding in value]
+        elif name == "Applications":
+            assert isinstance(value, list)
+            value = [[fit("s", text) for text in row] for row in value]
         elif name == "Software":
             assert isinstance(value, list)
             value = [[fit("s", n), fit("s", k), fit("s", p), [fit("s", x) for x in t], [fit("s", x) for x in v]]

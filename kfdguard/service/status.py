@@ -40,6 +40,7 @@ SIGNATURES = {
     "FallbackRecommendation": "a{sv}",
     "LastCheck": "t",
     "Software": "a(sssasas)",
+    "Applications": "a(ssssss)",
 }
 # Value types of the a{sv} dictionaries, by key.
 DEVICE_KEYS = {
@@ -129,6 +130,17 @@ def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> 
         last_check=now_usec,
         nodes=tuple(nodes),
         software=_software(facts),
+        applications=_applications(facts),
+    )
+
+
+def _applications(facts: Facts) -> tuple[tuple[str, str, str, str, str, str], ...]:
+    if facts.software is None:
+        return ()
+    from kfdguard.userspace.assess import assess_installed
+
+    return tuple(
+        (a.application, a.kind, a.slot, a.via, a.detail, a.remedy) for a in assess_installed(facts).applications
     )
 
 
@@ -170,4 +182,5 @@ def software_status(root: Root, last: PassResult, current: Status, config: Softw
     )
     kept = tuple(f for f in current.findings if not f[0].startswith("userspace-"))
     findings = tuple(sorted((*kept, *found), key=lambda f: (_ORDER.get(f[1], 3), f[0])))
-    return PassResult(replace(current, software=_software(facts), findings=findings), facts, verdict)
+    updated = replace(current, software=_software(facts), applications=_applications(facts), findings=findings)
+    return PassResult(updated, facts, verdict)

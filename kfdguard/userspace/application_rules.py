@@ -25,8 +25,12 @@ was read from:
   (``filterIntegratedGPUs``); set false, none is taken. Without it, from 0.30.1
   a ROCm gfx1151 (Radeon 8060S) is taken by default
   (``defaultIntegratedROCmGFXTargets``, ollama 4c076813b). Before 0.30.0 no such filter.
-- A version the binary does not say: the rules of the newest version known
-  here are used, and the verdict says so.
+- A version the binary does not say: the layout tells the era. Backend
+  directories with ggml libraries are 0.12.4 or later (the newest rules known
+  here are used); without them, the discovery of ollama before 0.12.4
+  (discover/amd_linux.go at v0.12.3): the bundle's rocBLAS list unless
+  ``HSA_OVERRIDE_GFX_VERSION`` is set, a GPU with under 1 GiB of VRAM skipped as
+  an iGPU (``IGPUMemLimit``), no Vulkan. The verdict says which was assumed.
 
 **llama.cpp**: the HIP backend (``libggml-hip.so``) runs where its offload
 bundles have the GPU's code; else the Vulkan backend (``libggml-vulkan.so``,
@@ -51,6 +55,9 @@ if TYPE_CHECKING:
 
 RUNS = ("runs", "runs-generic", "override")
 # ollama versions whose rules differ (see above).
+RUNNERS_SINCE = (0, 12, 4)
+OLD_ERA = (0, 12, 3)
+IGPU_MEM_LIMIT = 1 << 30  # discover/gpu.go IGPUMemLimit before 0.12.4: "anything less than 1G must be iGPU"
 VULKAN_SINCE = (0, 12, 11)
 VULKAN_DEFAULT_SINCE = (0, 30, 0)
 IGPU_GFX1151_SINCE = (0, 30, 1)
@@ -66,6 +73,7 @@ class GpuInfo:
     name: str
     gfx: str | None
     integrated: bool | None
+    vram: int | None = None  # bytes: mem_info_vram_total (an APU's carve-out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +113,27 @@ class _Ollama:
         self.rows = rows
         self.env = env
         known = _version(app.version)
-        self.assumed = known is None
-        self.version = known or NEWEST_KNOWN
+        # No version: the layout tells the era. Backend directories with ggml libraries are 0.12.4's
+        # runners and later (the newest rules known here); without them, the ROCm libraries of the bundle
+        # are read by the discovery of ollama before 0.12.4 (discover/amd_linux.go).
+        self.era = "" if known else ("0.32" if app.backends else "before 0.12.4")
+        self.version = known or (NEWEST_KNOWN if app.backends else OLD_ERA)
         wanted = env.get("OLLAMA_LLM_LIBRARY", "")
         self.backends = [b for b in app.backends if not wanted or b == wanted]
+        if self.version < RUNNERS_SINCE and stack is not None:
+            self.backends.append("rocm")  # the bundle's ROCm libraries, found by their file names then
 
     def has(self, prefix: str) -> bool:
         return any(b.startswith(prefix) if prefix == "rocm" else prefix in b for b in self.backends)
 
     def igpu(self, gpu: GpuInfo, library: str) -> str | None:
         """Why the integrated-GPU filter drops the GPU on this backend; None when it does not."""
+        if self.version < RUNNERS_SINCE:
+            if gpu.vram is not None and gpu.vram < IGPU_MEM_LIMIT:
+                return (
+                    f"ollama before 0.12.4 skips a GPU with less than 1 GiB of VRAM ({gpu.vram >> 20} MiB) as an iGPU"
+                )
+            return None
         if self.version < VULKAN_DEFAULT_SINCE or not gpu.integrated:
             return None
         setting = self.env.get("OLLAMA_IGPU_ENABLE", "")
@@ -134,7 +153,9 @@ class _Ollama:
 
     def verdict(self, gpu: GpuInfo, vk: VulkanGpu | None) -> AppVerdict:
         cites = self.app.files
-        name = self.app.name + (" (rules of 0.32 assumed: the binary does not say its version)" if self.assumed else "")
+        name = self.app.name + (
+            f" (its binary does not say its version: the rules of ollama {self.era} assumed)" if self.era else ""
+        )
         why: list[str] = []
         fixes: list[str] = []
         row = next(
@@ -146,7 +167,11 @@ class _Ollama:
             why.append(f"its bundled rocBLAS has no code for {gpu.gfx or 'the GPU'}")
         elif (dropped := self.igpu(gpu, "ROCm")) is not None:
             why.append(dropped)
-            fixes.append(f"{DROP_IN}OLLAMA_IGPU_ENABLE=1")
+            fixes.append(
+                f"{DROP_IN}OLLAMA_IGPU_ENABLE=1"
+                if self.version >= RUNNERS_SINCE
+                else "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
+            )
         else:
             return AppVerdict(name, "ollama", gpu.slot, "ROCm", row.detail, "", cites)
         if self.version < VULKAN_SINCE or not self.has("vulkan"):

@@ -442,8 +442,11 @@ def assess_installed(facts: Facts) -> SoftwareVerdict:
     gpus = gpu_targets(facts)
     vulkan = vulkan_gpus(facts, {g.slot: g.gfx for g in gpus})
     verdict = assess_software(facts.software, gpus)
-    asics = {g.slot: knowledge.identify(g.device, g.revision)[0] for g in facts.amd_gpus}
-    info = [GpuInfo(g.slot, g.name, g.gfx, a.apu if (a := asics.get(g.slot)) is not None else None) for g in gpus]
+    by_slot = {g.slot: (knowledge.identify(g.device, g.revision)[0], g.vram_total) for g in facts.amd_gpus}
+    info = []
+    for g in gpus:
+        asic, vram = by_slot.get(g.slot, (None, None))
+        info.append(GpuInfo(g.slot, g.name, g.gfx, asic.apu if asic is not None else None, vram))
     apps = application_verdicts(facts.software, info, verdict.rows, vulkan)
     findings = (*verdict.findings, *_vulkan_alternatives(verdict.rows, vulkan, gpus))
     return SoftwareVerdict(findings, verdict.rows, vulkan, apps)

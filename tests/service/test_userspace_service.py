@@ -36,3 +36,18 @@ def test_software_property_after_ready(backend: str) -> None:
         assert "userspace-override-workaround" in codes and "userspace-target-unsupported" not in codes
         out = busctl("get-property", NAME, PATH, NAME, "Software", env=g.env()).stdout
         assert out.startswith("a(sssasas) 1 ") and "ollama (bundled ROCm)" in out
+        # The application's own verdict (issue 37): no binary says this ollama's version, and its bundle has no
+        # ggml backend directories: ollama before 0.12.4, whose discovery skipped a GPU with under 1 GiB of VRAM
+        # (discover/amd_linux.go) whatever the override; the 780M's carve-out is 512 MiB.
+        ((app, kind, slot, via, detail, remedy),) = status["Applications"]
+        assert (app, kind, slot, via) == (
+            "ollama (version unknown) (its binary does not say its version: the rules of ollama before 0.12.4 assumed)",
+            "ollama", "0000:c4:00.0", "CPU",
+        )  # fmt: skip
+        assert detail == (
+            "ollama before 0.12.4 skips a GPU with less than 1 GiB of VRAM (512 MiB) as an iGPU; "
+            "no Vulkan backend in its bundle"
+        )
+        assert remedy == "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
+        out = busctl("get-property", NAME, PATH, NAME, "Applications", env=g.env()).stdout
+        assert out.startswith("a(ssssss) 1 ") and '"CPU"' in out

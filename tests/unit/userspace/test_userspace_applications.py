@@ -143,8 +143,28 @@ def test_ollama_without_vulkan_in_its_bundle_and_a_version_it_does_not_say(
         install(root)
 
     (verdict,) = apps(check(fresh_machine, capsys, phoenix(), setup), "ollama")
-    assert verdict["name"] == "ollama (version unknown) (rules of 0.32 assumed: the binary does not say its version)"
+    assert (
+        verdict["name"]
+        == "ollama (version unknown) (its binary does not say its version: the rules of ollama 0.32 assumed)"
+    )
     assert verdict["via"] == "CPU" and "no Vulkan backend in its bundle" in verdict["detail"]
+
+
+def test_ollama_before_0_12_4_skips_a_small_carve_out_as_an_igpu(
+    fresh_machine: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """discover/amd_linux.go at v0.12.3: under 1 GiB of VRAM is an iGPU, skipped whatever the override says."""
+
+    def setup(root: Path) -> None:
+        ollama(root, "0.9.6", vulkan=False)
+        for ggml in Path(root / OLLAMA_LIB).rglob("libggml-*"):
+            ggml.unlink()  # that era's bundle: ROCm libraries, no ggml backend directories
+        unit(root, "HSA_OVERRIDE_GFX_VERSION=11.0.0")
+
+    (verdict,) = apps(check(fresh_machine, capsys, phoenix(), setup), "ollama")
+    assert (verdict["name"], verdict["via"]) == ("ollama 0.9.6", "CPU")
+    assert verdict["detail"].startswith("ollama before 0.12.4 skips a GPU with less than 1 GiB of VRAM (512 MiB)")
+    assert verdict["remedy"] == "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
 
 
 # --- llama.cpp --------------------------------------------------------------------------------------------
