@@ -22,6 +22,7 @@ CODE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # uname -r and the KFD interface version: one value per node, but still machine text.
 RELEASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}")
 KFD_VERSION = re.compile(r"[0-9]{1,5}\.[0-9]{1,5}")
+APPLICATION = re.compile(r"[a-z][a-z0-9.]{0,15}")  # kfdguard's own kinds: ollama, llama.cpp, pytorch...
 
 
 def bounded(text: str | None, pattern: re.Pattern[str]) -> str:

@@ -12,7 +12,16 @@ The collector refuses client-side timestamps, so samples carry none.
 from __future__ import annotations
 
 from kfdguard import __version__
-from kfdguard.fleet.labels import CODE, GFX_TARGET, KFD_VERSION, PCI_SLOT, RELEASE, bounded, known_name
+from kfdguard.fleet.labels import (
+    APPLICATION,
+    CODE,
+    GFX_TARGET,
+    KFD_VERSION,
+    PCI_SLOT,
+    RELEASE,
+    bounded,
+    known_name,
+)
 from kfdguard.verdict import Severity, State
 
 TYPE_CHECKING = False
@@ -102,6 +111,8 @@ def render(
     )
     _gpu_ready(out, verdict)
     _gpu_memory(out, verdict)
+    if facts.software is not None:
+        _userspace(out, facts)
     out.family(
         "kfdguard_state",
         "gauge",
@@ -194,6 +205,46 @@ def _gpu_memory(out: _Families, verdict: Verdict) -> None:
         ]
         if samples:
             out.family(name, "gauge", text, samples)
+
+
+VIAS = ("ROCm", "Vulkan", "CPU")
+
+
+def _userspace(out: _Families, facts: Facts) -> None:
+    """Issue 37, when the inventory was taken: each GPU's Vulkan readiness, and the backend each application
+    takes on it, one-hot over ROCm, Vulkan and CPU (so an alert on 'ollama fell back to the CPU' has a series)."""
+    from kfdguard.userspace.assess import assess_installed
+
+    software = assess_installed(facts)
+    if software.vulkan:
+        out.family(
+            "kfdguard_gpu_vulkan_ready",
+            "gauge",
+            "1 when a Vulkan program gets this AMD GPU: loader, a RADV or AMDVLK driver, amdgpu and its render node.",
+            [((("slot", bounded(v.slot, PCI_SLOT)),), v.ready) for v in software.vulkan],
+        )
+    # One series set per application kind and GPU: two llama.cpp builds on one machine are one application
+    # here (the first found, as check lists them), so that no two samples share their labels.
+    apps = {(a.kind, a.slot): a for a in reversed(software.applications)}
+    if apps:
+        out.family(
+            "kfdguard_application_backend",
+            "gauge",
+            "The backend an installed application takes on this AMD GPU, by its own rules, one-hot over "
+            "ROCm, Vulkan and CPU (application: ollama, llama.cpp, pytorch, therock, rocm).",
+            [
+                (
+                    (
+                        ("application", bounded(a.kind, APPLICATION)),
+                        ("slot", bounded(a.slot, PCI_SLOT)),
+                        ("via", via),
+                    ),
+                    a.via == via,
+                )
+                for a in sorted(apps.values(), key=lambda a: (a.kind, a.slot))
+                for via in VIAS
+            ],
+        )
 
 
 def _health_counters(out: _Families, verdict: Verdict, health: dict[str, GpuHealth]) -> None:

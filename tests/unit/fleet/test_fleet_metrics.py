@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -296,3 +297,34 @@ def test_the_example_alerts_fire_on_the_machines_that_need_them(
                             check=False)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+# --- issue 37: Vulkan readiness and the application backends ------------------------------------------
+
+
+def test_vulkan_and_the_applications_backend_are_series(fresh_machine: Any, tmp_path: Path) -> None:
+    from kfdguard.probe import probe
+    from kfdguard.userspace.probe import probe_software
+    from tests.unit.userspace.test_userspace_applications import ollama, phoenix
+    from tests.unit.userspace.test_userspace_vulkan import install
+
+    system = fresh_machine(phoenix().build())
+    ollama(system.root.path, "0.32.15")
+    install(system.root.path)
+    (system.root.path / "usr/local/lib/libggml-vulkan.so").write_bytes(b"")
+    facts = replace(probe(system, log="never"), software=probe_software(system.root, None))
+    text = render(assess(facts), facts, NOW)
+    got = samples(text)
+    assert got["kfdguard_gpu_vulkan_ready"] == [({"slot": "0000:03:00.0"}, 1.0)]
+    backend = {(labels["application"], labels["via"]): value for labels, value in got["kfdguard_application_backend"]}
+    # ollama 0.32 keeps the 780M (an iGPU) out without OLLAMA_IGPU_ENABLE=1; llama.cpp's Vulkan build runs it.
+    assert backend == {
+        ("ollama", "ROCm"): 0, ("ollama", "Vulkan"): 0, ("ollama", "CPU"): 1,
+        ("llama.cpp", "ROCm"): 0, ("llama.cpp", "Vulkan"): 1, ("llama.cpp", "CPU"): 0,
+    }  # fmt: skip
+    if PROMTOOL is not None:
+        argv = [PROMTOOL, "check", "metrics"]
+        result = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0 and result.stdout == result.stderr == "", result.stdout + result.stderr
+    boot_pass = render(assess(replace(facts, software=None)), replace(facts, software=None), NOW)
+    assert "kfdguard_application_backend" not in boot_pass and "kfdguard_gpu_vulkan_ready" not in boot_pass
