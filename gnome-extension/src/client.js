@@ -29,6 +29,7 @@ export const INTERFACE_XML = `<node>
     <property name="Findings" type="a(ssss)" access="read"/>
     <property name="LastCheck" type="t" access="read"/>
     <property name="Software" type="a(sssasas)" access="read"/>
+    <property name="Applications" type="a(ssssss)" access="read"/>
     <method name="CheckAccess">
       <arg name="allowed" type="b" direction="out"/>
       <arg name="explanation" type="s" direction="out"/>
@@ -189,6 +190,9 @@ export const GuardianClient = GObject.registerClass({
             // property has none: the same empty list).
             software: unpack(p, 'Software', []).map(([name, kind, path, targets, verdicts]) =>
                 ({name, kind, path, targets, verdicts})),
+            // Which backend each application takes on each GPU (issue 37); empty like Software.
+            applications: unpack(p, 'Applications', []).map(([name, kind, slot, via, detail, remedy]) =>
+                ({name, kind, slot, via, detail, remedy})),
         };
     }
 
@@ -329,6 +333,28 @@ export function softwareLines(software, _) {
 }
 
 /**
+ * One line per application and GPU: "ollama 0.32.15: on the GPU through Vulkan", or why it runs on the CPU.
+ *
+ * @param {Array<object>} applications - snapshot().applications
+ * @param {Function} _ - gettext
+ * @returns {Array<object>} [{text, ok, remedy}]: ok when the application uses the GPU
+ */
+export function applicationLines(applications, _) {
+    const list = applications ?? [];
+    // The slot only matters when there is more than one GPU to tell apart.
+    const slots = new Set(list.map(a => a.slot));
+    return list.map(a => {
+        const who = slots.size > 1 ? `${a.name} (${a.slot})` : a.name;
+        if (a.via === 'ROCm' || a.via === 'Vulkan')
+            return {text: format(_('%s: on the GPU through %s'), who, a.via), ok: true, remedy: ''};
+        if (a.via === 'CPU')
+            return {text: format(_('%s: on the CPU (%s)'), who, a.detail), ok: false, remedy: a.remedy ?? ''};
+        // A path of a newer service, in a word this one does not know: shown as it is.
+        return {text: `${who}: ${a.via} (${a.detail})`, ok: false, remedy: a.remedy ?? ''};
+    });
+}
+
+/**
  * A size in binary units with one decimal, as `kfdguard check` prints it: "24.0 GiB".
  *
  * @param {number} bytes - a byte count
@@ -404,7 +430,7 @@ export function hardwareLine(d, _) {
  * @param {Function} _ - gettext
  * @returns {object} label, iconName, styleClass, present, title, lines,
  *   devices [{title, detail, hardware, ready}], findings [{severity, severityLabel,
- *   code, message, remedy}], software [{text, ok}], footer
+ *   code, message, remedy}], software [{text, ok}], applications [{text, ok, remedy}], footer
  */
 export function describe(snap, _) {
     if (!snap.present) {
@@ -419,6 +445,7 @@ export function describe(snap, _) {
             devices: [],
             findings: [],
             software: [],
+            applications: [],
             footer: '',
         };
     }
@@ -461,6 +488,7 @@ export function describe(snap, _) {
         devices,
         findings,
         software: softwareLines(snap.software, _),
+        applications: applicationLines(snap.applications, _),
         footer: footer.join(' · '),
     };
 }

@@ -188,6 +188,21 @@ class KfdguardIndicator extends PanelMenu.Button {
                 }));
             }
         }
+        // Which backend each application takes: "ollama 0.32.15: on the CPU (…)", with its fix to copy.
+        if (view.applications.length > 0) {
+            section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('Applications')));
+            for (const line of view.applications) {
+                section.addMenuItem(new TextItem(line.text, {
+                    iconName: line.ok ? 'object-select-symbolic' : 'dialog-warning-symbolic',
+                    iconStyle: line.ok ? 'kfdguard-ready' : 'kfdguard-warning',
+                }));
+                if (line.remedy) {
+                    const item = new RemedyItem(line.remedy, _('Copy the fix'));
+                    this.remedyItems.push(item);
+                    section.addMenuItem(item);
+                }
+            }
+        }
         // An info finding that only repeats the summary says nothing new.
         const findings = view.findings.filter(f => f.remedy || f.severity !== 'info' || f.message !== view.title);
         if (findings.length > 0) {

@@ -153,10 +153,9 @@ class _Ollama:
 
     def verdict(self, gpu: GpuInfo, vk: VulkanGpu | None) -> AppVerdict:
         cites = self.app.files
-        name = self.app.name + (
-            f" (its binary does not say its version: the rules of ollama {self.era} assumed)" if self.era else ""
-        )
-        why: list[str] = []
+        name = self.app.name
+        # A version the binary does not say: which rules the layout chose comes first in every verdict.
+        why: list[str] = [f"the rules of ollama {self.era} (its binary does not say its version)"] if self.era else []
         fixes: list[str] = []
         row = next(
             (r for r in self.rows if self.stack is not None and r.stack == self.stack.name and r.slot == gpu.slot), None
@@ -173,7 +172,7 @@ class _Ollama:
                 else "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
             )
         else:
-            return AppVerdict(name, "ollama", gpu.slot, "ROCm", row.detail, "", cites)
+            return AppVerdict(name, "ollama", gpu.slot, "ROCm", "; ".join([*why, row.detail]), "", cites)
         if self.version < VULKAN_SINCE or not self.has("vulkan"):
             why.append("no Vulkan backend in its bundle")
         elif vk is None or not vk.ready:

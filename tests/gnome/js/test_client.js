@@ -13,7 +13,7 @@ import Gio from 'gi://Gio';
 import GLib from 'gi://GLib';
 import System from 'system';
 
-import {GuardianClient, describe, format, formatBytes, hardwareLine, softwareLines} from '../../../gnome-extension/src/client.js';
+import {GuardianClient, applicationLines, describe, format, formatBytes, hardwareLine, softwareLines} from '../../../gnome-extension/src/client.js';
 
 Gio._promisify(Gio.Subprocess.prototype, 'wait_async');
 
@@ -175,6 +175,32 @@ test('describe: one Software line per stack, saying which GPU it has no code for
     assertEqual(softwareLines([{name: 'x', verdicts: ['0000:03:00.0 gfx1100 runs: code for gfx1100',
         '0000:0b:00.0 gfx1031 no-code: no code for gfx1031']}], _)[0].text,
     'x: runs on gfx1100; no code for gfx1031', 'two GPUs');
+});
+
+test('describe: one Applications line per application and GPU, with the fix when it runs on the CPU', () => {
+    const base = {present: true, state: 'ready', summary: 's', kernel: '', kfdVersion: '', version: '',
+        lastCheck: null, devices: [], findings: [], software: []};
+    // The Applications property as kfdguard/service/status.py writes it (a(ssssss)).
+    const applications = [
+        {name: 'ollama 0.32.15', kind: 'ollama', slot: '0000:c4:00.0', via: 'CPU',
+            detail: 'its bundled rocBLAS has no code for gfx1103; ollama drops an integrated GPU unless OLLAMA_IGPU_ENABLE=1 on Vulkan',
+            remedy: 'systemctl edit ollama.service: [Service] Environment=OLLAMA_IGPU_ENABLE=1'},
+        {name: 'llama.cpp (/usr/local/lib)', kind: 'llama.cpp', slot: '0000:c4:00.0', via: 'Vulkan', detail: 'RADV; no HIP backend', remedy: ''},
+        {name: 'odd', kind: 'x', slot: '0000:c4:00.0', via: 'NPU', detail: 'a later service', remedy: ''},
+    ];
+    assertEqual(describe({...base, applications}, _).applications, [
+        {text: 'ollama 0.32.15: on the CPU (its bundled rocBLAS has no code for gfx1103; ollama drops an integrated GPU unless OLLAMA_IGPU_ENABLE=1 on Vulkan)',
+            ok: false, remedy: 'systemctl edit ollama.service: [Service] Environment=OLLAMA_IGPU_ENABLE=1'},
+        {text: 'llama.cpp (/usr/local/lib): on the GPU through Vulkan', ok: true, remedy: ''},
+        {text: 'odd: NPU (a later service)', ok: false, remedy: ''},
+    ], 'application lines');
+    assertEqual(describe({...base}, _).applications, [], 'no Applications property (an older service): no lines');
+    const two = applicationLines([
+        {name: 'PyTorch 2.9.0', slot: '0000:03:00.0', via: 'ROCm', detail: 'code for gfx1100', remedy: ''},
+        {name: 'PyTorch 2.9.0', slot: '0000:0b:00.0', via: 'CPU', detail: 'no code for gfx1031', remedy: 'pip'},
+    ], _);
+    assertEqual(two.map(l => l.text), ['PyTorch 2.9.0 (0000:03:00.0): on the GPU through ROCm',
+        'PyTorch 2.9.0 (0000:0b:00.0): on the CPU (no code for gfx1031)'], 'two GPUs: the slot tells them apart');
 });
 
 // --- against the service ---------------------------------------------------------
