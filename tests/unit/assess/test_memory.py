@@ -196,11 +196,19 @@ def test_applied_options_give_no_finding(fresh_machine: Make, apu: Apu) -> None:
     assert gpu.ttm_limit == PAGES_96G * 4096  # the live limit was read, not missed: 96 GiB in force
 
 
+def loaded_before(builder: MachineBuilder, module: str, pages: int) -> MachineBuilder:
+    """``module`` came up before kfdguard.conf held the options, with ``pages`` as its limit: a boot from an
+    initramfs built before they were written. The simulator does not model what an initramfs holds (its image
+    lists files; update-initramfs changes nothing), so the module is written as already loaded, and the
+    simulated modprobe leaves a loaded module alone, as kmod does."""
+    return (builder.with_file(f"/sys/module/{module}/initstate", "live\n")
+            .with_file(f"/sys/module/{module}/parameters/pages_limit", f"{pages}\n"))  # fmt: skip
+
+
 @APUS
-def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make, apu: Apu) -> None:
+def test_a_limit_a_stale_initramfs_kept_is_a_finding(fresh_machine: Make, apu: Apu) -> None:
     # The kernel's own default: half of 132,120,576 kB = 66,060,288 kB = 16,515,072 pages.
-    builder = (apu().with_file(MODPROBE_CONF, OUR_LINE)
-               .with_file("/sys/module/ttm/parameters/pages_limit", "16515072\n"))  # fmt: skip
+    builder = loaded_before(apu().with_file(MODPROBE_CONF, OUR_LINE), "ttm", 16_515_072)
     (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
     assert "16515072 pages, not the configured 25165824" in finding.message
     assert "initramfs" in finding.message and "initramfs" in finding.remedy
@@ -209,12 +217,11 @@ def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make, apu:
 @APUS
 def test_ttm_options_with_the_dkms_driver_are_named_as_ignored(fresh_machine: Make, apu: Apu) -> None:
     # The real case of tests/data/healthy-logs/207-...: ttm.pages_limit on the command line, amdgpu 6.16.6 DKMS.
-    builder = (
-        with_dkms_driver(apu())
-        .with_file(MODPROBE_CONF, "options amdttm pages_limit=25165824 page_pool_size=25165824\n")
-        .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
-        .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
-    )  # fmt: skip
+    # amdttm came up with its default before kfdguard.conf held its options; ttm, loaded beside it, has the value.
+    builder = with_dkms_driver(apu()).with_file(
+        MODPROBE_CONF, "options amdttm pages_limit=25165824 page_pool_size=25165824\n"
+    )
+    builder = loaded_before(loaded_before(builder, "ttm", PAGES_96G), "amdttm", 16_515_072)
     (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
     assert "reached ttm, which this amdgpu does not use" in finding.message
 
