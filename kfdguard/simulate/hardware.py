@@ -50,18 +50,20 @@ def speed_text(mts: int, version: tuple[int, int]) -> str:
     return f"{whole}.{tenth} GT/s" if tenth else f"{whole} GT/s"
 
 
-def gtt_bytes(version: tuple[int, int], ram_bytes: int, vram_bytes: int) -> int:
+def gtt_bytes(version: tuple[int, int], ram_bytes: int, vram_bytes: int, ttm_limit: int | None = None) -> int:
     """amdgpu_ttm_init()'s default GTT size (amdgpu.gttsize unset) on that kernel.
 
     5.10: min(max(3 GiB, VRAM), 3/4 of RAM); 6.1: max(3 GiB, RAM/2); 6.12 and 7.2:
-    ttm_tt_pages_limit(), half of RAM by default (all from amdgpu_ttm.c of those sources).
+    ttm_tt_pages_limit() << PAGE_SHIFT (all from amdgpu_ttm.c of those sources). ``ttm_limit`` is that
+    limit in bytes as the TTM module amdgpu uses applied it (its pages_limit option, else half the RAM:
+    ttm_limit_bytes()). amdgpu.gttsize is not modelled, nor the cap of an APU's GTT at the RAM.
     """
     default = 3072 << 20
     if version < (6, 1):
         return min(max(default, vram_bytes), ram_bytes * 3 // 4)
     if version < (6, 12):
         return max(default, ram_bytes // 2)
-    return ram_bytes // 2
+    return ttm_limit_bytes(ram_bytes) if ttm_limit is None else ttm_limit
 
 
 # KFD memory banks (nodes/N/mem_banks/M/properties). Heap types: HSA_MEM_HEAP_TYPE_* of
@@ -76,14 +78,34 @@ APU_BANK_IS_TTM_LIMIT = (6, 10)
 APU_BANK_IF_GTT_LARGER = (6, 15)
 
 
-def ttm_limit_bytes(ram_bytes: int) -> int:
-    """ttm_tt_pages_limit() in bytes with ttm.pages_limit unset: ttm_device.c's ttm_global_init()
-    hands ttm_tt_mgr_init() half of si_meminfo()'s totalram pages (LACT's Phoenix capture:
-    31433977856 in the GPU node's bank beside 62867955712 in the CPU node's)."""
-    return ((ram_bytes >> 12) // 2) << 12
+PAGE_SHIFT = 12  # every x86-64 kernel
 
 
-def gpu_mem_bank(version: tuple[int, int], device: int, ram_bytes: int) -> tuple[int, int]:
+def ttm_default_pages(ram_bytes: int) -> int:
+    """What ttm_device.c's ttm_global_init() computes when the first TTM device initialises: half of
+    si_meminfo()'s totalram pages (``num_pages = (totalram * mem_unit) >> PAGE_SHIFT; num_pages /= 2``),
+    which ttm_tt_mgr_init() makes pages_limit and ttm_pool_mgr_init() page_pool_size where they are 0.
+    (ROCm's DKMS copy takes 3/4 instead on a GFX 9.4.3 APU, CPU family 0x19 model 0x90, MI300A: not a
+    chip the simulator has.)"""
+    return (ram_bytes >> PAGE_SHIFT) // 2
+
+
+def ttm_dma32_default_pages(ram_bytes: int) -> int:
+    """ttm_global_init()'s default dma32_pages_limit: the low RAM (all of it on x86-64, no highmem),
+    at most 2 GiB (``min(num_dma32, 2UL << (30 - PAGE_SHIFT))``)."""
+    return min(ram_bytes >> PAGE_SHIFT, 2 << (30 - PAGE_SHIFT))
+
+
+def ttm_limit_bytes(ram_bytes: int, pages_limit: int = 0) -> int:
+    """ttm_tt_pages_limit() in bytes: the pages_limit option of the TTM module amdgpu uses, or with it 0
+    (unset) half of si_meminfo()'s totalram pages, which ttm_tt_mgr_init() puts in its place (LACT's
+    Phoenix capture: 31433977856 in the GPU node's bank beside 62867955712 in the CPU node's)."""
+    return (pages_limit or ttm_default_pages(ram_bytes)) << PAGE_SHIFT
+
+
+def gpu_mem_bank(
+    version: tuple[int, int], device: int, ram_bytes: int, ttm_limit: int | None = None
+) -> tuple[int, int]:
     """(heap_type, size_in_bytes) of a GPU node's one memory bank, as KFD builds it from the GPU's
     virtual CRAT (kfd_crat.c: kfd_create_vcrat_image_gpu() -> kfd_fill_gpu_memory_affinity(), parsed
     by kfd_parse_subtype_mem(): a node without CPU cores keeps the visibility type as its heap type).
@@ -91,13 +113,15 @@ def gpu_mem_bank(version: tuple[int, int], device: int, ram_bytes: int) -> tuple
     KFD reports FB_PUBLIC with local_mem_size_public when no VRAM is private (all of it visible:
     a large BAR, or an APU, whose carve-out gmc_v*_0_mc_init() makes visible entirely), else one
     FB_PRIVATE bank of public plus private. The simulator's cards are taken to have a large BAR
-    (it has no BAR size to go by); a small-BAR card has heap_type 2 and the same size.
+    (it has no BAR size to go by); a small-BAR card has heap_type 2 and the same size. ``ttm_limit``
+    is ttm_tt_pages_limit() in bytes as applied (ttm_limit_bytes() of the RAM when not given).
     """
     c = chip(device)
     vram = c.vram_mib << 20
-    prefer_gtt = version < APU_BANK_IF_GTT_LARGER or vram < gtt_bytes(version, ram_bytes, vram)
+    limit = ttm_limit_bytes(ram_bytes) if ttm_limit is None else ttm_limit
+    prefer_gtt = version < APU_BANK_IF_GTT_LARGER or vram < gtt_bytes(version, ram_bytes, vram, limit)
     if c.apu and version >= APU_BANK_IS_TTM_LIMIT and prefer_gtt:
-        return HEAP_FB_PUBLIC, ttm_limit_bytes(ram_bytes)
+        return HEAP_FB_PUBLIC, limit
     return HEAP_FB_PUBLIC, vram
 
 

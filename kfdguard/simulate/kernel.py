@@ -18,7 +18,7 @@ from kfdguard.probe.system_info import parse_release
 from kfdguard.record import dataclass
 from kfdguard.simulate import hardware, state
 from kfdguard.simulate import modprobe as modprobe_model
-from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
+from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params, ttm_params
 from kfdguard.simulate.spec import GpuSpec, KernelSpec, MachineSpec
 from kfdguard.simulate.udev import policy_for
 
@@ -211,6 +211,8 @@ class SimKernel:
             self.load_amdgpu(extra)
         elif module == "amdkfd":
             self.load_amdkfd(extra)
+        elif module in ("ttm", "amdttm") and ttm_params(self.version, module) is not None:
+            self.load_ttm(module, extra)
         else:
             self._register_module(module, (), refcnt=0)
         self.save()
@@ -257,6 +259,108 @@ class SimKernel:
         modules += f"{module} {size} {refcnt} - Live 0x0000000000000000\n"
         self.write("proc/modules", modules)
 
+    def _set_holders(self, module: str, holders: list[str]) -> None:
+        """A module's users as /sys/module/<m>/holders, refcnt and /proc/modules' "used by" column show them
+        (each module linked against it holds one reference: ref_module())."""
+        directory = self.root.sys / "module" / module / "holders"
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in os.listdir(directory):
+            if name not in holders:
+                os.rmdir(directory / name)
+        for name in holders:
+            (directory / name).mkdir(exist_ok=True)
+        self.write(f"sys/module/{module}/refcnt", f"{len(holders)}\n")
+        lines = (self.root.proc / "modules").read_text().splitlines() if (self.root.proc / "modules").exists() else []
+        used = "".join(f"{h}," for h in holders) or "-"
+        for i, line in enumerate(lines):
+            fields = line.split(" ")
+            if fields[0] == module and len(fields) == 6:
+                lines[i] = " ".join([*fields[:2], str(len(holders)), used, *fields[4:]])
+        self.write("proc/modules", "".join(line + "\n" for line in lines))
+
+    # --- TTM, the memory manager amdgpu sizes GTT and an APU's KFD bank from (issue 38) -------------------
+
+    def _dep_names(self, module: str) -> list[str] | None:
+        """The modules modules.dep says ``module`` needs (what modprobe loads first), or None without it."""
+        dep = self.root.lib_modules / self.kernel.release / "modules.dep"
+        try:
+            lines = dep.read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in lines:
+            path, _, deps = line.partition(":")
+            if _normalise(path.rsplit("/", 1)[-1].split(".ko", 1)[0]) == module:
+                return [_normalise(d.rsplit("/", 1)[-1].split(".ko", 1)[0]) for d in deps.split()]
+        return None
+
+    def _builtin(self, module: str) -> bool:
+        try:
+            text = (self.root.lib_modules / self.kernel.release / "modules.builtin").read_text()
+        except FileNotFoundError:
+            return False
+        return any(_normalise(line.rsplit("/", 1)[-1].split(".ko", 1)[0]) == module for line in text.splitlines())
+
+    def ttm_module(self) -> str | None:
+        """The TTM module amdgpu uses: amdttm where modules.dep makes amdgpu depend on it (the DKMS driver,
+        whose TTM calls are renamed to amdttm's), else ttm, loadable or built in; None without amdgpu."""
+        deps = self._dep_names("amdgpu")
+        if deps is not None and "amdttm" in deps:
+            return "amdttm"
+        if (deps is not None and "ttm" in deps) or self._builtin("ttm"):
+            return "ttm"
+        return None
+
+    def load_ttm(self, module: str, extra: list[tuple[str, str]]) -> None:
+        """modprobe of the TTM module, before amdgpu as modules.dep orders it: its options from modprobe.d and
+        the kernel command line (``options ttm pages_limit=...``) become its parameters. They stay 0 when
+        unset until the first device initialises (ttm_global_init())."""
+        declared = ttm_params(self.version, module)
+        if declared is None or self.loaded(module):
+            return
+        params = self._params(declared, module, extra)
+        self._register_module(module, tuple(params.items()), refcnt=0)
+
+    def builtin_ttm(self, cmdline: str) -> None:
+        """A built-in ttm (CONFIG_DRM_TTM=y) has its parameters from boot, set by the kernel command line
+        alone (kernel/params.c parse_args() of "ttm.<name>=<value>"; modprobe.d never reaches it)."""
+        declared = ttm_params(self.version, "ttm")
+        if declared is None or not self._builtin("ttm"):
+            return
+        values = {name: default for name, _, default in declared}
+        for word, value in modprobe_model.kernel_params(cmdline):
+            prefix, dot, name = word.partition(".")
+            name = _normalise(name)  # parameq(): "-" and "_" are the same in a parameter's name
+            if dot and _normalise(prefix) == "ttm" and name in values:
+                values[name] = value
+        for name, value in values.items():
+            self.write(f"sys/module/ttm/parameters/{name}", value + "\n")
+
+    def ttm_global_init(self) -> int:
+        """ttm_device_init() -> ttm_global_init() when amdgpu initialises a device (the first one does the
+        work): ttm_tt_mgr_init() and ttm_pool_mgr_init() put half the RAM in place of a pages_limit or
+        page_pool_size of 0, and the parameters show it from then on. Returns ttm_tt_pages_limit() in bytes
+        of the TTM module amdgpu uses (half the RAM where the simulator does not model its parameters)."""
+        ram = self.spec.ram_mib << 20
+        module = self.ttm_module()
+        pdir = self.root.sys / "module" / (module or "ttm") / "parameters"
+        if module is None or ttm_params(self.version, module) is None or not pdir.is_dir():
+            return hardware.ttm_limit_bytes(ram)
+        defaults = {
+            "pages_limit": hardware.ttm_default_pages(ram),
+            "dma32_pages_limit": hardware.ttm_dma32_default_pages(ram),
+            "page_pool_size": hardware.ttm_default_pages(ram),
+        }
+        for name, default in defaults.items():
+            path = pdir / name
+            if path.is_file() and _int(path.read_text().strip()) == 0:
+                path.write_text(f"{default}\n", encoding="utf-8")
+        try:
+            pages = _int((pdir / "pages_limit").read_text().strip())
+        except FileNotFoundError:
+            pages = None
+        # A value the kernel would refuse (kstrtoul() fails and so does the module's load) is not modelled.
+        return hardware.ttm_limit_bytes(ram, pages if pages is not None and pages > 0 else 0)
+
     def _params(
         self, declared: tuple[tuple[str, str, str], ...], module: str, extra: list[tuple[str, str]]
     ) -> dict[str, str]:
@@ -284,6 +388,9 @@ class SimKernel:
         return ok
 
     def load_amdgpu(self, extra: list[tuple[str, str]]) -> None:
+        ttm = self.ttm_module()
+        if ttm is not None and not self._builtin(ttm):
+            self.load_ttm(ttm, [])  # a dependency: modprobe loads it first, with its own options
         hsa = self.config.get("CONFIG_HSA_AMD", "n")
         declared = amdgpu_params(self.version, hsa == "y", self.merged)
         params = self._params(declared, "amdgpu", extra)
@@ -295,6 +402,9 @@ class SimKernel:
         bound = [g for g in self.spec.gpus if g.vendor == 0x1002 and g.outcome != "unbound"]
         refcnt = sum(1 for g in bound if g.boot_vga and g.outcome not in ("firmware", "init-failed"))
         self._register_module("amdgpu", tuple(params.items()), refcnt=refcnt)
+        if ttm is not None and self.loaded(ttm):
+            held = self.root.sys / "module" / ttm / "holders"
+            self._set_holders(ttm, sorted({*(os.listdir(held) if held.is_dir() else ()), "amdgpu"}))
         kfd_ok = False
         if self.merged and hsa == "y":
             kfd_ok = self.kfd_init(params)
@@ -385,13 +495,15 @@ class SimKernel:
             self.printk(f"{dev}Fatal error during GPU init", ERROR)
             self._probe_failed(gpu, -22)
             return
+        # amdgpu_ttm_init() -> ttm_device_init(): TTM's limits are fixed before GTT is sized from them.
+        ttm_limit = self.ttm_global_init()
         card = self._bind(gpu, "amdgpu")
-        self._mem_info(gpu)
+        self._mem_info(gpu, ttm_limit)
         if kfd_ok:
-            self._kfd_outcome(gpu, chip, card)
+            self._kfd_outcome(gpu, chip, card, ttm_limit)
         self._initialized(gpu, card)
 
-    def _kfd_outcome(self, gpu: GpuSpec, chip: hardware.Chip, card: int) -> None:
+    def _kfd_outcome(self, gpu: GpuSpec, chip: hardware.Chip, card: int, ttm_limit: int) -> None:
         lower = f"{gpu.vendor:x}:{gpu.device:x}"
         outcome = gpu.outcome
         if outcome == "added":
@@ -420,7 +532,7 @@ class SimKernel:
                 # after the CPU cores (UNCERTAIN: the entries and their order are the firmware's).
                 bank = (hardware.HEAP_SYSTEM, ram_bytes)
             else:
-                bank = hardware.gpu_mem_bank(self.version, gpu.device, ram_bytes)
+                bank = hardware.gpu_mem_bank(self.version, gpu.device, ram_bytes, ttm_limit)
             self._write_node(index, gpu_id, chip.asic.lower(), props, bank)
             self.values["kfd_nodes"] = str(index + 1)
             generation = int(self.values.get("kfd_generation", "1")) + 1
@@ -486,13 +598,13 @@ class SimKernel:
                 self.write(f"{devpath}/{prefix}_speed", hardware.speed_text(s, self.version) + "\n")
                 self.write(f"{devpath}/{prefix}_width", f"{w}\n")
 
-    def _mem_info(self, gpu: GpuSpec) -> None:
+    def _mem_info(self, gpu: GpuSpec, ttm_limit: int) -> None:
         """amdgpu's memory totals (amdgpu_vram_mgr.c, amdgpu_gtt_mgr.c: "%llu\\n" bytes)."""
         if self.version < hardware.MEM_INFO_SINCE:
             return
         chip = hardware.chip(gpu.device)
         vram = chip.vram_mib << 20
-        gtt = hardware.gtt_bytes(self.version, self.spec.ram_mib << 20, vram)
+        gtt = hardware.gtt_bytes(self.version, self.spec.ram_mib << 20, vram, ttm_limit)
         devpath = f"sys/devices/pci{gpu.slot[:4]}:00/{gpu.slot}"
         self.write(f"{devpath}/mem_info_vram_total", f"{vram}\n")
         self.write(f"{devpath}/mem_info_gtt_total", f"{gtt}\n")
@@ -583,6 +695,7 @@ class SimKernel:
         self.printk(f"Linux version {self.kernel.release} (buildd@simulated) #1 SMP PREEMPT_DYNAMIC", 5)
         self.printk(f"Command line: {cmdline}")
         self.advance(3_400_000)
+        self.builtin_ttm(cmdline)
         self._pci_links()
         for gpu in self.spec.gpus:
             if gpu.vendor != 0x1002:
@@ -727,8 +840,22 @@ class SimKernel:
             self._remove_kfd()
         if module == "amdgpu":
             self._unbind_amd()
+            self._release_dependency(module)
         self.save()
         return Outcome(0)
+
+    def _release_dependency(self, module: str) -> None:
+        """``modprobe -r`` also removes the dependencies the module leaves unused (kmod: "If the modules it
+        depends on are also unused, modprobe will try to remove them too"): the TTM module, whose options
+        then apply afresh at the next load."""
+        for dep in ("ttm", "amdttm"):
+            held = self.root.sys / "module" / dep / "holders"
+            if not self.loaded(dep) or not (held / module).is_dir():
+                continue
+            others = sorted(set(os.listdir(held)) - {module})
+            self._set_holders(dep, others)
+            if not others:
+                self.unload(dep)
 
     def _remove_kfd(self) -> None:
         import shutil

@@ -69,3 +69,20 @@ def amdgpu_params(version: tuple[int, int], hsa_amd: bool, merged: bool) -> tupl
     if not merged:
         params = [p for p in params if p[0] != "noretry"]
     return tuple(params)
+
+
+# TTM's parameters, in-tree ttm.ko and the DKMS driver's amdttm.ko alike (ROCm/amdgpu builds the same
+# drivers/gpu/drm/ttm as amdttm): ttm_tt.c module_param_named(pages_limit, ...) and (dma32_pages_limit, ...),
+# ttm_pool.c module_param(page_pool_size, ...), each ulong 0644 and 0 until ttm_global_init() computes it.
+# Read in Debian's 6.1 and 6.12 sources (kfdguard/knowledge/memory.py names the lines) and ROCm/amdgpu's copy;
+# older kernels' ttm was not read, so the simulator gives it no parameters and passes it no options.
+TTM: tuple[tuple[str, str, str], ...] = (
+    ("pages_limit", "ulong", "0"), ("dma32_pages_limit", "ulong", "0"), ("page_pool_size", "ulong", "0"),
+)  # fmt: skip
+TTM_PARAMS_SINCE = (6, 1)
+
+
+def ttm_params(version: tuple[int, int], module: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The parameters the TTM module declares, or None where the simulator does not model them (in-tree ttm
+    before 6.1). amdttm comes with the DKMS driver's own source whatever the kernel."""
+    return TTM if module == "amdttm" or version >= TTM_PARAMS_SINCE else None

@@ -12,7 +12,7 @@ from kfdguard.simulate import state
 from kfdguard.simulate.elfmod import FakeModule, build_elf, encode, suffix
 from kfdguard.simulate.kernel import KFD_MAJOR, SimKernel, is_merged, kernel_config, kernel_version
 from kfdguard.simulate.menu import DISK_UUID, distro_name, grub_cfg
-from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params
+from kfdguard.simulate.modparams import AMDKFD_OLD, amdgpu_params, ttm_params
 from kfdguard.simulate.spec import KernelSpec, MachineSpec, spec_json
 
 BASE_GROUPS = (
@@ -77,6 +77,9 @@ AMDGPU_IMPORTS = (
     "ttm_bo_init_reserved",
     "drm_sched_init",
 )
+# What the DKMS build's rename_symbol.h turns TTM's exports into (ROCm/amdgpu drivers/gpu/drm/amd/dkms/
+# pre-build.sh: "#define "$2" amd"$2 for every EXPORT_SYMBOL of its sources).
+DKMS_RENAMED = {"ttm_bo_init_reserved": "amdttm_bo_init_reserved"}
 
 
 def vermagic(release: str) -> str:
@@ -144,16 +147,16 @@ def _kernel_tree(root: Root, spec: MachineSpec, kernel: KernelSpec) -> None:
     base = f"/lib/modules/{release}"
     ext = suffix(kernel.compression)
     magic = vermagic(release)
-    modules: list[tuple[str, FakeModule]] = []
-    for path, name, exports, imports in DRM_MODULES:
-        modules.append((path, FakeModule(name, magic, exports=exports, imports=imports)))
+    # CONFIG_DRM_TTM=y: ttm is part of the kernel image, in modules.builtin and not a file of the tree.
+    ttm_builtin = config.get("CONFIG_DRM_TTM") == "y"
+    modules = _drm_modules(version, magic, ttm_builtin)
     hsa = config.get("CONFIG_HSA_AMD", "n")
     if kernel.amdgpu != "none" and config.get("CONFIG_DRM_AMDGPU") == "m":
         params = amdgpu_params(version, hsa == "y", merged)
         amdgpu = FakeModule(
             "amdgpu",
             magic,
-            depends=("drm", "drm_kms_helper", "ttm", "gpu_sched"),
+            depends=tuple(d for d in ("drm", "drm_kms_helper", "ttm", "gpu_sched") if d != "ttm" or not ttm_builtin),
             params=tuple((n, t) for n, t, _ in params),
             aliases=("pci:v00001002d*sv*sd*bc03sc*i*",),
             imports=AMDGPU_IMPORTS,
@@ -161,16 +164,7 @@ def _kernel_tree(root: Root, spec: MachineSpec, kernel: KernelSpec) -> None:
         )
         modules.append(("kernel/drivers/gpu/drm/amd/amdgpu/amdgpu", amdgpu))
         if kernel.amdgpu == "dkms" and spec.dkms and release in spec.dkms.built:
-            dkms = FakeModule(
-                "amdgpu",
-                magic,
-                depends=amdgpu.depends,
-                params=amdgpu.params,
-                aliases=amdgpu.aliases,
-                imports=AMDGPU_IMPORTS,
-                extra=(("version", spec.dkms.version.split("-")[0]),),
-            )
-            modules.append(("updates/dkms/amdgpu", dkms))
+            _add_dkms(modules, amdgpu, spec.dkms.version, version)
         if not merged and hsa == "m":
             kfd = FakeModule(
                 "amdkfd",
@@ -188,9 +182,53 @@ def _kernel_tree(root: Root, spec: MachineSpec, kernel: KernelSpec) -> None:
     _write(root, f"{base}/modules.dep", modules_dep(modules, ext))
     builtin = "kernel/drivers/video/fbdev/core/fb.ko\nkernel/drivers/gpu/drm/drm_panel_orientation_quirks.ko\n"
     # CONFIG_DRM_TTM=y: built in, so modprobe.d never reaches its options.
-    builtin += "kernel/drivers/gpu/drm/ttm/ttm.ko\n" * (config.get("CONFIG_DRM_TTM") == "y")
+    builtin += "kernel/drivers/gpu/drm/ttm/ttm.ko\n" * ttm_builtin
     _write(root, f"{base}/modules.builtin", builtin)
     _write(root, f"{base}/modules.order", "".join(f"{p}.ko\n" for p, _ in modules if not p.startswith("updates/")))
+
+
+def _drm_modules(version: tuple[int, int], magic: str, ttm_builtin: bool) -> list[tuple[str, FakeModule]]:
+    """amdgpu's DRM dependencies; ttm declares its parameters where the simulator models them (modparams.py)."""
+    modules = []
+    for path, name, exports, imports in DRM_MODULES:
+        if name == "ttm" and ttm_builtin:
+            continue
+        declared = ttm_params(version, name) if name == "ttm" else None
+        params = tuple((n, t) for n, t, _ in declared or ())
+        modules.append((path, FakeModule(name, magic, params=params, exports=exports, imports=imports)))
+    return modules
+
+
+def _add_dkms(
+    modules: list[tuple[str, FakeModule]], amdgpu: FakeModule, package: str, version: tuple[int, int]
+) -> None:
+    """The DKMS driver's modules beside the kernel's: its amdgpu and its own TTM, amdttm.
+
+    The package builds its TTM as amdttm (dkms.conf BUILT_MODULE_NAME[1]) and its pre-build.sh prefixes every
+    symbol its modules export with "amd" (rename_symbol.h): the DKMS amdgpu imports amdttm_bo_init_reserved, so
+    depmod makes it depend on amdttm, not ttm (real oops traces: "amdttm_bo_init_reserved+0x1d6/0x210 [amdttm]"
+    under "amdgpu_bo_create [amdgpu]").
+    """
+    amdttm = FakeModule(
+        "amdttm",
+        amdgpu.vermagic,
+        params=tuple((n, t) for n, t, _ in ttm_params(version, "amdttm") or ()),
+        exports=tuple(DKMS_RENAMED.values()),
+        imports=("drm_dev_register",),
+    )
+    # In ttm's place among amdgpu's dependencies, before gpu_sched: real depmod's order for this tree.
+    sched = next(i for i, (_, m) in enumerate(modules) if m.name == "gpu_sched")
+    modules.insert(sched, ("updates/dkms/amdttm", amdttm))
+    dkms = FakeModule(
+        "amdgpu",
+        amdgpu.vermagic,
+        depends=tuple("amdttm" if d == "ttm" else d for d in amdgpu.depends),
+        params=amdgpu.params,
+        aliases=amdgpu.aliases,
+        imports=tuple(DKMS_RENAMED.get(sym, sym) for sym in AMDGPU_IMPORTS),
+        extra=(("version", package.split("-", maxsplit=1)[0]),),
+    )
+    modules.append(("updates/dkms/amdgpu", dkms))
 
 
 def modules_dep(modules: list[tuple[str, FakeModule]], ext: str) -> str:

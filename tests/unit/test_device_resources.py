@@ -308,7 +308,9 @@ def test_check_and_status_text_show_the_hardware_line(tmp_path: Path) -> None:
     verdict = assess(facts, Config())
     text = to_text(facts, verdict)
     assert "      discrete · 8.0 GiB VRAM · 16.0 GiB GTT · PCIe 8.0 GT/s x4 (can do 8.0 GT/s x16)\n" in text
-    assert "      integrated (APU) · 512.0 MiB carve-out · 16.0 GiB GTT · 2 CUs · PCIe 16.0 GT/s x16\n" in text
+    # The APU's TTM limit is the live ttm.pages_limit: TTM's default, half of the machine's 32 GiB.
+    assert ("      integrated (APU) · 512.0 MiB carve-out · 16.0 GiB GTT · TTM limit 16.0 GiB · 2 CUs · "
+            "PCIe 16.0 GT/s x16\n") in text  # fmt: skip
     status = from_verdict(facts, verdict, "notify", 0)
     devices = [dict(d) for d in status.devices]
     shown = status_text({"State": "degraded", "Summary": "s", "Devices": devices})

@@ -186,21 +186,51 @@ def test_a_built_in_ttm_is_said_with_the_command_line_to_add(fresh_machine: Make
 OUR_LINE = "options ttm pages_limit=25165824 page_pool_size=25165824\n"
 
 
+GIB_96 = PAGES_96G * 4096  # 103,079,215,104 bytes
+DRIVERS = pytest.mark.parametrize("dkms", [False, True], ids=["in-tree", "dkms"])
+
+
 @APUS
-def test_applied_options_give_no_finding(fresh_machine: Make, apu: Apu) -> None:
-    builder = (apu().with_file(MODPROBE_CONF, OUR_LINE)
-               .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n"))  # fmt: skip
-    result = verdict(fresh_machine, builder)
+@DRIVERS
+def test_applied_options_give_no_finding_after_the_reboot(fresh_machine: Make, apu: Apu, dkms: bool) -> None:
+    # The whole path on the simulated machine: enforce writes kfdguard.conf, the running kernel keeps TTM's
+    # default (half of 126 GiB = 16,515,072 pages) until a reboot, and the reboot's modprobe applies the options
+    # to ttm (amdttm under the DKMS driver) before amdgpu sizes GTT and KFD's bank from them.
+    from kfdguard.app.pipeline import enforce
+
+    module = "amdttm" if dkms else "ttm"
+    system = fresh_machine((with_dkms_driver(apu()) if dkms else apu()).build())
+    config = Config(memory=MemoryConfig(target="96G"))
+    report, _, written = enforce(system, config)
+    assert not report.failed, report.changes
+    conf = (system.root.etc / "modprobe.d/kfdguard.conf").read_text()
+    assert f"options {module} pages_limit=25165824 page_pool_size=25165824\n" in conf
+    (stale,) = written.by_code("memory-limit-not-applied")  # written, not yet booted with
+    assert "16515072 pages, not the configured 25165824" in stale.message
+    system.reboot()
+    result = assess(probe(system), config)
     assert not [f for f in result.findings if f.code.startswith("memory-")]
     (gpu,) = result.gpus
-    assert gpu.ttm_limit == PAGES_96G * 4096  # the live limit was read, not missed: 96 GiB in force
+    assert gpu.ttm_limit == GIB_96  # the live limit, read from /sys/module/<module>/parameters
+    # 6.12: amdgpu_ttm_init() sizes GTT from ttm_tt_pages_limit(), and amdgpu_amdkfd_get_local_mem_info()
+    # gives an APU's KFD bank the same limit: what ROCm will be told it may allocate.
+    assert gpu.gtt_total == GIB_96
+    assert gpu.compute_memory == GIB_96
+
+
+def loaded_before(builder: MachineBuilder, module: str, pages: int) -> MachineBuilder:
+    """``module`` came up before kfdguard.conf held the options, with ``pages`` as its limit: a boot from an
+    initramfs built before they were written. The simulator does not model what an initramfs holds (its image
+    lists files; update-initramfs changes nothing), so the module is written as already loaded, and the
+    simulated modprobe leaves a loaded module alone, as kmod does."""
+    return (builder.with_file(f"/sys/module/{module}/initstate", "live\n")
+            .with_file(f"/sys/module/{module}/parameters/pages_limit", f"{pages}\n"))  # fmt: skip
 
 
 @APUS
-def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make, apu: Apu) -> None:
+def test_a_limit_a_stale_initramfs_kept_is_a_finding(fresh_machine: Make, apu: Apu) -> None:
     # The kernel's own default: half of 132,120,576 kB = 66,060,288 kB = 16,515,072 pages.
-    builder = (apu().with_file(MODPROBE_CONF, OUR_LINE)
-               .with_file("/sys/module/ttm/parameters/pages_limit", "16515072\n"))  # fmt: skip
+    builder = loaded_before(apu().with_file(MODPROBE_CONF, OUR_LINE), "ttm", 16_515_072)
     (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
     assert "16515072 pages, not the configured 25165824" in finding.message
     assert "initramfs" in finding.message and "initramfs" in finding.remedy
@@ -209,12 +239,11 @@ def test_a_limit_the_kernel_did_not_apply_is_a_finding(fresh_machine: Make, apu:
 @APUS
 def test_ttm_options_with_the_dkms_driver_are_named_as_ignored(fresh_machine: Make, apu: Apu) -> None:
     # The real case of tests/data/healthy-logs/207-...: ttm.pages_limit on the command line, amdgpu 6.16.6 DKMS.
-    builder = (
-        with_dkms_driver(apu())
-        .with_file(MODPROBE_CONF, "options amdttm pages_limit=25165824 page_pool_size=25165824\n")
-        .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
-        .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
-    )  # fmt: skip
+    # amdttm came up with its default before kfdguard.conf held its options; ttm, loaded beside it, has the value.
+    builder = with_dkms_driver(apu()).with_file(
+        MODPROBE_CONF, "options amdttm pages_limit=25165824 page_pool_size=25165824\n"
+    )
+    builder = loaded_before(loaded_before(builder, "ttm", PAGES_96G), "amdttm", 16_515_072)
     (finding,) = verdict(fresh_machine, builder).by_code("memory-limit-not-applied")
     assert "reached ttm, which this amdgpu does not use" in finding.message
 
@@ -254,8 +283,8 @@ def test_the_ttm_limit_in_force_is_published_with_the_gpu(fresh_machine: Make) -
     from kfdguard.service.status import from_verdict
     from tests.unit.publish.test_schema import errors
 
-    builder = (strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
-               .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n"))  # fmt: skip
+    # The machine boots with kfdguard.conf in place: the simulated modprobe gives ttm its options.
+    builder = strix_halo().with_file(MODPROBE_CONF, OUR_LINE)
     facts = probe(fresh_machine(builder.build()))
     result = assess(facts, Config(memory=MemoryConfig(target="96G")))
     (gpu,) = result.gpus
@@ -271,11 +300,8 @@ def test_the_ttm_limit_in_force_is_published_with_the_gpu(fresh_machine: Make) -
 
 
 def test_amdttm_rules_when_the_dkms_driver_loaded_it(fresh_machine: Make) -> None:
-    builder = (
-        with_dkms_driver(strix_halo())
-        .with_file("/sys/module/ttm/parameters/pages_limit", "25165824\n")
-        .with_file("/sys/module/amdttm/parameters/pages_limit", "16515072\n")
-    )  # fmt: skip
+    # The DKMS amdgpu loads amdttm, which keeps its default (half the RAM); a ttm loaded beside it holds another.
+    builder = loaded_before(with_dkms_driver(strix_halo()), "ttm", PAGES_96G)
     (gpu,) = verdict(fresh_machine, builder, target=None).gpus
     assert gpu.ttm_limit == 16_515_072 * 4096  # amdttm's: the DKMS amdgpu does not use ttm
 
@@ -284,7 +310,6 @@ def test_a_discrete_card_has_no_ttm_limit_and_its_vram_for_compute(fresh_machine
     from kfdguard.fleet.metrics import render
 
     builder = MachineBuilder("card").with_kernel("6.12.48+deb13-amd64").with_gpu(0x744C, revision=0xC8)
-    builder = builder.with_file("/sys/module/ttm/parameters/pages_limit", "16515072\n")
     facts = probe(fresh_machine(builder.build()))
     result = assess(facts, Config())
     (gpu,) = result.gpus
