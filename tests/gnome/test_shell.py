@@ -181,6 +181,22 @@ def test_software_lines_in_headless_gnome_shell(tmp_path: Path, version: str) ->
             # The section comes before the findings, among them the override's (message, then its tag).
             tag = next(i for i, t in enumerate(texts) if t.endswith("warning · userspace-override-workaround"))
             assert texts.index(line) < tag, texts
+            # The Applications section (issue 37): this ollama (no binary says its version, no ggml backend
+            # directories) is one before 0.12.4, which skips the 780M's 512 MiB carve-out as an iGPU; its fix
+            # follows as a line to copy.
+            app = shell.wait_text("ollama (version unknown): on the CPU")
+            assert "skips a GPU with less than 1 GiB of VRAM (512 MiB) as an iGPU" in app, app
+            texts = shell.indicator()["menuTexts"]
+            assert texts[texts.index(app) + 1] == (
+                "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
+            )
+            assert texts.index(line) < texts.index(app) < tag, texts
+            shots = Path(os.environ.get("KFDGUARD_SCREENSHOTS") or tmp_path / "screenshots")
+            shot = shell.screenshot_menu(
+                f"indicator-applications{'' if version == '43' else '-shell' + version}.png", shots
+            )
+            width, height = png_size(shot)
+            assert 200 <= width <= SCREEN[0] and 100 <= height <= SCREEN[1], (shot, width, height)
         except BaseException:
             print(shell.log_text()[-20000:])
             raise
