@@ -205,3 +205,40 @@ def test_software_lines_in_headless_gnome_shell(tmp_path: Path, version: str) ->
     assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
         "the Shell logged errors:\n" + shell.final_log[-5000:]
     )
+
+
+@pytest.mark.parametrize("version", ["43", "48"])
+def test_an_application_on_vulkan_in_headless_gnome_shell(tmp_path: Path, version: str) -> None:
+    """Issue 37's 780M case: ollama 0.32 whose bundle has no gfx1103 code takes the GPU through Vulkan (RADV),
+    the integrated GPU let in by OLLAMA_IGPU_ENABLE=1: the menu says so, with no fix to copy."""
+    from kfdguard.simulate.builder import MachineBuilder
+    from tests.service.test_userspace_service import CASES
+
+    chroot = None
+    if version == "48":
+        chroot = trixie_chroot()
+        if chroot is None:
+            pytest.skip("GNOME Shell 48 runs in a Debian 13 chroot: build it once with scripts/trixie-chroot")
+    device, release, prepare, _ = CASES["gfx1103-ollama-vulkan"]
+    spec = MachineBuilder("780m-vulkan").ubuntu2404(release).with_gpu(device, revision=0xC1).build()
+    built = build(tmp_path / "build")
+    extension, helper = (built["shell43"], HELPER) if version == "43" else (built["shell45"], helper_45(tmp_path / "h"))
+    with PrivateBus() as bus, guardian(spec, bus=bus, enforce=False, prepare=prepare) as g:
+        shell = HeadlessShell(extension, bus.address, groups=(render_gid(g),), user=NOBODY, chroot=chroot,
+                              helper=helper)  # fmt: skip
+        try:
+            shell.start()
+            shell.wait_label("GPU ready")
+            shell.open_menu()
+            app = shell.wait_text("ollama 0.32.15: ")
+            assert app == "ollama 0.32.15: on the GPU through Vulkan", app
+            texts = shell.indicator()["menuTexts"]
+            assert not [t for t in texts if t.startswith("systemctl edit ollama.service")], "no fix to copy: it runs"
+        except BaseException:
+            print(shell.log_text()[-20000:])
+            raise
+        finally:
+            shell.stop()
+    assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
+        "the Shell logged errors:\n" + shell.final_log[-5000:]
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -49,3 +50,64 @@ def test_software_property_after_ready(backend: str) -> None:
         assert remedy == "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
         out = busctl("get-property", NAME, PATH, NAME, "Applications", env=g.env()).stdout
         assert out.startswith("a(ssssss) 1 ") and '"CPU"' in out
+
+
+def _phoenix_ollama_vulkan(root: Path) -> None:
+    from tests.unit.userspace.test_userspace_applications import ollama, unit
+    from tests.unit.userspace.test_userspace_vulkan import install
+
+    ollama(root, "0.32.15")
+    install(root)
+    unit(root, "OLLAMA_IGPU_ENABLE=1")
+
+
+def _strix_halo_pip(root: Path) -> None:
+    from tests.unit.userspace.test_userspace_kpack import pip_rocm
+
+    pip_rocm(root, {"gfx1100": ["gfx1100"]})
+
+
+def _phoenix_tarball(root: Path) -> None:
+    from tests.unit.userspace.test_userspace_kpack import split_library, write_pack
+
+    family = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
+    top = root / "opt/rocm-7.10.0"
+    (top / ".info").mkdir(parents=True)
+    (top / ".info/version").write_text("7.10.0\n")
+    split_library(top / "lib", "librocblas.so.5", {"kernel_name": "lib/librocblas.so.5",
+                                                    "kpack_search_paths": [".kpack/rocm-gfx110X.kpack"]})  # fmt: skip
+    write_pack(top / "lib/.kpack/rocm-gfx110X.kpack", family,
+               [(f"lib/librocblas.so.5#{i}", g, b"code") for i, g in enumerate(family)], family="gfx110X")  # fmt: skip
+
+
+CASES = {
+    # issue 37's three machines, each with the one application row the bus must carry
+    "gfx1103-ollama-vulkan": (
+        0x15BF,
+        "6.8.0-45-generic",
+        _phoenix_ollama_vulkan,
+        ("ollama 0.32.15", "ollama", "Vulkan"),
+    ),
+    "gfx1151-pip-rocm": (0x1586, "6.14.0-29-generic", _strix_halo_pip, ("ROCm 7.9.0 (TheRock, pip)", "therock", "CPU")),
+    "gfx1103-kpack-tarball": (0x15BF, "6.8.0-45-generic", _phoenix_tarball, ("ROCm 7.10.0", "rocm", "ROCm")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_applications_property_per_case(case: str) -> None:
+    from kfdguard.simulate.builder import MachineBuilder
+
+    device, release, prepare, (name, kind, via) = CASES[case]
+    spec = MachineBuilder(case).ubuntu2404(release).with_gpu(device, revision=0xC1).build()
+    with guardian(spec, enforce=False, prepare=prepare) as g:
+        deadline = time.monotonic() + 20
+        status = py_call("GetStatus", g.address)[0]
+        while not status["Applications"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+            status = py_call("GetStatus", g.address)[0]
+        rows = [r for r in status["Applications"] if r[1] == kind]
+        assert [(r[0], r[1], r[3]) for r in rows] == [(name, kind, via)], status["Applications"]
+        if via == "CPU":
+            assert rows[0][5] == 'pip install "rocm[device-gfx1151]" (rocm-sdk-device-gfx1151)'
+        out = busctl("get-property", NAME, PATH, NAME, "Applications", env=g.env()).stdout
+        assert out.startswith("a(ssssss) ") and f'"{via}"' in out
