@@ -178,31 +178,10 @@ class KfdguardIndicator extends PanelMenu.Button {
                 }));
             }
         }
-        // What the installed stacks can run: "PyTorch 2.4.1+rocm6.1: no code for gfx1103".
-        if (view.software.length > 0) {
-            section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('Software')));
-            for (const line of view.software) {
-                section.addMenuItem(new TextItem(line.text, {
-                    iconName: line.ok ? 'object-select-symbolic' : 'dialog-warning-symbolic',
-                    iconStyle: line.ok ? 'kfdguard-ready' : 'kfdguard-warning',
-                }));
-            }
-        }
-        // Which backend each application takes: "ollama 0.32.15: on the CPU (…)", with its fix to copy.
-        if (view.applications.length > 0) {
-            section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(_('Applications')));
-            for (const line of view.applications) {
-                section.addMenuItem(new TextItem(line.text, {
-                    iconName: line.ok ? 'object-select-symbolic' : 'dialog-warning-symbolic',
-                    iconStyle: line.ok ? 'kfdguard-ready' : 'kfdguard-warning',
-                }));
-                if (line.remedy) {
-                    const item = new RemedyItem(line.remedy, _('Copy the fix'));
-                    this.remedyItems.push(item);
-                    section.addMenuItem(item);
-                }
-            }
-        }
+        // What the installed stacks can run: "PyTorch 2.4.1+rocm6.1: no code for gfx1103"; which backend each
+        // application takes: "ollama 0.32.15: on the CPU (…)", with its fix to copy.
+        this._addLines(section, _('Software'), view.software);
+        this._addLines(section, _('Applications'), view.applications);
         // An info finding that only repeats the summary says nothing new.
         const findings = view.findings.filter(f => f.remedy || f.severity !== 'info' || f.message !== view.title);
         if (findings.length > 0) {
@@ -236,6 +215,25 @@ class KfdguardIndicator extends PanelMenu.Button {
     _answer(item, text) {
         item.label.text = text;
         item.show();
+    }
+
+    // A titled section of lines [{text, ok, remedy}]: a tick or a warning each, and a remedy to copy where
+    // a line has one. Nothing, title included, when there are no lines.
+    _addLines(section, title, lines) {
+        if (lines.length === 0)
+            return;
+        section.addMenuItem(new PopupMenu.PopupSeparatorMenuItem(title));
+        for (const line of lines) {
+            section.addMenuItem(new TextItem(line.text, {
+                iconName: line.ok ? 'object-select-symbolic' : 'dialog-warning-symbolic',
+                iconStyle: line.ok ? 'kfdguard-ready' : 'kfdguard-warning',
+            }));
+            if (line.remedy) {
+                const item = new RemedyItem(line.remedy, this._('Copy the fix'));
+                this.remedyItems.push(item);
+                section.addMenuItem(item);
+            }
+        }
     }
 
     async _checkAccess() {

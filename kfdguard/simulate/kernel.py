@@ -178,18 +178,22 @@ class SimKernel:
 
     # --- modules ---------------------------------------------------------------------------
 
-    def module_file(self, module: str) -> str | None:
+    def _dep_line(self, module: str) -> tuple[str, list[str]] | None:
+        """``module``'s line of modules.dep: its file and the files it needs; None without one."""
         dep = self.root.lib_modules / self.kernel.release / "modules.dep"
         try:
             lines = dep.read_text().splitlines()
         except FileNotFoundError:
             return None
         for line in lines:
-            path = line.partition(":")[0]
-            base = path.rsplit("/", 1)[-1].split(".ko", 1)[0]
-            if _normalise(base) == module:
-                return path
+            path, _, deps = line.partition(":")
+            if _module_name(path) == module:
+                return path, deps.split()
         return None
+
+    def module_file(self, module: str) -> str | None:
+        line = self._dep_line(module)
+        return None if line is None else line[0]
 
     def loaded(self, module: str) -> bool:
         return (self.root.sys / "module" / module / "initstate").is_file()
@@ -282,16 +286,8 @@ class SimKernel:
 
     def _dep_names(self, module: str) -> list[str] | None:
         """The modules modules.dep says ``module`` needs (what modprobe loads first), or None without it."""
-        dep = self.root.lib_modules / self.kernel.release / "modules.dep"
-        try:
-            lines = dep.read_text().splitlines()
-        except FileNotFoundError:
-            return None
-        for line in lines:
-            path, _, deps = line.partition(":")
-            if _normalise(path.rsplit("/", 1)[-1].split(".ko", 1)[0]) == module:
-                return [_normalise(d.rsplit("/", 1)[-1].split(".ko", 1)[0]) for d in deps.split()]
-        return None
+        line = self._dep_line(module)
+        return None if line is None else [_module_name(d) for d in line[1]]
 
     def _builtin(self, module: str) -> bool:
         try:
@@ -915,6 +911,11 @@ def _read_bytes(path: HostPath) -> bytes | None:
             return handle.read(1 << 16)
     except OSError:
         return None
+
+
+def _module_name(path: str) -> str:
+    """The module a modules.dep path names: kernel/drivers/gpu/drm/ttm/ttm.ko.xz -> ttm."""
+    return _normalise(path.rsplit("/", 1)[-1].split(".ko", 1)[0])
 
 
 def _normalise(module: str) -> str:

@@ -14,8 +14,10 @@ to docs/screenshots.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,36 +48,57 @@ def break_kfd_permissions(g: Guardian) -> None:
     g.uevent("change kfd kfd")
 
 
+def _chroot(version: str) -> Path | None:
+    """Where Shell ``version`` runs: the host for 43, the Debian 13 chroot for 48 (skipped without it)."""
+    if version != "48":
+        return None
+    chroot = trixie_chroot()
+    if chroot is None:
+        pytest.skip("GNOME Shell 48 runs in a Debian 13 chroot: build it once with scripts/trixie-chroot")
+    return chroot
+
+
+def _extension(version: str, tmp_path: Path) -> tuple[Path, Path]:
+    """The built extension for Shell ``version`` and the test-only helper extension beside it."""
+    built = build(tmp_path / "build")
+    return (built["shell43"], HELPER) if version == "43" else (built["shell45"], helper_45(tmp_path / "h"))
+
+
+@contextlib.contextmanager
+def _shell_on(version: str, tmp_path: Path, bus: PrivateBus, g: Guardian) -> Iterator[HeadlessShell]:
+    """Shell ``version`` with the extension, started, as nobody with the machine's render group; its log is
+    printed when the body fails, and no JavaScript error of the extension may be in it afterwards."""
+    chroot = _chroot(version)
+    extension, helper = _extension(version, tmp_path)
+    shell = HeadlessShell(extension, bus.address, groups=(render_gid(g),), user=NOBODY, chroot=chroot, helper=helper)
+    try:
+        shell.start()
+        yield shell
+    except BaseException:
+        print(shell.log_text()[-20000:])
+        raise
+    finally:
+        shell.stop()
+    assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
+        "the Shell logged errors:\n" + shell.final_log[-5000:]
+    )
+
+
 @pytest.mark.parametrize("version", ["43", "48"])
 def test_indicator_in_headless_gnome_shell(tmp_path: Path, version: str) -> None:
-    chroot = None
-    if version == "48":
-        chroot = trixie_chroot()
-        if chroot is None:
-            pytest.skip("GNOME Shell 48 runs in a Debian 13 chroot: build it once with scripts/trixie-chroot")
-    built = build(tmp_path / "build")
-    extension, helper = (built["shell43"], HELPER) if version == "43" else (built["shell45"], helper_45(tmp_path / "h"))
     shots = Path(os.environ.get("KFDGUARD_SCREENSHOTS") or tmp_path / "screenshots")
     # 43 keeps the screenshot names the README has always used; later Shells say their version.
     suffix = "" if version == "43" else f"-shell{version}"
-    with PrivateBus() as bus:  # in /tmp, 0755: the Shell's user reaches its socket
-        with guardian(MACHINE, bus=bus, enforce=False) as g:
-            shell = HeadlessShell(extension, bus.address, groups=(render_gid(g),), user=NOBODY, chroot=chroot,
-                                  helper=helper)  # fmt: skip
-            try:
-                _run(shell, g, bus, shots, version, suffix)
-            except BaseException:
-                print(shell.log_text()[-20000:])
-                raise
-            finally:
-                shell.stop()
-        assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
-            "the Shell logged errors:\n" + shell.final_log[-5000:]
-        )
+    # The bus in /tmp, 0755: the Shell's user reaches its socket.
+    with (
+        PrivateBus() as bus,
+        guardian(MACHINE, bus=bus, enforce=False) as g,
+        _shell_on(version, tmp_path, bus, g) as shell,
+    ):
+        _run(shell, g, bus, shots, version, suffix)
 
 
 def _run(shell: HeadlessShell, g: Guardian, bus: PrivateBus, shots: Path, version: str, suffix: str) -> None:
-    shell.start()
     running = shell.state()
     assert running is not None and running["shellVersion"].split(".")[0] == version, running
 
@@ -159,52 +182,37 @@ def test_software_lines_in_headless_gnome_shell(tmp_path: Path, version: str) ->
 
     from kfdguard.simulate.spec import spec_from_dict
 
-    chroot = None
-    if version == "48":
-        chroot = trixie_chroot()
-        if chroot is None:
-            pytest.skip("GNOME Shell 48 runs in a Debian 13 chroot: build it once with scripts/trixie-chroot")
     data = Path(__file__).resolve().parents[1] / "data/userspace/machines/780m-ollama.yaml"
     spec = spec_from_dict("780m-ollama", yaml.safe_load(data.read_text()))
-    built = build(tmp_path / "build")
-    extension, helper = (built["shell43"], HELPER) if version == "43" else (built["shell45"], helper_45(tmp_path / "h"))
-    with PrivateBus() as bus, guardian(spec, bus=bus, enforce=False) as g:
-        shell = HeadlessShell(extension, bus.address, groups=(render_gid(g),), user=NOBODY, chroot=chroot,
-                              helper=helper)  # fmt: skip
-        try:
-            shell.start()
-            shell.wait_label("GPU ready")
-            shell.open_menu()
-            line = shell.wait_text("ollama (bundled ROCm): ")
-            assert line == "ollama (bundled ROCm): no code for gfx1103 (runs a neighbour's with an override)"
-            texts = shell.indicator()["menuTexts"]
-            # The section comes before the findings, among them the override's (message, then its tag).
-            tag = next(i for i, t in enumerate(texts) if t.endswith("warning · userspace-override-workaround"))
-            assert texts.index(line) < tag, texts
-            # The Applications section (issue 37): this ollama (no binary says its version, no ggml backend
-            # directories) is one before 0.12.4, which skips the 780M's 512 MiB carve-out as an iGPU; its fix
-            # follows as a line to copy.
-            app = shell.wait_text("ollama (version unknown): on the CPU")
-            assert "skips a GPU with less than 1 GiB of VRAM (512 MiB) as an iGPU" in app, app
-            texts = shell.indicator()["menuTexts"]
-            assert texts[texts.index(app) + 1] == (
-                "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
-            )
-            assert texts.index(line) < texts.index(app) < tag, texts
-            shots = Path(os.environ.get("KFDGUARD_SCREENSHOTS") or tmp_path / "screenshots")
-            shot = shell.screenshot_menu(
-                f"indicator-applications{'' if version == '43' else '-shell' + version}.png", shots
-            )
-            width, height = png_size(shot)
-            assert 200 <= width <= SCREEN[0] and 100 <= height <= SCREEN[1], (shot, width, height)
-        except BaseException:
-            print(shell.log_text()[-20000:])
-            raise
-        finally:
-            shell.stop()
-    assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
-        "the Shell logged errors:\n" + shell.final_log[-5000:]
-    )
+    with (
+        PrivateBus() as bus,
+        guardian(spec, bus=bus, enforce=False) as g,
+        _shell_on(version, tmp_path, bus, g) as shell,
+    ):
+        shell.wait_label("GPU ready")
+        shell.open_menu()
+        line = shell.wait_text("ollama (bundled ROCm): ")
+        assert line == "ollama (bundled ROCm): no code for gfx1103 (runs a neighbour's with an override)"
+        texts = shell.indicator()["menuTexts"]
+        # The section comes before the findings, among them the override's (message, then its tag).
+        tag = next(i for i, t in enumerate(texts) if t.endswith("warning · userspace-override-workaround"))
+        assert texts.index(line) < tag, texts
+        # The Applications section (issue 37): this ollama (no binary says its version, no ggml backend
+        # directories) is one before 0.12.4, which skips the 780M's 512 MiB carve-out as an iGPU; its fix
+        # follows as a line to copy.
+        app = shell.wait_text("ollama (version unknown): on the CPU")
+        assert "skips a GPU with less than 1 GiB of VRAM (512 MiB) as an iGPU" in app, app
+        texts = shell.indicator()["menuTexts"]
+        assert texts[texts.index(app) + 1] == (
+            "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
+        )
+        assert texts.index(line) < texts.index(app) < tag, texts
+        shots = Path(os.environ.get("KFDGUARD_SCREENSHOTS") or tmp_path / "screenshots")
+        shot = shell.screenshot_menu(
+            f"indicator-applications{'' if version == '43' else '-shell' + version}.png", shots
+        )
+        width, height = png_size(shot)
+        assert 200 <= width <= SCREEN[0] and 100 <= height <= SCREEN[1], (shot, width, height)
 
 
 @pytest.mark.parametrize("version", ["43", "48"])
@@ -214,31 +222,16 @@ def test_an_application_on_vulkan_in_headless_gnome_shell(tmp_path: Path, versio
     from kfdguard.simulate.builder import MachineBuilder
     from tests.service.test_userspace_service import CASES
 
-    chroot = None
-    if version == "48":
-        chroot = trixie_chroot()
-        if chroot is None:
-            pytest.skip("GNOME Shell 48 runs in a Debian 13 chroot: build it once with scripts/trixie-chroot")
     device, release, prepare, _ = CASES["gfx1103-ollama-vulkan"]
     spec = MachineBuilder("780m-vulkan").ubuntu2404(release).with_gpu(device, revision=0xC1).build()
-    built = build(tmp_path / "build")
-    extension, helper = (built["shell43"], HELPER) if version == "43" else (built["shell45"], helper_45(tmp_path / "h"))
-    with PrivateBus() as bus, guardian(spec, bus=bus, enforce=False, prepare=prepare) as g:
-        shell = HeadlessShell(extension, bus.address, groups=(render_gid(g),), user=NOBODY, chroot=chroot,
-                              helper=helper)  # fmt: skip
-        try:
-            shell.start()
-            shell.wait_label("GPU ready")
-            shell.open_menu()
-            app = shell.wait_text("ollama 0.32.15: ")
-            assert app == "ollama 0.32.15: on the GPU through Vulkan", app
-            texts = shell.indicator()["menuTexts"]
-            assert not [t for t in texts if t.startswith("systemctl edit ollama.service")], "no fix to copy: it runs"
-        except BaseException:
-            print(shell.log_text()[-20000:])
-            raise
-        finally:
-            shell.stop()
-    assert not [line for line in shell.final_log.splitlines() if "JS ERROR" in line or "kfdguard@" in line], (
-        "the Shell logged errors:\n" + shell.final_log[-5000:]
-    )
+    with (
+        PrivateBus() as bus,
+        guardian(spec, bus=bus, enforce=False, prepare=prepare) as g,
+        _shell_on(version, tmp_path, bus, g) as shell,
+    ):
+        shell.wait_label("GPU ready")
+        shell.open_menu()
+        app = shell.wait_text("ollama 0.32.15: ")
+        assert app == "ollama 0.32.15: on the GPU through Vulkan", app
+        texts = shell.indicator()["menuTexts"]
+        assert not [t for t in texts if t.startswith("systemctl edit ollama.service")], "no fix to copy: it runs"

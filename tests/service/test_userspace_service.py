@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,15 +21,21 @@ pytestmark = pytest.mark.skipif(
 MACHINES = TESTS / "data/userspace/machines"
 
 
+def _status_with(address: str, key: str, timeout: float = 20) -> dict[str, Any]:
+    """GetStatus once ``key`` is filled: the inventory is taken by the first check after READY, not before."""
+    deadline = time.monotonic() + timeout
+    status: dict[str, Any] = py_call("GetStatus", address)[0]
+    while not status[key] and time.monotonic() < deadline:
+        time.sleep(0.1)
+        status = py_call("GetStatus", address)[0]
+    return status
+
+
 @pytest.mark.parametrize("backend", ["fast", "next"])
 def test_software_property_after_ready(backend: str) -> None:
     spec = spec_from_dict("780m-ollama", yaml.safe_load((MACHINES / "780m-ollama.yaml").read_text()))
     with guardian(spec, backend=backend, enforce=False) as g:
-        deadline = time.monotonic() + 20
-        status = py_call("GetStatus", g.address)[0]
-        while not status["Software"] and time.monotonic() < deadline:
-            time.sleep(0.1)
-            status = py_call("GetStatus", g.address)[0]
+        status = _status_with(g.address, "Software")
         ((name, kind, path, targets, verdicts),) = status["Software"]
         assert (name, kind, path) == ("ollama (bundled ROCm)", "ollama", "/usr/lib/ollama")
         assert "gfx1100" in targets and "gfx1103" not in targets
@@ -100,11 +107,7 @@ def test_the_applications_property_per_case(case: str) -> None:
     device, release, prepare, (name, kind, via) = CASES[case]
     spec = MachineBuilder(case).ubuntu2404(release).with_gpu(device, revision=0xC1).build()
     with guardian(spec, enforce=False, prepare=prepare) as g:
-        deadline = time.monotonic() + 20
-        status = py_call("GetStatus", g.address)[0]
-        while not status["Applications"] and time.monotonic() < deadline:
-            time.sleep(0.1)
-            status = py_call("GetStatus", g.address)[0]
+        status = _status_with(g.address, "Applications")
         rows = [r for r in status["Applications"] if r[1] == kind]
         assert [(r[0], r[1], r[3]) for r in rows] == [(name, kind, via)], status["Applications"]
         if via == "CPU":
