@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from kfdguard.facts import Application, EnvSetting, SoftwareFacts, Stack
-    from kfdguard.userspace.assess import Row
+    from kfdguard.userspace.rows import Row
     from kfdguard.userspace.vulkan_rules import VulkanGpu
 
 RUNS = ("runs", "runs-generic", "override")

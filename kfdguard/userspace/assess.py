@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kfdguard.record import dataclass
 from kfdguard.userspace.env import PER_NODE_OVERRIDE, override_node
+from kfdguard.userspace.rows import Row
 from kfdguard.userspace.targets import (
     GENERIC,
     family,
@@ -61,17 +62,6 @@ class Match:
     via: str | None = None  # the target whose code runs
     nearest: str | None = None  # for missing: the stack's closest target of the same generation
     note: str = ""  # a feature demand ("loads only where xnack off")
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One stack × GPU verdict, for the report."""
-
-    stack: str
-    slot: str
-    gfx: str | None
-    status: str  # runs, runs-generic, no-code, override, unknown
-    detail: str
 
 
 @dataclass(frozen=True, slots=True)
