@@ -308,7 +308,8 @@ lintian: deb
 NODE_EXPORTER_DEB ?= $(lastword $(wildcard /var/cache/kfdguard-testdata/debs/prometheus-node-exporter_*_amd64.deb))
 # forged-log, journal-flood (issue 35): what nobody writes to the journal under real systemd changes no verdict
 # or fallback, and cannot push the resident past its MemoryMax.
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer purge privsep+fleet+forged-log+journal-flood
+# memory (issue 38): memory.target's options reach the real kernel's ttm under real modprobe.
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer+memory purge privsep+fleet+forged-log+journal-flood
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty, the default of both make test-system and make test, runs every row.
