@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kfdguard.knowledge import formats
-from kfdguard.knowledge.fallbacks import FALLBACKS
+from kfdguard.knowledge.fallbacks import FALLBACKS, fallback_of, generated, goes_without
 from kfdguard.knowledge.generated import KERNELS
 from tools.knowledge.csource import (
     KnowledgeError,
@@ -336,3 +336,17 @@ def test_the_hand_written_mes_row_is_the_fallback_the_generator_cannot_name(seri
     assert first["names"] == [] and by_line[first["fallback_line"]]["names"] == ["amdgpu/%s_mes.bin"]
     ((suffix, fallback, _source),) = FALLBACKS
     assert by_line[first["fallback_line"]]["names"][0].endswith(fallback) and suffix == "_mes_2.bin"
+    major, minor = (int(p) for p in series.split("."))
+    assert fallback_of("amdgpu/gc_11_0_0_mes_2.bin", (major, minor)) == "amdgpu/gc_11_0_0_mes.bin"
+
+
+def test_a_kernel_between_two_series_read_needs_both_to_agree() -> None:
+    # 6.1's gfx_v9_0.c clears the error of <chip>_mec2.bin as 6.12's does: a 6.8 kernel goes without it too.
+    assert generated("amdgpu/vega10_mec2.bin", (6, 8)) == ("tolerated", "", "the 6.1 and 6.12 sources")
+    # 7.2 asks for <chip>_gpu_info.bin with AMDGPU_UCODE_OPTIONAL; 6.12 plainly: unknown between them.
+    assert generated("amdgpu/vega10_gpu_info.bin", (7, 2)) == ("optional", "", "the 7.2 sources")
+    assert generated("amdgpu/vega10_gpu_info.bin", (7, 0)) is None
+    assert goes_without("amdgpu/vega10_gpu_info.bin", (6, 12)) is None
+    # An unknown kernel: every series read must agree.
+    assert generated("amdgpu/navi10_mec2.bin", None) is not None
+    assert generated("amdgpu/vega10_gpu_info.bin", None) is None
