@@ -350,3 +350,18 @@ def test_a_kernel_between_two_series_read_needs_both_to_agree() -> None:
     # An unknown kernel: every series read must agree.
     assert generated("amdgpu/navi10_mec2.bin", None) is not None
     assert generated("amdgpu/vega10_gpu_info.bin", None) is None
+
+
+@pytest.mark.parametrize("key", ["navi31", "navi33", "phoenix"])
+def test_debian_12_advice_ignores_a_first_choice_with_a_fallback(key: str) -> None:
+    # Bookworm's firmware-amd-graphics lacks only <gc>_mes_2.bin for these: amdgpu falls back to
+    # <gc>_mes.bin, so there is nothing to install from backports.
+    from kfdguard import knowledge
+    from kfdguard.knowledge import firmware
+
+    asic = knowledge.asic(key)
+    assert asic is not None
+    anywhere = firmware.shipped("bookworm-backports") | firmware.shipped("trixie")
+    lacking = [f for f in firmware.declared("6.1", asic) if f not in firmware.shipped("bookworm") and f in anywhere]
+    assert lacking and all(fallback_of(f, (6, 1)) for f in lacking)
+    assert firmware.missing("6.1", asic, "bookworm") == [] and firmware.advice("6.1", asic) is None
