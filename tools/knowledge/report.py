@@ -45,12 +45,15 @@ def firmware_lines(k: dict[str, Any]) -> list[str]:
     wrapper = {None: "not in this kernel", "name": "takes a name", "format": "takes a format",
                "flag+format": "takes AMDGPU_UCODE_OPTIONAL/REQUIRED and a format"}[k["ucode_request"]]  # fmt: skip
     kinds = [v["kind"] for v in optional.values()]
+    module = set(k["firmware"])
+    read = module & {d[0] for d in k["firmware_declared"]}
     out = [
         f"- firmware requests (amdgpu/, pm/): {len(requests)} call sites (amdgpu_ucode_request {wrapper}; "
         f"{sum(r['flag'] == 'optional' for r in requests)} AMDGPU_UCODE_OPTIONAL, "
         f"{sum(r['fallback_line'] is not None for r in requests)} with a fallback, "
         f"{sum(bool(r['tolerated']) for r in requests)} whose failure is cleared, "
-        f"{sum(not r['names'] for r in requests)} whose file name is not read); "
+        f"{sum(not r['names'] for r in requests)} whose file name is not read); MODULE_FIRMWARE lines read "
+        f"name {len(read)} of the module's {len(module)} files (display/'s are not unpacked); "
         f"declared files it goes on without: {len(optional)} ({kinds.count('fallback')} first choices with a "
         f"fallback, {kinds.count('optional')} optional, {kinds.count('tolerated')} tolerated)"
     ]
@@ -65,6 +68,8 @@ def firmware_lines(k: dict[str, Any]) -> list[str]:
         what = f"falls back to {_names(second['names'])}" if how == "fallback" and second else how
         if how == "fallback" and r["tolerated"]:
             what += ", tolerated"
+        if how != "optional" and r["flag"] == "optional":
+            what += " (AMDGPU_UCODE_OPTIONAL)"
         name = _names(r["names"]) if r["names"] else f"a name built before the call (`{r['spelled']}`, not read)"
         if not r["names"] and how == "fallback" and second:
             rows = [row for row in FALLBACKS if any(n.endswith(row[1]) for n in second["names"])]
