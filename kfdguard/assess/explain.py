@@ -208,19 +208,37 @@ def _device_failed(s: _Seen) -> Cause | None:
     )
 
 
-def needed_firmware(files: list[str]) -> list[str]:
-    """The failed files amdgpu cannot do without: not optional, and no first choice it falls back from."""
+def kernel_series(release: str) -> tuple[int, int] | None:
+    """(major, minor) of a kernel release, None when unknown."""
+    from kfdguard.probe.system_info import parse_release
+
+    version = parse_release(release) if release else None
+    return (version[0], version[1]) if version else None
+
+
+def does_without(name: str, version: tuple[int, int] | None) -> bool:
+    """Optional firmware: a PSP trusted application (optional_firmware), or a file the kernel's own
+    sources go on without (knowledge/fallbacks.py: an optional flag, a cleared error)."""
+    from kfdguard.knowledge.fallbacks import goes_without
+
+    return optional_firmware(name) or goes_without(name, version) is not None
+
+
+def needed_firmware(files: list[str], version: tuple[int, int] | None = None) -> list[str]:
+    """The failed files amdgpu cannot do without on that kernel (None: unknown): not optional, and no
+    first choice it falls back from."""
     from kfdguard.knowledge.fallbacks import fallback_of
 
-    return [f for f in files if not optional_firmware(f) and fallback_of(f) is None]
+    return [f for f in files if not does_without(f, version) and fallback_of(f, version) is None]
 
 
 def _firmware(s: _Seen) -> Cause | None:
     failed = firmware_files(s.events)
     fatal = s.having("amdgpu-ip-init-failed", "amdgpu-smu-setup-failed", "amdgpu-fatal-init")
+    version = kernel_series(s.kernel)
     # Optional firmware alone does not stop the GPU (rule_optional_firmware says so); beside an init failure
     # it may be why. A first choice with a fallback never is: the fallback's failure has a line of its own.
-    files = needed_firmware(failed) or ([f for f in failed if optional_firmware(f)] if fatal else [])
+    files = needed_firmware(failed, version) or ([f for f in failed if does_without(f, version)] if fatal else [])
     if not files:
         return None
     package = _debian_12_firmware(s) or FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")

@@ -292,21 +292,31 @@ def rule_same_id_skipped(r: Reasoning) -> None:
 
 
 def rule_optional_firmware(r: Reasoning) -> None:
-    """Optional PSP firmware that failed to load: worth knowing, not why compute fails."""
+    """Optional firmware that failed to load (PSP trusted applications; files the kernel's own sources go
+    on without, knowledge/fallbacks.py): worth knowing, not why compute fails."""
+    from kfdguard.knowledge.fallbacks import goes_without
+
     if r.has("firmware-missing"):
         return
     failed = [e for e in r.events if e.rule == "firmware-load-failed"]
     names = firmware_files(failed)
     _fallen_back(r, failed, names)
-    files = [f for f in names if optional_firmware(f)]
-    if not files:
+    version = r.version
+    psp = [f for f in names if optional_firmware(f)]
+    read = {f: why for f in names if f not in psp and (why := goes_without(f, version)) is not None}
+    if not psp and not read:
         return
+    parts = (
+        [f"{', '.join(psp)} (PSP trusted applications: content protection, display and RAS features)"] if psp else []
+    )
+    parts += [f"{f} ({why})" for f, why in read.items()]
+    files = [*psp, *read]
     r.findings.append(
         Finding(
             "firmware-optional-missing",
             I,
-            f"amdgpu could not load optional firmware {', '.join(files)} (PSP trusted applications: content "
-            "protection, display and RAS features); the GPU works without it and KFD does not need it",
+            f"amdgpu could not load optional firmware {'; '.join(parts)}; the GPU works without it and KFD "
+            "does not need it",
             "nothing to do for compute; installing current linux-firmware adds it",
             tuple(e.text for e in failed if any(f in e.text for f in files))[:2],
         )
@@ -319,7 +329,7 @@ def _fallen_back(r: Reasoning, failed: list[LogEvent], names: list[str]) -> None
     from kfdguard.knowledge.fallbacks import fallback_of
 
     for name in names:
-        fallback = fallback_of(name)
+        fallback = fallback_of(name, r.version)
         if fallback is None:
             continue
         also = fallback in names

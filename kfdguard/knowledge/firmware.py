@@ -70,15 +70,24 @@ def package_version(suite: str) -> str:
 
 
 def missing(series: str, asic: Asic, suite: str) -> list[str]:
-    """Declared files of the ASIC that the suite's firmware-amd-graphics lacks.
+    """Declared files of the ASIC that the suite's firmware-amd-graphics lacks and the series' amdgpu needs.
 
-    Some declared files are optional (newer or older alternatives: 6.1 declares
-    gc_11_0_3_mes.bin, which no package ships); a file no suite ships is left out.
+    Files the series goes on without are left out (knowledge/fallbacks.py: a first choice with a
+    fallback, bookworm's missing gc_11_0_x_mes_2.bin; an optional or tolerated request). So is a file
+    no suite ships (6.1 declares gc_11_0_3_mes.bin, which no package has).
     """
+    from kfdguard.knowledge.fallbacks import fallback_of, goes_without
+
+    major, minor = series.split(".")[:2]
+    version = (int(major), int(minor))
     suites = ids_firmware()["firmware"]
     anywhere = frozenset().union(*(frozenset(v["files"]) for v in suites.values()))
     have = shipped(suite)
-    return [f for f in declared(series, asic) if f not in have and f in anywhere]
+    return [
+        f
+        for f in declared(series, asic)
+        if f not in have and f in anywhere and fallback_of(f, version) is None and goes_without(f, version) is None
+    ]
 
 
 def advice(series: str, asic: Asic, suite: str = "bookworm") -> str | None:

@@ -318,3 +318,369 @@ def header_prefixes(root: Path, rel: Path, cache: dict[Path, dict[str, str]]) ->
                 visit(base / inc, 1)
                 break
     return found
+
+
+# --- firmware requests -------------------------------------------------------------------------------
+#
+# Which files amdgpu asks the firmware loader for, and which of them it does without. Read from the
+# calls themselves: request_firmware() and its variants, and amdgpu_ucode_request() (6.1: a wrapper
+# taking a name; 6.12: a printf-style format; 7.2: a format after an explicit AMDGPU_UCODE_OPTIONAL /
+# AMDGPU_UCODE_REQUIRED flag). What is recorded for each call is only what its text says:
+#
+# - the flag, where the call carries one;
+# - a fallback: the statement right after the call tests its result (not its negation) and the branch
+#   taken on failure asks for another file into the same firmware pointer (gfx_v8_0.c's <chip>_pfp_2.bin
+#   then <chip>_pfp.bin; amdgpu_mes.c's <gc>_mes_2.bin then <gc>_mes.bin);
+# - a tolerated failure: the failure branch of that test clears the result (``err = 0;``), so the caller
+#   goes on without the file (gfx_v9/v10's <chip>_mec2.bin, 6.1 psp's <chip>_cap.bin).
+#
+# The names are the format the call spells, or, for a name buffer, what the snprintf() that fills it
+# writes: in the same straight run of statements before the call, or in each branch of a complete
+# if/else chain right before it whose every branch is that one write; a ternary between two literals
+# gives both. A name built any other way (amdgpu_mes.c: writes in an if/else whose branches also set
+# need_retry) is left unread ([]) rather than guessed.
+
+FIRMWARE_CALLS = ("amdgpu_ucode_request", "request_firmware", "request_firmware_direct", "firmware_request_nowarn")
+_REQUEST = re.compile(r"\b(" + "|".join(FIRMWARE_CALLS) + r")\s*\(")
+_CONVERSION = re.compile(r"%(?:[-+ #0]*\d*(?:\.\d+)?)(?:hh|h|ll|l|z)?([a-zA-Z%])")
+UCODE_FLAGS = {"AMDGPU_UCODE_OPTIONAL": "optional", "AMDGPU_UCODE_REQUIRED": "required"}
+
+
+def ucode_request_signature(header: Path) -> str | None:
+    """How amdgpu_ucode.h declares amdgpu_ucode_request(): "name" (6.1: const char *fw_name),
+    "format" (6.12: const char *fmt, ...), "flag+format" (7.2: enum amdgpu_ucode_required, then the
+    format); None when the header does not declare it (5.10)."""
+    if not header.exists():
+        return None
+    text = strip_comments(header.read_text(encoding="utf-8", errors="replace"))
+    m = re.search(r"\bint\s+amdgpu_ucode_request\s*\(", text)
+    if m is None:
+        return None
+    params = re.sub(r"\s+", " ", ",".join(_args(text, m.end())[0]))
+    shapes = {
+        "struct amdgpu_device *adev, const struct firmware **fw, const char *fw_name": "name",
+        "struct amdgpu_device *adev, const struct firmware **fw, const char *fmt, ...": "format",
+        "struct amdgpu_device *adev, const struct firmware **fw, enum amdgpu_ucode_required required, "
+        "const char *fmt, ...": "flag+format",
+    }
+    shape = shapes.get(re.sub(r"\s*,\s*", ", ", params.strip()))
+    if shape is None:
+        raise KnowledgeError(f"{header}: amdgpu_ucode_request({params.strip()}) has a shape not read")
+    return shape
+
+
+def _block_end(text: str, open_pos: int) -> int:
+    """The index just past the "}" matching the "{" at ``open_pos`` (string and char literals skipped)."""
+    return _args(text, open_pos + 1)[1]
+
+
+def _functions(text: str) -> list[tuple[str, int, int]]:
+    """(name, body start, body end) of each function defined in the file: kernel style puts the
+    opening brace of a function body alone at the start of a line."""
+    out: list[tuple[str, int, int]] = []
+    for m in re.finditer(r"^\{", text, re.M):
+        head = text[max(0, m.start() - 600) : m.start()]
+        head = re.split(r"[;}]\s*$|[;}]\s*\n", head)[-1]
+        name = re.findall(r"\b(\w+)\s*\(", head)
+        if name:
+            out.append((name[0], m.start(), _block_end(text, m.start())))
+    return out
+
+
+def _statement_end(text: str, pos: int) -> int:
+    """Just past the ";" ending the statement that continues at ``pos`` (parentheses skipped)."""
+    i = pos
+    while i < len(text):
+        c = text[i]
+        if c == "(":
+            i = _args(text, i + 1)[1]
+            continue
+        if c == '"':
+            m = re.compile(_STRING).match(text, i)
+            i = m.end() if m else i + 1
+            continue
+        if c == ";":
+            return i + 1
+        i += 1
+    return i
+
+
+def _branch(text: str, pos: int) -> tuple[int, int]:
+    """The statement or block starting at ``pos`` (after whitespace): (start, end)."""
+    start = pos + len(text[pos:]) - len(text[pos:].lstrip())
+    if text.startswith("{", start):
+        return start, _block_end(text, start)
+    if re.match(r"if\s*\(", text[start:]):
+        cond_end = _args(text, text.index("(", start) + 1)[1]
+        _s, end = _branch(text, cond_end)
+        follow = re.match(r"\s*else\b", text[end:])
+        if follow:
+            return start, _branch(text, end + follow.end())[1]
+        return start, end
+    return start, _statement_end(text, start)
+
+
+def _next_test(text: str, pos: int, limit: int) -> tuple[str, int, int, int, int] | None:
+    """The ``if`` that runs next after the statement ending at ``pos``: (condition, then start, then end,
+    else start, else end), else start/end equal to then end when there is no else. Steps over the
+    ``else`` branches of an if/else the call sits in, and out of at most two enclosing blocks."""
+    i = pos
+    for _ in range(6):
+        rest = text[i:limit]
+        m = re.match(r"\s*else\b", rest)
+        if m:
+            i = _branch(text, i + m.end())[1]
+            continue
+        m = re.match(r"\s*\}", rest)
+        if m:
+            i += m.end()
+            continue
+        m = re.match(r"\s*if\s*\(", rest)
+        if not m:
+            return None
+        args, cond_end = _args(text, i + m.end())
+        then_start, then_end = _branch(text, cond_end)
+        other = re.match(r"\s*else\b", text[then_end:limit])
+        if other:
+            else_start, else_end = _branch(text, then_end + other.end())
+        else:
+            else_start = else_end = then_end
+        return ",".join(args), then_start, then_end, else_start, else_end
+    return None
+
+
+_TERNARY = re.compile(r"^[^?]*\?\s*(" + _STRING + r")\s*:\s*(" + _STRING + r")\s*$", re.S)
+_WRITE = r"\b(snprintf|scnprintf|sprintf)\s*\(\s*{}\s*,"
+MAX_ALTERNATIVES = 16
+
+
+def _fill(fmt: str, args: list[str], body: str, at: int) -> list[str]:
+    """The names ``fmt`` spells with its %s arguments put in: a string literal, each side of a ternary
+    between two literals, or what a buffer filled before ``at`` holds; a runtime value (a chip name
+    variable) stays a conversion. One name per combination of choices; [] when an argument is a
+    choice this does not read."""
+    names = [""]
+    pos = 0
+    index = 0
+    for m in _CONVERSION.finditer(fmt):
+        piece = fmt[pos : m.start()]
+        pos = m.end()
+        arg = args[index].strip() if index < len(args) and m.group(1) != "%" else ""
+        index += m.group(1) != "%"
+        if m.group(1) == "%":
+            values = ["%%"]
+        elif m.group(1) != "s":
+            values = [m.group(0)]
+        elif re.fullmatch(_STRING + r"(?:\s*" + _STRING + r")*", arg):
+            value = literal(arg)
+            values = [m.group(0) if value is None else value.replace("%", "%%")]
+        elif (ternary := _TERNARY.match(arg)) is not None:
+            values = [str(literal(ternary.group(i))).replace("%", "%%") for i in (1, 2)]
+        elif '"' in arg:
+            return []
+        elif re.fullmatch(r"\w+", arg) and _written(arg, body):
+            values = _buffer(arg, body, at) or [m.group(0)]  # a buffer the function fills, where known
+        else:
+            values = [m.group(0)]
+        names = [n + piece + v for n in names for v in values]
+        if len(names) > MAX_ALTERNATIVES:
+            return []
+    return [n + fmt[pos:] for n in names]
+
+
+def _written(name: str, body: str) -> bool:
+    """Is ``name`` a buffer the function fills with snprintf()/sprintf() (a file name it builds)?"""
+    return re.search(_WRITE.format(re.escape(name)), body) is not None
+
+
+def _write_names(body: str, write: re.Match[str]) -> list[str]:
+    """The names one snprintf()/sprintf() writes."""
+    args, _end = _args(body, body.index("(", write.start()) + 1)
+    fmt_at = 1 if write.group(1) == "sprintf" else 2
+    fmt = literal(args[fmt_at]) if len(args) > fmt_at else None
+    return [] if fmt is None else _fill(fmt, args[fmt_at + 1 :], body, write.start())
+
+
+def _statement_start(body: str, pos: int) -> bool:
+    """Does a statement begin at ``pos`` (after a ";", a brace or a case label, not inside an if/else)?"""
+    before = re.split(r"[;{}]", body[:pos])[-1]
+    return not re.sub(r"\b(?:case\b[^:]+|default\s*):(?!:)", "", before).strip()
+
+
+def _buffer(name: str, body: str, at: int) -> list[str]:
+    """What snprintf()/sprintf() may have written into the buffer ``name`` when the statement at ``at``
+    runs: the write in the straight run of statements before it, or each branch of the complete
+    if/else chain right before it whose every branch is that one write (gfx_v9_0.c: sjt_mec2 under
+    SR-IOV on Aldebaran, else mec2). [] when it was written any other way."""
+    write = re.compile(_WRITE.format(re.escape(name)))
+    found = None
+    for m in write.finditer(body[:at]):
+        found = m
+    if found is None:
+        return []
+    between = body[found.start() : at]
+    if _statement_start(body, found.start()) and not re.search(
+        r"[{}]|\b(?:if|else|case|default|for|while|do|switch)\b|^\s*\w+\s*:(?!:)", between, re.M
+    ):
+        return _write_names(body, found)
+    for chain in reversed(list(re.finditer(r"\bif\s*\(", body[:at]))):
+        if re.search(r"\belse\s*$", body[: chain.start()]) or not _statement_start(body, chain.start()):
+            continue
+        _start, end = _branch(body, chain.start())
+        if not re.fullmatch(r"\s*(?:\w+\s*=\s*)?", body[end:at]):
+            return []  # the nearest complete statement before the call is not an if/else chain
+        return _chain_names(body, chain.start(), end, write)
+    return []
+
+
+def _chain_names(body: str, start: int, end: int, write: re.Pattern[str]) -> list[str]:
+    """The names an if / else if / else chain writes, one write per branch; [] if it is any other shape."""
+    names: list[str] = []
+    pos = start
+    while pos < end:
+        m = re.compile(r"\s*if\s*\(").match(body, pos)
+        if m:
+            pos = _args(body, m.end())[1]
+        b_start, b_end = _branch(body, pos)
+        branch = body[b_start:b_end].strip().removeprefix("{").removesuffix("}").strip()
+        w = write.match(branch)
+        if w is None or _statement_end(branch, w.start()) != len(branch):
+            return []
+        names += _write_names(branch, w)
+        other = re.compile(r"\s*else\b").match(body, b_end)
+        if not m:
+            return names  # the final else
+        if not other or other.end() > end:
+            return []  # no final else: the buffer may hold what it held before
+        pos = other.end()
+    return []
+
+
+def _mentions(cond: str, var: str) -> bool:
+    """Does an if condition test ``var`` as a failure (``err``, ``err == -ENOENT``, ``r && ...``), not ``!err``?"""
+    return re.search(rf"(?<![!\w>.]){re.escape(var)}\b(?!\s*==\s*0\b)", cond) is not None
+
+
+def _clears(text: str, var: str) -> bool:
+    """Does a branch set ``var`` to 0 at its own level (not in a nested block)?"""
+    inner = text.strip()
+    if inner.startswith("{"):
+        inner = inner[1:-1]
+    depth = 0
+    flat = []
+    for c in inner:
+        depth += c == "{"
+        if depth == 0:
+            flat.append(c)
+        depth -= c == "}"
+    return re.search(rf"(?:^|[;\s]){re.escape(var)}\s*=\s*0\s*;", "".join(flat)) is not None
+
+
+def _call_arguments(
+    call: str, args: list[str], signature: str | None, where: str
+) -> tuple[str | None, str, str, list[str]]:
+    """(flag, firmware pointer, name or format argument, format arguments) of a request call."""
+    if call != "amdgpu_ucode_request":
+        if len(args) < 2 or not args[1].strip():
+            raise KnowledgeError(f"{where}: {call}() without a firmware name argument")
+        return None, args[0], args[1], []
+    if signature is None:
+        raise KnowledgeError(f"{where}: amdgpu_ucode_request() called, but amdgpu_ucode.h declares none")
+    shift = 3 if signature == "flag+format" else 2
+    if len(args) <= shift or not args[shift].strip():
+        raise KnowledgeError(f"{where}: amdgpu_ucode_request() without a firmware name argument")
+    flag = None
+    if signature == "flag+format":
+        flag = UCODE_FLAGS.get(args[2].strip())
+        if flag is None:
+            raise KnowledgeError(f"{where}: amdgpu_ucode_request() without an AMDGPU_UCODE_* flag ({args[2].strip()})")
+    return flag, args[1], args[shift], [] if signature == "name" else args[shift + 1 :]
+
+
+def _request_names(spelled: str, extra: list[str], body: str, at: int) -> list[str]:
+    """The file name formats a request may ask for (see the comment above), [] where they are not read."""
+    fmt = literal(spelled)
+    if fmt is not None:
+        names = _fill(fmt, extra, body, at)
+    elif re.fullmatch(r"\s*\w+\s*", spelled):
+        names = _buffer(spelled.strip(), body, at)
+    else:
+        names = []
+    if any(not _CONVERSION.sub("", n) for n in names):
+        return []  # "%s" of a name built elsewhere: nothing known
+    return sorted(set(names))
+
+
+def firmware_requests(path: Path, rel: str, ucode_signature: str | None) -> list[dict[str, object]]:
+    """Every firmware request in a file: {"file", "line", "function", "call", "flag", "target", "names",
+    "spelled", "fallback_line", "first_choice_line", "tolerated"} (see the comment above)."""
+    text = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
+    functions = _functions(text)
+    found: list[dict[str, object]] = []
+    spans: list[tuple[int, int, int, str | None]] = []  # call start, statement end, body end, result variable
+    for m in _REQUEST.finditer(text):
+        call = m.group(1)
+        if re.search(r"(?:\bint|EXPORT_SYMBOL\w*\(|#\s*define)\s*$", text[max(0, m.start() - 40) : m.start()]):
+            continue  # a definition or prototype, not a call
+        line = text.count("\n", 0, m.start()) + 1
+        function = next(((n, s, e) for n, s, e in functions if s < m.start() < e), None)
+        if function is None:
+            raise KnowledgeError(f"{rel}:{line}: {call}() outside any function body read")
+        fname, body_start, body_end = function
+        if fname == "amdgpu_ucode_request":
+            continue  # the wrapper's own request_firmware()/firmware_request_nowarn()
+        args, end = _args(text, m.end())
+        flag, target, spelled, extra = _call_arguments(call, args, ucode_signature, f"{rel}:{line}")
+        names = _request_names(spelled, extra, text[body_start:body_end], m.start() - body_start)
+        found.append({"file": rel, "line": line, "function": fname, "call": call, "flag": flag,
+                      "target": re.sub(r"\s+", "", target), "names": names,
+                      "spelled": re.sub(r"\s+", " ", ", ".join(a.strip() for a in [spelled, *extra])),
+                      "fallback_line": None, "first_choice_line": None, "tolerated": False})  # fmt: skip
+        result = re.search(r"(\w+)\s*=\s*$", text[max(0, m.start() - 40) : m.start()])
+        spans.append((m.start(), _statement_end(text, end), body_end, result.group(1) if result else None))
+    _link(text, found, spans)
+    return found
+
+
+def _link(text: str, found: list[dict[str, object]], spans: list[tuple[int, int, int, str | None]]) -> None:
+    """Mark each request whose failure branch asks for another file into the same pointer (a fallback),
+    or else clears the error (tolerated)."""
+    for req, (_start, stmt_end, body_end, var) in zip(found, spans, strict=True):
+        test = _next_test(text, stmt_end, body_end) if var else None
+        if var is None or test is None:
+            continue
+        cond, then_start, then_end, else_start, else_end = test
+        negated = re.fullmatch(rf"\s*!\s*{re.escape(var)}\s*", cond) is not None
+        failure = (else_start, else_end) if negated else (then_start, then_end) if _mentions(cond, var) else None
+        if failure is None or failure[0] == failure[1]:
+            continue
+        for other, (other_start, *_rest) in zip(found, spans, strict=True):
+            if failure[0] <= other_start < failure[1] and other["target"] == req["target"] and other is not req:
+                req["fallback_line"] = other["line"]
+                other["first_choice_line"] = req["line"]
+                break
+        else:
+            req["tolerated"] = _clears(text[failure[0] : failure[1]], var)
+
+
+def module_firmware(path: Path, rel: str) -> list[list[object]]:
+    """The files a source file declares with MODULE_FIRMWARE(): [[name, file, line]]. The argument is
+    a literal or a macro the file #defines as one (amdgpu_uvd.c's FIRMWARE_POLARIS10); any other
+    spelling stops the generator rather than dropping a declaration."""
+    text = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
+    macros = {
+        m.group(1): value
+        for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", text, re.M)
+        if (value := literal(m.group(2))) is not None
+    }
+    out: list[list[object]] = []
+    for m in re.finditer(r"\bMODULE_FIRMWARE\s*\(", text):
+        if text[max(0, m.start() - 12) : m.start()].rstrip().endswith("define"):
+            continue
+        args, _end = _args(text, m.end())
+        arg = args[0].strip() if len(args) == 1 else ""
+        name = literal(arg) if arg.startswith('"') else macros.get(arg)
+        if name is None:
+            raise KnowledgeError(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: MODULE_FIRMWARE({arg}) not read")
+        out.append([name, rel, text.count("\n", 0, m.start()) + 1])
+    return out

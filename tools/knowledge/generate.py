@@ -34,7 +34,17 @@ from tools.knowledge.archive import (  # noqa: E402
     extract_kernel_tree,
     mirrors,
 )
-from tools.knowledge.csource import KnowledgeError, header_prefixes, kfd_support, kms_version, messages, pci_table  # noqa: E402
+from tools.knowledge.csource import (  # noqa: E402
+    KnowledgeError,
+    firmware_requests,
+    header_prefixes,
+    kfd_support,
+    kms_version,
+    messages,
+    module_firmware,
+    pci_table,
+    ucode_request_signature,
+)
 from tools.knowledge.pins import PIN_FILE, NotServed, PinError, Resolver, dump, load  # noqa: E402
 from tools.knowledge.sources import FIRMWARE_SUITES, IDS_PACKAGES, KERNELS  # noqa: E402
 
@@ -43,6 +53,10 @@ GENERATED = TREE / "kfdguard/knowledge/generated.py"
 MESSAGE_DIRS = ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/amd/amdkfd")
 # Driver-core files whose messages name amdgpu's failures (probe, firmware loading).
 CORE_FILES = ("drivers/base/dd.c", "drivers/base/firmware_loader/main.c")
+# Where amdgpu.ko's firmware requests and MODULE_FIRMWARE lines are read (pm/ is in the module too;
+# display/, whose DMCU/DMCUB requests are in amdgpu_dm.c, is not unpacked).
+FIRMWARE_DIRS = (*MESSAGE_DIRS, "drivers/gpu/drm/amd/pm")
+UCODE_H = "drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h"
 
 
 def modinfo(ko: Path, field: str) -> list[str]:
@@ -91,6 +105,7 @@ def kernel_facts(label: str, suites: tuple[str, ...], resolver: Resolver, offlin
     for rel_s in CORE_FILES:
         if (root / rel_s).exists():
             msgs += [m for m in messages(root / rel_s, rel_s, {}) if "probe" in str(m[3]) or "firmware" in str(m[3])]
+    requests, declared, signature = firmware_facts_of(root)
     # module_param_unsafe taints the kernel when set: read which parameters use it, and the
     # queue limit kfd_init() enforces (kfd_priv.h), rather than remembering either.
     decl = "\n".join((root / f).read_text(errors="replace") for d in MESSAGE_DIRS for f in os.listdir(root / d)
@@ -109,6 +124,10 @@ def kernel_facts(label: str, suites: tuple[str, ...], resolver: Resolver, offlin
         raise KnowledgeError("kfd_priv.h: KFD_MAX_NUM_OF_QUEUES_PER_DEVICE is no longer processes x queues")
     limits = {"KFD_MAX_NUM_OF_PROCESSES": int(procs.group(1)), "KFD_MAX_NUM_OF_QUEUES_PER_PROCESS": int(per_proc.group(1)),
               "KFD_MAX_NUM_OF_QUEUES_PER_DEVICE": int(procs.group(1)) * int(per_proc.group(1))}  # fmt: skip
+    module = module_facts(kos[0])
+    firmware = set(module["firmware"])  # type: ignore[call-overload]
+    if len(firmware & {str(d[0]) for d in declared}) < 0.9 * len(firmware):
+        raise KnowledgeError(f"{root}: MODULE_FIRMWARE lines read name under 90% of {kos[0].name}'s firmware")
     return {
         "unsafe_params": unsafe, "limits": limits,
         "series": k.series, "upstream": upstream, "suite": k.suite,
@@ -117,9 +136,33 @@ def kernel_facts(label: str, suites: tuple[str, ...], resolver: Resolver, offlin
         "kms": kms_version(root / drv_c),
         "kfd": kfd_support(root / kfd_c),
         "pci": rows, "pci_catch_all": catch_all,
-        **module_facts(kos[0]),
+        **module,
         "messages": msgs,
+        "ucode_request": signature, "firmware_requests": requests, "firmware_declared": declared,
     }  # fmt: skip
+
+
+def firmware_facts_of(root: Path) -> tuple[list[dict[str, object]], list[list[object]], str | None]:
+    """amdgpu's firmware requests (csource.firmware_requests), its MODULE_FIRMWARE lines, and how
+    amdgpu_ucode.h declares amdgpu_ucode_request(). Fails when the readers find no request at all,
+    or no request the driver does without (neither a fallback, a tolerated failure nor, where the
+    wrapper takes one, an AMDGPU_UCODE_OPTIONAL flag): every series read has some, so none means the
+    readers no longer recognise the driver's constructs."""
+    signature = ucode_request_signature(root / UCODE_H)
+    requests: list[dict[str, object]] = []
+    declared: list[list[object]] = []
+    for d in FIRMWARE_DIRS:
+        for path in sorted((root / d).rglob("*.c")):
+            rel = str(path.relative_to(root))
+            requests += firmware_requests(path, rel, signature)
+            declared += module_firmware(path, rel)
+    if not requests or not declared:
+        raise KnowledgeError(f"{root}: no firmware request or MODULE_FIRMWARE line in {', '.join(FIRMWARE_DIRS)}")
+    if not any(r["fallback_line"] is not None or r["tolerated"] or r["flag"] == "optional" for r in requests):
+        raise KnowledgeError(f"{root}: no firmware request with a fallback, a tolerated failure or an optional flag")
+    if signature == "flag+format" and not any(r["flag"] == "optional" for r in requests):
+        raise KnowledgeError(f"{root}: amdgpu_ucode_request() takes a flag, but no call passes AMDGPU_UCODE_OPTIONAL")
+    return requests, declared, signature
 
 
 def ids_facts(resolver: Resolver, offline: bool) -> dict[str, object]:

@@ -30,6 +30,56 @@ def rule_for(message: list[Any]) -> list[str]:
     return [e.rule for e in kernellog.match(sample_line(message))]
 
 
+def _names(names: list[str]) -> str:
+    return " or ".join(f"`{n}`" for n in names) or "a name not read"
+
+
+def firmware_lines(k: dict[str, Any]) -> list[str]:
+    """What the firmware request call sites say: which the driver does without, and why."""
+    from kfdguard.knowledge.fallbacks import FALLBACKS
+    from tools.knowledge.requests import kind, optional_files
+
+    requests = k["firmware_requests"]
+    by_line = {(r["file"], r["line"]): r for r in requests}
+    optional = optional_files(k)
+    wrapper = {None: "not in this kernel", "name": "takes a name", "format": "takes a format",
+               "flag+format": "takes AMDGPU_UCODE_OPTIONAL/REQUIRED and a format"}[k["ucode_request"]]  # fmt: skip
+    kinds = [v["kind"] for v in optional.values()]
+    module = set(k["firmware"])
+    read = module & {d[0] for d in k["firmware_declared"]}
+    out = [
+        f"- firmware requests (amdgpu/, pm/): {len(requests)} call sites (amdgpu_ucode_request {wrapper}; "
+        f"{sum(r['flag'] == 'optional' for r in requests)} AMDGPU_UCODE_OPTIONAL, "
+        f"{sum(r['fallback_line'] is not None for r in requests)} with a fallback, "
+        f"{sum(bool(r['tolerated']) for r in requests)} whose failure is cleared, "
+        f"{sum(not r['names'] for r in requests)} whose file name is not read); MODULE_FIRMWARE lines read "
+        f"name {len(read)} of the module's {len(module)} files (display/'s are not unpacked); "
+        f"declared files it goes on without: {len(optional)} ({kinds.count('fallback')} first choices with a "
+        f"fallback, {kinds.count('optional')} optional, {kinds.count('tolerated')} tolerated)"
+    ]
+    for r in requests:
+        how = kind(r)
+        if how is None:
+            continue
+        files = sum(
+            1 for v in optional.values() if any(s.startswith(f"{r['file']}:{r['line']} ") for s in v["requests"])
+        )
+        second = by_line.get((r["file"], r["fallback_line"]))
+        what = f"falls back to {_names(second['names'])}" if how == "fallback" and second else how
+        if how == "fallback" and r["tolerated"]:
+            what += ", tolerated"
+        if how != "optional" and r["flag"] == "optional":
+            what += " (AMDGPU_UCODE_OPTIONAL)"
+        name = _names(r["names"]) if r["names"] else f"a name built before the call (`{r['spelled']}`, not read)"
+        if not r["names"] and how == "fallback" and second:
+            rows = [row for row in FALLBACKS if any(n.endswith(row[1]) for n in second["names"])]
+            what += "".join(f"; by hand: `{row[0]}` first (knowledge/fallbacks.py)" for row in rows)
+        out.append(
+            f"  - {r['file'].rsplit('/', 1)[-1]}:{r['line']} {r['function']}(): {name} {what} ({files} declared file{'' if files == 1 else 's'})"
+        )
+    return out
+
+
 def coverage(data: dict[str, Any], notes: list[str]) -> str:
     from kfdguard import knowledge
     from kfdguard.knowledge.asics import PCI_ROWS
@@ -75,6 +125,7 @@ def coverage(data: dict[str, Any], notes: list[str]) -> str:
                    f"{len(by_table)} of them only through amdgpu's generated table, no libdrm row)")  # fmt: skip
         if unknown:
             out.append(f"  - unknown: {', '.join(f'{d:04x}' for d in unknown)}")
+        out += firmware_lines(k)
         covered = [(m, covered_class(m)) for m in k["messages"]]
         covered = [(m, c) for m, c in covered if c is not None]
         missing = [m for m, _c in covered if not rule_for(m)]

@@ -1,0 +1,367 @@
+"""Which firmware amdgpu requires: the generator's reading of its request call sites (issue 34, item 1).
+
+The readers (tools/knowledge/csource.py firmware_requests, module_firmware, ucode_request_signature)
+on small C snippets shaped like the driver's, the derivation of the optional files
+(tools/knowledge/requests.py), and the generated data against what the sources read say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kfdguard.knowledge import formats
+from kfdguard.knowledge.fallbacks import FALLBACKS, fallback_of, generated, goes_without
+from kfdguard.knowledge.generated import KERNELS
+from tools.knowledge.csource import (
+    KnowledgeError,
+    firmware_requests,
+    module_firmware,
+    ucode_request_signature,
+)
+from tools.knowledge.requests import format_regex, optional_files
+
+
+def _requests(tmp_path: Path, body: str, signature: str | None = None) -> list[dict[str, Any]]:
+    path = tmp_path / "gfx_v8_0.c"
+    path.write_text(body)
+    return firmware_requests(path, "amdgpu/gfx_v8_0.c", signature)
+
+
+def _by_line(found: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {r["line"]: r for r in found}
+
+
+# --- the readers, on snippets ------------------------------------------------------------------
+
+# 6.1's gfx_v8_0.c: a name buffer, a first choice that falls back on -ENOENT, mec2 whose failure is cleared.
+GFX_V8_6_1 = """\
+static int gfx_v8_0_init_microcode(struct amdgpu_device *adev)
+{
+    char fw_name[30];
+    int err;
+
+    if (adev->asic_type >= CHIP_POLARIS10 && adev->asic_type <= CHIP_POLARIS12) {
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_pfp_2.bin", chip_name);
+        err = request_firmware(&adev->gfx.pfp_fw, fw_name, adev->dev);
+        if (err == -ENOENT) {
+            snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_pfp.bin", chip_name);
+            err = request_firmware(&adev->gfx.pfp_fw, fw_name, adev->dev);
+        }
+    } else {
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_pfp.bin", chip_name);
+        err = request_firmware(&adev->gfx.pfp_fw, fw_name, adev->dev);
+    }
+    if (err)
+        goto out;
+
+    snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_mec2.bin", chip_name);
+    err = request_firmware(&adev->gfx.mec2_fw, fw_name, adev->dev);
+    if (!err) {
+        err = amdgpu_ucode_validate(adev->gfx.mec2_fw);
+    } else {
+        err = 0;
+        adev->gfx.mec2_fw = NULL;
+    }
+out:
+    return err;
+}
+"""
+
+
+def test_a_first_choice_and_its_fallback_are_linked(tmp_path: Path) -> None:
+    found = _by_line(_requests(tmp_path, GFX_V8_6_1))
+    first, second, other = found[8], found[11], found[15]
+    assert first["names"] == ["amdgpu/%s_pfp_2.bin"] and first["fallback_line"] == 11
+    assert second["names"] == ["amdgpu/%s_pfp.bin"] and second["first_choice_line"] == 8
+    assert other["names"] == ["amdgpu/%s_pfp.bin"] and other["fallback_line"] is None and not other["tolerated"]
+    assert first["function"] == "gfx_v8_0_init_microcode" and first["call"] == "request_firmware"
+
+
+def test_a_cleared_error_is_a_tolerated_failure(tmp_path: Path) -> None:
+    mec2 = _by_line(_requests(tmp_path, GFX_V8_6_1))[21]
+    assert mec2["names"] == ["amdgpu/%s_mec2.bin"] and mec2["tolerated"] and mec2["fallback_line"] is None
+
+
+# 7.2's amdgpu_ucode_request(): the flag and the format at the call; an optional first choice.
+GFX_V8_7_2 = """\
+static int gfx_v8_0_init_microcode(struct amdgpu_device *adev)
+{
+    int err;
+
+    err = amdgpu_ucode_request(adev, &adev->gfx.pfp_fw,
+                   AMDGPU_UCODE_OPTIONAL,
+                   "amdgpu/%s_pfp_2.bin", chip_name);
+    if (err == -ENODEV) {
+        err = amdgpu_ucode_request(adev, &adev->gfx.pfp_fw,
+                       AMDGPU_UCODE_REQUIRED,
+                       "amdgpu/%s_pfp.bin", chip_name);
+    }
+    err = amdgpu_ucode_request(adev, &adev->firmware.gpu_info_fw, AMDGPU_UCODE_OPTIONAL,
+                   "amdgpu/%s_gpu_info.bin", chip_name);
+    if (err)
+        goto out;
+out:
+    return err;
+}
+"""
+
+
+def test_the_explicit_flag_is_read_with_its_format(tmp_path: Path) -> None:
+    found = _by_line(_requests(tmp_path, GFX_V8_7_2, "flag+format"))
+    assert found[5]["flag"] == "optional" and found[5]["names"] == ["amdgpu/%s_pfp_2.bin"]
+    assert found[5]["fallback_line"] == 9
+    assert found[9]["flag"] == "required" and found[9]["first_choice_line"] == 5
+    # Optional by its flag, and no fallback: "if (err) goto out" asks for nothing else.
+    assert found[13]["flag"] == "optional" and found[13]["fallback_line"] is None and not found[13]["tolerated"]
+
+
+def test_a_flagged_wrapper_call_without_its_flag_stops_the_generator(tmp_path: Path) -> None:
+    # A flag passed through a variable: which one the call means is not in its text.
+    body = 'static int f(struct amdgpu_device *adev)\n{\n\treturn amdgpu_ucode_request(adev, &fw, req, "amdgpu/x.bin");\n}\n'
+    with pytest.raises(KnowledgeError, match=r"gfx_v8_0\.c:3: .*AMDGPU_UCODE_\* flag \(req\)"):
+        _requests(tmp_path, body, "flag+format")
+    body = body.replace("req, ", "")
+    with pytest.raises(KnowledgeError, match="without a firmware name argument"):
+        _requests(tmp_path, body, "flag+format")
+
+
+def test_the_wrapper_called_where_no_header_declares_it_stops_the_generator(tmp_path: Path) -> None:
+    body = 'static int f(struct amdgpu_device *adev)\n{\n\treturn amdgpu_ucode_request(adev, &fw, "amdgpu/x.bin");\n}\n'
+    with pytest.raises(KnowledgeError, match="declares none"):
+        _requests(tmp_path, body, None)
+
+
+def test_a_request_outside_any_function_read_stops_the_generator(tmp_path: Path) -> None:
+    body = "#define LOAD(fw) (err = request_firmware(&fw, name, dev))\nint x = request_firmware(&fw, name, dev);\n"
+    with pytest.raises(KnowledgeError, match="outside any function body"):
+        _requests(tmp_path, body)
+
+
+# Names a function builds: an if/else chain of one write each (gfx_v9_0.c), a ternary between two
+# literals, and amdgpu_mes.c's shape, whose branches also set need_retry: not read, rather than guessed.
+NAMES = """\
+static int gfx_v9_0_init_cp_compute_microcode(struct amdgpu_device *adev, const char *chip_name)
+{
+    char fw_name[30];
+    int err;
+
+    if (amdgpu_sriov_vf(adev) && (adev->asic_type == CHIP_ALDEBARAN))
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_sjt_mec2.bin", chip_name);
+    else
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_mec2.bin", chip_name);
+
+    err = request_firmware(&adev->gfx.mec2_fw, fw_name, adev->dev);
+    if (err)
+        goto out;
+    snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_sdma%s.bin", chip_name, i == 0 ? "" : "1");
+    err = request_firmware(&adev->sdma.instance[i].fw, fw_name, adev->dev);
+out:
+    return err;
+}
+
+static int amdgpu_mes_init_microcode(struct amdgpu_device *adev, int pipe)
+{
+    char fw_name[40];
+    bool need_retry = false;
+    int r;
+
+    if (adev->ip_versions[GC_HWIP][0] >= IP_VERSION(11, 0, 0)) {
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_mes%s.bin",
+             ucode_prefix,
+             pipe == AMDGPU_MES_SCHED_PIPE ? "_2" : "1");
+        need_retry = true;
+    } else {
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_mes%s.bin",
+             ucode_prefix,
+             pipe == AMDGPU_MES_SCHED_PIPE ? "" : "1");
+    }
+
+    r = amdgpu_ucode_request(adev, &adev->mes.fw[pipe], fw_name);
+    if (r && need_retry && pipe == AMDGPU_MES_SCHED_PIPE) {
+        snprintf(fw_name, sizeof(fw_name), "amdgpu/%s_mes.bin",
+             ucode_prefix);
+        DRM_INFO("try to fall back to %s\\n", fw_name);
+        r = amdgpu_ucode_request(adev, &adev->mes.fw[pipe],
+                     fw_name);
+    }
+    return r;
+}
+"""
+
+
+def test_names_built_in_an_if_else_chain_or_a_ternary_are_each_read(tmp_path: Path) -> None:
+    found = _by_line(_requests(tmp_path, NAMES, "name"))
+    assert found[11]["names"] == ["amdgpu/%s_mec2.bin", "amdgpu/%s_sjt_mec2.bin"]
+    assert found[15]["names"] == ["amdgpu/%s_sdma.bin", "amdgpu/%s_sdma1.bin"]
+
+
+def test_a_name_built_any_other_way_is_not_read_but_its_fallback_is(tmp_path: Path) -> None:
+    found = _by_line(_requests(tmp_path, NAMES, "name"))
+    first, second = found[37], found[42]
+    assert first["names"] == [] and first["fallback_line"] == 42 and first["spelled"] == "fw_name"
+    assert second["names"] == ["amdgpu/%s_mes.bin"] and second["first_choice_line"] == 37
+
+
+@pytest.mark.parametrize(
+    ("params", "shape"),
+    [
+        ("struct amdgpu_device *adev, const struct firmware **fw,\n\t\t\t const char *fw_name", "name"),
+        ("struct amdgpu_device *adev, const struct firmware **fw,\n\t\t\t const char *fmt, ...", "format"),
+        (
+            "struct amdgpu_device *adev, const struct firmware **fw,\n\t\t\t enum amdgpu_ucode_required required, "
+            "const char *fmt, ...",
+            "flag+format",
+        ),
+    ],
+)
+def test_the_wrapper_s_shape_is_read_from_its_prototype(tmp_path: Path, params: str, shape: str) -> None:
+    header = tmp_path / "amdgpu_ucode.h"
+    header.write_text(f"int amdgpu_ucode_request({params});\nvoid amdgpu_ucode_release(const struct firmware **fw);\n")
+    assert ucode_request_signature(header) == shape
+
+
+def test_a_wrapper_of_another_shape_stops_the_generator(tmp_path: Path) -> None:
+    header = tmp_path / "amdgpu_ucode.h"
+    header.write_text("int amdgpu_ucode_request(struct amdgpu_device *adev, u32 flags, const char *fmt, ...);\n")
+    with pytest.raises(KnowledgeError, match="shape not read"):
+        ucode_request_signature(header)
+    assert ucode_request_signature(tmp_path / "absent.h") is None
+
+
+def test_module_firmware_reads_literals_and_the_file_s_macros(tmp_path: Path) -> None:
+    path = tmp_path / "amdgpu_uvd.c"
+    path.write_text(
+        '#define FIRMWARE_POLARIS10\t"amdgpu/polaris10_uvd.bin"\n'
+        'MODULE_FIRMWARE("amdgpu/polaris10_" "pfp_2.bin");\nMODULE_FIRMWARE(FIRMWARE_POLARIS10);\n'
+    )
+    assert module_firmware(path, "amdgpu/amdgpu_uvd.c") == [
+        ["amdgpu/polaris10_pfp_2.bin", "amdgpu/amdgpu_uvd.c", 2],
+        ["amdgpu/polaris10_uvd.bin", "amdgpu/amdgpu_uvd.c", 3],
+    ]
+    path.write_text("MODULE_FIRMWARE(FIRMWARE_ELSEWHERE);\n")
+    with pytest.raises(KnowledgeError, match=r"amdgpu_uvd\.c:1: MODULE_FIRMWARE\(FIRMWARE_ELSEWHERE\) not read"):
+        module_firmware(path, "amdgpu/amdgpu_uvd.c")
+
+
+# --- which declared files are optional (tools/knowledge/requests.py) ----------------------------
+
+
+def _req(file: str, line: int, names: list[str], **kw: object) -> dict[str, Any]:
+    return {"file": file, "line": line, "function": "f", "call": "request_firmware", "flag": None,
+            "target": "&fw", "names": names, "spelled": "fw_name", "fallback_line": None,
+            "first_choice_line": None, "tolerated": False, **kw}  # fmt: skip
+
+
+def test_optional_files_follow_the_most_specific_request_of_the_declaring_file() -> None:
+    facts = {
+        "firmware": ["amdgpu/polaris10_pfp_2.bin", "amdgpu/polaris10_pfp.bin", "amdgpu/navi10_mec2.bin",
+                     "amdgpu/navi10_mec.bin", "amdgpu/vega10_mec2.bin", "amdgpu/raven_cap.bin"],
+        "firmware_declared": [["amdgpu/polaris10_pfp_2.bin", "gfx_v8_0.c", 1], ["amdgpu/polaris10_pfp.bin", "gfx_v8_0.c", 2],
+                              ["amdgpu/navi10_mec2.bin", "gfx_v10_0.c", 1], ["amdgpu/navi10_mec.bin", "gfx_v10_0.c", 2],
+                              ["amdgpu/vega10_mec2.bin", "gfx_v9_0.c", 1], ["amdgpu/raven_cap.bin", "psp_v10_0.c", 1]],
+        "firmware_requests": [
+            _req("gfx_v8_0.c", 10, ["amdgpu/%s_pfp_2.bin"], fallback_line=12),
+            _req("gfx_v8_0.c", 12, ["amdgpu/%s_pfp.bin"], first_choice_line=10),
+            # "%s_mec%s.bin" also matches navi10_mec2.bin with "2" for its suffix: the mec2 request is meant.
+            _req("gfx_v10_0.c", 5, ["amdgpu/%s_mec%s.bin"]),
+            _req("gfx_v10_0.c", 9, ["amdgpu/%s_mec2%s.bin"], tolerated=True),
+            # gfx_v9_0.c asks for a name not read: nothing is claimed for its files.
+            _req("gfx_v9_0.c", 3, []),
+            _req("gfx_v8_0.c", 30, ["amdgpu/%s_mec2.bin"], tolerated=True),
+            # raven_cap.bin: declared in psp_v10_0.c, asked for by amdgpu_psp.c; its catch-all "amdgpu/%s" loses.
+            _req("amdgpu_psp.c", 7, ["amdgpu/%s_cap.bin"], flag="optional"),
+            _req("amdgpu_psp.c", 9, ["amdgpu/%s"]),
+        ],
+    }  # fmt: skip
+    got = {name: (v["kind"], v["fallback"]) for name, v in optional_files(facts).items()}
+    assert got == {
+        "amdgpu/polaris10_pfp_2.bin": ("fallback", "amdgpu/polaris10_pfp.bin"),
+        "amdgpu/navi10_mec2.bin": ("tolerated", ""),
+        "amdgpu/raven_cap.bin": ("optional", ""),
+    }
+
+
+def test_a_catch_all_format_never_makes_a_file_optional() -> None:
+    facts = {
+        "firmware": ["amdgpu/isp_4_1_0.bin"],
+        "firmware_declared": [["amdgpu/isp_4_1_0.bin", "isp_v4_1_0.c", 1]],
+        "firmware_requests": [_req("amdgpu_isp.c", 82, ["amdgpu/%s.bin"], flag="optional")],
+    }
+    assert optional_files(facts) == {}
+    assert format_regex("amdgpu/%s_sdma%d.bin").fullmatch("amdgpu/vega10_sdma1.bin")
+
+
+# --- the generated data against the sources read ---------------------------------------------------
+
+SERIES = formats.series()
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_every_series_reads_requests_and_their_files(series: str) -> None:
+    facts = formats.kernel(series)
+    requests = facts["firmware_requests"]
+    assert len(requests) > 50 and len(facts["firmware_declared"]) > 300
+    # Polaris's _2 files are first choices with a fallback in every series read (gfx_v8_0.c).
+    for part in ("pfp", "me", "ce", "mec", "mec2"):
+        assert KERNELS[series]["firmware_optional"][f"amdgpu/polaris10_{part}_2.bin"] == (
+            "fallback",
+            f"amdgpu/polaris10_{part}.bin",
+        )
+    # The files a kernel cannot run a GPU without are not in the table.
+    assert "amdgpu/polaris10_pfp.bin" not in KERNELS[series]["firmware_optional"]
+    assert "amdgpu/polaris10_mec.bin" not in KERNELS[series]["firmware_optional"]
+
+
+def test_the_explicit_flag_is_read_from_7_2() -> None:
+    shapes = {s: formats.kernel(s)["ucode_request"] for s in SERIES}
+    assert shapes["5.10"] is None and shapes["6.1"] == "name" and shapes["6.12"] == "format"
+    for series, shape in shapes.items():
+        flagged = [r for r in formats.kernel(series)["firmware_requests"] if r["flag"] is not None]
+        assert bool(flagged) == (shape == "flag+format"), series
+    gpu_info = [r for r in formats.kernel("7.2")["firmware_requests"] if "amdgpu/%s_gpu_info.bin" in r["names"]]
+    assert [(r["flag"], r["file"]) for r in gpu_info] == [("optional", "drivers/gpu/drm/amd/amdgpu/amdgpu_device.c")]
+
+
+@pytest.mark.parametrize("series", [s for s in SERIES if s != "5.10"])
+def test_the_hand_written_mes_row_is_the_fallback_the_generator_cannot_name(series: str) -> None:
+    # amdgpu_mes.c asks for <gc>_mes.bin when its first request fails; the first request's name is built
+    # before the call in a way the generator does not read (knowledge/fallbacks.py says why).
+    requests = formats.kernel(series)["firmware_requests"]
+    mes = [r for r in requests if r["file"].endswith("amdgpu/amdgpu_mes.c")]
+    by_line = {r["line"]: r for r in mes}
+    (first,) = [r for r in mes if r["fallback_line"] is not None]
+    assert first["names"] == [] and by_line[first["fallback_line"]]["names"] == ["amdgpu/%s_mes.bin"]
+    ((suffix, fallback, _source),) = FALLBACKS
+    assert by_line[first["fallback_line"]]["names"][0].endswith(fallback) and suffix == "_mes_2.bin"
+    major, minor = (int(p) for p in series.split("."))
+    assert fallback_of("amdgpu/gc_11_0_0_mes_2.bin", (major, minor)) == "amdgpu/gc_11_0_0_mes.bin"
+
+
+def test_a_kernel_between_two_series_read_needs_both_to_agree() -> None:
+    # 6.1's gfx_v9_0.c clears the error of <chip>_mec2.bin as 6.12's does: a 6.8 kernel goes without it too.
+    assert generated("amdgpu/vega10_mec2.bin", (6, 8)) == ("tolerated", "", "the 6.1 and 6.12 sources")
+    # 7.2 asks for <chip>_gpu_info.bin with AMDGPU_UCODE_OPTIONAL; 6.12 plainly: unknown between them.
+    assert generated("amdgpu/vega10_gpu_info.bin", (7, 2)) == ("optional", "", "the 7.2 sources")
+    assert generated("amdgpu/vega10_gpu_info.bin", (7, 0)) is None
+    assert goes_without("amdgpu/vega10_gpu_info.bin", (6, 12)) is None
+    # An unknown kernel: every series read must agree.
+    assert generated("amdgpu/navi10_mec2.bin", None) is not None
+    assert generated("amdgpu/vega10_gpu_info.bin", None) is None
+
+
+@pytest.mark.parametrize("key", ["navi31", "navi33", "phoenix"])
+def test_debian_12_advice_ignores_a_first_choice_with_a_fallback(key: str) -> None:
+    # Bookworm's firmware-amd-graphics lacks only <gc>_mes_2.bin for these: amdgpu falls back to
+    # <gc>_mes.bin, so there is nothing to install from backports.
+    from kfdguard import knowledge
+    from kfdguard.knowledge import firmware
+
+    asic = knowledge.asic(key)
+    assert asic is not None
+    anywhere = firmware.shipped("bookworm-backports") | firmware.shipped("trixie")
+    lacking = [f for f in firmware.declared("6.1", asic) if f not in firmware.shipped("bookworm") and f in anywhere]
+    assert lacking and all(fallback_of(f, (6, 1)) for f in lacking)
+    assert firmware.missing("6.1", asic, "bookworm") == [] and firmware.advice("6.1", asic) is None
