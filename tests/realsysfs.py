@@ -3,7 +3,7 @@
 A capture holds only files: a PCI device's attributes as ``<cardN>/device/<attribute>`` (LACT's
 snapshots) and the KFD topology as ``kfd/topology/...``, ``topology/...`` or ``nodes/...``
 (ROCm's k8s-device-plugin). ``machine`` renders a bundled simulated machine (so that the
-probe has a System, /dev/kfd and accounts), takes its own GPU and KFD nodes out, and puts the
+probe has a System, /dev/kfd and accounts), takes its own GPU, KFD nodes and TTM module out, and puts the
 capture's files where the kernel shows them, byte for byte:
 
 - the PCI attributes in ``/sys/devices/pci0000:00/<slot>/``, the slot being the capture's
@@ -53,6 +53,10 @@ def machine(name: str, dest: Path) -> SimulatedSystem:
         (top / link).unlink()
     shutil.rmtree(top / _TOPOLOGY / "nodes")
     (top / _TOPOLOGY / "generation_id").unlink()
+    # The base card's driver loaded TTM (the simulator applies its limits since issue 38): its limit is
+    # the simulated machine's, not the capture's, which has no /sys/module.
+    for module in ("ttm", "amdttm"):
+        shutil.rmtree(top / "sys/module" / module, ignore_errors=True)
     for card in sorted(capture.glob("card*")):
         slot = _slot(card / "device/uevent")
         dev = top / "sys/devices/pci0000:00" / slot
