@@ -195,7 +195,8 @@ def _llama_cpp(
 ) -> AppVerdict:
     why = []
     if "hip" in app.backends:
-        hip = next((s for s in stacks if s.kind == "llama.cpp" and s.path.startswith(app.path)), None)
+        # The stack of this directory's libggml-hip.so: /usr/lib's is not /usr/lib/x86_64-linux-gnu's.
+        hip = next((s for s in stacks if s.kind == "llama.cpp" and s.path.rsplit("/", 1)[0] == app.path), None)
         row = next((r for r in rows if hip is not None and r.stack == hip.name and r.slot == gpu.slot), None)
         if row is not None and row.status in RUNS:
             return AppVerdict(app.name, "llama.cpp", gpu.slot, "ROCm", row.detail, "", app.files)

@@ -226,3 +226,25 @@ def test_a_kpack_tarball_that_carries_the_gpus_family(fresh_machine: Any, capsys
     (verdict,) = apps(check(fresh_machine, capsys, phoenix(), tarball), "rocm")
     assert (verdict["name"], verdict["via"], verdict["detail"]) == ("ROCm 7.10.0", "ROCm", "code for gfx1103")
     assert verdict["files"] == ["/opt/rocm-7.10.0"]
+
+
+def test_a_llama_cpp_directory_takes_only_its_own_hip_library() -> None:
+    """/usr/lib's llama.cpp is not the one in /usr/lib/x86_64-linux-gnu, though one path starts the other."""
+    from kfdguard.facts import Application, SoftwareFacts, Stack
+    from kfdguard.userspace.application_rules import GpuInfo, application_verdicts
+    from kfdguard.userspace.rows import Row
+
+    multiarch = Stack("llama.cpp", "llama.cpp (libggml-hip.so)", "/usr/lib/x86_64-linux-gnu/libggml-hip.so", None, ())
+    software = SoftwareFacts(
+        stacks=(multiarch,),
+        applications=(
+            Application("llama.cpp", "llama.cpp (/usr/lib)", None, "/usr/lib", ("vulkan",), ("/usr/lib/libggml-vulkan.so",)),
+            Application("llama.cpp", "llama.cpp (/usr/lib/x86_64-linux-gnu)", None, "/usr/lib/x86_64-linux-gnu", ("hip",),
+                        ("/usr/lib/x86_64-linux-gnu/libggml-hip.so",)),
+        ),
+    )  # fmt: skip
+    rows = [Row(multiarch.name, "0000:03:00.0", "gfx1100", "runs", "code for gfx1100")]
+    gpu = GpuInfo("0000:03:00.0", "RX 7900 XTX", "gfx1100", False)
+    usr_lib, multi = application_verdicts(software, [gpu], rows, [])
+    assert (usr_lib.via, usr_lib.detail) == ("CPU", "Vulkan is not ready: the Vulkan drivers were not read")
+    assert (multi.via, multi.detail) == ("ROCm", "code for gfx1100")
