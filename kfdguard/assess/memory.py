@@ -112,11 +112,59 @@ def _apus(ctx: Context) -> list[str]:
     return [g.facts.slot for g in ctx.gpus if g.asic is not None and g.asic.apu]
 
 
+# The kernel change after which KFD gives an APU its TTM-sized GTT as compute memory instead of the carve-out.
+APU_MEMORY_FROM_TTM = (
+    "6.10, eb853413d02c 'drm/amdgpu: Let VRAM allocations go to GTT domain on small APUs' (6.9.9 has it "
+    "backported; 6.15's 759e764f7d58 keeps the carve-out only when it is the larger)"
+)
+
+
+def _carve_out_only(ctx: Context) -> list[Finding]:
+    """An APU whose KFD memory bank is just its carve-out while TTM would let it use more of the RAM: what ROCm
+    programs see is the carve-out (the "512 MB on a 64 GB machine" reports), whatever the options say. Read
+    from what the kernel shows (the bank, mem_info_vram_total, TTM's limit in force), not from a version
+    table: the kernel that does this is the one running."""
+    limit = ttm_limit(ctx.facts.memory)
+    release = ctx.facts.kernel.release or "this kernel"
+    out = []
+    for g in ctx.gpus:
+        bank = g.node.local_memory if g.node is not None else None
+        vram = g.facts.vram_total
+        if g.asic is None or not g.asic.apu or g.node is None or bank is None or vram is None or limit is None:
+            continue
+        if bank != vram or limit <= vram:
+            continue
+        out.append(
+            Finding(
+                "memory-apu-carve-out-only",
+                # A warning when memory.target asks for more than this kernel can give; else what ROCm sees.
+                Severity.WARNING if ctx.config.memory.target is not None else Severity.INFO,
+                f"KFD gives {g.name} ({g.facts.slot}) only its {_gib(vram)} carve-out as compute memory on {release}, "
+                f"though TTM would let its GTT take {_gib(limit)} of the RAM: ROCm programs see {_gib(vram)}",
+                f"a kernel that sizes an APU's compute memory from TTM's limit ({APU_MEMORY_FROM_TTM}): 6.12 LTS or "
+                "later; on this kernel only a larger UMA frame buffer in the firmware setup gives ROCm more",
+                (
+                    f"KFD node {g.node.index}'s memory bank: {bank} bytes",
+                    f"mem_info_vram_total (the carve-out): {vram} bytes",
+                    f"TTM's limit in force: {limit} bytes",
+                ),
+                g.facts.slot,
+            )
+        )
+    return out
+
+
 def check(ctx: Context) -> list[Finding]:
-    """What the memory target needs said: nothing to do, refused, command line, or not applied."""
+    """What the memory target needs said: nothing to do, refused, command line, or not applied; and an APU
+    whose kernel hands KFD only the carve-out, target or not."""
+    found = _carve_out_only(ctx)
     target = ctx.config.memory.target
     if target is None:
-        return []
+        return found
+    return found + _check_target(ctx, target)
+
+
+def _check_target(ctx: Context, target: str) -> list[Finding]:
     where = (f"config: memory.target {target}",)
     if not _apus(ctx):
         return [Finding("memory-target-not-apu", Severity.INFO,

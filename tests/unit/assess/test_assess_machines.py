@@ -17,7 +17,11 @@ EXPECTED: dict[str, tuple[State, set[str]]] = {
     "kfd-perms-0600": (State.UNAVAILABLE, {"device-permissions", "user-not-in-group", "userspace-target-unsupported"}),
     "bad-sched-policy": (State.UNAVAILABLE, {"kfd-init-failed", "module-param-invalid"}),
     "nvidia-only": (State.NO_DEVICE, {"no-amd-gpu"}),
-    "dgpu-plus-igpu-atomics": (State.DEGRADED, {"kfd-ready", "pcie-atomics", "userspace-target-unsupported"}),
+    # The Raphael iGPU on 6.8: KFD has only its 512 MiB carve-out (before 6.10, eb853413d02c).
+    "dgpu-plus-igpu-atomics": (
+        State.DEGRADED,
+        {"kfd-ready", "pcie-atomics", "userspace-target-unsupported", "memory-apu-carve-out-only"},
+    ),
     "dkms-missing-for-new-kernel": (State.UNAVAILABLE, {"dkms-not-built", "kfd-no-gpu-node", "fallback-available"}),
 }
 

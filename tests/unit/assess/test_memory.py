@@ -23,7 +23,7 @@ from kfdguard.probe import probe
 from kfdguard.simulate.builder import MachineBuilder
 from kfdguard.simulate.spec import MachineSpec
 from kfdguard.simulate.system import SimulatedSystem
-from kfdguard.verdict import Verdict
+from kfdguard.verdict import Severity, Verdict
 
 Make = Callable[[str | MachineSpec], SimulatedSystem]
 
@@ -317,3 +317,24 @@ def test_a_discrete_card_has_no_ttm_limit_and_its_vram_for_compute(fresh_machine
     assert gpu.compute_memory is not None and gpu.compute_memory == gpu.vram_total
     assert "kfdguard_gpu_ttm_limit_bytes" not in render(result, facts, 0.0)
     assert "kfdguard_gpu_compute_memory_bytes" in render(result, facts, 0.0)
+
+
+# --- the kernel's own limit: KFD handing an APU only its carve-out ---------------------------------------
+
+
+@pytest.mark.parametrize("target", [None, "96G"])
+def test_an_apu_kernel_before_6_10_gives_kfd_only_the_carve_out(fresh_machine: Make, target: str | None) -> None:
+    """On 6.8 KFD's bank of the 780M is its 512 MiB carve-out while TTM allows half the RAM (63 GiB): what ROCm
+    sees, target or not (the simulator follows kfd_crat.c and eb853413d02c, simulate/hardware.py)."""
+    result = verdict(fresh_machine, phoenix("6.8.0-45-generic"), target)
+    (found,) = result.by_code("memory-apu-carve-out-only")
+    # A warning when memory.target asks for more; without one, what ROCm sees is said.
+    assert found.severity is (Severity.INFO if target is None else Severity.WARNING) and found.gpu == "0000:03:00.0"
+    assert "only its 0.5 GiB carve-out as compute memory on 6.8.0-45-generic" in found.message
+    assert "6.12 LTS or later" in found.remedy and "eb853413d02c" in found.remedy
+    assert found.evidence[0] == "KFD node 1's memory bank: 536870912 bytes"
+
+
+def test_from_6_10_kfd_gives_an_apu_the_ttm_limit_and_nothing_is_said(fresh_machine: Make) -> None:
+    assert not verdict(fresh_machine, phoenix(), None).by_code("memory-apu-carve-out-only")
+    assert not verdict(fresh_machine, strix_halo(), None).by_code("memory-apu-carve-out-only")
