@@ -117,6 +117,7 @@ def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> 
     for name, node in sorted(facts.render_nodes.items()):
         if name in ready_render and node.stat is not None:
             nodes.append((node.path, node.stat))
+    software, applications = _installed(facts)
     return Status(
         state=str(verdict.state),
         ready=verdict.ready,
@@ -129,32 +130,31 @@ def from_verdict(facts: Facts, verdict: Verdict, policy: str, now_usec: int) -> 
         fallback=fallback,
         last_check=now_usec,
         nodes=tuple(nodes),
-        software=_software(facts),
-        applications=_applications(facts),
+        software=software,
+        applications=applications,
     )
 
 
-def _applications(facts: Facts) -> tuple[tuple[str, str, str, str, str, str], ...]:
+Software = tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...]
+Applications = tuple[tuple[str, str, str, str, str, str], ...]
+
+
+def _installed(facts: Facts) -> tuple[Software, Applications]:
+    """The Software and Applications properties, from one assessment of the inventory (none without one)."""
     if facts.software is None:
-        return ()
+        return (), ()
     from kfdguard.userspace.assess import assess_installed
 
-    return tuple(
-        (a.application, a.kind, a.slot, a.via, a.detail, a.remedy) for a in assess_installed(facts).applications
-    )
-
-
-def _software(facts: Facts) -> tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...]:
-    if facts.software is None:
-        return ()
-    from kfdguard.userspace.assess import assess_installed
-
-    rows = assess_installed(facts).rows
-    return tuple(
+    verdict = assess_installed(facts)
+    software: Software = tuple(
         (s.name, s.kind, s.path, s.targets,
-         tuple(f"{r.slot} {r.gfx or '?'} {r.status}: {r.detail}" for r in rows if r.stack == s.name))
+         tuple(f"{r.slot} {r.gfx or '?'} {r.status}: {r.detail}" for r in verdict.rows if r.stack == s.name))
         for s in facts.software.stacks
     )  # fmt: skip
+    applications: Applications = tuple(
+        (a.application, a.kind, a.slot, a.via, a.detail, a.remedy) for a in verdict.applications
+    )
+    return software, applications
 
 
 def _fallback_dict(rec: Recommendation) -> dict[str, object]:
@@ -182,5 +182,6 @@ def software_status(root: Root, last: PassResult, current: Status, config: Softw
     )
     kept = tuple(f for f in current.findings if not f[0].startswith("userspace-"))
     findings = tuple(sorted((*kept, *found), key=lambda f: (_ORDER.get(f[1], 3), f[0])))
-    updated = replace(current, software=_software(facts), applications=_applications(facts), findings=findings)
+    software, applications = _installed(facts)
+    updated = replace(current, software=software, applications=applications, findings=findings)
     return PassResult(updated, facts, verdict)
