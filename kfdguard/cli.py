@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from kfdguard.app.pipeline import ConfigSource
+    from kfdguard.app.remedy import Outcome as RemedyOutcome
     from kfdguard.app.targets import Target
 
 DESCRIPTION = """\
@@ -124,6 +125,28 @@ examples:
   sudo kfdguard fallback clear
 """
 
+REMEDY_DESCRIPTION = (
+    "Where an application's verdict (kfdguard check: Applications) is fixed by an environment value of its "
+    "systemd service - ollama 0.30 on an integrated GPU needs OLLAMA_IGPU_ENABLE=1, ollama 0.12.11 to 0.29 "
+    "needs OLLAMA_VULKAN=1 for its Vulkan backend - 'apply' writes it as kfdguard's own drop-in, "
+    "/etc/systemd/system/ollama.service.d/50-kfdguard-remedy.conf, and reloads systemd; 'clear' removes it; "
+    "'show' (the default) prints what apply would write and changes nothing. kfdguard never overrides a "
+    "value another file sets, never replaces a file it did not write, and never restarts the service: "
+    "the message says what to do instead. Nothing but this command, or the service's ApplyRemedy method "
+    "after polkit's org.kfdguard.configure-applications, writes it."
+)
+REMEDY_EPILOG = """exit status: 0 done (or nothing left to do; show: there is a plan), 1 refused or failed
+(the message says why; nothing was written), 64 usage error.
+With --record --instance ACTION-APPLICATION (kfdguard-remedy@apply-ollama.service and
+@clear-ollama.service): the outcome is logged and written to /run/kfdguard/remedy.json.
+
+examples:
+  kfdguard remedy                          what 'apply ollama' would write, if anything
+  sudo kfdguard remedy apply ollama && sudo systemctl restart ollama.service
+  sudo kfdguard remedy clear ollama
+  kfdguard remedy show ollama --machine 780m-ubuntu2204-ga --json
+"""
+
 BOOT_CHECK_DESCRIPTION = (
     "With fallback.policy: assess, kfdguard-boot-check.service (RequiredBy=boot-complete.target) runs this "
     "after the boot pass: it probes and assesses once, read-only, and fails when compute did not come up "
@@ -180,6 +203,14 @@ COMMANDS: tuple[tuple[str, str, str, str | None, bool, tuple[Option, ...]], ...]
      ((("action",), {"nargs": "?", "choices": ["status", "apply", "clear"], "default": "status"}),
       (("--pin",), {"action": "store_true", "help": "apply: make it the default instead of next boot only"}),
       JSON, RECORD)),
+    ("remedy", "set an application's service environment as its verdict asks (ollama)",
+     REMEDY_DESCRIPTION, REMEDY_EPILOG, True,
+     ((("action",), {"nargs": "?", "choices": ["show", "apply", "clear"], "default": "show"}),
+      (("application",), {"nargs": "?", "choices": ["ollama"], "default": "ollama",
+                          "help": "the application whose service it is (default: ollama)"}),
+      JSON, RECORD,
+      (("--instance",), {"metavar": "ACTION-APPLICATION",
+                         "help": "with --record: the unit's instance name (apply-ollama, clear-ollama)"}))),
     ("boot-check", "was this boot good for compute? (systemd's Automatic Boot Assessment)",
      BOOT_CHECK_DESCRIPTION, BOOT_CHECK_EPILOG, True, (JSON,)),
     ("status", "show what the running service reports",
@@ -304,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         "diagnose": cmd_diagnose,
         "enforce": cmd_enforce,
         "fallback": cmd_fallback,
+        "remedy": cmd_remedy,
         "boot-check": cmd_boot_check,
         "status": cmd_client,
         "reload": cmd_client,
@@ -506,6 +538,75 @@ def _fallback_record(args: argparse.Namespace) -> int:
     finally:
         target.close()
     return record.exit_code
+
+
+def cmd_remedy(args: argparse.Namespace) -> int:
+    from kfdguard.app import remedy
+    from kfdguard.userspace import dropin
+
+    if args.record:
+        return _remedy_record(args)
+    if args.instance:
+        print("kfdguard: remedy --instance goes with --record", file=sys.stderr)
+        return EXIT_USAGE
+    opened = _open(args)
+    if opened is None:
+        return EXIT_USAGE
+    target, config = opened
+    try:
+        unit = dropin.SERVICES[args.application]
+        if args.action != "show" and _needs_root(target, f"remedy {args.action} changes {unit}"):
+            return EXIT_USAGE
+        outcome = remedy.carry_out(target, config, "apply" if args.action == "show" else args.action,
+                                   args.application, dry=args.action == "show")  # fmt: skip
+    finally:
+        target.close()
+    if args.json:
+        print(json.dumps(_remedy_json(args, outcome), indent=2))
+    else:
+        said = f"kfdguard: remedy {args.action} {args.application}: {outcome.message}"
+        print(outcome.message if outcome.ok else said, file=sys.stdout if outcome.ok else sys.stderr)
+        if args.action == "show" and outcome.plan is not None:
+            sys.stdout.write(outcome.plan.text)
+    return 0 if outcome.ok else 1
+
+
+def _remedy_json(args: argparse.Namespace, outcome: RemedyOutcome) -> dict[str, object]:
+    plan = outcome.plan
+    return {
+        "action": args.action,
+        "application": args.application,
+        "ok": outcome.ok,
+        "refused": outcome.refused,
+        "changed": outcome.changed,
+        "message": outcome.message,
+        "drop_in": None if plan is None else {
+            "unit": plan.unit, "path": plan.shown, "environment": dict(plan.environment),
+            "added": dict(plan.added), "reasons": list(plan.reasons), "text": plan.text,
+        },
+    }  # fmt: skip
+
+
+def _remedy_record(args: argparse.Namespace) -> int:
+    from kfdguard.app import remedy
+    from kfdguard.userspace import dropin
+
+    try:
+        action, application = dropin.parse_instance(args.instance or "")
+    except ValueError as exc:
+        print(f"kfdguard: remedy --record --instance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    opened = _oneshot_open(args, f"remedy {action} changes {dropin.SERVICES[application]}")
+    if opened is None:
+        return EXIT_USAGE
+    target, config = opened
+    try:
+        return remedy.record(target, config, action, application)
+    except Exception as exc:
+        print(f"kfdguard: remedy {action} {application} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        target.close()
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kfdguard.host.root import Root
 
 VERSION = 1
-KINDS = ("enforce", "fallback-apply", "fallback-clear")
+KINDS = ("enforce", "fallback-apply", "fallback-clear", "remedy-apply", "remedy-clear")
 SIZE_LIMIT = 1 << 20  # a record is a few kB; more is not one
 FIELD_LIMIT = 64 << 10  # one message or finding text
 Finding4 = tuple[str, str, str, str]  # code, severity, message, remedy: as Status.findings
@@ -69,8 +69,12 @@ class RunRecord:
 
 
 def file_for(kind: str) -> str:
-    """The file name under /run/kfdguard for a kind: both fallback actions share one."""
-    return "enforce.json" if kind == "enforce" else "fallback.json"
+    """The file name under /run/kfdguard for a kind: both actions of fallback (and of remedy) share one."""
+    return f"{_family(kind)}.json"
+
+
+def _family(kind: str) -> str:
+    return kind.split("-", 1)[0]
 
 
 def path(root: Root, kind: str) -> HostPath:
@@ -124,7 +128,7 @@ def read(root: Root, kind: str) -> RunRecord:
     except (UnicodeDecodeError, ValueError) as exc:
         raise RunStateError(f"{shown} is not JSON: {exc}") from None
     record = parse(value, shown)
-    if record.kind != kind and not (kind.startswith("fallback") and record.kind.startswith("fallback")):
+    if _family(record.kind) != _family(kind):
         raise RunStateError(f"{shown} holds a {record.kind!r} record, not {kind!r}")
     return record
 

@@ -85,6 +85,9 @@ class AppVerdict:
     detail: str
     remedy: str = ""
     cites: tuple[str, ...] = ()  # the files the verdict rests on
+    # The part of the remedy that is an environment value of the application's systemd service
+    # (ollama.service): what ``kfdguard remedy apply`` writes as a drop-in (kfdguard/userspace/dropin.py).
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 def _version(text: str | None) -> tuple[int, int, int] | None:
@@ -156,7 +159,7 @@ class _Ollama:
         name = self.app.name
         # A version the binary does not say: which rules the layout chose comes first in every verdict.
         why: list[str] = [f"the rules of ollama {self.era} (its binary does not say its version)"] if self.era else []
-        fixes: list[str] = []
+        fixes = _Fixes()
         row = next(
             (r for r in self.rows if self.stack is not None and r.stack == self.stack.name and r.slot == gpu.slot), None
         )
@@ -166,11 +169,7 @@ class _Ollama:
             why.append(f"its bundled rocBLAS has no code for {gpu.gfx or 'the GPU'}")
         elif (dropped := self.igpu(gpu, "ROCm")) is not None:
             why.append(dropped)
-            fixes.append(
-                f"{DROP_IN}OLLAMA_IGPU_ENABLE=1"
-                if self.version >= RUNNERS_SINCE
-                else "a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later"
-            )
+            fixes.igpu(new_rules=self.version >= RUNNERS_SINCE)
         else:
             return AppVerdict(name, "ollama", gpu.slot, "ROCm", "; ".join([*why, row.detail]), "", cites)
         if self.version < VULKAN_SINCE or not self.has("vulkan"):
@@ -178,16 +177,36 @@ class _Ollama:
         elif vk is None or not vk.ready:
             why.append("Vulkan is not ready: " + (vk.detail if vk is not None else "the Vulkan drivers were not read"))
             if vk is not None and vk.remedy:
-                fixes.append(vk.remedy)
+                fixes.text.append(vk.remedy)
         elif (off := self.vulkan_off()) is not None:
             why.append(off)
-            fixes.append(f"{DROP_IN}OLLAMA_VULKAN=1")
+            fixes.service("OLLAMA_VULKAN", "1")
         elif (dropped := self.igpu(gpu, "Vulkan")) is not None:
             why.append(dropped + " on Vulkan")
-            fixes.append(f"{DROP_IN}OLLAMA_IGPU_ENABLE=1")
+            fixes.igpu(new_rules=True)
         else:
             return AppVerdict(name, "ollama", gpu.slot, "Vulkan", f"{vk.driver}; {'; '.join(why)}", "", cites)
-        return AppVerdict(name, "ollama", gpu.slot, "CPU", "; ".join(why), "; ".join(dict.fromkeys(fixes)), cites)
+        remedy = "; ".join(dict.fromkeys(fixes.text))
+        return AppVerdict(name, "ollama", gpu.slot, "CPU", "; ".join(why), remedy, cites, tuple(fixes.env.items()))
+
+
+class _Fixes:
+    """An ollama verdict's remedies: the text, and which of them are values of ollama.service's environment."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.env: dict[str, str] = {}
+
+    def service(self, name: str, value: str) -> None:
+        self.text.append(f"{DROP_IN}{name}={value}")
+        self.env[name] = value
+
+    def igpu(self, *, new_rules: bool) -> None:
+        """An integrated GPU the filter drops: the setting from 0.12.4's runners on, the frame buffer before."""
+        if new_rules:
+            self.service("OLLAMA_IGPU_ENABLE", "1")
+        else:
+            self.text.append("a UMA frame buffer of 1 GiB or more in the firmware setup, or ollama 0.30 or later")
 
 
 def _llama_cpp(
