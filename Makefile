@@ -162,6 +162,8 @@ ifeq ($(INSTALL_UNIT),yes)
 endif
 	@# Issue 21: the boot-loader oneshots (a template without [Install]; the resident service starts its instances).
 	install -D -m 0644 'units/kfdguard-fallback@.service' '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-fallback@.service'
+	@# Issue 37: an application service's drop-in, on an administrator's request (ApplyRemedy, ClearRemedy).
+	install -D -m 0644 'units/kfdguard-remedy@.service' '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-remedy@.service'
 	@# Compute-ready (kfdguard wait): neither has an [Install] section; the units that need the GPU pull them in.
 	install -D -m 0644 units/kfdguard-compute.target $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-compute.target
 	install -D -m 0644 units/kfdguard-wait.service $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-wait.service
@@ -188,6 +190,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard.service \
 		$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-enforce.service \
 		'$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-fallback@.service' \
+		'$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/kfdguard-remedy@.service' \
 		$(DESTDIR)$(SYSUSERSDIR)/kfdguard.conf \
 		$(DESTDIR)$(TMPFILESDIR)/kfdguard.conf \
 		$(DESTDIR)$(POLKITRULESDIR)/50-kfdguard-units.rules \

@@ -21,6 +21,7 @@ class Trigger(StrEnum):
     CLI = "cli"
     DIAGNOSE = "diagnose"  # Diagnose over D-Bus, kfdguard diagnose: the whole kernel log, never acting
     RESUME = "resume"  # logind's PrepareForSleep(false): the machine woke up (service/sleep.py)
+    REMEDY = "remedy"  # ApplyRemedy/ClearRemedy changed an application's service: its verdict follows
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ POLICIES: dict[Trigger, Policy] = {
     Trigger.DIAGNOSE: Policy(reload=False, repair=False),
     # After a resume the devices are back; re-evaluate like a device event.
     Trigger.RESUME: Policy(reload=False, repair=False),
+    # A drop-in written or removed changes what an application sees, not the GPU: re-evaluate.
+    Trigger.REMEDY: Policy(reload=False, repair=False),
 }
 
 

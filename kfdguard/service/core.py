@@ -239,6 +239,16 @@ class Service:
         log.emit(log.NOTICE if ok else log.WARNING, f"fallback {'clear' if clear else 'apply'}: {message}")
         return ok, message
 
+    def remedy(self, action: str, application: str) -> tuple[bool, str]:
+        """ApplyRemedy/ClearRemedy where the service acts itself (no --starter: the test bed as root)."""
+        from kfdguard.app import remedy
+        from kfdguard.app.targets import Target
+
+        with self.lock:
+            outcome = remedy.carry_out(Target(self.system, None), self.config, action, application)
+        log.emit(log.NOTICE if outcome.ok else log.WARNING, f"remedy {action} {application}: {outcome.message}")
+        return outcome.ok, outcome.message
+
 
 def kernel_log_public(root: Root) -> bool:
     """Whether any user may read the kernel log, as the kernel decides: kernel.dmesg_restrict is 0.

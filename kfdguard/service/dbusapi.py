@@ -22,6 +22,7 @@ from kfdguard import log
 from kfdguard.app.triggers import Trigger
 from kfdguard.publish import names
 from kfdguard.publish.names import (
+    ACTION_CONFIGURE,
     ACTION_MANAGE,
     ACTION_RELOAD,
     BUS_NAME,
@@ -54,17 +55,19 @@ AUTH: dict[str, str | None] = {
     "Reload": ACTION_RELOAD,
     "ApplyFallback": ACTION_MANAGE,
     "ClearFallback": ACTION_MANAGE,
+    "ApplyRemedy": ACTION_CONFIGURE,
+    "ClearRemedy": ACTION_CONFIGURE,
 }
 OUT = {"GetStatus": "a{sv}", "CheckAccess": "bs", "CheckAccessWithEnvironment": "bsbs", "Diagnose": "a(ssss)",
-       "Reload": "s", "ApplyFallback": "s", "ClearFallback": "s"}  # fmt: skip
+       "Reload": "s", "ApplyFallback": "s", "ClearFallback": "s", "ApplyRemedy": "s", "ClearRemedy": "s"}  # fmt: skip
 # The in-signature of the methods that take arguments; every other method takes none.
-IN = {"CheckAccessWithEnvironment": "a{ss}"}
+IN = {"CheckAccessWithEnvironment": "a{ss}", "ApplyRemedy": "s", "ClearRemedy": "s"}
 # A caller's environment as CheckAccessWithEnvironment accepts it: the CLI sends the few
 # variables that decide what ROCm sees; more, or longer, is not an environment but a flood.
 ENV_ENTRIES = 64
 ENV_NAME_LIMIT = 256
 ENV_VALUE_LIMIT = 4096
-MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback"})
+MUTATING = frozenset({"Reload", "ApplyFallback", "ClearFallback", "ApplyRemedy", "ClearRemedy"})
 PER_CALLER = 4  # calls in flight per connection, awaiting polkit included; more get Busy at once
 IN_FLIGHT = 64  # calls at work overall (a call that awaits polkit is not yet at work)
 
@@ -255,6 +258,8 @@ class GuardianAPI:
         if iface == PROPERTIES:
             return self._properties(msg)
         _check_method(msg)
+        if member in ("ApplyRemedy", "ClearRemedy"):
+            _application_argument(msg.body[0])  # before polkit: no password asked for a call that cannot work
         if member == "GetStatus":
             return self._reply(msg, "a{sv}", [self._props])
         sender = msg.sender or ""
@@ -297,7 +302,7 @@ class GuardianAPI:
         if self.total >= IN_FLIGHT:
             raise CallError(ERROR_BUSY, "too many calls in progress; try again shortly")
         if member in MUTATING and self.mutating:
-            raise CallError(ERROR_BUSY, "a re-check or boot-loader change is already running")
+            raise CallError(ERROR_BUSY, "a re-check or a change (boot loader, remedy) is already running")
 
     def _start_work(self, member: str) -> None:
         """An authorized call takes its share of the work: Busy when there is none left for it."""
@@ -445,6 +450,35 @@ class GuardianAPI:
         if not ok:
             raise CallError(ERROR_FAILED, message)
         return [message]
+
+    async def _remedy(self, action: str, application: str) -> list[Any]:
+        if self.service.privsep is not None:  # kfdguard-remedy@ACTION-APPLICATION.service does it
+            ok, message = await self.service.privsep.remedy(action, application)
+        else:
+            ok, message = await self._in_thread(self.service.remedy, action, application)
+        if not ok:
+            raise CallError(ERROR_FAILED, message)
+        # The Applications property follows before the reply: a caller that reads it next sees the change.
+        await self.checks.run(Trigger.REMEDY, f"{action} remedy for {application}")
+        return [message]
+
+    async def _do_ApplyRemedy(self, sender: str, application: str) -> list[Any]:
+        log.info(f"ApplyRemedy({application}) by {sender}")
+        return await self._remedy("apply", application)
+
+    async def _do_ClearRemedy(self, sender: str, application: str) -> list[Any]:
+        log.info(f"ClearRemedy({application}) by {sender}")
+        return await self._remedy("clear", application)
+
+
+def _application_argument(value: Any) -> None:
+    """ApplyRemedy's and ClearRemedy's s: one of the applications kfdguard writes a drop-in for."""
+    from kfdguard.userspace.dropin import SERVICES
+
+    if value not in SERVICES:
+        known = ", ".join(SERVICES)
+        shown = str(value)[:60]
+        raise CallError(ERROR_INVALID_ARGS, f"{shown!r} is not an application kfdguard sets up (known: {known})")
 
 
 def _check_method(msg: Any) -> None:

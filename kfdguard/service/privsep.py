@@ -8,6 +8,7 @@ This module holds what the service knows of those runs:
 - for a check whose trigger asks for repairs (Reload, SIGHUP), a run of kfdguard-enforce.service
   first, then the read-only look at what it left;
 - for ApplyFallback/ClearFallback, a run of kfdguard-fallback@apply/clear.service;
+- for ApplyRemedy/ClearRemedy, a run of kfdguard-remedy@ACTION-APPLICATION.service;
 - the problems the last enforce run met (a write that failed...), and a run that left no record,
   as findings on the published status.
 
@@ -88,8 +89,9 @@ class Privsep:
         log.warning(self.problem)
         return True
 
-    async def _run(self, kind: str) -> tuple[runstate.RunRecord | None, str]:
-        """Run one oneshot; its record, or None and why not."""
+    async def _run(self, kind: str, record_kind: str | None = None) -> tuple[runstate.RunRecord | None, str]:
+        """Run one oneshot (``kind``: a starter.UNITS key); its record (of ``record_kind``, by default the
+        same), or None and why not."""
         import asyncio
 
         if self.starter is None:
@@ -101,7 +103,7 @@ class Privsep:
             started = await self.starter.start(kind, self.timeout)
             loop = asyncio.get_running_loop()
             try:
-                record = await loop.run_in_executor(None, runstate.read, self.root, kind)
+                record = await loop.run_in_executor(None, runstate.read, self.root, record_kind or kind)
             except runstate.RunStateError as exc:
                 return None, f"{started.detail}; {exc}"
             if record.stamp < asked:
@@ -127,6 +129,19 @@ class Privsep:
             log.warning(message)
             return False, message
         log.emit(log.NOTICE if record.ok else log.WARNING, f"{kind.replace('-', ' ')}: {record.message}")
+        return record.ok, record.message
+
+    async def remedy(self, action: str, application: str) -> tuple[bool, str]:
+        """kfdguard-remedy@ACTION-APPLICATION.service: write or remove the application's drop-in."""
+        from kfdguard.userspace.dropin import instance
+
+        name = instance(action, application)
+        record, detail = await self._run(f"remedy-{name}", f"remedy-{action}")
+        if record is None:
+            message = f"kfdguard-remedy@{name}.service did not complete: {detail}"
+            log.warning(message)
+            return False, message
+        log.emit(log.NOTICE if record.ok else log.WARNING, f"remedy {action} {application}: {record.message}")
         return record.ok, record.message
 
     def annotate(self, status: Status) -> Status:

@@ -8,7 +8,7 @@ looking at the machine:
 
 - ``systemd``: ``StartUnit(name, "replace")`` on org.freedesktop.systemd1, then the job's
   ``JobRemoved`` signal. A shipped polkit rule (polkit/50-kfdguard-units.rules) lets the user
-  kfdguard start these three units and nothing else.
+  kfdguard start these units (``UNITS``) and nothing else.
 - ``child``: the test bed (a simulated machine on a private bus, no systemd there) runs the same
   command the unit runs, ``python3 -c ENTRY ... --record --root DIR``, through the one
   subprocess runner.
@@ -26,16 +26,22 @@ from typing import Any
 
 from kfdguard import log
 from kfdguard.record import dataclass
+from kfdguard.userspace.dropin import ACTIONS, SERVICES, instance
+
+REMEDY_INSTANCES = tuple(instance(action, application) for application in SERVICES for action in ACTIONS)
 
 UNITS = {
     "enforce": "kfdguard-enforce.service",
     "fallback-apply": "kfdguard-fallback@apply.service",
     "fallback-clear": "kfdguard-fallback@clear.service",
+    # kfdguard-remedy@.service's instances: one per action and application (userspace/dropin.py)
+    **{f"remedy-{i}": f"kfdguard-remedy@{i}.service" for i in REMEDY_INSTANCES},
 }
 COMMANDS = {
     "enforce": ("enforce", "--record"),
     "fallback-apply": ("fallback", "apply", "--record"),
     "fallback-clear": ("fallback", "clear", "--record"),
+    **{f"remedy-{i}": ("remedy", "--record", "--instance", i) for i in REMEDY_INSTANCES},
 }
 # The package's entry without runpy, before COMMANDS (kfdguard/__main__.py says why not "-m kfdguard").
 ENTRY = ("-c", "from kfdguard.__main__ import run; run()")

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from kfdguard.service.starter import UNITS
 from tools import polkitbus
 from tools.polkitbus import FixtureUser, PolkitBus
 
 SERVICE_USER = FixtureUser("kfdguard", 4261)
 OTHER_USER = FixtureUser("kfdother", 4262)
 MANAGE = "org.freedesktop.systemd1.manage-units"
-ONESHOTS = ("kfdguard-enforce.service", "kfdguard-fallback@apply.service", "kfdguard-fallback@clear.service")
+ONESHOTS = tuple(UNITS.values())  # enforce, fallback@apply/clear, remedy@apply-ollama/clear-ollama
 SYSTEMD_POLICY = Path("/usr/share/polkit-1/actions/org.freedesktop.systemd1.policy")
 real = pytest.mark.skipif(polkitbus.available() is not None, reason=f"real polkitd: {polkitbus.available()}")
 with_systemd = pytest.mark.skipif(not SYSTEMD_POLICY.exists(), reason="systemd's polkit actions are not installed")
@@ -71,7 +72,16 @@ def test_the_service_user_may_start_the_oneshots_and_nothing_else(polkit: Polkit
     # Another verb on the same units, another unit, another instance of the template: no.
     for verb in ("stop", "restart", "reload", "kill"):
         assert not allowed(polkit, SERVICE_USER, MANAGE, unit=ONESHOTS[0], verb=verb), verb
-    for unit in ("kfdguard.service", "kfdguard-fallback@status.service", "ssh.service", "kfdguard-enforce.service.x"):
+    others = (
+        "kfdguard.service",
+        "kfdguard-fallback@status.service",
+        "ssh.service",
+        "kfdguard-enforce.service.x",
+        "kfdguard-remedy@apply-llama.service",
+        "kfdguard-remedy@.service",
+        "kfdguard-remedy@apply.service",
+    )
+    for unit in others:
         assert not allowed(polkit, SERVICE_USER, MANAGE, unit=unit, verb="start"), unit
     # Without details (a caller that does not say which unit) and systemd's other actions: no.
     assert not allowed(polkit, SERVICE_USER, MANAGE)

@@ -87,12 +87,13 @@ def test_the_running_service_exposes_exactly_the_xml_contract(backend: str) -> N
         for method, out in methods.items():
             assert got[method]["result"] == out
             assert got[method]["signature"] == INS.get(method, "-"), method  # busctl writes "-" for none
-            args = ("a{ss}", "0") if method in INS else ()
+            args = ARGS[INS[method]] if method in INS else ()
             reply = call(method, *args, env=env, check=False)
             if reply.returncode == 0:
                 assert reply.stdout.split()[0] == out, (method, reply.stdout)
-            else:  # the fallback methods on a machine with nothing to fall back to
-                assert method in ("ApplyFallback", "ClearFallback") and "Traceback" not in reply.stderr, reply.stderr
+            else:  # the fallback methods on a machine with nothing to fall back to; no ollama to set up
+                assert method in ("ApplyFallback", "ClearFallback", "ApplyRemedy"), (method, reply.stderr)
+                assert "Traceback" not in reply.stderr, reply.stderr
 
 
 def test_introspect_reply_is_the_installed_xml() -> None:
@@ -131,7 +132,8 @@ def test_check_access_for_the_caller() -> None:
 
 
 # The methods that take arguments (every other one takes none), as the XML declares them.
-INS = {"CheckAccessWithEnvironment": "a{ss}"}
+INS = {"CheckAccessWithEnvironment": "a{ss}", "ApplyRemedy": "s", "ClearRemedy": "s"}
+ARGS = {"a{ss}": ("a{ss}", "0"), "s": ("s", "ollama")}  # an empty environment; the one application
 
 
 @pytest.mark.usefixtures("each_bus")

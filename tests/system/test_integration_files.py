@@ -15,6 +15,7 @@ from tools.privatebus import PrivateBus
 UNIT = TOP / "units/kfdguard.service"  # the resident bus service (issue 21)
 ENFORCE = TOP / "units/kfdguard-enforce.service"
 FALLBACK = TOP / "units/kfdguard-fallback@.service"
+REMEDY = TOP / "units/kfdguard-remedy@.service"
 # Issue 21: the resident service, which parses every message any local user sends, at most 1.5 with an
 # empty capability bounding set; the privileged oneshots at most 2.4 (issue 6's goal for the one root unit).
 RESIDENT_GOAL = 1.5
@@ -52,7 +53,8 @@ def directives(path: Path) -> dict[str, str]:
 
 @analyze
 def test_units_verify_without_a_warning(tmp_path: Path) -> None:
-    units = (UNIT, ENFORCE, instance(FALLBACK, "apply", tmp_path), instance(FALLBACK, "clear", tmp_path))
+    units = (UNIT, ENFORCE, instance(FALLBACK, "apply", tmp_path), instance(FALLBACK, "clear", tmp_path),
+             instance(REMEDY, "apply-ollama", tmp_path), instance(REMEDY, "clear-ollama", tmp_path))  # fmt: skip
     result = run("systemd-analyze", "verify", "--man=no", *map(str, units))
     assert result.returncode == 0 and result.stderr == "", result.stderr
     # The same check notices a mistake (verify only warns, so the test reads stderr).
@@ -75,9 +77,12 @@ def test_resident_service_exposure_is_within_the_goal(tmp_path: Path) -> None:
 
 
 @analyze
-@pytest.mark.parametrize("name", ["enforce", "fallback@apply", "fallback@clear"])
+@pytest.mark.parametrize("name", ["enforce", "fallback@apply", "fallback@clear", "remedy@apply-ollama"])
 def test_privileged_oneshot_exposure_is_within_the_goal(tmp_path: Path, name: str) -> None:
-    unit = ENFORCE if name == "enforce" else instance(FALLBACK, name.split("@")[1], tmp_path)
+    template, _, which = name.partition("@")
+    unit = (
+        ENFORCE if name == "enforce" else instance({"fallback": FALLBACK, "remedy": REMEDY}[template], which, tmp_path)
+    )
     code, score = exposure(unit)
     assert code == 0 and score <= GOAL, score
     # The gate bites: without the system-call filter the same unit is rated worse.
@@ -88,12 +93,14 @@ def test_privileged_oneshot_exposure_is_within_the_goal(tmp_path: Path, name: st
 
 
 def test_only_the_enforce_unit_holds_the_module_powers() -> None:
-    caps = {u.name: set(directives(u)["CapabilityBoundingSet"].split()) for u in (UNIT, ENFORCE, FALLBACK)}
+    caps = {u.name: set(directives(u)["CapabilityBoundingSet"].split()) for u in (UNIT, ENFORCE, FALLBACK, REMEDY)}
     assert caps == {
         "kfdguard.service": set(),
         # CAP_LINUX_IMMUTABLE too: the fallback policy (oneshot, pin) acts from the boot pass itself.
         "kfdguard-enforce.service": {"CAP_SYS_MODULE", "CAP_CHOWN", "CAP_LINUX_IMMUTABLE"},
         "kfdguard-fallback@.service": {"CAP_LINUX_IMMUTABLE"},
+        # Root owns the one directory it writes; systemctl daemon-reload goes over PID 1's private socket.
+        "kfdguard-remedy@.service": set(),
     }
     # The resident reads /lib/modules (ProtectKernelModules=yes would hide it); it cannot load a module
     # anyway: no capability, and @module is outside its system-call filter.
@@ -166,4 +173,16 @@ def test_the_bus_names_are_the_shipped_files_names() -> None:
     for error in names.ERRORS:
         assert error.rsplit(".", 1)[-1] in contract, error
     actions = {a.get("id") for a in ET.parse(top / "polkit" / "org.kfdguard.policy").getroot().iter("action")}
-    assert actions == {names.ACTION_RELOAD, names.ACTION_MANAGE}
+    assert actions == {names.ACTION_RELOAD, names.ACTION_MANAGE, names.ACTION_CONFIGURE}
+
+
+def test_the_remedy_unit_writes_only_the_directories_of_its_applications() -> None:
+    """ProtectSystem=strict with one ConfigurationDirectory= per application of dropin.SERVICES: the unit
+    cannot write the rest of /etc/systemd/system (another unit, a generator's input) whatever it is told."""
+    from kfdguard.userspace.dropin import SERVICES, UNIT_DIR
+
+    text = REMEDY.read_text()
+    made = sorted(line.split("=", 1)[1] for line in text.splitlines() if line.startswith("ConfigurationDirectory="))
+    assert made == sorted(f"{UNIT_DIR.removeprefix('/etc/')}/{unit}.d" for unit in SERVICES.values())
+    writable = [line.split("=", 1)[1] for line in text.splitlines() if line.startswith("ReadWritePaths=")]
+    assert writable == ["/run/kfdguard"] and directives(REMEDY)["ProtectSystem"] == "strict"
