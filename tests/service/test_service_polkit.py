@@ -256,11 +256,13 @@ def real_polkit(request: pytest.FixtureRequest) -> Iterator[PolkitBus]:
             bus.stop()
 
 
-def as_user(member: str, user: FixtureUser | int, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+def as_user(
+    member: str, user: FixtureUser | int, env: dict[str, str], *flags: str, args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     uid = user if isinstance(user, int) else user.uid
     groups = (UBUNTU_RENDER_GID,) if isinstance(user, FixtureUser) and "render" in user.groups else ()
     argv = ["busctl", "--system", *flags, "call", BUS_NAME, OBJECT_PATH,
-            INTERFACE, member]  # fmt: skip
+            INTERFACE, member, *args]  # fmt: skip
     if uid:
         group_opt = f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups"
         argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", group_opt, *argv]
@@ -292,6 +294,19 @@ def test_real_polkit_manage_needs_an_administrator(real_polkit: PolkitBus) -> No
             loud = as_user("ClearFallback", user, env)
             assert loud.returncode != 0 and ACTION_MANAGE in loud.stderr
         assert as_user("ClearFallback", 0, env).returncode == 0
+
+
+@real
+def test_real_polkit_configure_applications_needs_an_administrator(real_polkit: PolkitBus) -> None:
+    """Issue 37: writing another program's drop-in is an administrator's act, like changing the boot loader."""
+    with guardian("rx7900xtx-ubuntu2404", bus=real_polkit, enforce=False) as g:
+        env = g.env()
+        for user in (RENDER_USER, PLAIN_USER):
+            quiet = as_user("ClearRemedy", user, env, "--allow-interactive-authorization=no", args=("s", "ollama"))
+            assert quiet.returncode != 0
+            assert "ClearRemedy needs authentication (org.kfdguard.configure-applications)" in quiet.stderr
+        cleared = as_user("ClearRemedy", 0, env, args=("s", "ollama"))
+        assert cleared.returncode == 0 and "nothing to remove" in cleared.stdout, cleared.stderr
 
 
 @real
