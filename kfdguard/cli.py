@@ -574,6 +574,7 @@ def cmd_remedy(args: argparse.Namespace) -> int:
 def _remedy_json(args: argparse.Namespace, outcome: RemedyOutcome) -> dict[str, object]:
     plan = outcome.plan
     return {
+        "schema_version": _schema_version(),
         "action": args.action,
         "application": args.application,
         "ok": outcome.ok,

@@ -21,7 +21,7 @@ MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "✓"}
 
 # The version of the JSON contract in schema/kfdguard.schema.json (docs/JSON.md):
 # MAJOR.MINOR; a minor step only adds, a major step may remove or change.
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 
 def layout(facts: Facts) -> str:
