@@ -9,6 +9,7 @@ ollama.service, and Debian's RADV: ollama drops the integrated GPU until OLLAMA_
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,14 @@ def phoenix_with_ollama() -> object:
     return MachineBuilder("780m-ollama-remedy").ubuntu2404("6.8.0-45-generic").with_gpu(0x15BF, revision=0xC1).build()
 
 
-def applications(env: dict[str, str]) -> str:
-    return busctl("get-property", NAME, PATH, NAME, "Applications", env=env).stdout
+def applications(env: dict[str, str], timeout: float = 60) -> str:
+    """The Applications property once filled: the inventory is taken by the first check after READY, so a
+    service just started shows none for a while (long on a loaded machine: the deadline is for a hang)."""
+    deadline = time.monotonic() + timeout
+    while (out := busctl("get-property", NAME, PATH, NAME, "Applications", env=env).stdout) == "a(ssssss) 0\n":
+        assert time.monotonic() < deadline, "no software inventory after READY"
+        time.sleep(0.1)
+    return out
 
 
 def test_apply_and_clear_need_polkit_and_the_verdict_follows(mock_polkit: MockPolkit) -> None:  # noqa: F811
