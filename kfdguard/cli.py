@@ -525,19 +525,28 @@ def _fallback_record(args: argparse.Namespace) -> int:
     if args.action not in ("apply", "clear"):
         print("kfdguard: fallback --record: the action is apply or clear", file=sys.stderr)
         return EXIT_USAGE
-    opened = _oneshot_open(args, f"fallback {args.action} changes the boot loader")
+
+    def work(target: Target, config: ConfigSource) -> int:
+        pin = args.pin or config.loaded.config.fallback.policy == "pin"
+        return oneshot.fallback(target.system, config, args.action, pin=pin).exit_code
+
+    return _as_oneshot(args, f"fallback {args.action}", "changes the boot loader", work)
+
+
+def _as_oneshot(args: argparse.Namespace, name: str, changes: str, work: Callable[[Target, ConfigSource], int]) -> int:
+    """A privileged oneshot's --record run: the machine opened as the unit has it, ``work`` done, its exit
+    status; a crash is the unit's failure (status 1) with the reason in the journal."""
+    opened = _oneshot_open(args, f"{name} {changes}")
     if opened is None:
         return EXIT_USAGE
     target, config = opened
     try:
-        pin = args.pin or config.loaded.config.fallback.policy == "pin"
-        record = oneshot.fallback(target.system, config, args.action, pin=pin)
+        return work(target, config)
     except Exception as exc:
-        print(f"kfdguard: fallback {args.action} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"kfdguard: {name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
         target.close()
-    return record.exit_code
 
 
 def cmd_remedy(args: argparse.Namespace) -> int:
@@ -597,17 +606,8 @@ def _remedy_record(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kfdguard: remedy --record --instance: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    opened = _oneshot_open(args, f"remedy {action} changes {dropin.SERVICES[application]}")
-    if opened is None:
-        return EXIT_USAGE
-    target, config = opened
-    try:
-        return remedy.record(target, config, action, application)
-    except Exception as exc:
-        print(f"kfdguard: remedy {action} {application} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        target.close()
+    return _as_oneshot(args, f"remedy {action} {application}", f"changes {dropin.SERVICES[application]}",
+                       lambda target, config: remedy.record(target, config, action, application))  # fmt: skip
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
