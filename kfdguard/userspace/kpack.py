@@ -33,6 +33,7 @@ Only the table of contents is read, within TOC_LIMIT; the blobs never are.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import struct
 
@@ -55,6 +56,7 @@ MAX_ARCHES = 256
 MAX_SEARCH_PATHS = 64
 # Archives taken for one reference (an @GFXARCH@ pattern matches one per family).
 MAX_ARCHIVES = 64
+MAX_DIRECTORY = 4096  # names read of a directory an @GFXARCH@ path points into (one per architecture there)
 
 
 class KpackError(ValueError):
@@ -222,7 +224,10 @@ def candidates(binary: str, search_path: str) -> list[str]:
         return []  # the build tools put the placeholder in the file name only
     head, _, tail = name.partition(PLACEHOLDER)
     try:
-        names = sorted(os.listdir(directory))
+        # Bounded as every directory read of the scan is: a hostile directory of millions of names
+        # (the library's own, anyone's who can write next to it) costs at most MAX_DIRECTORY of them.
+        with os.scandir(directory) as listing:
+            names = sorted(itertools.islice((e.name for e in listing), MAX_DIRECTORY))
     except OSError:
         return []
     found = []

@@ -362,3 +362,41 @@ def test_pip_rocm_with_the_gpus_device_package(fresh_machine: Any, capsys: pytes
     assert stack["targets"] == ["gfx1100", "gfx1151"]
     assert [g["status"] for g in stack["gpus"]] == ["runs"]
     assert not [f for f in doc["findings"] if f["code"] == "userspace-target-unsupported"]
+
+
+def test_a_gfxarch_pattern_reads_a_bounded_number_of_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory of many names next to a library (hostile, or only big) is read up to K.MAX_DIRECTORY names."""
+    packs = tmp_path / ".kpack"
+    packs.mkdir()
+    for i in range(50):
+        (packs / f"junk-{i:03}").write_bytes(b"")
+    (packs / "blas_lib_gfx1100.kpack").write_bytes(b"")
+    binary = str(tmp_path / "librocblas.so")
+    assert K.candidates(binary, ".kpack/blas_lib_@GFXARCH@.kpack") == [str(packs / "blas_lib_gfx1100.kpack")]
+    consumed = []
+    real_scandir = os.scandir
+
+    class Counting:
+        """os.scandir's iterator, counting the entries taken from it."""
+
+        def __init__(self, path: str) -> None:
+            self.inner = real_scandir(path)
+
+        def __enter__(self) -> Counting:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+        def __iter__(self) -> Counting:
+            return self
+
+        def __next__(self) -> os.DirEntry[str]:
+            entry = next(self.inner)
+            consumed.append(entry.name)
+            return entry
+
+    monkeypatch.setattr(K, "MAX_DIRECTORY", 10)
+    monkeypatch.setattr(os, "scandir", Counting)  # the one os module kpack.py uses too
+    found = K.candidates(binary, ".kpack/blas_lib_@GFXARCH@.kpack")
+    assert len(consumed) == 10 and len(found) <= 1  # ten names read of 51
