@@ -33,7 +33,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -1366,9 +1365,11 @@ class Target:
         self.bus = quiet_bus(directory / "bus")
         root = render(bundled.load(machine), directory / "machine").path
         self.log = directory / "service.log"
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(str(directory / "notify"))
-        self.messages: list[str] = []
+        from tools.launch import NotifyListener
+
+        # systemd reads the notify socket all the time; a full queue would block the service.
+        self.notify = NotifyListener(directory / "notify")
+        self.messages = self.notify.messages
         env = {**os.environ, "NOTIFY_SOCKET": str(directory / "notify")}
         env.pop("JOURNAL_STREAM", None)
         argv = [sys.executable, "-m", "kfdguard.service", "--root", str(root), "--bus", self.bus.address,
@@ -1383,20 +1384,10 @@ class Target:
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(argv, env=env, stderr=log, stdout=subprocess.DEVNULL,
                                          cwd=Path(__file__).resolve().parents[1])  # fmt: skip
-        # systemd reads the notify socket all the time; a full queue would block the service.
-        self.reader = threading.Thread(target=self._read_notify, daemon=True)
-        self.reader.start()
 
     @property
     def address(self) -> str:
         return str(self.bus.address)
-
-    def _read_notify(self) -> None:
-        while True:
-            try:
-                self.messages.append(self.notify.recv(4096).decode())
-            except OSError:
-                return
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout

@@ -6,6 +6,7 @@ READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 to it, and the caller reads them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -21,36 +22,61 @@ NAME, PATH = BUS_NAME, OBJECT_PATH
 REPO = Path(__file__).resolve().parents[1]
 
 
-class Launched:
-    """A started service and what it told its "systemd".
-
-    A thread keeps reading the notify socket, as systemd does: a datagram
-    socket's queue holds only a few messages (net.unix.max_dgram_qlen), and a
+class NotifyListener:
+    """A datagram socket standing in for systemd's notify socket, read all the time by a thread, as systemd
+    reads its own: a datagram socket's queue holds only a few messages (net.unix.max_dgram_qlen), and a
     service whose STATUS= and WATCHDOG=1 go unread blocks in sd_notify.
+
+    ``close`` stops the reader before it closes the socket. Closed under a reader still about to call
+    recv(), the descriptor's number went to the next test's notify socket, and the old thread read that
+    one's datagrams: a service's READY=1 went to a test long finished (issue 35's harness under load).
     """
 
-    def __init__(self, proc: subprocess.Popen[str], notify: socket.socket, started: float) -> None:
-        self.proc = proc
-        self.notify_sock = notify
-        self.started = started  # time.monotonic() just before the process was started
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
         self.messages: list[str] = []
         self.arrivals: list[float] = []  # time.monotonic() at which each message was received
-        self._arrived = threading.Condition()
-        self._stopped: tuple[int, str] | None = None
+        self.arrived = threading.Condition()
+        self._closing = False
         self._reader = threading.Thread(target=self._read, name="notify-reader", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         while True:
             try:
-                data = self.notify_sock.recv(4096)
-            except OSError:  # closed by stop()
+                data = self.sock.recv(4096)
+            except OSError:
+                return
+            if self._closing and not data:  # shut down for reading: close() is waiting for this thread
                 return
             now = time.monotonic()
-            with self._arrived:
+            with self.arrived:
                 self.arrivals.append(now)
-                self.messages.append(data.decode())
-                self._arrived.notify_all()
+                self.messages.append(data.decode(errors="replace"))
+                self.arrived.notify_all()
+
+    def close(self) -> None:
+        self._closing = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RD)  # wakes the reader's recv() with an empty read
+        self._reader.join(10)
+        if self._reader.is_alive():
+            return  # never close a descriptor a thread may still read: its number would be reused
+        self.sock.close()
+
+
+class Launched:
+    """A started service and what it told its "systemd" (a NotifyListener)."""
+
+    def __init__(self, proc: subprocess.Popen[str], notify: NotifyListener, started: float) -> None:
+        self.proc = proc
+        self.notify = notify
+        self.started = started  # time.monotonic() just before the process was started
+        self.messages = notify.messages
+        self.arrivals = notify.arrivals
+        self._arrived = notify.arrived
+        self._stopped: tuple[int, str] | None = None
 
     def read_notify(self, timeout: float) -> list[str]:
         """Wait ``timeout`` seconds for more datagrams; returns all that arrived so far."""
@@ -101,7 +127,7 @@ class Launched:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 _, err = self.proc.communicate()
-            self.notify_sock.close()
+            self.notify.close()
             self._stopped = (self.proc.returncode, err or "")
         return self._stopped
 
@@ -120,8 +146,7 @@ def launch(
     capture_stderr: bool = True,
     kind: type[Launched] = Launched,  # a subclass that carries more (the tests' Guardian)
 ) -> Launched:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(notify_path))
+    notify = NotifyListener(notify_path)
     argv = [python, *interpreter_flags, "-m", "kfdguard.service", "--root", str(root), "--bus", bus_address]
     argv += ["--backend", backend, *(() if enforce else ("--no-enforce",)), *args]
     full_env = {**os.environ, "NOTIFY_SOCKET": str(notify_path), **(env or {})}
@@ -129,7 +154,7 @@ def launch(
     stderr = subprocess.PIPE if capture_stderr else subprocess.DEVNULL
     started = time.monotonic()
     proc = subprocess.Popen(argv, env=full_env, stderr=stderr, text=True, cwd=REPO)
-    return kind(proc, sock, started)
+    return kind(proc, notify, started)
 
 
 def wait_name(env: dict[str, str], proc: subprocess.Popen[str] | None = None, timeout: float = 20.0) -> None:
