@@ -21,10 +21,11 @@ from kfdguard.assess.report_rules import (
     override_told_needed,
 )
 from kfdguard.assess.versions import carried_in, had_a_gap, releases_text, rocm_versions_shown
-from kfdguard.evidence.model import Observations, SeenMessage
+from kfdguard.evidence.model import Observations, SeenMessage, Source
 from kfdguard.knowledge import appformats, rocm
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
+from kfdguard.userspace.assess import visible_count
 from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
@@ -284,32 +285,64 @@ def rule_no_code_object(r: Reasoning) -> None:
     )
 
 
+# A text does not say how many GPUs the machine has: every index it names is taken to be one, so only what hides the
+# GPUs on any machine is found (an index past what ROCr left, an index that is no index at all).
+_ANY_COUNT = 64
+_SAME_RUN = 3  # settings further apart than this many lines are taken as different commands
+
+
+def _runs(env: list[tuple[str, str, Source]]) -> list[dict[str, tuple[str, Source]]]:
+    """The settings of the text grouped by the run they belong to: each within _SAME_RUN lines of the one before;
+    a variable set twice in a run keeps its last value."""
+    runs: list[dict[str, tuple[str, Source]]] = []
+    last = None
+    for var, value, source in sorted(env, key=lambda e: e[2].line):
+        if last is None or source.line - last > _SAME_RUN:
+            runs.append({})
+        runs[-1][var] = (value, source)
+        last = source.line
+    return runs
+
+
 def _visibility_hides(r: Reasoning) -> list[str]:
-    """ROCR_VISIBLE_DEVICES first, then HIP's (or CUDA's) index into what ROCr left: an index past it hides all."""
-    env = r.obs.env
-    rocr = [(v, s) for var, v, s in env if var == "ROCR_VISIBLE_DEVICES"]
-    hip = [(var, v, s) for var, v, s in env if var in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")]
-    for rocr_value, rocr_source in rocr:
-        left = len(rocr_value.split(","))
-        for var, value, source in hip:
-            if source.line < rocr_source.line - 3:
-                continue  # set far above: another command, not the same run
-            if all(int(i) >= left for i in value.split(",") if i.isdigit()):
-                return [
-                    f"{rocr_source}: ROCR_VISIBLE_DEVICES={rocr_value} leaves {left} GPU(s), numbered from 0",
-                    f"{source}: {var}={value} selects past them",
-                ]
+    """The settings of one run that leave the program no GPU, as ROCr and HIP apply them: ROCR_VISIBLE_DEVICES first,
+    then HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES where HIP's own is unset) indexing what ROCr left; HIP ends its
+    list at the first entry that is not an index of a GPU it has (userspace.assess.visible_count, from ROCm/clr
+    rocclr/device/rocm/rocdevice.cpp). Empty where no run hides every GPU."""
+    for run in _runs(r.obs.env):
+        said = []
+        left = _ANY_COUNT
+        if "ROCR_VISIBLE_DEVICES" in run:
+            value, source = run["ROCR_VISIBLE_DEVICES"]
+            kept = visible_count("ROCR_VISIBLE_DEVICES", value, left)
+            if kept is None:
+                continue  # UUIDs: which GPUs they name, the text does not show
+            left = kept
+            said.append(f"{source}: ROCR_VISIBLE_DEVICES={value} leaves {left} GPU(s), numbered from 0")
+        hip = "HIP_VISIBLE_DEVICES" if run.get("HIP_VISIBLE_DEVICES", ("", None))[0] else "CUDA_VISIBLE_DEVICES"
+        if hip not in run:
+            continue
+        value, source = run[hip]
+        if left and visible_count(hip, value, left) != 0:
+            continue
+        why = (
+            "selects past them"
+            if said
+            else "is read by HIP as its own list (HIP_VISIBLE_DEVICES unset) and ends at its first entry, no GPU index"
+            if hip == "CUDA_VISIBLE_DEVICES"
+            else "ends at its first entry, no GPU index"
+        )
+        return [*said, f"{source}: {hip}={value} {why}"]
     return []
 
 
 def rule_no_device(r: Reasoning) -> None:
-    """The runtime saw no usable GPU: a symptom; here, what the environment hides."""
+    """The runtime saw no usable GPU: a symptom; here, what the environment hides. Settings that hide every GPU on
+    any machine are the cause whether or not the text shows the runtime's message."""
     obs = r.obs
     if r.machine is not None:
         return
     symptoms = obs.saw("no-device")
-    if not symptoms:
-        return
     hidden = _visibility_hides(r)
     if hidden:
         r.findings.append(
@@ -317,14 +350,17 @@ def rule_no_device(r: Reasoning) -> None:
                 "env-visibility-hides-gpu",
                 E,
                 "the GPU-selecting variables leave the program no GPU: ROCr applies ROCR_VISIBLE_DEVICES first "
-                "and renumbers what is left from 0, then HIP_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES index into that",
+                "and renumbers what is left from 0, then HIP_VISIBLE_DEVICES (or, where it is unset, "
+                "CUDA_VISIBLE_DEVICES, which HIP honours on AMD GPUs too) index into that and stop at the first "
+                "entry that is no GPU's index",
                 "set only one of them (ROCR_VISIBLE_DEVICES=1 alone, or HIP_VISIBLE_DEVICES=1 alone), or index "
-                "HIP's variable from 0 after ROCr's filter",
-                (*hidden, symptoms[0].text),
+                "HIP's variable from 0 after ROCr's filter; to hide only NVIDIA GPUs from CUDA, leave "
+                "CUDA_VISIBLE_DEVICES unset for ROCm programs or set HIP_VISIBLE_DEVICES to the AMD GPUs' indices",
+                (*hidden, *(s.text for s in symptoms[:1])),
             )
         )
         return
-    if not any(f.severity is E for f in r.findings):
+    if symptoms and not any(f.severity is E for f in r.findings):
         r.unknown.append(
             "why the runtime sees no GPU (a symptom, not a library problem): paste 'rocminfo', "
             "'ls -l /dev/kfd /dev/dri' and 'id', and any *_VISIBLE_DEVICES the program runs with"

@@ -473,7 +473,7 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
 def _prose(obs: Observations, line: _Line, state: _State) -> None:
     """What prose and commands name: GPU-selecting variables, GPUs by retail name, the host's OS."""
     text = line.raw
-    if "VISIBLE_DEVICES=" in text:
+    if "VISIBLE_DEVICES" in text:
         for m in appformats.VISIBILITY.finditer(text):
             obs.env.append((m["var"], m["value"], Source("environment", line.number)))
     override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION" in text else None

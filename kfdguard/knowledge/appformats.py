@@ -697,11 +697,17 @@ ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\
 
 # Environment variables that select GPUs: ROCr's filter applies first, then HIP's (and CUDA's, which
 # HIP honours) index into what ROCr left. ROCm docs: "GPU isolation techniques".
+# How a variable is given a value: "=" as a shell or a unit file sets it (the value quoted or not), a program's own
+# code (Python's os.environ["X"] = "v", os.environ.setdefault("X", "v"), C's setenv("X", "v", 1)), or ":" as
+# ollama's "server config" map prints it (OVERRIDE only: no visibility variable is printed that way).
+_SET_TO = r"""(?:["']?\]?\s*=\s*|["']\s*,\s*)["']?"""
+# A negative index is kept: HIP reads it, and it ends the list (rule_no_device).
 VISIBILITY = re.compile(
-    r"\b(?P<var>ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|CUDA_VISIBLE_DEVICES)=(?P<value>[0-9][0-9,]*)\b"
+    r"\b(?P<var>ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|CUDA_VISIBLE_DEVICES)"
+    + _SET_TO
+    + r"(?P<value>-?[0-9][0-9,]*)\b"
 )
-# "=" as a shell or a unit file sets it; ":" as ollama's "server config" map prints it.
-OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION[=:]\"?(?P<value>\d+\.\d+\.\d+)")
+OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION(?::|" + _SET_TO + r")\"?(?P<value>\d+\.\d+\.\d+)")
 
 # Hosts with no amdgpu/KFD kernel driver at all: Windows (and WSL2, whose kernel is Microsoft's and
 # reaches the GPU through /dev/dxg), macOS. The WSL2 kernel release ends in "-microsoft-standard-WSL2".

@@ -1,0 +1,80 @@
+"""Issue 36: diagnosis from entities (variables as programs set them, GPU targets, versions, dates) and versioned
+knowledge, not from one report's wording.
+
+Each text is written for the class of failure, not copied from a report: the batch-6 reports of
+tests/data/real-reports (401-416) are the cases that showed each class missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kfdguard.diagnose import diagnose_text
+from kfdguard.verdict import Finding
+
+
+def _codes(text: str) -> set[str]:
+    return {f.code for f in diagnose_text(text).findings}
+
+
+def _finding(text: str, code: str) -> Finding:
+    return next(f for f in diagnose_text(text).findings if f.code == code)
+
+
+# --- variables set by a program's own code ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        'os.environ["HSA_OVERRIDE_GFX_VERSION"] = "10.3.0"',
+        "os.environ['HSA_OVERRIDE_GFX_VERSION']='10.3.0'",
+        'os.environ.setdefault("HSA_OVERRIDE_GFX_VERSION", "10.3.0")',
+        "export HSA_OVERRIDE_GFX_VERSION='10.3.0'",
+    ],
+)
+def test_an_override_set_in_code_or_quoted_is_read(setting: str) -> None:
+    text = f"The launcher does this before it imports torch:\n    {setting}\nMy card is gfx1201, an RX 9070 XT.\n"
+    assert "env-override-wrong" in _codes(text)
+
+
+# --- GPU-selecting variables: HIP reads CUDA_VISIBLE_DEVICES, and an invalid first index leaves no GPU ----------
+
+
+def test_cuda_visible_devices_minus_one_hides_the_amd_gpu_too() -> None:
+    text = (
+        "To keep the GeForce out of it I start the server as\n"
+        "    CUDA_VISIBLE_DEVICES=-1 ./server\n"
+        "and now the Radeon 890M is gone as well, only the CPU is used.\n"
+    )
+    found = _finding(text, "env-visibility-hides-gpu")
+    assert "CUDA_VISIBLE_DEVICES=-1" in " ".join(found.evidence)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        "HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=-1 ./server",  # HIP's own variable wins over CUDA's
+        "CUDA_VISIBLE_DEVICES=0 ./server",
+        "ROCR_VISIBLE_DEVICES=0,1\nHIP_VISIBLE_DEVICES=1",  # index 1 of the two ROCr leaves
+    ],
+)
+def test_visibility_that_leaves_a_gpu_is_not_a_finding(settings: str) -> None:
+    text = f"Two RX 9070 XT in the box.\n{settings}\n"
+    assert "env-visibility-hides-gpu" not in _codes(text)
+
+
+def test_rocr_then_hip_indexing_past_it_hides_every_gpu_without_a_runtime_message() -> None:
+    text = (
+        "Selecting the second card sets all of these:\n\n"
+        "CUDA_VISIBLE_DEVICES=1\n"
+        "HIP_VISIBLE_DEVICES=1\n"
+        "ROCR_VISIBLE_DEVICES=1\n\n"
+        "and then the trainer says torch.cuda.is_available() is False. GPUs: 2 x Radeon RX 9070 XT.\n"
+    )
+    assert "env-visibility-hides-gpu" in _codes(text)
+
+
+def test_a_program_setting_visibility_in_code_is_read() -> None:
+    text = 'os.environ["ROCR_VISIBLE_DEVICES"] = "1"\nos.environ["HIP_VISIBLE_DEVICES"] = "1"\n'
+    assert "env-visibility-hides-gpu" in _codes(text)
