@@ -700,7 +700,8 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
         if t.asic and t.asic.gfx:
             found.append((t.asic.gfx, str(t.gpu.source)))
     found += [(gfx, str(source)) for gfx, source in r.obs.prose_gfx]
-    found += [(m.gfx, str(m.source)) for m in r.obs.messages if m.gfx]
+    # A library's file list ("TensileLibrary_lazy_gfx1100.dat") names what the library carries, not the GPU.
+    found += [(m.gfx, str(m.source)) for m in r.obs.messages if m.gfx and m.what != "library-targets"]
     found += [(a.gfx, str(a.source)) for a in r.obs.agents]
     if not found:  # a processor name only when nothing names the GPU itself (a discrete card may do the work)
         found = [(gfx, str(source)) for gfx, source in r.obs.cpu_gpus]
@@ -1027,6 +1028,7 @@ def rule_prose_kernel(r: Reasoning) -> None:
             (int(a), int(b))
             for line in set(lines)  # a long paste repeats its prose lines
             for m in appformats.PROSE_KERNEL.finditer(line)
+            if not appformats.VERSION_OF_ANOTHER.search(line[: m.start()])
             for a, b in [(m["a"] or m["b"]).split(".")]
         }
         if len(versions) != 1:

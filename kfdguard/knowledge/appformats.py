@@ -776,6 +776,11 @@ PROSE_KERNEL = re.compile(
     r"|(?<![\d.])(?P<b>\d\.\d{1,2})(?:\.\d+)?(?:-[\w.]+)?\s+kernel\b",
     re.I,
 )
+# What another product's version is named after ("ROCm 6.2 kernel driver", "ollama 0.3.13 kernel"): a version
+# there is that product's, not the kernel's (rule_prose_kernel).
+VERSION_OF_ANOTHER = re.compile(
+    r"\b(?:rocm|hip|ollama|torch|pytorch|adrenalin|amdgpu-install|mesa|llvm|driver|version)\s*v?$", re.I
+)
 # Prose that says a program runs on the CPU, not the GPU ("Ollama doesn't use gpu", "uses only the CPU").
 PROSE_CPU_ONLY = re.compile(
     r"\b(?:does ?n[o']?t|is ?n[o']?t|not|won'?t|never)\s+(?:use|using|used|detect\w*|recogni[sz]\w*|see|find|"

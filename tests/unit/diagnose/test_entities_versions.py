@@ -78,3 +78,40 @@ def test_rocr_then_hip_indexing_past_it_hides_every_gpu_without_a_runtime_messag
 def test_a_program_setting_visibility_in_code_is_read() -> None:
     text = 'os.environ["ROCR_VISIBLE_DEVICES"] = "1"\nos.environ["HIP_VISIBLE_DEVICES"] = "1"\n'
     assert "env-visibility-hides-gpu" in _codes(text)
+
+
+# --- what a library's file list names is what it carries, not the GPU -------------------------------------------
+
+ROCBLAS_NO_LIBRARY = """\
+rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU arch : gfx1035
+ List of available TensileLibrary Files :
+"/opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat"
+"/opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1100.dat"
+"/opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx942.dat"
+Setting HSA_OVERRIDE_GFX_VERSION=10.3.0 did not help either.
+"""
+
+
+def test_a_library_file_list_does_not_name_a_gpu() -> None:
+    codes = _codes(ROCBLAS_NO_LIBRARY)
+    assert "userspace-target-unsupported" in codes
+    assert "env-override-wrong" not in codes  # gfx1100 is a file of rocBLAS, not a GPU of the machine
+
+
+# --- a kernel version only where the text says it is one -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "### Ollama version\n\n0.3.13-1\n\n### GPU\n\nRX 6750 XT\n",
+        "I installed the ROCm 6.2 kernel driver for my RX 9070 XT and rocminfo lists no GPU.\n",
+    ],
+)
+def test_another_program_s_version_is_not_a_kernel(text: str) -> None:
+    assert "kernel-too-old" not in _codes(text)
+
+
+def test_a_bare_kernel_release_line_is_still_read() -> None:
+    text = "$ uname -r\n5.4.0-42-generic\nRX 9070 XT\n"
+    assert "kernel-too-old" in _codes(text)
