@@ -920,7 +920,23 @@ LIBRARY_NOT_LOADED = re.compile(r"cannot open shared object file|Could not load 
 # override, ollama drops the 780M", "HSA_OVERRIDE_GFX_VERSION=9.0.0 ... Works perfect now!". Read on the
 # override's line and the line after it (app_rules.override_told_needed), never across a paste.
 OVERRIDE_NEEDED = re.compile(
-    r"\b(?:had|have|has|need(?:ed|s)?|must|required)\s+to\s+(?:set|add|use|export|pass|specify|put)\b", re.I
+    r"\b(?:had|have|has|need(?:ed|s)?|must|required)\s+to\s+(?:set|add|use|export|pass|specify|put)\b"
+    # the override named as the fix ("The fix is one environment variable: export HSA_OVERRIDE_GFX_VERSION=11.0.0")
+    r"|\b(?:fix|solution|workaround)\s+(?:is|was)\b",
+    re.I,
+)
+# The override taken away ("remove any HSA_OVERRIDE_GFX_VERSION set", "unset HSA_OVERRIDE_GFX_VERSION"): a line that
+# says so tells of the override's removal, not of the override as a need (report_rules.rule_override_removed).
+OVERRIDE_REMOVED = re.compile(
+    r"\b(?:remov\w*|unset\w*|delet\w*|clear\w*|get(?:ting)? rid of)\b[^.;\n]{0,40}?"
+    r"HSA_OVERRIDE_GFX_VERSION",
+    re.I,
+)
+# A success told of what came before it ("fixed it", "now it works", "step 2 was the solution").
+TOLD_SUCCESS = re.compile(
+    r"\b(?:fixe[sd]|solve[sd]|resolve[sd])\b|\b(?:it|that|this)\s+(?:\w+\s+)?worked\b|\bworks now\b"
+    r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b",
+    re.I,
 )
 # The run without it told as the failure: what a log of that run shows is from before the fix.
 WITHOUT_OVERRIDE = re.compile(

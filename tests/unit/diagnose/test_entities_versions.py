@@ -115,3 +115,41 @@ def test_another_program_s_version_is_not_a_kernel(text: str) -> None:
 def test_a_bare_kernel_release_line_is_still_read() -> None:
     text = "$ uname -r\n5.4.0-42-generic\nRX 9070 XT\n"
     assert "kernel-too-old" in _codes(text)
+
+
+# --- an override told as the fix, or its removal told as the fix ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "The fix is one environment variable: export HSA_OVERRIDE_GFX_VERSION=11.0.0",
+        "The solution was HSA_OVERRIDE_GFX_VERSION=11.0.0 in the service's environment.",
+    ],
+)
+def test_an_override_told_as_the_fix_shows_the_build_lacks_the_target(told: str) -> None:
+    text = f"Ollama ignores the Radeon 780M and runs on the CPU.\n{told}\n\nWithout it the GPU sits idle.\n"
+    codes = _codes(text)
+    assert "userspace-target-unsupported" in codes
+    assert "env-override-wrong" not in codes
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "removing HSA_OVERRIDE_GFX_VERSION from the system environment variables fixed it",
+        "2. remove any HSA_OVERRIDE_GFX_VERSION set in your environment (old tricks)\n3. update the driver\n\n"
+        "thanks!\n\nreply: step 2 was the solution",
+        "I unset HSA_OVERRIDE_GFX_VERSION and now it works.",
+    ],
+)
+def test_an_override_whose_removal_is_told_as_the_fix_was_wrong(told: str) -> None:
+    text = f"Newer builds stopped using my RX 6750 XT.\n{told}\n"
+    codes = _codes(text)
+    assert "env-override-wrong" in codes
+    assert "userspace-target-unsupported" not in codes
+
+
+def test_an_override_removal_that_did_not_help_is_not_a_cause() -> None:
+    text = "My RX 6750 XT is not used.\nI removed HSA_OVERRIDE_GFX_VERSION but it still doesn't work.\n"
+    assert "env-override-wrong" not in _codes(text)
