@@ -20,7 +20,7 @@ from kfdguard.assess.report_rules import (
     kfd_told_absent_in_container,
     override_told_needed,
 )
-from kfdguard.assess.versions import carried_in, had_a_gap, releases_text, rocm_versions_shown
+from kfdguard.assess.versions import carried_in, had_a_gap, predates_support, releases_text, rocm_versions_shown
 from kfdguard.evidence.model import Observations, SeenMessage, Source
 from kfdguard.knowledge import appformats, rocm
 from kfdguard.knowledge.asics import ASICS
@@ -742,6 +742,8 @@ def rule_override_wrong(r: Reasoning) -> None:
     for gfx, where in _real_targets(r, claimed):
         major = appformats.gfx_major(gfx)
         in_release = carried_in(gfx, shown)
+        if in_release is None and predates_support(r, gfx):
+            in_release = False  # dated before the first release with its code: the override was the workaround
         supported = any(a.rocm_prebuilt for a in _asics_of(gfx)) if in_release is None else in_release
         if major is None or (major == claimed_major and not supported):
             continue
@@ -920,16 +922,16 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     first, shown = _gfx_of_text(r, [])
     targets = _real_targets(r, None) or ([(first, shown or "the text")] if first else [])
     targets += appformats.codename_targets(obs.text)
-    unsupported = [(g, w) for g, w in targets if g and not any(a.rocm_prebuilt for a in _asics_of(g))]
+    unsupported = [(g, w, era) for g, w in targets if g for era in [_era_without_code(r, g)] if era is not None]
     if not unsupported:
         return
-    gfx, where = unsupported[0]
+    gfx, where, era = unsupported[0]
     override = obs.value("gfx-override")
     r.findings.append(
         Finding(
             "userspace-target-unsupported",
             W,
-            f"the text says the GPU is not supported, and ROCm's prebuilt libraries carry no code for {gfx}: "
+            f"the text says the GPU is not supported, and ROCm's prebuilt libraries carry no code for {gfx}{era}: "
             "the program's ROCm build has nothing to run on it; the kernel and permissions are not the cause"
             + (
                 f" (HSA_OVERRIDE_GFX_VERSION={override} only helps where the program itself is started with it)"
@@ -941,6 +943,35 @@ def rule_prose_unsupported(r: Reasoning) -> None:
             "systemctl edit, Environment=), not in a login shell's profile",
             (f"the text: {said.group(0)}", f"{where}: {gfx}"),
         )
+    )
+
+
+def _era_without_code(r: Reasoning, gfx: str) -> str | None:
+    """Whether rocBLAS of the ROCm the text is about carries no code for ``gfx``, and in which releases: "" where no
+    release does (by the table), the releases or the date that decide it, or the condition where the text shows
+    neither and the answer turned with a release (gfx1103: none before 7.1). None where it carries the code."""
+    if not _asics_of(gfx):
+        return ""  # a target no known GPU has: no prebuilt library carries it
+    shown = rocm_versions_shown(r)
+    carried = carried_in(gfx, shown)
+    if carried is not None:
+        return None if carried else f" in ROCm {releases_text(shown)}"
+    if any(a.rocm_prebuilt for a in _asics_of(gfx)) and not had_a_gap(gfx):
+        return None
+    first = rocm.first_rocm_with(gfx)
+    if first is None or not rocm.carries(gfx, rocm.newest().version):
+        return ""
+    since = rocm.version_text(first)
+    dated = predates_support(r, gfx)
+    if dated is not None:
+        date, _, row = dated
+        return (
+            f" in any ROCm the text can show: it is dated {date}, before ROCm {since} ({row.published}), the first "
+            "whose rocBLAS carries it"
+        )
+    return (
+        f" before ROCm {since} (the text shows no release; from {since} on rocBLAS carries it, and on such a release "
+        "this is not the cause)"
     )
 
 

@@ -153,3 +153,33 @@ def test_an_override_whose_removal_is_told_as_the_fix_was_wrong(told: str) -> No
 def test_an_override_removal_that_did_not_help_is_not_a_cause() -> None:
     text = "My RX 6750 XT is not used.\nI removed HSA_OVERRIDE_GFX_VERSION but it still doesn't work.\n"
     assert "env-override-wrong" not in _codes(text)
+
+
+# --- a date bounds the release: what ROCm could have been in use then ------------------------------------------
+
+UNSUPPORTED_780M = """\
+user · description · {date}
+rocBLAS lacks Radeon 780M support; the Radeon 780M is not officially supported.
+{extra}"""
+
+
+def test_a_text_dated_before_the_first_release_with_the_target_is_judged_by_it() -> None:
+    found = _finding(UNSUPPORTED_780M.format(date="2025-01-08", extra=""), "userspace-target-unsupported")
+    assert "2025-01-08" in found.message and "7.1" in found.message
+
+
+def test_a_release_shown_that_carries_the_target_overrules_the_claim() -> None:
+    text = UNSUPPORTED_780M.format(date="2026-03-01", extra="ROCm version: 7.1.1\n")
+    assert "userspace-target-unsupported" not in _codes(text)
+
+
+def test_without_a_release_or_a_date_the_finding_states_its_condition() -> None:
+    text = UNSUPPORTED_780M.format(date="today", extra="")
+    found = _finding(text, "userspace-target-unsupported")
+    assert "before ROCm 7.1" in found.message
+
+
+def test_a_dated_override_workaround_before_the_release_is_not_wrong() -> None:
+    text = UNSUPPORTED_780M.format(date="2025-01-08", extra="Some set HSA_OVERRIDE_GFX_VERSION=11.0.0 for it.\n")
+    codes = _codes(text)
+    assert "env-override-wrong" not in codes and "userspace-target-unsupported" in codes
