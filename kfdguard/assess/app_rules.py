@@ -20,11 +20,12 @@ from kfdguard.assess.report_rules import (
     kfd_told_absent_in_container,
     override_told_needed,
 )
-from kfdguard.assess.versions import carried_in, had_a_gap, releases_text, rocm_versions_shown
-from kfdguard.evidence.model import Observations, SeenMessage
+from kfdguard.assess.versions import carried_in, had_a_gap, predates_support, releases_text, rocm_versions_shown
+from kfdguard.evidence.model import Observations, SeenMessage, Source
 from kfdguard.knowledge import appformats, rocm
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
+from kfdguard.userspace.assess import visible_count
 from kfdguard.verdict import Finding, Severity
 
 TYPE_CHECKING = False
@@ -284,32 +285,64 @@ def rule_no_code_object(r: Reasoning) -> None:
     )
 
 
+# A text does not say how many GPUs the machine has: every index it names is taken to be one, so only what hides the
+# GPUs on any machine is found (an index past what ROCr left, an index that is no index at all).
+_ANY_COUNT = 64
+_SAME_RUN = 3  # settings further apart than this many lines are taken as different commands
+
+
+def _runs(env: list[tuple[str, str, Source]]) -> list[dict[str, tuple[str, Source]]]:
+    """The settings of the text grouped by the run they belong to: each within _SAME_RUN lines of the one before;
+    a variable set twice in a run keeps its last value."""
+    runs: list[dict[str, tuple[str, Source]]] = []
+    last = None
+    for var, value, source in sorted(env, key=lambda e: e[2].line):
+        if last is None or source.line - last > _SAME_RUN:
+            runs.append({})
+        runs[-1][var] = (value, source)
+        last = source.line
+    return runs
+
+
 def _visibility_hides(r: Reasoning) -> list[str]:
-    """ROCR_VISIBLE_DEVICES first, then HIP's (or CUDA's) index into what ROCr left: an index past it hides all."""
-    env = r.obs.env
-    rocr = [(v, s) for var, v, s in env if var == "ROCR_VISIBLE_DEVICES"]
-    hip = [(var, v, s) for var, v, s in env if var in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")]
-    for rocr_value, rocr_source in rocr:
-        left = len(rocr_value.split(","))
-        for var, value, source in hip:
-            if source.line < rocr_source.line - 3:
-                continue  # set far above: another command, not the same run
-            if all(int(i) >= left for i in value.split(",") if i.isdigit()):
-                return [
-                    f"{rocr_source}: ROCR_VISIBLE_DEVICES={rocr_value} leaves {left} GPU(s), numbered from 0",
-                    f"{source}: {var}={value} selects past them",
-                ]
+    """The settings of one run that leave the program no GPU, as ROCr and HIP apply them: ROCR_VISIBLE_DEVICES first,
+    then HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES where HIP's own is unset) indexing what ROCr left; HIP ends its
+    list at the first entry that is not an index of a GPU it has (userspace.assess.visible_count, from ROCm/clr
+    rocclr/device/rocm/rocdevice.cpp). Empty where no run hides every GPU."""
+    for run in _runs(r.obs.env):
+        said = []
+        left = _ANY_COUNT
+        if "ROCR_VISIBLE_DEVICES" in run:
+            value, source = run["ROCR_VISIBLE_DEVICES"]
+            kept = visible_count("ROCR_VISIBLE_DEVICES", value, left)
+            if kept is None:
+                continue  # UUIDs: which GPUs they name, the text does not show
+            left = kept
+            said.append(f"{source}: ROCR_VISIBLE_DEVICES={value} leaves {left} GPU(s), numbered from 0")
+        hip = "HIP_VISIBLE_DEVICES" if run.get("HIP_VISIBLE_DEVICES", ("", None))[0] else "CUDA_VISIBLE_DEVICES"
+        if hip not in run:
+            continue
+        value, source = run[hip]
+        if left and visible_count(hip, value, left) != 0:
+            continue
+        why = (
+            "selects past them"
+            if said
+            else "is read by HIP as its own list (HIP_VISIBLE_DEVICES unset) and ends at its first entry, no GPU index"
+            if hip == "CUDA_VISIBLE_DEVICES"
+            else "ends at its first entry, no GPU index"
+        )
+        return [*said, f"{source}: {hip}={value} {why}"]
     return []
 
 
 def rule_no_device(r: Reasoning) -> None:
-    """The runtime saw no usable GPU: a symptom; here, what the environment hides."""
+    """The runtime saw no usable GPU: a symptom; here, what the environment hides. Settings that hide every GPU on
+    any machine are the cause whether or not the text shows the runtime's message."""
     obs = r.obs
     if r.machine is not None:
         return
     symptoms = obs.saw("no-device")
-    if not symptoms:
-        return
     hidden = _visibility_hides(r)
     if hidden:
         r.findings.append(
@@ -317,14 +350,17 @@ def rule_no_device(r: Reasoning) -> None:
                 "env-visibility-hides-gpu",
                 E,
                 "the GPU-selecting variables leave the program no GPU: ROCr applies ROCR_VISIBLE_DEVICES first "
-                "and renumbers what is left from 0, then HIP_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES index into that",
+                "and renumbers what is left from 0, then HIP_VISIBLE_DEVICES (or, where it is unset, "
+                "CUDA_VISIBLE_DEVICES, which HIP honours on AMD GPUs too) index into that and stop at the first "
+                "entry that is no GPU's index",
                 "set only one of them (ROCR_VISIBLE_DEVICES=1 alone, or HIP_VISIBLE_DEVICES=1 alone), or index "
-                "HIP's variable from 0 after ROCr's filter",
-                (*hidden, symptoms[0].text),
+                "HIP's variable from 0 after ROCr's filter; to hide only NVIDIA GPUs from CUDA, leave "
+                "CUDA_VISIBLE_DEVICES unset for ROCm programs or set HIP_VISIBLE_DEVICES to the AMD GPUs' indices",
+                (*hidden, *(s.text for s in symptoms[:1])),
             )
         )
         return
-    if not any(f.severity is E for f in r.findings):
+    if symptoms and not any(f.severity is E for f in r.findings):
         r.unknown.append(
             "why the runtime sees no GPU (a symptom, not a library problem): paste 'rocminfo', "
             "'ls -l /dev/kfd /dev/dri' and 'id', and any *_VISIBLE_DEVICES the program runs with"
@@ -664,7 +700,8 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
         if t.asic and t.asic.gfx:
             found.append((t.asic.gfx, str(t.gpu.source)))
     found += [(gfx, str(source)) for gfx, source in r.obs.prose_gfx]
-    found += [(m.gfx, str(m.source)) for m in r.obs.messages if m.gfx]
+    # A library's file list ("TensileLibrary_lazy_gfx1100.dat") names what the library carries, not the GPU.
+    found += [(m.gfx, str(m.source)) for m in r.obs.messages if m.gfx and m.what != "library-targets"]
     found += [(a.gfx, str(a.source)) for a in r.obs.agents]
     if not found:  # a processor name only when nothing names the GPU itself (a discrete card may do the work)
         found = [(gfx, str(source)) for gfx, source in r.obs.cpu_gpus]
@@ -705,6 +742,8 @@ def rule_override_wrong(r: Reasoning) -> None:
     for gfx, where in _real_targets(r, claimed):
         major = appformats.gfx_major(gfx)
         in_release = carried_in(gfx, shown)
+        if in_release is None and predates_support(r, gfx):
+            in_release = False  # dated before the first release with its code: the override was the workaround
         supported = any(a.rocm_prebuilt for a in _asics_of(gfx)) if in_release is None else in_release
         if major is None or (major == claimed_major and not supported):
             continue
@@ -883,16 +922,16 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     first, shown = _gfx_of_text(r, [])
     targets = _real_targets(r, None) or ([(first, shown or "the text")] if first else [])
     targets += appformats.codename_targets(obs.text)
-    unsupported = [(g, w) for g, w in targets if g and not any(a.rocm_prebuilt for a in _asics_of(g))]
+    unsupported = [(g, w, era) for g, w in targets if g for era in [_era_without_code(r, g)] if era is not None]
     if not unsupported:
         return
-    gfx, where = unsupported[0]
+    gfx, where, era = unsupported[0]
     override = obs.value("gfx-override")
     r.findings.append(
         Finding(
             "userspace-target-unsupported",
             W,
-            f"the text says the GPU is not supported, and ROCm's prebuilt libraries carry no code for {gfx}: "
+            f"the text says the GPU is not supported, and ROCm's prebuilt libraries carry no code for {gfx}{era}: "
             "the program's ROCm build has nothing to run on it; the kernel and permissions are not the cause"
             + (
                 f" (HSA_OVERRIDE_GFX_VERSION={override} only helps where the program itself is started with it)"
@@ -904,6 +943,35 @@ def rule_prose_unsupported(r: Reasoning) -> None:
             "systemctl edit, Environment=), not in a login shell's profile",
             (f"the text: {said.group(0)}", f"{where}: {gfx}"),
         )
+    )
+
+
+def _era_without_code(r: Reasoning, gfx: str) -> str | None:
+    """Whether rocBLAS of the ROCm the text is about carries no code for ``gfx``, and in which releases: "" where no
+    release does (by the table), the releases or the date that decide it, or the condition where the text shows
+    neither and the answer turned with a release (gfx1103: none before 7.1). None where it carries the code."""
+    if not _asics_of(gfx):
+        return ""  # a target no known GPU has: no prebuilt library carries it
+    shown = rocm_versions_shown(r)
+    carried = carried_in(gfx, shown)
+    if carried is not None:
+        return None if carried else f" in ROCm {releases_text(shown)}"
+    if any(a.rocm_prebuilt for a in _asics_of(gfx)) and not had_a_gap(gfx):
+        return None
+    first = rocm.first_rocm_with(gfx)
+    if first is None or not rocm.carries(gfx, rocm.newest().version):
+        return ""
+    since = rocm.version_text(first)
+    dated = predates_support(r, gfx)
+    if dated is not None:
+        date, _, row = dated
+        return (
+            f" in any ROCm the text can show: it is dated {date}, before ROCm {since} ({row.published}), the first "
+            "whose rocBLAS carries it"
+        )
+    return (
+        f" before ROCm {since} (the text shows no release; from {since} on rocBLAS carries it, and on such a release "
+        "this is not the cause)"
     )
 
 
@@ -991,6 +1059,7 @@ def rule_prose_kernel(r: Reasoning) -> None:
             (int(a), int(b))
             for line in set(lines)  # a long paste repeats its prose lines
             for m in appformats.PROSE_KERNEL.finditer(line)
+            if not appformats.VERSION_OF_ANOTHER.search(line[: m.start()])
             for a, b in [(m["a"] or m["b"]).split(".")]
         }
         if len(versions) != 1:

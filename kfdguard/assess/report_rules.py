@@ -588,9 +588,13 @@ def override_told_needed(r: Reasoning) -> str | None:
     "without the override ... drops"), or the line that sets it (or the next) tells a success."""
     text = r.obs.text
     for line in lines_with(r.obs, "override"):
+        if appformats.OVERRIDE_REMOVED.search(line):
+            continue  # the override taken away: rule_override_removed's
         if appformats.OVERRIDE_NEEDED.search(line) or appformats.WITHOUT_OVERRIDE.search(line):
             return line.strip()
     for line in lines_with(r.obs, "hsa_override_gfx_version"):
+        if appformats.OVERRIDE_REMOVED.search(line):
+            continue
         at = text.find(line)
         end = text.find("\n", at + len(line) + 1)
         window = text[at : end if end != -1 else len(text)]
@@ -641,6 +645,66 @@ def rule_override_worked(r: Reasoning) -> None:
                 f"the text: {told[:160]}",
                 f"{where}: {gfx}",
             ),
+        )
+    )
+
+
+def override_told_removed(r: Reasoning) -> tuple[str, str] | None:
+    """The text's word that taking HSA_OVERRIDE_GFX_VERSION away made the program work: a line that removes (unsets,
+    deletes) it, and a success told on that line after it or within the next three lines, with no negation there.
+    Returns the removal's line and the success as told."""
+    lines = r.obs.lines
+    for line in lines_with(r.obs, "hsa_override_gfx_version"):
+        removed = appformats.OVERRIDE_REMOVED.search(line)
+        if removed is None:
+            continue
+        at = _line_number(lines, line)
+        after = [line[removed.end() :], *lines[at : at + 3]] if at else [line[removed.end() :]]
+        for told in after:
+            m = appformats.TOLD_SUCCESS.search(told)
+            if m and not _NEGATED.search(told):
+                return line.strip()[:160], told.strip()[:160]
+            if _NEGATED.search(told):
+                break  # "but it still doesn't work": what follows does not undo it
+        # A numbered step of an answer, and a later reply that names that step as what worked ("step 2 was the
+        # solution"): the reply refers back to the removal, however far below it.
+        step = _STEP.match(line)
+        if step is None:
+            continue
+        for told in lines[at:]:
+            named = re.search(rf"\bstep\s*{step['n']}\b", told, re.I)
+            if named and appformats.TOLD_SUCCESS.search(told) and not _NEGATED.search(told):
+                return line.strip()[:160], told.strip()[:160]
+    return None
+
+
+_STEP = re.compile(r"^\s*(?:step\s*)?(?P<n>\d{1,2})\s*[.,):-]\s", re.I)
+
+
+def rule_override_removed(r: Reasoning) -> None:
+    """Removing HSA_OVERRIDE_GFX_VERSION told as what made the program work: the override was the fault (a value
+    left from an older build's workaround, set system-wide), whatever the GPU's support; its value need not be
+    shown."""
+    if r.has("env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = override_told_removed(r)
+    if told is None:
+        return
+    removed, success = told
+    named = [(g, str(w)) for g, w in r.obs.prose_gfx] + [(t.asic.gfx, str(t.gpu.source)) for t in r.amd if t.asic]
+    gpu = f"the {named[0][0]} GPU" if named else "the GPU"
+    # What the override stood in for (a target without code) is not the fault the text tells.
+    r.findings[:] = [f for f in r.findings if f.code != "userspace-target-unsupported"]
+    r.findings.append(
+        Finding(
+            "env-override-wrong",
+            E,
+            f"the text says taking HSA_OVERRIDE_GFX_VERSION away made it work: the override made the runtime treat "
+            f"{gpu} as another target (a leftover of an older workaround, set where every program inherits it), and "
+            "the program's own code for the GPU went unused",
+            "unset HSA_OVERRIDE_GFX_VERSION wherever it is set (the system's environment variables on Windows, "
+            "~/.bashrc, /etc/environment, the service's Environment=, the container's -e)",
+            (f"the text: {removed}", f"the text: {success}", *(f"{w}: {g}" for g, w in named[:1])),
         )
     )
 
@@ -744,12 +808,14 @@ __all__ = [
     "override_refused",
     "override_target",
     "override_told_needed",
+    "override_told_removed",
     "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",
     "rule_igpu_used",
     "rule_module_built_elsewhere",
     "rule_override_invalid",
+    "rule_override_removed",
     "rule_override_worked",
     "rule_prose_container_no_kfd",
     "rule_prose_dkms_kernel",

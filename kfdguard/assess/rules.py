@@ -784,6 +784,7 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_kfd_interface_old", "stack_rules"),
         text_only("rule_no_code_object"),
         text_only("rule_tensile_unreadable"),
+        text_only("rule_override_removed", "report_rules"),
         text_only("rule_override_wrong"),
         text_only("rule_override_invalid", "report_rules"),
         text_only("rule_override_not_applied"),

@@ -76,8 +76,44 @@ def had_a_gap(gfx: str) -> bool:
     return False
 
 
+# A date as threads and logs print it (2025-01-08, 2025-01-08T10:00): the text was written on it or after it.
+_DATE = re.compile(r"(?<![\d-])(?P<date>20\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))(?![\d-])")
+
+
+def newest_date(r: Reasoning) -> tuple[str, str] | None:
+    """The newest ISO date the text shows, with its line: no release in use then can be newer than that day."""
+    found: tuple[str, str] | None = None
+    for line in lines_with(r.obs, "-"):
+        for m in _DATE.finditer(line):
+            if found is None or m["date"] > found[0]:
+                found = (m["date"], line.strip()[:160])
+    return found
+
+
+def predates_support(r: Reasoning, gfx: str) -> tuple[str, str, rocm.RocmRelease] | None:
+    """Where the text is dated before the first release whose rocBLAS carries ``gfx`` was published: every ROCm it
+    can show in use has no code for it. Returns the date, its line and that first release; None where the table
+    has no date for it or the text no date before it."""
+    first = rocm.first_rocm_with(gfx)
+    row = rocm.release(first) if first else None
+    if row is None or not row.published:
+        return None
+    dated = newest_date(r)
+    if dated is None or dated[0] >= row.published:
+        return None
+    return dated[0], dated[1], row
+
+
 def releases_text(shown: list[tuple[RocmVersion, str]]) -> str:
     return ", ".join(rocm.version_text(v) for v, _ in shown)
 
 
-__all__ = ["SHOWN", "carried_in", "had_a_gap", "releases_text", "rocm_versions_shown"]
+__all__ = [
+    "SHOWN",
+    "carried_in",
+    "had_a_gap",
+    "newest_date",
+    "predates_support",
+    "releases_text",
+    "rocm_versions_shown",
+]

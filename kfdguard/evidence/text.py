@@ -26,6 +26,9 @@ _QUOTE = re.compile(r"^(?:[ \t]*>)+[ \t]?")
 _PROMPT = re.compile(r"^(?:\S+@\S+:[^$#]*[$#]|[$#])\s")
 _PROMPT_SUB = re.compile(r"^(?:\S+@\S+:[^$#]*[$#]|[$#])\s*")
 _RELEASE = re.compile(r"^\d+\.\d+(?:\.\d+)?[-+][\w.+~-]+$")
+# A release line that no "uname" names is taken for the kernel's only in a kernel's numbering (Linux 2.x to 9.x):
+# a program's version alone on a line ("0.3.13-1" under an issue form's "Ollama version") is not one.
+_KERNEL_MAJOR = re.compile(r"^[2-9]\.")
 _UNAME_A = re.compile(r"^Linux \S+ (?P<release>\d+\.\d+\S*) #")
 _LINUX_VERSION = re.compile(r"Linux version (?P<release>\d+\.\d+\S*)")
 _MODULES_DIR = re.compile(r"/lib/modules/(?P<release>\d+\.\d+[^/\s]*)")
@@ -145,7 +148,7 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
     if m:
         _set_release(obs, m["release"], "uname", line.number)
         obs.kinds.add("uname")
-    elif _RELEASE.match(bare) and ("uname" in state.previous or "-" in bare):
+    elif _RELEASE.match(bare) and ("uname" in state.previous or ("-" in bare and _KERNEL_MAJOR.match(bare))):
         _set_release(obs, bare, "uname", line.number)
         obs.kinds.add("uname")
     for pattern, how in ((_LINUX_VERSION, "log"), (_MODULES_DIR, "modules"), (_OS_DRM, "drm")):
@@ -473,7 +476,7 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
 def _prose(obs: Observations, line: _Line, state: _State) -> None:
     """What prose and commands name: GPU-selecting variables, GPUs by retail name, the host's OS."""
     text = line.raw
-    if "VISIBLE_DEVICES=" in text:
+    if "VISIBLE_DEVICES" in text:
         for m in appformats.VISIBILITY.finditer(text):
             obs.env.append((m["var"], m["value"], Source("environment", line.number)))
     override = appformats.OVERRIDE.search(text) if "HSA_OVERRIDE_GFX_VERSION" in text else None

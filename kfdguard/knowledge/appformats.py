@@ -697,11 +697,17 @@ ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\
 
 # Environment variables that select GPUs: ROCr's filter applies first, then HIP's (and CUDA's, which
 # HIP honours) index into what ROCr left. ROCm docs: "GPU isolation techniques".
+# How a variable is given a value: "=" as a shell or a unit file sets it (the value quoted or not), a program's own
+# code (Python's os.environ["X"] = "v", os.environ.setdefault("X", "v"), C's setenv("X", "v", 1)), or ":" as
+# ollama's "server config" map prints it (OVERRIDE only: no visibility variable is printed that way).
+_SET_TO = r"""(?:["']?\]?\s*=\s*|["']\s*,\s*)["']?"""
+# A negative index is kept: HIP reads it, and it ends the list (rule_no_device).
 VISIBILITY = re.compile(
-    r"\b(?P<var>ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|CUDA_VISIBLE_DEVICES)=(?P<value>[0-9][0-9,]*)\b"
+    r"\b(?P<var>ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|CUDA_VISIBLE_DEVICES)"
+    + _SET_TO
+    + r"(?P<value>-?[0-9][0-9,]*)\b"
 )
-# "=" as a shell or a unit file sets it; ":" as ollama's "server config" map prints it.
-OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION[=:]\"?(?P<value>\d+\.\d+\.\d+)")
+OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION(?::|" + _SET_TO + r")\"?(?P<value>\d+\.\d+\.\d+)")
 
 # Hosts with no amdgpu/KFD kernel driver at all: Windows (and WSL2, whose kernel is Microsoft's and
 # reaches the GPU through /dev/dxg), macOS. The WSL2 kernel release ends in "-microsoft-standard-WSL2".
@@ -769,6 +775,11 @@ PROSE_KERNEL = re.compile(
     r"\b(?:kernel|linux)\s+v?(?P<a>\d\.\d{1,2})(?:\.\d+)?(?!\d|\.\d)"
     r"|(?<![\d.])(?P<b>\d\.\d{1,2})(?:\.\d+)?(?:-[\w.]+)?\s+kernel\b",
     re.I,
+)
+# What another product's version is named after ("ROCm 6.2 kernel driver", "ollama 0.3.13 kernel"): a version
+# there is that product's, not the kernel's (rule_prose_kernel).
+VERSION_OF_ANOTHER = re.compile(
+    r"\b(?:rocm|hip|ollama|torch|pytorch|adrenalin|amdgpu-install|mesa|llvm|driver|version)\s*v?$", re.I
 )
 # Prose that says a program runs on the CPU, not the GPU ("Ollama doesn't use gpu", "uses only the CPU").
 PROSE_CPU_ONLY = re.compile(
@@ -909,7 +920,23 @@ LIBRARY_NOT_LOADED = re.compile(r"cannot open shared object file|Could not load 
 # override, ollama drops the 780M", "HSA_OVERRIDE_GFX_VERSION=9.0.0 ... Works perfect now!". Read on the
 # override's line and the line after it (app_rules.override_told_needed), never across a paste.
 OVERRIDE_NEEDED = re.compile(
-    r"\b(?:had|have|has|need(?:ed|s)?|must|required)\s+to\s+(?:set|add|use|export|pass|specify|put)\b", re.I
+    r"\b(?:had|have|has|need(?:ed|s)?|must|required)\s+to\s+(?:set|add|use|export|pass|specify|put)\b"
+    # the override named as the fix ("The fix is one environment variable: export HSA_OVERRIDE_GFX_VERSION=11.0.0")
+    r"|\b(?:fix|solution|workaround)\s+(?:is|was)\b",
+    re.I,
+)
+# The override taken away ("remove any HSA_OVERRIDE_GFX_VERSION set", "unset HSA_OVERRIDE_GFX_VERSION"): a line that
+# says so tells of the override's removal, not of the override as a need (report_rules.rule_override_removed).
+OVERRIDE_REMOVED = re.compile(
+    r"\b(?:remov\w*|unset\w*|delet\w*|clear\w*|get(?:ting)? rid of)\b[^.;\n]{0,40}?"
+    r"HSA_OVERRIDE_GFX_VERSION",
+    re.I,
+)
+# A success told of what came before it ("fixed it", "now it works", "step 2 was the solution").
+TOLD_SUCCESS = re.compile(
+    r"\b(?:fixe[sd]|solve[sd]|resolve[sd])\b|\b(?:it|that|this)\s+(?:\w+\s+)?worked\b|\bworks now\b"
+    r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b",
+    re.I,
 )
 # The run without it told as the failure: what a log of that run shows is from before the fix.
 WITHOUT_OVERRIDE = re.compile(

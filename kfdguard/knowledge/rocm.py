@@ -34,6 +34,7 @@ import re
 from kfdguard.record import dataclass
 
 __all__ = [
+    "PUBLISHED_SOURCES",
     "ROCM_RELEASES",
     "RocmRelease",
     "carries",
@@ -61,6 +62,9 @@ class RocmRelease:
     commit: str
     uncertain: bool  # the list was not read at the release's own tag
     note: str = ""
+    # The day its X.Y.0 was published (ISO), where a primary source was read; "" where none was. A text dated before
+    # it cannot show this release in use (assess/versions.py).
+    published: str = ""
 
 
 def _targets(cmake_list: str) -> frozenset[str]:
@@ -121,8 +125,13 @@ ROCM_RELEASES: tuple[RocmRelease, ...] = (
                 "rocBLAS 5.1.0 line", _LIBS_COMMIT, True, _LIBS_NOTE.format(list="7.0", range="7.0 to before 7.1")),
     RocmRelease((7, 1), _targets(_L63 + ";gfx950;gfx1150;gfx1103"), _LIBS, "projects/rocblas/CMakeLists.txt",
                 "rocBLAS 5.1.0 line", _LIBS_COMMIT, False,
-                _LIBS_NOTE.format(list="7.1", range="7.1 and later") + "; the first list with gfx1103"),
+                _LIBS_NOTE.format(list="7.1", range="7.1 and later") + "; the first list with gfx1103",
+                "2025-10-30"),
 )  # fmt: skip
+# Where each ``published`` date was read: the GitHub release of the tag rocm-X.Y.0 in a ROCm repository.
+PUBLISHED_SOURCES: dict[RocmVersion, str] = {
+    (7, 1): "ROCm/rocminfo GitHub release rocm-7.1.0, published 2025-10-30 (rocm-ci)",
+}
 
 _BY_VERSION: dict[RocmVersion, RocmRelease] = {row.version: row for row in ROCM_RELEASES}
 

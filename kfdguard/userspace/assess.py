@@ -245,7 +245,7 @@ def _missing_remedy(stack: Stack, gfx: str, m: Match, var: str = "HSA_OVERRIDE_G
     return remedy
 
 
-def _visible_count(name: str, value: str, count: int) -> int | None:
+def visible_count(name: str, value: str, count: int) -> int | None:
     """How many of ``count`` GPUs a visibility variable leaves; None when that cannot be told (UUIDs).
 
     ROCr filters whenever ROCR_VISIBLE_DEVICES is set, empty included (ROCR-Runtime flag.h:
@@ -272,7 +272,7 @@ def _visible_count(name: str, value: str, count: int) -> int | None:
 
 def _hides(name: str, value: str, count: int) -> bool:
     """Whether a visibility variable leaves none of ``count`` GPUs."""
-    return _visible_count(name, value, count) == 0
+    return visible_count(name, value, count) == 0
 
 
 def environment_visibility(env: Mapping[str, str], count: int) -> tuple[bool, str]:
@@ -291,7 +291,7 @@ def environment_visibility(env: Mapping[str, str], count: int) -> tuple[bool, st
         value = env[name]
         if value == "" and name != "ROCR_VISIBLE_DEVICES":
             continue  # HIP reads an empty list as no list
-        visible = _visible_count(name, value, left)
+        visible = visible_count(name, value, left)
         if visible is None:
             said.append(f"{name}={value!r} names GPUs by UUID, which only ROCm can match")
             continue

@@ -88,3 +88,13 @@ def test_asic_rocm_prebuilt_is_the_newest_release_of_the_table() -> None:
 )
 def test_parse_rocm_version(text: str, expected: tuple[int, int] | None) -> None:
     assert rocm.parse_rocm_version(text) == expected
+
+
+def test_every_publication_date_is_a_date_with_its_source() -> None:
+    import datetime
+
+    for row in rocm.ROCM_RELEASES:
+        if row.published:
+            datetime.date.fromisoformat(row.published)
+            assert row.version in rocm.PUBLISHED_SOURCES
+    assert set(rocm.PUBLISHED_SOURCES) <= {row.version for row in rocm.ROCM_RELEASES if row.published}
