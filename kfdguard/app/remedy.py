@@ -73,7 +73,9 @@ def _reload(target: Target, unit: str) -> str:
     """Tell systemd of the changed drop-in, so that the next start of the unit takes it; what happened, to say."""
     if not target.root.is_host:
         return f"not this machine's systemd (a --root or --machine): restart {unit} there after a daemon-reload"
-    if not target.root.join("/run/systemd/system").is_dir():
+    from kfdguard.host.root import SYSTEMD_BOOTED
+
+    if not target.root.join(SYSTEMD_BOOTED).is_dir():
         return f"systemd is not running here: the next boot's {unit} takes it"
     result = target.system.run(["systemctl", "daemon-reload"], timeout=RELOAD_TIMEOUT)
     if result.returncode != 0:

@@ -191,6 +191,10 @@ VULKAN_ICD_DIRS = (
 )
 SOFTWARE_LLAMA_DIRS = ("/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/opt/llama.cpp/lib")
 SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
+# The administrator's units and drop-ins: where kfdguard remedy writes its own (userspace/dropin.py).
+SYSTEMD_ADMIN_UNIT_DIR = SYSTEMD_UNIT_DIRS[0]
+# Present only while systemd is PID 1 (sd_booted(3)): whether a daemon-reload has anyone to reach.
+SYSTEMD_BOOTED = "/run/systemd/system"
 LD_SO_CONF = "/etc/ld.so.conf"
 LD_SO_CONF_D = "/etc/ld.so.conf.d"
 DPKG_STATUS = "/var/lib/dpkg/status"

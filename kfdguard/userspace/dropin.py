@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from kfdguard.host.root import SYSTEMD_ADMIN_UNIT_DIR
 from kfdguard.record import dataclass
 
 TYPE_CHECKING = False
@@ -38,7 +39,7 @@ ACTIONS = ("apply", "clear")
 # Sorted after the unit's own drop-ins' usual numbers; its order does not matter, since a value another
 # file sets is refused rather than overridden.
 FILE_NAME = "50-kfdguard-remedy.conf"
-UNIT_DIR = "/etc/systemd/system"
+UNIT_DIR = SYSTEMD_ADMIN_UNIT_DIR
 _NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 _VALUE = re.compile(r"[A-Za-z0-9._:/-]{0,256}")
 _OWN_LINE = re.compile(r'Environment="?([A-Z_][A-Z0-9_]{0,63})=([A-Za-z0-9._:/-]{0,256})"?')
