@@ -726,8 +726,25 @@ def text_only(name: str, module: str = "app_rules") -> Callable[[Reasoning], Non
 
 
 def _rules() -> tuple[Callable[[Reasoning], None], ...]:
+    """Every rule in order, floor by floor: what a lower floor concludes comes first (assess/order.py)."""
+    return (
+        *_kernel_rules(),
+        *_access_rules(),
+        *_userspace_rules(),
+        # what the text says of the whole, then the verdicts that weigh every finding
+        rule_claims,
+        rule_ready,
+        text_only("rule_runtime_ready"),
+        text_only("rule_quoted_kfd_added", "stack_rules"),
+        text_only("rule_driver_tables"),
+        rule_coherent,
+        rule_unknown,
+    )
+
+
+def _kernel_rules() -> tuple[Callable[[Reasoning], None], ...]:
+    """The machine, the kernel, its module and KFD."""
     from kfdguard.assess import checks
-    from kfdguard.assess.access_rules import rule_access
 
     return (
         rule_established,
@@ -752,6 +769,14 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         checks.machine_only(checks.check_module_loaded),
         rule_kfd_init_failed,
         rule_gpu_nodes,
+    )
+
+
+def _access_rules() -> tuple[Callable[[Reasoning], None], ...]:
+    """Who may open the nodes: hosts, containers, groups."""
+    from kfdguard.assess.access_rules import rule_access
+
+    return (
         rule_access,
         text_only("rule_prose_kfd_locked", "stack_rules"),
         text_only("rule_rock_not_loaded"),
@@ -777,6 +802,12 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_tool_groups_missing"),
         text_only("rule_prose_node_group"),
         text_only("rule_container_without_render_group", "report_rules"),
+    )
+
+
+def _userspace_rules() -> tuple[Callable[[Reasoning], None], ...]:
+    """The runtime, the libraries and the programs' own settings."""
+    return (
         rule_modprobe,
         rule_log_misc,
         rule_runtime,
@@ -798,13 +829,6 @@ def _rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_worked", "report_rules"),
         text_only("rule_igpu_used", "report_rules"),
         text_only("rule_no_device"),
-        rule_claims,
-        rule_ready,
-        text_only("rule_runtime_ready"),
-        text_only("rule_quoted_kfd_added", "stack_rules"),
-        text_only("rule_driver_tables"),
-        rule_coherent,
-        rule_unknown,
     )
 
 
