@@ -1,0 +1,86 @@
+"""Issue 36, batch 7: GPUs named by their processor, versioned support of the builds programs bundle, prose that
+states support in other sentence shapes, target listings that are not the GPU, and device lines of a compose file.
+
+Each text is written for the class of failure, not copied from a report: the batch-7 reports (501-510, in
+tests/data/real-reports once their fix is in) are the cases that showed each class missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kfdguard.diagnose import diagnose_text
+from kfdguard.knowledge import torchwheels
+from kfdguard.verdict import Finding
+
+
+def _codes(text: str) -> set[str]:
+    return {f.code for f in diagnose_text(text).findings}
+
+
+def _finding(text: str, code: str) -> Finding:
+    return next(f for f in diagnose_text(text).findings if f.code == code)
+
+
+# --- a PyTorch wheel's own rocBLAS carries files for the wheel's targets only ------------------------------------
+
+_WHEEL_FAILS = (
+    "posted 2024-03-10\n"
+    "My RX 7700 XT shows up in rocminfo, but loading a model in the web UI gives\n"
+    "rocBLAS error: Cannot read /home/me/app/venv/lib/python3.10/site-packages/torch/lib/rocblas/library/"
+    "TensileLibrary.dat: No such file or directory\n"
+)
+
+
+def test_a_wheels_rocblas_without_the_gpus_files_is_the_build() -> None:
+    found = _finding(_WHEEL_FAILS, "userspace-target-unsupported")
+    assert "gfx1101" in found.message and "wheel" in found.message
+
+
+def test_an_override_of_the_same_generation_is_then_the_workaround_not_wrong() -> None:
+    text = _WHEEL_FAILS + "Someone suggested HSA_OVERRIDE_GFX_VERSION=11.0.0 for now.\n"
+    codes = _codes(text)
+    assert "userspace-target-unsupported" in codes
+    assert "env-override-wrong" not in codes
+
+
+def test_another_generations_override_stays_wrong_beside_a_wheel() -> None:
+    text = _WHEEL_FAILS + "I also have HSA_OVERRIDE_GFX_VERSION=10.3.0 in my .bashrc.\n"
+    assert "env-override-wrong" in _codes(text)
+
+
+def test_a_wheel_dated_after_the_lists_read_is_not_judged_by_them() -> None:
+    text = _WHEEL_FAILS.replace("2024-03-10", "2025-06-10")
+    assert "userspace-target-unsupported" not in _codes(text)
+
+
+def test_a_system_rocblas_is_judged_by_rocms_own_lists() -> None:
+    text = _WHEEL_FAILS.replace(
+        "/home/me/app/venv/lib/python3.10/site-packages/torch/lib/rocblas", "/opt/rocm/lib/rocblas"
+    )
+    assert "userspace-target-unsupported" not in _codes(text)
+
+
+def test_a_target_the_wheels_carry_is_not_blamed_on_the_wheel() -> None:
+    text = _WHEEL_FAILS.replace("RX 7700 XT", "RX 7900 XTX")
+    assert "userspace-target-unsupported" not in _codes(text)
+
+
+def test_wheel_eras_cite_their_commits() -> None:
+    for era in torchwheels.WHEEL_ERAS:
+        assert era.repository and era.paths and era.commits
+        assert all(len(c) == 40 for c in era.commits)
+        assert "gfx1101" not in era.targets and "gfx1102" not in era.targets
+        assert "gfx1100" in era.targets
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/usr/lib/python3/dist-packages/torch/lib/rocblas/library/TensileLibrary.dat", True),
+        ("C:\\Users\\a\\venv\\Lib\\site-packages\\torch\\lib\\rocblas\\library\\TensileLibrary.dat", True),
+        ("/opt/rocm/lib/rocblas/library/TensileLibrary.dat", False),
+    ],
+)
+def test_wheel_paths(path: str, expected: bool) -> None:
+    assert torchwheels.wheel_path(path) is expected
