@@ -748,9 +748,16 @@ PROSE_UNSUPPORTED = re.compile(
     r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b"
     # "does not yet support your GPU (gfx1032)", "support has been abandoned", "likely unsupported by ROCm"
     r"|\b(?:does|do|did)(?:n't| not)\s+(?:yet\s+|officially\s+)?support\s+(?:your|my|the|this|that|our)\s+"
-    r"(?:\w+\s+)?(?:gpu|card|graphics|apu|igpu)"
+    r"(?:\w+\s+)?(?:gpu|card|graphics|apu|igpu|device)"
     r"|\bsupport\s+(?:has|had|was|is)\s+(?:been\s+)?(?:abandoned|removed|dropped|discontinued)\b"
-    r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b",
+    r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b"
+    # the subject inside a question ("Why is the gfx1150 not supported on Linux?"), or an apposition after the GPU
+    # ("It is a gfx90c iGPU, not officially supported"); the rule still needs a GPU named in the line
+    r"|\b(?:is|are|was|were)\s+(?:[\w()+-]+\s+){1,3}?(?:still\s+)?not\s+(?:(?:officially|yet|fully)\s+)?supported\b"
+    r"|,\s*(?:\w+ly\s+)?not\s+(?:(?:officially|yet|fully)\s+)?supported\b"
+    # "there is no support in any of the libraries for this GPU"
+    r"|\bno\s+support\s+(?:(?:in|from|by)\b[^.\n]{0,60}?\s)?for\s+(?:this|that|my|your|the|our)\s+(?:\w+\s+)?"
+    r"(?:gpu|card|device|graphics|apu|igpu)",
     re.I,
 )
 # A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;

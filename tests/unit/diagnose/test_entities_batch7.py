@@ -84,3 +84,34 @@ def test_wheel_eras_cite_their_commits() -> None:
 )
 def test_wheel_paths(path: str, expected: bool) -> None:
     assert torchwheels.wheel_path(path) is expected
+
+
+# --- support denied in other sentence shapes: a question, an apposition, "this device", "no support ... for" -------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Why is my gfx1036 not supported by the libraries?",
+        "Is the gfx1036 still not supported?",
+        "That laptop has a gfx1036 iGPU, not officially supported.",
+        "The gfx1036 graphics, sadly not supported, is what I have.",
+        "I found that PyTorch does not support this device (gfx1036).",
+        "There is no support in any of the ROCm libraries for this GPU (gfx1036).",
+    ],
+)
+def test_support_denied_in_other_shapes_is_read(told: str) -> None:
+    found = _finding(f"{told}\nrocBLAS and PyTorch fail on it.\n", "userspace-target-unsupported")
+    assert "gfx1036" in found.message
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Is the gfx1036 supported now?",  # a question, no denial
+        "My gfx1100 is not supported? It runs fine for me.",  # a target with code: nothing to find
+        "There is no support ticket for this GPU (gfx1036) yet, it works with the override.",
+    ],
+)
+def test_near_misses_of_support_denied(told: str) -> None:
+    assert "userspace-target-unsupported" not in _codes(f"{told}\n")
