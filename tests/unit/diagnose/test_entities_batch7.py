@@ -115,3 +115,55 @@ def test_support_denied_in_other_shapes_is_read(told: str) -> None:
 )
 def test_near_misses_of_support_denied(told: str) -> None:
     assert "userspace-target-unsupported" not in _codes(f"{told}\n")
+
+
+# --- a listing of targets (one a line, each with a value) is not the GPU -----------------------------------------
+
+
+def test_a_per_target_listing_names_no_gpu() -> None:
+    text = (
+        "My GPU is a gfx1031, so I counted what the sources have for each target:\n"
+        "gfx1030: 140 matches\n"
+        "gfx1031: 0 matches\n"
+        "gfx1100: 121 matches\n"
+        "A maintainer said to try HSA_OVERRIDE_GFX_VERSION=10.3.0 meanwhile.\n"
+    )
+    # the override is of the GPU's own generation; gfx1100 of the listing is not a GPU it could be wrong for
+    assert "env-override-wrong" not in _codes(text)
+
+
+def test_a_single_target_with_a_value_is_still_the_gpu() -> None:
+    text = "rocminfo says\ngfx1100: my card\nand I set HSA_OVERRIDE_GFX_VERSION=10.3.0 as a blog said.\n"
+    assert "env-override-wrong" in _codes(text)
+
+
+# --- a desktop Ryzen's iGPU, when the text names the processor as the GPU ----------------------------------------
+
+_TENSILE = "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory\n"
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "### GPU\n\nRyzen 7 7700\n",
+        "GPU: AMD Ryzen 9 9950X (integrated graphics)\n",
+        "I only have the iGPU of my Ryzen 5 7600X.\n",
+    ],
+)
+def test_a_desktop_ryzen_named_as_the_gpu_is_its_gfx1036(named: str) -> None:
+    text = named + _TENSILE
+    found = _finding(text, "userspace-target-unsupported")
+    assert "gfx1036" in found.message
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "CPU: Ryzen 9 7950X\n",  # the processor, not named as the GPU: a card may compute
+        "### CPU\n\nRyzen 7 7700X\n\n### GPU\n\nRX 7900 XTX\n",
+        "GPU: AMD 7900 XTX\n",  # a Radeon, not a Ryzen
+    ],
+)
+def test_a_desktop_ryzen_not_named_as_the_gpu_implies_nothing(named: str) -> None:
+    found = [f for f in diagnose_text(named + _TENSILE).findings if f.code == "userspace-target-unsupported"]
+    assert not any("gfx1036" in f.message for f in found)
