@@ -755,6 +755,8 @@ PROSE_UNSUPPORTED = re.compile(
     # ("It is a gfx90c iGPU, not officially supported"); the rule still needs a GPU named in the line
     r"|\b(?:is|are|was|were)\s+(?:[\w()+-]+\s+){1,3}?(?:still\s+)?not\s+(?:(?:officially|yet|fully)\s+)?supported\b"
     r"|,\s*(?:\w+ly\s+)?not\s+(?:(?:officially|yet|fully)\s+)?supported\b"
+    # "there isn't any plan to officially support gfx1036", "no plans to support the iGPU"
+    r"|(?:\bno|n[’']t\s+any|\bnot\s+any)\s+plans?\s+to\s+(?:\w+\s+)?support\b"
     # "there is no support in any of the libraries for this GPU"
     r"|\bno\s+support\s+(?:(?:in|from|by)\b[^.\n]{0,60}?\s)?for\s+(?:this|that|my|your|the|our)\s+(?:\w+\s+)?"
     r"(?:gpu|card|device|graphics|apu|igpu)",

@@ -98,6 +98,8 @@ def test_wheel_paths(path: str, expected: bool) -> None:
         "The gfx1036 graphics, sadly not supported, is what I have.",
         "I found that PyTorch does not support this device (gfx1036).",
         "There is no support in any of the ROCm libraries for this GPU (gfx1036).",
+        "There isn't any plan to officially support gfx1036 in the libraries.",
+        "AMD has no plans to support the gfx1036 iGPU.",
     ],
 )
 def test_support_denied_in_other_shapes_is_read(told: str) -> None:
