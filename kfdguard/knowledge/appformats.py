@@ -727,6 +727,16 @@ STRONG_FOREIGN = re.compile(
 # /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
 # node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
 KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
+# A container definition's /dev/kfd entry commented out: a compose file's device list item or a run command's flag
+# behind "#" (a quoted line may keep its markdown backtick). The container then gets no /dev/kfd.
+KFD_ENTRY_COMMENTED = re.compile(r"^[\s`>]*#\s*(?:-\s*[\"']?/dev/kfd\b|--device[= ]\s*[\"']?/dev/kfd\b)")
+# Adding (enabling, passing) a device told as what made it work ("adding this to compose.yml ... makes it work"): read
+# on the lines just before a /dev/kfd entry (assess/report_rules.rule_kfd_entry_told).
+DEVICE_ADDED_WORKS = re.compile(
+    r"\b(?:add(?:ed|ing)?|pass(?:ed|ing)?|enabl(?:ed|ing)|uncomment(?:ed|ing)?|mapp(?:ed|ing))\b[^\n]{0,120}?"
+    r"(?<!n't )(?<!not )(?<!never )\b(?:makes? it work|made it work|works|worked|fixe[sd] it|solved it)\b",
+    re.I,
+)
 # The DRM nodes handed over and /dev/kfd not ("/dev/dri devices are configured, but /dev/kfd is not always added"):
 # only a container's (or a sandbox's) device list hands over /dev/dri nodes, so the pairing names one
 # (assess/report_rules.kfd_told_absent_in_container); DRI_CUE is the literal every such line holds.

@@ -169,3 +169,42 @@ def test_a_desktop_ryzen_named_as_the_gpu_is_its_gfx1036(named: str) -> None:
 def test_a_desktop_ryzen_not_named_as_the_gpu_implies_nothing(named: str) -> None:
     found = [f for f in diagnose_text(named + _TENSILE).findings if f.code == "userspace-target-unsupported"]
     assert not any("gfx1036" in f.message for f in found)
+
+
+# --- /dev/kfd left out of a container's device list: commented out, or added as the fix -------------------------
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        'services:\n  app:\n    devices:\n      # - "/dev/kfd:/dev/kfd"\n      - "/dev/dri:/dev/dri"\n',
+        "    devices:\n#      - /dev/kfd\n      - /dev/dri\n",
+        "docker run \\\n  # --device=/dev/kfd \\\n  --device=/dev/dri rocm/pytorch\n",
+    ],
+)
+def test_a_commented_out_kfd_device_entry_leaves_the_container_without_it(definition: str) -> None:
+    text = f"My compose file:\n{definition}The app exits: no GPU found.\n"
+    assert "device-node-missing" in _codes(text)
+
+
+def test_the_kfd_device_entry_added_as_the_fix() -> None:
+    text = (
+        "It said no GPU was found. Adding these devices to the service made it work:\n"
+        "```\n    devices:\n      - /dev/kfd:/dev/kfd\n      - /dev/dri:/dev/dri\n```\n"
+    )
+    assert "device-node-missing" in _codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the entry present and nothing told about it: a working definition
+        "    devices:\n      - /dev/kfd:/dev/kfd\n      - /dev/dri:/dev/dri\nIt runs on the RX 7900 XTX.\n",
+        # a comment about the entry, not the entry commented out
+        '    devices:\n      - "/dev/kfd:/dev/kfd" # remove this line if running on non ROCm\n',
+        # added, and it still does not work
+        "Adding /dev/kfd did not make it work:\n      - /dev/kfd:/dev/kfd\n",
+    ],
+)
+def test_near_misses_of_the_kfd_device_entry(text: str) -> None:
+    assert "device-node-missing" not in _codes(text)
