@@ -20,7 +20,14 @@ from kfdguard.assess.report_rules import (
     kfd_told_absent_in_container,
     override_told_needed,
 )
-from kfdguard.assess.versions import carried_in, had_a_gap, predates_support, releases_text, rocm_versions_shown
+from kfdguard.assess.versions import (
+    carried_in,
+    had_a_gap,
+    predates_support,
+    releases_text,
+    rocm_versions_shown,
+    wheel_without_code,
+)
 from kfdguard.evidence.model import Observations, SeenMessage, Source
 from kfdguard.knowledge import appformats, rocm
 from kfdguard.knowledge.asics import ASICS
@@ -714,11 +721,16 @@ def _real_targets(r: Reasoning, claimed: str | None) -> list[tuple[str, str]]:
     return result
 
 
-def _override_is_the_workaround(r: Reasoning) -> bool:
+def _override_is_the_workaround(r: Reasoning, gfx: str) -> bool:
     """Whether the text shows that this program needs a neighbouring target's code: it has none for the GPU's own
     (a no-code-object message), or the text tells the override as what makes it run. Then a same-generation
     override is the known workaround, whatever ROCm's own libraries carry (an application bundles its own)."""
-    return bool(r.obs.saw("no-code-object")) or override_told_needed(r) is not None
+    return bool(r.obs.saw("no-code-object")) or override_told_needed(r) is not None or _wheel_lacks(r, gfx)
+
+
+def _wheel_lacks(r: Reasoning, gfx: str) -> bool:
+    """Whether rocBLAS failed inside a PyTorch wheel dated when no wheel carried ``gfx`` (knowledge/torchwheels.py)."""
+    return any(wheel_without_code(r, gfx, m.value("path") or "") for m in r.obs.saw("tensile-unreadable"))
 
 
 def rule_override_wrong(r: Reasoning) -> None:
@@ -747,7 +759,7 @@ def rule_override_wrong(r: Reasoning) -> None:
         supported = any(a.rocm_prebuilt for a in _asics_of(gfx)) if in_release is None else in_release
         if major is None or (major == claimed_major and not supported):
             continue
-        if major == claimed_major and _override_is_the_workaround(r):
+        if major == claimed_major and _override_is_the_workaround(r, gfx):
             continue
         if major == claimed_major and had_a_gap(gfx):
             # A release before the one that added gfx's code needed this override: judged by the release shown.
@@ -1546,6 +1558,26 @@ def rule_tensile_unreadable(r: Reasoning) -> None:
     claimed = appformats.override_target(override) if override else None
     targets = [(g, w) for g, w in _real_targets(r, claimed) if g]
     unsupported = [(g, w) for g, w in targets if not any(a.rocm_prebuilt for a in _asics_of(g))]
+    path = seen[0].value("path") or ""
+    # A PyTorch wheel's own rocBLAS copy carries files for the wheel's targets only (knowledge/torchwheels.py).
+    wheel = next(((g, w, found) for g, w in targets if (found := wheel_without_code(r, g, path))), None)
+    if wheel is not None and not unsupported:
+        lacking, shown, (date, line, era) = wheel
+        r.findings.append(
+            Finding(
+                "userspace-target-unsupported",
+                E,
+                f"rocBLAS found no Tensile library for {lacking} in PyTorch's wheel: the wheel bundles its own rocBLAS "
+                f"with library files only for the targets it was built for, and no wheel up to {era.until} carries "
+                f"{lacking} (the text is dated {date}), though ROCm's own rocBLAS builds it; the kernel and "
+                "permissions are not the cause",
+                f"use a PyTorch build whose targets include {lacking} (a newer +rocm wheel, or the ROCm project's own "
+                "PyTorch builds), or point the wheel at a system rocBLAS that carries it; the unsupported "
+                "workaround is HSA_OVERRIDE_GFX_VERSION for a target of the same generation the wheel carries",
+                (seen[0].text, f"{shown}: {lacking}", f"the text: {line}", f"{era.repository}: {', '.join(era.paths)}"),
+            )
+        )
+        return
     if targets and not unsupported:
         r.unknown.append(
             f"why rocBLAS cannot read its Tensile library although ROCm builds one for {targets[0][0]}: paste "

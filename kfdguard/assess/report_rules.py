@@ -391,6 +391,51 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
     )
 
 
+def _kfd_entry_told(r: Reasoning) -> str | None:
+    """The container definition the text shows without /dev/kfd: its entry commented out, or the entry shown as
+    what, once added, made the program work (the lines just before it say so). Returns the line that shows it."""
+    obs = r.obs
+    lines = obs.lines
+    for index, line in enumerate(lines):
+        if "/dev/kfd" not in line:
+            continue
+        if appformats.KFD_ENTRY_COMMENTED.match(line):
+            return line.strip()[:160]
+        if not appformats.KFD_PASSED.search(line.strip("`")):
+            continue
+        for before in lines[max(0, index - 4) : index]:
+            m = appformats.DEVICE_ADDED_WORKS.search(before)
+            if m and not re.search(r"\b(?:not|n't|never|still)\b", before[: m.end()], re.I):
+                return f"{before.strip()[:120]} ... {line.strip()[:60]}"
+    return None
+
+
+def rule_kfd_entry_told(r: Reasoning) -> None:
+    """A container definition whose /dev/kfd entry is commented out, or that the text says worked once /dev/kfd was
+    added: the container had no /dev/kfd, whatever the host has. A host that has none to give (Docker Desktop, WSL)
+    is rule_foreign_host_kfd's."""
+    obs = r.obs
+    if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu") or obs.foreign_host:
+        return
+    if "/dev/kfd" not in obs.text:
+        return
+    told = _kfd_entry_told(r)
+    if told is None:
+        return
+    r.findings.append(
+        Finding(
+            "device-node-missing",
+            E,
+            "the container's definition leaves /dev/kfd out (its device entry commented out, or added only as the "
+            "fix): the container had no KFD node, so ROCm there found no GPU; the host and its driver are not shown "
+            "to be at fault",
+            "pass it in: in compose, '- /dev/kfd:/dev/kfd' and '- /dev/dri:/dev/dri' under the service's devices "
+            "(uncommented); docker/podman run --device=/dev/kfd --device=/dev/dri",
+            (f"the text: {told}",),
+        )
+    )
+
+
 # --- an AMD GPU listed beside an NVIDIA one -----------------------------------------------------------------
 
 # lspci's display controller line of an AMD device, with or without -nn, named or not ("Vega [Radeon RX Vega]").
@@ -813,6 +858,7 @@ __all__ = [
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",
     "rule_igpu_used",
+    "rule_kfd_entry_told",
     "rule_module_built_elsewhere",
     "rule_override_invalid",
     "rule_override_removed",

@@ -14,7 +14,7 @@ import re
 
 from kfdguard.assess.claims import lines_with
 from kfdguard.assess.reasoning import Reasoning
-from kfdguard.knowledge import rocm
+from kfdguard.knowledge import rocm, torchwheels
 from kfdguard.knowledge.appformats import gfx_major
 
 RocmVersion = tuple[int, int]
@@ -104,6 +104,19 @@ def predates_support(r: Reasoning, gfx: str) -> tuple[str, str, rocm.RocmRelease
     return dated[0], dated[1], row
 
 
+def wheel_without_code(r: Reasoning, gfx: str, path: str) -> tuple[str, str, torchwheels.WheelEra] | None:
+    """Where ``path`` is inside a PyTorch wheel and the text is dated when no wheel bundled rocBLAS files for ``gfx``
+    (knowledge/torchwheels.py): the date, its line and the era read. None where the path is not a wheel's, the text
+    shows no date, or a wheel of its time may carry the target."""
+    if not torchwheels.wheel_path(path):
+        return None
+    dated = newest_date(r)
+    if dated is None:
+        return None
+    era = torchwheels.bundled_rocblas_lacks(gfx, dated[0])
+    return (dated[0], dated[1], era) if era is not None else None
+
+
 def releases_text(shown: list[tuple[RocmVersion, str]]) -> str:
     return ", ".join(rocm.version_text(v) for v, _ in shown)
 
@@ -116,4 +129,5 @@ __all__ = [
     "predates_support",
     "releases_text",
     "rocm_versions_shown",
+    "wheel_without_code",
 ]

@@ -431,6 +431,63 @@ def _apus(obs: Observations, lowered: str, number: int) -> None:
         obs.cpu_gpus.append((gfx, Source(f"paste: {name} ({row.igpu}, {row.family})", number)))
 
 
+# A line that names what follows it (or itself) as the GPU: "### GPU", "GPU:", "Graphics card", "my iGPU ...".
+_AS_GPU = re.compile(r"\b(?:i?gpu|graphics|integrated|apu)\b", re.I)
+_LABEL = re.compile(r"^\s*(?:#+\s*)?(?P<label>[\w ()/-]{1,30}?)\s*:?\s*$")
+
+
+def _named_as_gpu(lines: list[str], index: int) -> bool:
+    """Whether line ``index`` names the processor on it as the GPU: the line says so, or the nearest line above it
+    that is not blank is a short label that says so (an issue form's "### GPU" heading)."""
+    if _AS_GPU.search(lines[index]):
+        return True
+    for above in reversed(lines[max(0, index - 3) : index]):
+        if above.strip():
+            m = _LABEL.match(above)
+            return m is not None and _AS_GPU.search(m["label"]) is not None
+    return False
+
+
+def _processors_as_gpus(obs: Observations) -> None:
+    """The display engines of desktop processors (knowledge/apus.py's ``named_as_gpu`` rows), read after the lines
+    (whatever path read them: the label above a line is not what the line reader sees) where the text names the
+    processor as its GPU."""
+    if "yzen" not in obs.text:
+        return
+    lines = obs.lines
+    for index, line in enumerate(lines):
+        if "yzen" not in line:
+            continue
+        lowered = line.lower()
+        weak = [f for f in apus.apu_targets(lowered, named_as_gpu=True) if f[2].named_as_gpu]
+        if weak and _named_as_gpu(lines, index):
+            for gfx, name, row in weak:
+                obs.cpu_gpus.append((gfx, Source(f"paste: {name} ({row.igpu}, {row.family})", index + 1)))
+
+
+# A target that labels a value ("gfx1035: 13 matches", "gfx1100  121"): several of them on consecutive lines are a
+# listing per target (a search's counts, a build's results), which names no GPU.
+_TARGET_ROW = re.compile(r"^\s*(?P<gfx>gfx[0-9][0-9a-f]{2,3})\s*[:=|]?\s+\S")
+
+
+def _drop_target_listings(obs: Observations) -> None:
+    """Targets read from lines of a per-target listing taken back out of the GPUs named in prose."""
+    if not obs.prose_gfx:
+        return
+    lines, listed = obs.lines, set[int]()
+    run: list[tuple[int, str]] = []
+    for number, line in enumerate([*lines, ""], 1):
+        m = _TARGET_ROW.match(line) if "gfx" in line else None
+        if m:
+            run.append((number, m["gfx"].lower()))
+            continue
+        if len(run) >= 2 and len({g for _, g in run}) == len(run):
+            listed.update(n for n, _ in run)
+        run = []
+    if listed:
+        obs.prose_gfx = [(g, s) for g, s in obs.prose_gfx if s.line not in listed]
+
+
 def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
     if "rx" in lowered:
         _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
@@ -522,6 +579,8 @@ EXTRACTORS = (
 
 def _finish(obs: Observations, state: _State) -> None:
     _finish_agent(obs, state)
+    _drop_target_listings(obs)
+    _processors_as_gpus(obs)
     if state.kconfig or state.kconfig_old:
         obs.kinds.add("kconfig")
         values, _ = parse_kconfig("\n".join(state.kconfig))

@@ -727,6 +727,16 @@ STRONG_FOREIGN = re.compile(
 # /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
 # node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
 KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
+# A container definition's /dev/kfd entry commented out: a compose file's device list item or a run command's flag
+# behind "#" (a quoted line may keep its markdown backtick). The container then gets no /dev/kfd.
+KFD_ENTRY_COMMENTED = re.compile(r"^[\s`>]*#\s*(?:-\s*[\"']?/dev/kfd\b|--device[= ]\s*[\"']?/dev/kfd\b)")
+# Adding (enabling, passing) a device told as what made it work ("adding this to compose.yml ... makes it work"): read
+# on the lines just before a /dev/kfd entry (assess/report_rules.rule_kfd_entry_told).
+DEVICE_ADDED_WORKS = re.compile(
+    r"\b(?:add(?:ed|ing)?|pass(?:ed|ing)?|enabl(?:ed|ing)|uncomment(?:ed|ing)?|mapp(?:ed|ing))\b[^\n]{0,120}?"
+    r"(?<!n't )(?<!not )(?<!never )\b(?:makes? it work|made it work|works|worked|fixe[sd] it|solved it)\b",
+    re.I,
+)
 # The DRM nodes handed over and /dev/kfd not ("/dev/dri devices are configured, but /dev/kfd is not always added"):
 # only a container's (or a sandbox's) device list hands over /dev/dri nodes, so the pairing names one
 # (assess/report_rules.kfd_told_absent_in_container); DRI_CUE is the literal every such line holds.
@@ -748,9 +758,18 @@ PROSE_UNSUPPORTED = re.compile(
     r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b"
     # "does not yet support your GPU (gfx1032)", "support has been abandoned", "likely unsupported by ROCm"
     r"|\b(?:does|do|did)(?:n't| not)\s+(?:yet\s+|officially\s+)?support\s+(?:your|my|the|this|that|our)\s+"
-    r"(?:\w+\s+)?(?:gpu|card|graphics|apu|igpu)"
+    r"(?:\w+\s+)?(?:gpu|card|graphics|apu|igpu|device)"
     r"|\bsupport\s+(?:has|had|was|is)\s+(?:been\s+)?(?:abandoned|removed|dropped|discontinued)\b"
-    r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b",
+    r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b"
+    # the subject inside a question ("Why is the gfx1150 not supported on Linux?"), or an apposition after the GPU
+    # ("It is a gfx90c iGPU, not officially supported"); the rule still needs a GPU named in the line
+    r"|\b(?:is|are|was|were)\s+(?:[\w()+-]+\s+){1,3}?(?:still\s+)?not\s+(?:(?:officially|yet|fully)\s+)?supported\b"
+    r"|,\s*(?:\w+ly\s+)?not\s+(?:(?:officially|yet|fully)\s+)?supported\b"
+    # "there isn't any plan to officially support gfx1036", "no plans to support the iGPU"
+    r"|(?:\bno|n[’']t\s+any|\bnot\s+any)\s+plans?\s+to\s+(?:\w+\s+)?support\b"
+    # "there is no support in any of the libraries for this GPU"
+    r"|\bno\s+support\s+(?:(?:in|from|by)\b[^.\n]{0,60}?\s)?for\s+(?:this|that|my|your|the|our)\s+(?:\w+\s+)?"
+    r"(?:gpu|card|device|graphics|apu|igpu)",
     re.I,
 )
 # A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;

@@ -14,10 +14,18 @@ Sources, and how sure each step is:
   names), whose gfx comes from the kernel's own GC-IP table (knowledge/generated.py: GC 10.3.7, Mendocino, is
   gfx1036 there).
 
-Left out on purpose: processors whose graphics is a 2-CU display engine nobody computes on (desktop Ryzen
-7000/9000 "Raphael"/"Granite Ridge", mobile 7045HX "Dragon Range"), processors without graphics (the F and
-plain desktop parts: 5600X, 5700, 8400F), and names whose die differs between steppings or that AMD reused
-(Ryzen AI 7 PRO 360, Ryzen AI 5 330, the Ryzen 200 series, the Z2 and Z2 Go). A name there implies nothing.
+Desktop Ryzen 7000 and 9000 without the F suffix ("Raphael", "Granite Ridge") carry a 2-CU display engine,
+gfx1036 (knowledge/asics.py's Raphael row: libdrm's 0x164E, GC 10.3.6; real reports show it as the device ROCm
+enumerates first: tests/data/real-reports 136, 162 (amdgpu-arch printing gfx1036 on a 9600X), 411). Most such
+machines compute on a card beside it, so that row (``named_as_gpu``) counts only where the text names the processor
+as its GPU: on a line that says GPU, iGPU, graphics or integrated, or under a label that does (an issue form's
+"### GPU"); evidence/text.py decides. AMD's product pages for these parts (Graphics Model "AMD Radeon Graphics",
+2 graphics cores) were not reachable from here: the row rests on the kernel's and libdrm's ids and those reports.
+
+Left out on purpose: mobile 7045HX "Dragon Range" (the same die; not read here), processors without graphics
+(the F and plain desktop parts of Ryzen 5000: 5600X, 5700, 8400F), and names whose die differs between steppings
+or that AMD reused (Ryzen AI 7 PRO 360, Ryzen AI 5 330, the Ryzen 200 series, the Z2 and Z2 Go). A name there
+implies nothing.
 
 A processor name is weaker evidence than a GPU's own name or id: the machine may compute on a discrete card
 beside it. evidence/text.py records it apart (Observations.cpu_gpus) and the rules take it only when the text
@@ -37,10 +45,11 @@ class ApuFamily:
     gfx: str
     igpu: str  # the graphics AMD's specifications name, for the finding's evidence
     family: str  # the die, as knowledge/asics.py files it
+    named_as_gpu: bool = False  # counts only where the text names the processor as its GPU (a display engine)
 
 
-def _row(pattern: str, gfx: str, igpu: str, family: str) -> ApuFamily:
-    return ApuFamily(re.compile(pattern), gfx, igpu, family)
+def _row(pattern: str, gfx: str, igpu: str, family: str, *, named_as_gpu: bool = False) -> ApuFamily:
+    return ApuFamily(re.compile(pattern), gfx, igpu, family, named_as_gpu)
 
 
 # "Ryzen 7 PRO 8700GE", "Ryzen 9 7940HS", "AMD 7840U": a four-digit model after "ryzen" (its tier and PRO
@@ -73,13 +82,25 @@ APU_FAMILIES: tuple[ApuFamily, ...] = (
     ),
     # 2000 and 3000 mobile and G desktop (Raven Ridge, Picasso: Vega graphics); the x50U parts are Dali, left out.
     _row(_MODEL + r"(?:2[2-8]00|3[2-7]00|3580)(?:u|h|ge|g)\b", "gfx902", "Radeon Vega Mobile / Vega 8/11", "Raven"),
+    # Desktop 7000 and 9000 (Raphael, Granite Ridge): 7600, 7700X, 7800X3D, 7950X, 9600X, 9950X3D; never F, never
+    # "AMD 7900" alone (a Radeon RX 7900), so the tier after "ryzen" is required.
+    _row(
+        r"\bryzen\s+[3579]\s+(?:pro\s+)?[79][6-9]\d0(?:x3d|x)?\b(?!\s*(?:xt|gre|m\b|s\b))",
+        "gfx1036",
+        "AMD Radeon Graphics (2 CUs)",
+        "Raphael/Granite Ridge",
+        named_as_gpu=True,
+    ),
 )
 
 
-def apu_targets(lowered: str) -> list[tuple[str, str, ApuFamily]]:
-    """(gfx, the name as written, its row) for each APU processor named in a lower-cased line."""
+def apu_targets(lowered: str, *, named_as_gpu: bool = False) -> list[tuple[str, str, ApuFamily]]:
+    """(gfx, the name as written, its row) for each APU processor named in a lower-cased line; the display engines'
+    rows only with ``named_as_gpu`` (the caller has seen the text name the processor as its GPU)."""
     found = []
     for row in APU_FAMILIES:
+        if row.named_as_gpu and not named_as_gpu:
+            continue
         for m in row.pattern.finditer(lowered):
             found.append((row.gfx, m.group(0), row))
     return found
