@@ -312,7 +312,7 @@ NODE_EXPORTER_DEB ?= $(lastword $(wildcard /var/cache/kfdguard-testdata/debs/pro
 # forged-log, journal-flood (issue 35): what nobody writes to the journal under real systemd changes no verdict
 # or fallback, and cannot push the resident past its MemoryMax.
 # memory (issue 38): memory.target's options reach the real kernel's ttm under real modprobe.
-SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer+memory purge privsep+fleet+forged-log+journal-flood
+SCENARIOS ?= autopkgtest+boot+coldplug+users faults+fallback+seed-advice consumer+memory+remedy purge privsep+fleet+forged-log+journal-flood
 
 # The guests (vm/vmlane.py's GUESTS table: bookworm, trixie, trixie-broker);
 # empty, the default of both make test-system and make test, runs every row.
