@@ -925,6 +925,7 @@ def rule_prose_unsupported(r: Reasoning) -> None:
         if m and (gpu_named or appformats.PROSE_FAMILY.search(line)):
             said = m
             break
+    told = said is not None  # support denied in words, not only a symptom
     if said is None:
         # "Ollama doesn't use gpu", "uses only the CPU": the same conclusion for a GPU without prebuilt code.
         said = search_lines(appformats.PROSE_CPU_ONLY, obs, "gpu", "cpu", "card")
@@ -935,6 +936,10 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     targets = _real_targets(r, None) or ([(first, shown or "the text")] if first else [])
     targets += appformats.codename_targets(obs.text)
     unsupported = [(g, w, era) for g, w in targets if g for era in [_era_without_code(r, g)] if era is not None]
+    if not told:
+        # A symptom alone ("rocminfo does not see my GPU") has other causes: with no release or date to say
+        # which, the conditional "before ROCm 7.1" is no conclusion; only a told "not supported" carries it.
+        unsupported = [u for u in unsupported if not u[2].startswith(NO_RELEASE_SHOWN)]
     if not unsupported:
         return
     gfx, where, era = unsupported[0]
@@ -956,6 +961,9 @@ def rule_prose_unsupported(r: Reasoning) -> None:
             (f"the text: {said.group(0)}", f"{where}: {gfx}"),
         )
     )
+
+
+NO_RELEASE_SHOWN = " before ROCm "  # how _era_without_code's conditional answer begins
 
 
 def _era_without_code(r: Reasoning, gfx: str) -> str | None:
@@ -982,8 +990,8 @@ def _era_without_code(r: Reasoning, gfx: str) -> str | None:
             "whose rocBLAS carries it"
         )
     return (
-        f" before ROCm {since} (the text shows no release; from {since} on rocBLAS carries it, and on such a release "
-        "this is not the cause)"
+        f"{NO_RELEASE_SHOWN}{since} (the text shows no release; from {since} on rocBLAS carries it, and on such a "
+        "release this is not the cause)"
     )
 
 

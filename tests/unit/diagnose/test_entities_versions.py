@@ -179,6 +179,18 @@ def test_without_a_release_or_a_date_the_finding_states_its_condition() -> None:
     assert "before ROCm 7.1" in found.message
 
 
+def test_a_symptom_without_a_release_is_no_claim_of_support() -> None:
+    """'rocminfo does not see my GPU' beside a 780M's lspci line: many causes, none of them shown (found by
+    tests/robustness/test_fuzz_diagnose.py's chatter property). Only a told "not supported" carries the
+    conditional finding; a dated symptom still may (the date decides)."""
+    lspci = (
+        "c4:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Device [1002:15bf] (rev c1)"
+    )
+    assert "userspace-target-unsupported" not in _codes(f"{lspci}\nHi, rocminfo does not see my GPU.\n")
+    dated = f"user · description · 2025-01-08\n{lspci}\nOllama doesn't use my GPU.\n"
+    assert "2025-01-08" in _finding(dated, "userspace-target-unsupported").message
+
+
 def test_a_dated_override_workaround_before_the_release_is_not_wrong() -> None:
     text = UNSUPPORTED_780M.format(date="2025-01-08", extra="Some set HSA_OVERRIDE_GFX_VERSION=11.0.0 for it.\n")
     codes = _codes(text)
