@@ -605,7 +605,11 @@ def _finish(obs: Observations, state: _State) -> None:
         if joined:
             events = _rejoined(events, unwrapped, joined)
     else:
-        _, events = scan(unwrapped, source="paste")
+        # Each line as pasted, but a wrap's continuation blank: its reading is its joined line's.
+        pieces = ["" if a and not b else a for a, b in zip(lines, unwrapped, strict=True)]
+        _, events = scan(pieces, source="paste")
+        heads = [i for i, (a, b) in enumerate(zip(lines, unwrapped, strict=True)) if a != b and b]
+        events = _heads_replaced(events, [e for i in heads for e in match(unwrapped[i], i + 1, source="paste")])
     obs.events = events
     if events:
         obs.kinds.add("kernel-log")
@@ -636,18 +640,24 @@ def _dated(line: str) -> bool:
 
 
 def _rejoined(events: list[LogEvent], unwrapped: list[str], joined: list[int]) -> list[LogEvent]:
-    """A long paste's events with those of its wrapped lines' pieces replaced by the whole lines' (numbered
-    where the first piece was, as _unwrapped keeps them)."""
+    """A long paste's events with those of its wrapped lines' first pieces replaced by the whole lines' (numbered
+    where the first piece was, as _unwrapped keeps them), where the whole line says something."""
     # Only a joined line the big-log search would look at (kernellog.PREFILTER: a kernel prefix, an old
     # kernel's bare words, a userspace rule's terms) can change the events: a long mixed paste joins thousands
     # of application lines to the line above them, and they need no rule.
     joined = [i for i in joined if unwrapped[i] and PREFILTER.search(unwrapped[i])]
     if not joined:
         return events
-    pieces = {i + 1 for i in joined}
-    kept = [e for e in events if e.line not in pieces]
     whole = [e for i in joined for e in match(unwrapped[i], i + 1, source="paste")]
-    return sorted(kept + whole, key=lambda e: e.line)
+    return _heads_replaced(events, whole)
+
+
+def _heads_replaced(events: list[LogEvent], whole: list[LogEvent]) -> list[LogEvent]:
+    """``events`` with each line that ``whole`` (joined lines' events) reads replaced by that reading. A joined
+    line that reads as nothing keeps its first piece's own events: what a wrap joined to a complete message
+    may be the person's next sentence ("Hi, rocminfo does not see my GPU."), not its continuation."""
+    replaced = {e.line for e in whole}
+    return sorted([e for e in events if e.line not in replaced] + whole, key=lambda e: e.line)
 
 
 def _unwrapped(lines: list[str]) -> list[str]:

@@ -52,3 +52,17 @@ def test_kfd_s_topology_line_wrapped_before_its_ids_is_joined() -> None:
     assert "kfd-ready" in {f.code for f in diagnose_text(text).findings}
     topology_only = text.replace("added device\n1002:73ff\n", "")
     assert [e.rule for e in read_text(topology_only).events] == ["kfd-topology-gpu"]
+
+
+@pytest.mark.parametrize("padding", [0, 1, 400])  # the small paste's path and the long one's (kernellog.SMALL)
+@pytest.mark.parametrize("chatter", ["Hi, rocminfo does not see my GPU.", "Any help appreciated!"])
+def test_a_sentence_after_a_complete_kernel_line_keeps_the_line_read(padding: int, chatter: str) -> None:
+    """The wrap joiner glues a short line to the kernel line above it; when the glued line reads as nothing
+    (a complete message and the person's next sentence), the kernel line keeps its own reading. Found by
+    tests/robustness/test_fuzz_diagnose.py's chatter property under the long campaign's budget."""
+    pad = [f"[    1.{n:06d}] usb 1-1: new high-speed USB device number {n}" for n in range(padding)]
+    line = "[Thu Jan 30 23:27:53 2025] Allocated 3969056 bytes on gart"
+    alone = read_text("\n".join([*pad, line]))
+    followed = read_text("\n".join([*pad, line, chatter]))
+    assert [e.rule for e in alone.events] == [e.rule for e in followed.events] == ["kfd-progress"]
+    assert "kernel-log" in followed.kinds
