@@ -8,7 +8,7 @@ least any line-oriented reader must do, ``text.split("\\n")`` of the same text, 
   that wrapped, a file cut at the top), so that the words of old kernels' unprefixed messages are looked
   for too, as in every log: at most 4x the split;
 - ``diagnose_text`` over a generated 10 MB mixed paste (kernel log, journal, application logs,
-  rocminfo, ls, id, prose, quotes): at most 10x the split.
+  rocminfo, ls, id, prose, quotes): at most 20x the split (issue 36).
 
 Both sides are timed in CPU time of this process (time.process_time): the work is single-threaded, and
 CPU time is what another process's load on a shared machine perturbs least (wall-clock ratios moved by
