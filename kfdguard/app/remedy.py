@@ -44,11 +44,7 @@ def carry_out(target: Target, config: ConfigSource, action: str, application: st
 
     unit = dropin.SERVICES[application]
     try:
-        if action == "clear":
-            if dry:
-                path, shown = dropin.drop_in(target.root, application)
-                there = dropin.read_own(path, shown) or path.exists()
-                return Outcome(True, f"would remove {shown}" if there else f"there is no {shown}")
+        if action == "clear":  # show (dry) is apply's plan only: the command never asks for a dry clear
             removed = dropin.clear(target.root, application)
             if removed is None:
                 return Outcome(True, f"kfdguard has no drop-in for {unit}: nothing to remove")
