@@ -1379,17 +1379,24 @@ def rule_prose_dkms(r: Reasoning) -> None:
     )
 
 
+def _old_gpus_named(obs: Observations) -> list[tuple[str, int]]:
+    """(name as the finding tells it, PCI device id) for the GPUs of the GCN 1-2 era the text names: by a retail
+    name (Radeon R7 360, HD 7970) or by the chip name pci.ids gives them (Sun XT, Tahiti)."""
+    lines = "\n".join(dict.fromkeys(line for cue in appformats.OLD_RADEON_CUES for line in lines_with(obs, cue)))
+    found = [(f"Radeon {token}", device) for token, device in appformats.old_radeon_devices(lines.lower())]
+    lines = "\n".join(dict.fromkeys(line for cue in appformats.chip_cues() for line in lines_with(obs, cue)))
+    return found + appformats.chip_devices(lines)
+
+
 def rule_prose_old_radeon(r: Reasoning) -> None:
-    """A GPU named only by its retail name (Radeon R7 360, HD 7970) whose chip KFD has never supported."""
+    """A GPU named only by its retail or chip name (Radeon R7 360, HD 7970, Sun XT) whose chip KFD has never
+    supported."""
     obs = r.obs
     if r.machine is not None or amd_gpu_named(r) or r.has("asic-not-supported", "no-amd-gpu", "host-without-kfd"):
         return  # a GPU the text identifies otherwise (ids, agents, a target) is the other rules'
-    lines = "\n".join(dict.fromkeys(line for cue in appformats.OLD_RADEON_CUES for line in lines_with(obs, cue)))
-    if not lines:
-        return
     from kfdguard.knowledge import identify
 
-    for token, device in appformats.old_radeon_devices(lines.lower()):
+    for named, device in _old_gpus_named(obs):
         asic, _name = identify(device)
         if asic is None or asic.kfd_since is not None:
             continue
@@ -1397,12 +1404,15 @@ def rule_prose_old_radeon(r: Reasoning) -> None:
             Finding(
                 "asic-not-supported",
                 E,
-                f"the Radeon {token} is a {asic.family} chip ({asic.generation}), which KFD has never supported: no "
+                f"the {named} is a {asic.family} chip ({asic.generation}), which KFD has never supported: no "
                 "ROCm release, and no program built on ROCm (ollama, PyTorch, llama.cpp's HIP build), can compute on "
                 "it; the program falls back to the CPU",
                 "use a backend that does not need ROCm (Vulkan: llama.cpp's or ollama's Vulkan build; OpenCL "
                 "through Mesa's rusticl), or a GPU ROCm supports",
-                (f"the text: Radeon {token}", f"pci.ids: {token} is device 1002:{device:04x} ({asic.family})"),
+                (
+                    f"the text: {named}",
+                    f"pci.ids: {named.removeprefix('Radeon ')} is device 1002:{device:04x} ({asic.family})",
+                ),
             )
         )
         return

@@ -37,6 +37,7 @@ What a row's ``what`` means to the rules (``assess.rules``):
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kfdguard.alternation import alternation
@@ -990,12 +991,15 @@ NODE_GROUP_PROSE = re.compile(
     r"(?P<group>render|video)\b)",
     re.I,
 )
-# Retail names of the GCN 1-2 era (Radeon R5/R7/R9 2xx-3xx, Radeon HD nnnn): pci.ids names the chips that
-# carry them ("Tobago PRO [Radeon R7 360 / R9 360 OEM]"), which knowledge.identify maps to an ASIC. Searched
-# in the lower-cased lines that hold a cue (OLD_RADEON_CUES), never over a whole paste.
-OLD_RADEON = re.compile(r"\bradeon\s+(?P<hd>hd\s?\d{4})\b|\b(?P<r>r[579])[\s-]?(?P<number>[23]\d{2}x?)\b")
+# Retail names of the GCN 1-2 era (Radeon R5/R7/R9 2xx-3xx, Radeon HD nnnn, and their mobile parts with a letter:
+# HD 8670A, HD 7970M, R5 M330): pci.ids names the chips that carry them ("Tobago PRO [Radeon R7 360 / R9 360 OEM]",
+# "Sun XT [Radeon HD 8670A/8670M/8690M / R5 M330 / M430 / R7 M520]"), which knowledge.identify maps to an ASIC.
+# Searched in the lower-cased lines that hold a cue (OLD_RADEON_CUES), never over a whole paste.
+OLD_RADEON = re.compile(r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b")
 OLD_RADEON_CUES = ("radeon", " r5", " r7", " r9", "-r7", "-r9")
-_PCI_RETAIL = re.compile(r"\b(?P<r>R[579]) (?P<numbers>\d{3}X?(?:/\d{3}X?)*)|\bHD (?P<hd>\d{4}(?:/\d{4})*)")
+_PCI_RETAIL = re.compile(
+    r"\b(?P<r>R[579]) (?P<numbers>M?\d{3}X?(?:/M?\d{3}X?)*)|\bHD (?P<hd>\d{4}[AM]?(?:/\d{4}[AM]?)*)"
+)
 _OLD_NAMES: dict[str, int] = {}  # "R7 360" -> the lowest device id whose pci.ids name carries it, on first use
 
 
@@ -1020,10 +1024,52 @@ def old_radeon_devices(lines: str) -> list[tuple[str, int]]:
     names = _old_names()
     found: list[tuple[str, int]] = []
     for m in OLD_RADEON.finditer(lines):
-        token = "HD " + m["hd"][2:].strip() if m["hd"] else f"{m['r'].upper()} {m['number'].upper()}"
+        token = "HD " + m["hd"][2:].strip().upper() if m["hd"] else f"{m['r'].upper()} {m['number'].upper()}"
         if token in names:
             found.append((token, names[token]))
     return found
+
+
+# Chip names pci.ids gives the GPUs KFD never drove (the part before its brackets: "Sun XT", "Tahiti PRO", "Cape
+# Verde", "Oland"), as people write them when lspci is all they read (ROCm#528: "Sun XT [Radeon HD 8670A/...]").
+# Taken only as pci.ids spells them, and a one-word name only where it is the ASIC's own family name: "Mars",
+# "Neptune", "Venus" and "Sun" alone are words, "Mars XTX" and "Sun XT" are chips.
+_CHIP_SUFFIX = re.compile(r"^(?:XT|XTX|PRO|LE|GL|ULT|PRX|LP|XL)$")
+_CHIPS: dict[str, int] = {}  # chip name -> the lowest device id that carries it, filled on first use
+
+
+def _chip_names() -> dict[str, int]:
+    if not _CHIPS:
+        from kfdguard.knowledge import identify
+        from kfdguard.knowledge.generated import PCI_NAMES
+
+        for device, name in sorted(PCI_NAMES.items()):
+            asic, _ = identify(device)
+            if asic is None or asic.kfd_since is not None:
+                continue
+            families = set(asic.family.split("/"))
+            for chip in name.split(" [")[0].split(" / "):
+                words = chip.split()
+                if chip in families or (len(words) > 1 and _CHIP_SUFFIX.match(words[-1])):
+                    _CHIPS.setdefault(chip, device)
+    return _CHIPS
+
+
+def chip_cues() -> tuple[str, ...]:
+    """Lower-cased first words of the chip names: the lines chip_devices needs to see."""
+    return tuple(sorted({name.split()[0].lower() for name in _chip_names()}))
+
+
+@functools.cache
+def _chip_pattern() -> re.Pattern[str]:
+    spelled = sorted(_chip_names(), key=len, reverse=True)  # "Tahiti XT GL" before "Tahiti XT" before "Tahiti"
+    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in spelled) + r")(?![\w-])")
+
+
+def chip_devices(lines: str) -> list[tuple[str, int]]:
+    """(chip name, PCI device id) for each chip name of a GPU KFD never drove in ``lines`` (as written)."""
+    names = _chip_names()
+    return [(m.group(0), names[m.group(0)]) for m in _chip_pattern().finditer(lines)]
 
 
 # APU code names people and lspci use for integrated GPUs (pci.ids brackets, AMD's product pages), with the
@@ -1187,6 +1233,8 @@ __all__ = [
     "CUES",
     "FORMATS",
     "AppFormat",
+    "chip_cues",
+    "chip_devices",
     "codename_targets",
     "gfx_major",
     "old_radeon_devices",

@@ -170,6 +170,44 @@ def test_a_gcn1_card_named_in_prose_is_not_supported_by_kfd() -> None:
     assert "device-permissions" not in found
 
 
+@pytest.mark.parametrize(
+    ("prose", "device_family"),
+    [("radeon hd 8690m", "Hainan"), ("my r5 m330 laptop", "Hainan"), ("radeon hd 7970m", "Pitcairn")],
+)
+def test_mobile_retail_names_map_to_their_chip(prose: str, device_family: str) -> None:
+    """Mobile parts carry a letter (HD 8690M, R5 M330), which pci.ids writes the same way."""
+    [(_token, device)] = old_radeon_devices(prose.lower())
+    asic, _ = identify(device)
+    assert asic is not None and asic.family.startswith(device_family)
+
+
+@pytest.mark.parametrize(
+    ("text", "family"),
+    [
+        ("Does it support the following GPU: Sun XT\nrocminfo: Call returned 4104\n", "Hainan"),
+        ("My Tahiti XT card only gives me hsa api call failure in rocminfo.\n", "Tahiti"),
+        ("Is the Oland chip supported by ROCm? rocminfo fails.\n", "Oland"),
+        ("lspci says Cape Verde PRO; is ROCm possible?\n", "Cape Verde"),
+    ],
+)
+def test_a_chip_kfd_never_supported_named_by_its_code_name(text: str, family: str) -> None:
+    """Batch 8 (ROCm#528): the GPU named by the chip name pci.ids gives it (Sun XT, a Hainan) and nothing else."""
+    (finding,) = [f for f in diagnose_text(text).findings if f.code == "asic-not-supported"]
+    assert family in finding.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The sun XT model is fine.\n",  # not the chip's spelling
+        "On Mars the rover runs ROCm.\n",  # a one-word chip name that is also a word
+        "Our Neptune cluster has MI250X nodes and ROCm 6.2.\n",
+    ],
+)
+def test_words_that_happen_to_be_chip_names_are_not_gpus(text: str) -> None:
+    assert "asic-not-supported" not in codes(text)
+
+
 def test_a_card_kfd_supports_is_not_called_unsupported_by_name() -> None:
     assert "asic-not-supported" not in codes("My R9 290 runs OpenCL fine but PyTorch crashes.\n")
 
