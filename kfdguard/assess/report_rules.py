@@ -311,7 +311,9 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
 # --- /dev/kfd absent inside a container, told in words -----------------------------------------------------
 
 KFD_NOT_PRESENT = re.compile(
-    r"(?:/dev/)?kfd\b[`'\"]?(?:\s+(?:device|node|file))?\s+(?:is\s+|was\s+|will\s+|would\s+|does\s+|did\s+)?"
+    # "/dev/kfd and /dev/dri are not visible": the two nodes as one subject
+    r"(?:/dev/)?kfd\b[`'\"]?(?:\s+(?:device|node|file)s?)?(?:\s+(?:and|&)\s+[`'\"]?/dev/dri\S*)?"
+    r"\s+(?:is\s+|are\s+|was\s+|were\s+|will\s+|would\s+|does\s+|do\s+|did\s+)?"
     r"(?:not|n't)\s+(?:be\s+)?(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
     r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b"
     # "the only thing missing is /dev/kfd", "missing the /dev/kfd device"
@@ -694,6 +696,60 @@ def rule_override_worked(r: Reasoning) -> None:
     )
 
 
+# A build's own target list, as make, cmake and the frameworks take it: "GPU_TARGETS=gfx1030", "-DAMDGPU_TARGETS=
+# gfx1100;gfx1030", "PYTORCH_ROCM_ARCH=gfx90a", "--offload-arch=gfx1031".
+BUILD_TARGETS = re.compile(
+    r"\b(?:AMDGPU_TARGETS|GPU_TARGETS|GPU_ARCHS?|(?:CMAKE_)?HIP_ARCHITECTURES|PYTORCH_ROCM_ARCH)\s*=\s*[\"']?"
+    r"(?P<targets>gfx[0-9a-f]{3,4}(?:[;, ]gfx[0-9a-f]{3,4})*)|--offload-arch[= ](?P<arch>gfx[0-9a-f]{3,4})",
+    re.I,
+)
+_BUILD_CUES = ("targets", "arch")
+_NOT_FIXED = re.compile(r"\b(?:not|never|no longer|nothing)\b|n't\b", re.I)
+
+
+def _build_told_fixed(r: Reasoning) -> tuple[str, str, str] | None:
+    """A build for named targets told as the fix: the flag, and a success on its line after it or on the next two
+    lines, with no negation there. Returns (targets, the flag's line, the success as told)."""
+    lines = r.obs.lines
+    for line in dict.fromkeys(line for cue in _BUILD_CUES for line in lines_with(r.obs, cue)):
+        flag = BUILD_TARGETS.search(line)
+        if flag is None:
+            continue
+        at = _line_number(lines, line)
+        for told in [line[flag.end() :], *(lines[at : at + 2] if at else [])]:
+            if _NOT_FIXED.search(told):
+                break
+            m = appformats.TOLD_SUCCESS.search(told)
+            if m:
+                targets = (flag["targets"] or flag["arch"]).replace(";", ", ").replace(",,", ",")
+                return targets, line.strip()[:160], told.strip()[:160]
+    return None
+
+
+def rule_build_target_worked(r: Reasoning) -> None:
+    """A program or library rebuilt for named GPU targets, and the text says that fixed it: the build it replaced
+    carried no code for the target the runtime reports for this GPU (koboldcpp#936: built for gfx1031 by detection,
+    run as gfx1030 under the program's own override). The same cause as a missing target, told by its cure."""
+    if r.has("userspace-target-unsupported", "env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = _build_told_fixed(r)
+    if told is None:
+        return
+    targets, flag, success = told
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            W,
+            f"the text says building for {targets} fixed it: the build before carried no code for the target the "
+            'runtime reports for this GPU, so its kernels had nothing to run (HIP\'s "no kernel image" or a '
+            "library's error)",
+            f"keep building with the GPU's target ({targets}); where HSA_OVERRIDE_GFX_VERSION is set, the target to "
+            "build for is the one the override reports, not the GPU's own",
+            (f"the text: {flag}", f"the text: {success}"),
+        )
+    )
+
+
 def override_told_removed(r: Reasoning) -> tuple[str, str] | None:
     """The text's word that taking HSA_OVERRIDE_GFX_VERSION away made the program work: a line that removes (unsets,
     deletes) it, and a success told on that line after it or within the next three lines, with no negation there.
@@ -854,6 +910,7 @@ __all__ = [
     "override_target",
     "override_told_needed",
     "override_told_removed",
+    "rule_build_target_worked",
     "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",

@@ -263,3 +263,41 @@ def test_having_to_use_sudo_for_the_gpu_is_a_missing_group() -> None:
 
 def test_having_to_use_sudo_for_something_else_is_left_alone() -> None:
     assert "user-not-in-group" not in codes("I had to use sudo to install the packages, then it finished.\n")
+
+
+# --- a build for the GPU's target told as the fix (batch 8, koboldcpp#936) --------------------------------
+
+
+def _codes(text: str) -> set[str]:
+    return {f.code for f in diagnose_text(text).findings}
+
+
+def test_a_rebuild_for_a_target_told_as_the_fix() -> None:
+    """The library had been built for another target than the one the runtime reports: the fix is a build that
+    carries code for it, which says the former build carried none."""
+    text = (
+        "CUDA error when trying to run with hipblas\n"
+        "Set AMD HSA_OVERRIDE_GFX_VERSION to 10.3.0\n"
+        "When not set it will build for gfx1031. Passing `GPU_TARGETS=gfx1030` (for RX 6700 XT) to `make` solved "
+        "the problem for me.\n"
+    )
+    (finding,) = [f for f in diagnose_text(text).findings if f.code == "userspace-target-unsupported"]
+    assert "gfx1030" in finding.message
+    assert any("GPU_TARGETS=gfx1030" in e for e in finding.evidence)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cmake -B build -DGGML_HIP=ON -DAMDGPU_TARGETS=gfx1100\n",  # a build instruction, no outcome
+        "I rebuilt with -DAMDGPU_TARGETS=gfx1030 but it didn't fix it.\n",
+        "Building with AMDGPU_TARGETS=gfx1100 fixed nothing, the crash stays.\n",
+    ],
+)
+def test_a_build_target_without_a_told_success_says_nothing(text: str) -> None:
+    assert "userspace-target-unsupported" not in _codes(text)
+
+
+def test_a_build_target_told_to_work_on_the_next_line() -> None:
+    text = "I ran make LLAMA_HIPBLAS=1 AMDGPU_TARGETS=gfx1100 -j16\nThat did the trick, it uses the GPU now.\n"
+    assert "userspace-target-unsupported" in _codes(text)

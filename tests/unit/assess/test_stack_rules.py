@@ -265,6 +265,9 @@ def test_a_listed_node_with_no_other_machine_named_is_there() -> None:
         "Our k3s pods get /dev/dri, but /dev/kfd was never passed into the pod spec's container.",
         "The Nomad task has the render node; /dev/kfd is not mapped into the container at all.",
         "Looking at the compose file, what is missing is the /dev/kfd line under devices: for the container.",
+        # batch 8 (TheRock#7705): both nodes as one subject
+        "The container only passes --ipc host, so /dev/kfd and /dev/dri are not visible inside the container.",
+        "In the pod, /dev/dri and /dev/kfd were not mounted.",
     ],
 )
 def test_kfd_told_not_to_reach_a_container(told: str) -> None:
