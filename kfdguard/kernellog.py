@@ -200,6 +200,8 @@ def normalise(raw: str) -> LogLine:
     line = _PRIORITY.sub("", _QUOTE.sub("", raw).strip())
     stamp: str | None = None
     ident = "kernel"
+    if line.startswith("MESSAGE="):  # journalctl -o verbose: the entry's message is one of its indented fields
+        line = line[8:]
     m = _KMSG.match(line)
     if m:
         stamp, line = m["usec"], line[m.end() :]

@@ -34,10 +34,11 @@ _LINUX_VERSION = re.compile(r"Linux version (?P<release>\d+\.\d+\S*)")
 _MODULES_DIR = re.compile(r"/lib/modules/(?P<release>\d+\.\d+[^/\s]*)")
 _DMESG_TIME = re.compile(r"^\[\s*\d+\.\d{6}\] ")
 # The start of a kernel log line in any shape a wrapped paste's first piece has: dmesg's time, dmesg -T's
-# date, journalctl's or syslog's "DATE TIME host kernel: " (short, ISO).
+# date, journalctl's or syslog's "DATE TIME host kernel: " (short, ISO), `journalctl -o verbose`'s indented
+# "MESSAGE=" field.
 _LOG_LINE_START = re.compile(
     r"^(?:\[\s*\d+\.\d{6}\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "
-    r"|(?:[A-Z][a-z]{2} +\d{1,2} |\d{4}-\d\d-\d\dT)\d\d:\d\d:\d\d\S* \S+ kernel: )"
+    r"|(?:[A-Z][a-z]{2} +\d{1,2} |\d{4}-\d\d-\d\dT)\d\d:\d\d:\d\d\S* \S+ kernel: |    MESSAGE=)"
 )
 _OS_DRM = re.compile(r"OS DRM version: (?P<release>\d+\.\d+(?:\.\d+)?)")
 _LSPCI = re.compile(

@@ -528,3 +528,12 @@ def test_the_printk_caller_field_is_no_part_of_the_speaker(line: str) -> None:
     parsed = normalise(line)
     assert (parsed.driver, parsed.device, parsed.body) == ("kfd", "kfd", "added device 1002:73ff")
     assert [e.rule for e in match(line)] == ["kfd-added-device"]
+
+
+def test_a_verbose_journal_entrys_message_field_is_the_line() -> None:
+    """journalctl -o verbose prints the message as one of the entry's indented fields (issue 34, every format)."""
+    line = normalise(
+        "    MESSAGE=amdgpu 0000:c1:00.0: Direct firmware load for amdgpu/gc_11_0_1_mes_2.bin failed with error -2"
+    )
+    assert (line.driver, line.device) == ("amdgpu", "0000:c1:00.0")
+    assert line.body.startswith("Direct firmware load for")

@@ -1,7 +1,7 @@
 """A real healthy log says the same in every shape a person pastes it in (issue 34, item 4).
 
 The logs of tests/data/healthy-logs are dmesg output. A person pastes the same boot as `dmesg -T`, as
-`journalctl -k` (short or ISO), as a syslog `kern.log`, quoted in a mail (`> `), as the `+` side of a diff,
+`journalctl -k` (short, ISO or verbose), as a syslog `kern.log`, quoted in a mail (`> `), as the `+` side of a diff,
 wrapped by a mail client at its width, several times over, or after another command's output. None of
 these may change which findings the diagnosis gives. Every log in every shape, and Hypothesis picks widths.
 """
@@ -55,7 +55,58 @@ def _clock(seconds: int) -> str:
     return f"{10 + seconds // 3600 % 12:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+_PCI_SPEAKER = re.compile(r"^\w+ (?P<slot>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): ")
+
+
+def _verbose_entry(seconds: int, stamp: str, message: str) -> tuple[list[str], list[str]]:
+    """One kernel entry as `journalctl -k -o verbose` prints it, as (its lines up to MESSAGE, the lines after): the
+    header (systemd's logs-show.c: the realtime stamp, the cursor in brackets), then the fields in the order
+    journald's kmsg reader stores them (journald-kmsg.c: the device's, the source stamp, _TRANSPORT, PRIORITY,
+    SYSLOG_FACILITY, SYSLOG_IDENTIFIER, MESSAGE), then what journald adds; as a real journalctl here printed them."""
+    usec = int(float(stamp.strip("[] ")) * 1_000_000)
+    device = _PCI_SPEAKER.match(message)
+    cursor = (
+        f"s=9a0059588a9e48368a1c8b326d32ea10;i={usec % 4096:x};b=b0c7a045927a4e0284e439422f65adca;m={usec:x};"
+        "t=6620cb950a995;x=a5663c3b09360559"
+    )
+    head = [f"Sun 2026-12-06 {_clock(seconds)}.{usec % 1_000_000:06d} UTC [{cursor}]"]
+    if device:
+        head += [f"    _KERNEL_DEVICE=+pci:{device['slot']}", "    _KERNEL_SUBSYSTEM=pci"]
+    head += [
+        f"    _SOURCE_MONOTONIC_TIMESTAMP={usec}",
+        "    _TRANSPORT=kernel",
+        "    PRIORITY=6",
+        "    SYSLOG_FACILITY=0",
+        "    SYSLOG_IDENTIFIER=kernel",
+        f"    MESSAGE={message}",
+    ]
+    tail = [
+        "    _BOOT_ID=b0c7a045927a4e0284e439422f65adca",
+        "    _MACHINE_ID=3d1219c7c4c5404aaa1f6d2a48adfda4",
+        "    _HOSTNAME=workstation",
+        "    _RUNTIME_SCOPE=system",
+    ]
+    return head, tail
+
+
+def _as_verbose(text: str) -> str:
+    """Every dmesg line as a verbose entry; a line the log's own wrapping continued stays right after its MESSAGE
+    field, where a mail client's wrap of the verbose output would put it."""
+    out: list[str] = []
+    tail: list[str] = []
+    for line in text.split("\n"):
+        m = STAMP.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        out += tail
+        head, tail = _verbose_entry(int(m["seconds"]), line[: m.start("message")].rstrip(), m["message"])
+        out += head
+    return "\n".join(out + tail)
+
+
 SHAPES: dict[str, Callable[[str], str]] = {
+    "journalctl -k -o verbose": _as_verbose,
     "dmesg -T": _restamped(lambda s, _stamp, msg: f"[Sun Dec  6 {_clock(s)} 2026] {msg}"),
     "journalctl -k": _restamped(lambda s, _stamp, msg: f"Dec 06 {_clock(s)} workstation kernel: {msg}"),
     "journalctl -k -o short-iso": _restamped(
