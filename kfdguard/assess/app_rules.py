@@ -939,7 +939,7 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     if not told:
         # A symptom alone ("rocminfo does not see my GPU") has other causes: with no release or date to say
         # which, the conditional "before ROCm 7.1" is no conclusion; only a told "not supported" carries it.
-        unsupported = [u for u in unsupported if not u[2].startswith(NO_RELEASE_SHOWN)]
+        unsupported = [u for u in unsupported if not u[2].startswith((NO_RELEASE_SHOWN, DROPPED_SINCE))]
     if not unsupported:
         return
     gfx, where, era = unsupported[0]
@@ -963,7 +963,8 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     )
 
 
-NO_RELEASE_SHOWN = " before ROCm "  # how _era_without_code's conditional answer begins
+NO_RELEASE_SHOWN = " before ROCm "  # how _era_without_code's conditional answers begin
+DROPPED_SINCE = " from ROCm "
 
 
 def _era_without_code(r: Reasoning, gfx: str) -> str | None:
@@ -979,8 +980,10 @@ def _era_without_code(r: Reasoning, gfx: str) -> str | None:
     if any(a.rocm_prebuilt for a in _asics_of(gfx)) and not had_a_gap(gfx):
         return None
     first = rocm.first_rocm_with(gfx)
-    if first is None or not rocm.carries(gfx, rocm.newest().version):
+    if first is None:
         return ""
+    if not rocm.carries(gfx, rocm.newest().version):
+        return _era_after_drop(gfx, shown)
     since = rocm.version_text(first)
     dated = predates_support(r, gfx)
     if dated is not None:
@@ -992,6 +995,20 @@ def _era_without_code(r: Reasoning, gfx: str) -> str | None:
     return (
         f"{NO_RELEASE_SHOWN}{since} (the text shows no release; from {since} on rocBLAS carries it, and on such a "
         "release this is not the cause)"
+    )
+
+
+def _era_after_drop(gfx: str, shown: list[tuple[rocm.RocmVersion, str]]) -> str | None:
+    """For a target rocBLAS carried and then dropped (gfx803 up to 5.7): a release shown newer than the table's
+    last carries none; one the table does not know otherwise (ROCm 3.3, before its first row, which still carries
+    the target) leaves it unknown; with no release shown, the condition."""
+    carried = rocm.releases_with(gfx)
+    if shown:
+        return "" if all(version > carried[-1] for version, _ in shown) else None
+    after = next(row.version for row in rocm.ROCM_RELEASES if row.version > carried[-1])
+    return (
+        f"{DROPPED_SINCE}{rocm.version_text(after)} on (the text shows no release; rocBLAS carried it up to "
+        f"{rocm.version_text(carried[-1])}, and on such a release this is not the cause)"
     )
 
 
@@ -1383,7 +1400,10 @@ def _old_gpus_named(obs: Observations) -> list[tuple[str, int]]:
     """(name as the finding tells it, PCI device id) for the GPUs of the GCN 1-2 era the text names: by a retail
     name (Radeon R7 360, HD 7970) or by the chip name pci.ids gives them (Sun XT, Tahiti)."""
     lines = "\n".join(dict.fromkeys(line for cue in appformats.OLD_RADEON_CUES for line in lines_with(obs, cue)))
-    found = [(f"Radeon {token}", device) for token, device in appformats.old_radeon_devices(lines.lower())]
+    found = [
+        (token if token.startswith("FirePro") else f"Radeon {token}", device)
+        for token, device in appformats.old_radeon_devices(lines.lower())
+    ]
     lines = "\n".join(dict.fromkeys(line for cue in appformats.chip_cues() for line in lines_with(obs, cue)))
     return found + appformats.chip_devices(lines)
 

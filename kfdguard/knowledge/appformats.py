@@ -995,10 +995,14 @@ NODE_GROUP_PROSE = re.compile(
 # HD 8670A, HD 7970M, R5 M330): pci.ids names the chips that carry them ("Tobago PRO [Radeon R7 360 / R9 360 OEM]",
 # "Sun XT [Radeon HD 8670A/8670M/8690M / R5 M330 / M430 / R7 M520]"), which knowledge.identify maps to an ASIC.
 # Searched in the lower-cased lines that hold a cue (OLD_RADEON_CUES), never over a whole paste.
-OLD_RADEON = re.compile(r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b")
-OLD_RADEON_CUES = ("radeon", " r5", " r7", " r9", "-r7", "-r9")
+OLD_RADEON = re.compile(
+    r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b"
+    r"|\bfirepro\s+(?P<fp>[wsmdv]\d{3,4}[mv]?)\b"  # the workstation parts: "FirePro M6100", "FirePro W7000"
+)
+OLD_RADEON_CUES = ("radeon", " r5", " r7", " r9", "-r7", "-r9", "firepro")
 _PCI_RETAIL = re.compile(
     r"\b(?P<r>R[579]) (?P<numbers>M?\d{3}X?(?:/M?\d{3}X?)*)|\bHD (?P<hd>\d{4}[AM]?(?:/\d{4}[AM]?)*)"
+    r"|\bFirePro (?P<fp>[WSMDV]\d{3,4}[MV]?)\b"
 )
 _OLD_NAMES: dict[str, int] = {}  # "R7 360" -> the lowest device id whose pci.ids name carries it, on first use
 
@@ -1009,7 +1013,9 @@ def _old_names() -> dict[str, int]:
 
         for device, name in sorted(PCI_NAMES.items()):
             for m in _PCI_RETAIL.finditer(name):
-                if m["hd"]:
+                if m["fp"]:
+                    tokens = [f"FirePro {m['fp']}"]
+                elif m["hd"]:
                     tokens = [f"HD {n}" for n in m["hd"].split("/")]
                 else:
                     tokens = [f"{m['r']} {n}" for n in m["numbers"].split("/")]
@@ -1019,12 +1025,17 @@ def _old_names() -> dict[str, int]:
 
 
 def old_radeon_devices(lines: str) -> list[tuple[str, int]]:
-    """(retail name, PCI device id) for each Radeon R5/R7/R9 or HD name in lower-cased ``lines`` that pci.ids
-    gives a chip."""
+    """(retail name, PCI device id) for each Radeon R5/R7/R9, HD or FirePro name in lower-cased ``lines`` that
+    pci.ids gives a chip."""
     names = _old_names()
     found: list[tuple[str, int]] = []
     for m in OLD_RADEON.finditer(lines):
-        token = "HD " + m["hd"][2:].strip().upper() if m["hd"] else f"{m['r'].upper()} {m['number'].upper()}"
+        if m["fp"]:
+            token = f"FirePro {m['fp'].upper()}"
+        elif m["hd"]:
+            token = "HD " + m["hd"][2:].strip().upper()
+        else:
+            token = f"{m['r'].upper()} {m['number'].upper()}"
         if token in names:
             found.append((token, names[token]))
     return found

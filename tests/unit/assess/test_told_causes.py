@@ -172,7 +172,13 @@ def test_a_gcn1_card_named_in_prose_is_not_supported_by_kfd() -> None:
 
 @pytest.mark.parametrize(
     ("prose", "device_family"),
-    [("radeon hd 8690m", "Hainan"), ("my r5 m330 laptop", "Hainan"), ("radeon hd 7970m", "Pitcairn")],
+    [
+        ("radeon hd 8690m", "Hainan"),
+        ("my r5 m330 laptop", "Hainan"),
+        ("radeon hd 7970m", "Pitcairn"),
+        ("the card is amd firepro m6100", "Bonaire"),  # batch 9 (ROCm#1279): a workstation part
+        ("firepro w7000", "Pitcairn"),
+    ],
 )
 def test_mobile_retail_names_map_to_their_chip(prose: str, device_family: str) -> None:
     """Mobile parts carry a letter (HD 8690M, R5 M330), which pci.ids writes the same way."""

@@ -195,3 +195,28 @@ def test_a_dated_override_workaround_before_the_release_is_not_wrong() -> None:
     text = UNSUPPORTED_780M.format(date="2025-01-08", extra="Some set HSA_OVERRIDE_GFX_VERSION=11.0.0 for it.\n")
     codes = _codes(text)
     assert "env-override-wrong" not in codes and "userspace-target-unsupported" in codes
+
+
+# --- a target rocBLAS carried, then dropped (gfx803: 5.0 to 5.7 in the table, none from 6.0) -----------------
+
+UNSUPPORTED_RX580 = "My RX 580 is not supported, PyTorch says so.\n{extra}"
+
+
+def test_a_dropped_target_on_a_release_before_the_table_is_not_judged() -> None:
+    """Batch 9 (ROCm#1113): ROCm 3.3 with an RX 570, years before rocBLAS dropped gfx803; the table starts at 5.0,
+    which still carries it, so 3.3 is unknown and nothing says its libraries lacked the code."""
+    assert "userspace-target-unsupported" not in _codes(UNSUPPORTED_RX580.format(extra="ROCm : 3.3\n"))
+
+
+def test_a_dropped_target_on_a_release_of_the_table_that_carries_it_is_not_judged() -> None:
+    assert "userspace-target-unsupported" not in _codes(UNSUPPORTED_RX580.format(extra="ROCm 5.4.3\n"))
+
+
+def test_a_dropped_target_on_a_release_after_the_drop_is_judged_by_it() -> None:
+    found = _finding(UNSUPPORTED_RX580.format(extra="ROCm 6.2\n"), "userspace-target-unsupported")
+    assert "6.2" in found.message
+
+
+def test_a_dropped_target_without_a_release_states_when_it_was_dropped() -> None:
+    found = _finding(UNSUPPORTED_RX580.format(extra=""), "userspace-target-unsupported")
+    assert "from ROCm 6.0 on" in found.message and "5.7" in found.message
