@@ -707,23 +707,36 @@ _BUILD_CUES = ("targets", "arch")
 _NOT_FIXED = re.compile(r"\b(?:not|never|no longer|nothing)\b|n't\b", re.I)
 
 
-def _build_told_fixed(r: Reasoning) -> tuple[str, str, str] | None:
-    """A build for named targets told as the fix: the flag, and a success on its line after it or on the next two
-    lines, with no negation there. Returns (targets, the flag's line, the success as told)."""
+def fix_told(
+    r: Reasoning, pattern: re.Pattern[str], cues: tuple[str, ...], *, after: int = 2, before: int = 0
+) -> tuple[re.Match[str], str, str] | None:
+    """A setting, command or build told as the fix: the first line (of those holding a cue) where ``pattern``
+    matches and a success is told on it (after the match or before it), on the ``after`` lines below it, or in a
+    lead-in of the ``before`` lines above that ends in a colon ("Fixed with these commands:"); a negation ends the
+    search of that line. Returns the match, its line and the success as told."""
     lines = r.obs.lines
-    for line in dict.fromkeys(line for cue in _BUILD_CUES for line in lines_with(r.obs, cue)):
-        flag = BUILD_TARGETS.search(line)
-        if flag is None:
+    for line in dict.fromkeys(line for cue in cues for line in lines_with(r.obs, cue)):
+        found = pattern.search(line)
+        if found is None:
             continue
         at = _line_number(lines, line)
-        for told in [line[flag.end() :], *(lines[at : at + 2] if at else [])]:
+        leads = [ahead for ahead in lines[max(at - 1 - before, 0) : max(at - 1, 0)] if ahead.rstrip().endswith(":")]
+        same = [line[found.end() :], line[: found.start()]]  # "works fine after I changed it to 10.3.0"
+        for told in [*same, *(lines[at : at + after] if at else []), *leads]:
             if _NOT_FIXED.search(told):
                 break
-            m = appformats.TOLD_SUCCESS.search(told)
-            if m:
-                targets = (flag["targets"] or flag["arch"]).replace(";", ", ").replace(",,", ",")
-                return targets, line.strip()[:160], told.strip()[:160]
+            if appformats.TOLD_SUCCESS.search(told):
+                return found, line.strip()[:160], told.strip()[:160]
     return None
+
+
+def _build_told_fixed(r: Reasoning) -> tuple[str, str, str] | None:
+    """A build for named targets told as the fix. Returns (targets, the flag's line, the success as told)."""
+    told = fix_told(r, BUILD_TARGETS, _BUILD_CUES)
+    if told is None:
+        return None
+    flag, line, success = told
+    return (flag["targets"] or flag["arch"]).replace(";", ", ").replace(",,", ","), line, success
 
 
 def rule_build_target_worked(r: Reasoning) -> None:
@@ -780,6 +793,51 @@ def override_told_removed(r: Reasoning) -> tuple[str, str] | None:
 
 
 _STEP = re.compile(r"^\s*(?:step\s*)?(?P<n>\d{1,2})\s*[.,):-]\s", re.I)
+
+
+# The override's value told as wrong ("Wrong HSA_OVERRIDE_GFX_VERSION in start.sh", "the HSA_OVERRIDE_GFX_VERSION
+# ... is wrong"), and a change of its value told as the fix ("changed the value to 10.3.0", "changed
+# HSA_OVERRIDE_GFX_VERSION to 10.3.0").
+OVERRIDE_TOLD_WRONG = re.compile(
+    r"(?<!not )\b(?:wrong|incorrect|bad)\s+(?:value\s+(?:of|for)\s+)?[`'\"]?HSA_OVERRIDE_GFX_VERSION"
+    r"|HSA_OVERRIDE_GFX_VERSION\b[^.\n]{0,40}?\b(?:is|was)\s+(?:wrong|incorrect)\b",
+    re.I,
+)
+OVERRIDE_CHANGED = re.compile(
+    r"\bchang\w*\s+(?:the\s+(?:value|override)|it|[`'\"]?HSA_OVERRIDE_GFX_VERSION[`'\"]?)\s+(?:to|into)\s+[`'\"]?"
+    r"(?:HSA_OVERRIDE_GFX_VERSION=)?(?P<value>\d{1,2}\.\d\.\d{1,2})",
+    re.I,
+)
+
+
+def rule_override_told_wrong(r: Reasoning) -> None:
+    """The text says the override's value was wrong, or that changing it to another value fixed it: the value set
+    (by a script, a container file, the person's environment) made the runtime treat the GPU as a target whose
+    code it cannot run. The value itself need not be shown."""
+    if r.has("env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    wrong = search_lines(OVERRIDE_TOLD_WRONG, r.obs, "hsa_override_gfx_version")
+    changed = None if wrong else fix_told(r, OVERRIDE_CHANGED, ("chang",))
+    if wrong is not None:
+        told, value = wrong.string.strip()[:160], None
+    elif changed is not None:
+        told, value = changed[1], changed[0]["value"]
+    else:
+        return
+    r.findings.append(
+        Finding(
+            "env-override-wrong",
+            E,
+            "the text says the HSA_OVERRIDE_GFX_VERSION that was set had the wrong value"
+            + (f" and that {value} works" if value else "")
+            + ": the runtime took the GPU for a target whose code it cannot run, which crashes the program (or the "
+            "whole desktop, when the GPU hangs)",
+            "set the value of a target the GPU can run (the same generation: 10.3.0 for RDNA2, 11.0.0 for RDNA3), "
+            "or none where the program's build carries the GPU's own target; fix it where it is set (the script, "
+            "the container's environment, ~/.bashrc)",
+            (f"the text: {told}",),
+        )
+    )
 
 
 def rule_override_removed(r: Reasoning) -> None:
@@ -905,6 +963,7 @@ def rule_container_without_render_group(r: Reasoning) -> None:
 
 __all__ = [
     "amd_device_listed",
+    "fix_told",
     "kfd_told_absent_in_container",
     "override_refused",
     "override_target",
@@ -919,6 +978,7 @@ __all__ = [
     "rule_module_built_elsewhere",
     "rule_override_invalid",
     "rule_override_removed",
+    "rule_override_told_wrong",
     "rule_override_worked",
     "rule_prose_container_no_kfd",
     "rule_prose_dkms_kernel",

@@ -14,6 +14,7 @@ import re
 from kfdguard.assess.app_rules import ROOTLESS, amd_gpu_named, rootless_unmapped
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
+from kfdguard.assess.report_rules import fix_told
 from kfdguard.knowledge import appformats
 from kfdguard.verdict import Finding, Severity
 
@@ -433,6 +434,40 @@ def rule_library_missing(r: Reasoning) -> None:
             "put its directory on the loader's path (a line in /etc/ld.so.conf.d/rocm.conf, then sudo ldconfig; "
             "LD_LIBRARY_PATH for one shell)",
             (f"the text: {line[:160]}",),
+        )
+    )
+
+
+# ROCm's lib directory put on the dynamic loader's path: in LD_LIBRARY_PATH, or in a file of /etc/ld.so.conf.d
+# (with ldconfig), as the commands and prose write it ("/opt/rocm/lib", "/opt/rocm-6.2.0/lib", "/opt/rocm/lib64").
+LIBRARY_PATH_SET = re.compile(
+    r"LD_LIBRARY_PATH\s*=\s*[\"']?[^\s\"']*?/opt/rocm[-\d.]*/lib(?:64)?\b"
+    r"|/opt/rocm[-\d.]*/lib(?:64)?\b[^\n]{0,60}?(?:ld\.so\.conf|ldconfig)"
+    r"|(?:ld\.so\.conf|ldconfig)[^\n]{0,60}?/opt/rocm[-\d.]*/lib(?:64)?\b",
+    re.I,
+)
+
+
+def rule_library_path_told(r: Reasoning) -> None:
+    """ROCm's lib directory put on the loader's path, and the text says that fixed it: the program had loaded
+    another copy of a ROCm library, or none (ROCm#1165: TensorFlow created the GPU device, then segfaulted at its
+    first use, until LD_LIBRARY_PATH=/opt/rocm/lib). The same cause as a library the loader does not find, told
+    by its cure."""
+    if r.machine is not None or r.has("userspace-library-missing", "no-amd-gpu", "host-without-kfd"):
+        return
+    told = fix_told(r, LIBRARY_PATH_SET, ("/opt/rocm",), after=4, before=3)
+    if told is None:
+        return
+    _set, line, success = told
+    r.findings.append(
+        Finding(
+            "userspace-library-missing",
+            W,
+            "the text says putting ROCm's lib directory on the loader's path fixed it: the program had not found "
+            "ROCm's libraries there (it loaded another copy, or none), so it failed above the GPU and KFD",
+            "make it lasting for every program: a line with the directory in /etc/ld.so.conf.d/rocm.conf, then "
+            "sudo ldconfig (LD_LIBRARY_PATH only reaches the shells and services that set it)",
+            (f"the text: {line}", f"the text: {success}"),
         )
     )
 

@@ -955,7 +955,8 @@ OVERRIDE_REMOVED = re.compile(
 # A success told of what came before it ("fixed it", "now it works", "step 2 was the solution").
 TOLD_SUCCESS = re.compile(
     r"\b(?:fixe[sd]|solve[sd]|resolve[sd])\b|\b(?:it|that|this)\s+(?:\w+\s+)?worked\b|\bworks now\b"
-    r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b",
+    r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b"
+    r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b",
     re.I,
 )
 # The run without it told as the failure: what a log of that run shows is from before the fix.

@@ -301,3 +301,31 @@ def test_a_build_target_without_a_told_success_says_nothing(text: str) -> None:
 def test_a_build_target_told_to_work_on_the_next_line() -> None:
     text = "I ran make LLAMA_HIPBLAS=1 AMDGPU_TARGETS=gfx1100 -j16\nThat did the trick, it uses the GPU now.\n"
     assert "userspace-target-unsupported" in _codes(text)
+
+
+# --- an override's value told as wrong, or changed to another value as the fix (batch 9, ACE-Step#658) -----
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wrong HSA_OVERRIDE_GFX_VERSION in start_rocm.sh crashes my desktop\nI use an RX 6700 XT.\n",
+        "The HSA_OVERRIDE_GFX_VERSION in the compose file is wrong for RDNA2 cards.\n",
+        "RX 6700 XT. Everything works fine after I changed the value to 10.3.0.\n",
+        "I changed HSA_OVERRIDE_GFX_VERSION to 10.3.0 and it works now.\n",
+    ],
+)
+def test_an_override_told_wrong_or_changed_as_the_fix(text: str) -> None:
+    assert "env-override-wrong" in _codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is HSA_OVERRIDE_GFX_VERSION=10.3.0 the right value for an RX 6700 XT?\n",
+        "I changed the value to 10.3.0 but it still crashes.\n",
+        "You were not wrong, HSA_OVERRIDE_GFX_VERSION=11.0.0 is needed for the 780M.\n",
+    ],
+)
+def test_an_override_neither_told_wrong_nor_changed_to_a_fix(text: str) -> None:
+    assert "env-override-wrong" not in _codes(text)

@@ -341,3 +341,31 @@ def test_dri_made_but_kfd_not_created_is_a_kernel_without_kfd() -> None:
     found = codes(text)
     assert "device-node-missing" not in found
     assert "kfd-not-built" in found
+
+
+# --- ROCm's lib directory put on the loader's path, told as the fix (batch 9, ROCm#1165) ---------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TensorFlow segfaults on my RX 580.\nFixed with these commands:\n```\n"
+        "echo 'export LD_LIBRARY_PATH=/opt/rocm/lib:$LD_LIBRARY_PATH' >> ~/.bashrc\nsource ~/.bashrc\n```\n",
+        "export LD_LIBRARY_PATH=/opt/rocm-6.2.0/lib did the trick, pytorch sees the GPU now.\n",
+        "I added /opt/rocm/lib to /etc/ld.so.conf.d/rocm.conf and ran ldconfig.\nThat worked, thanks!\n",
+    ],
+)
+def test_rocm_lib_dir_on_the_loader_path_told_as_the_fix(text: str) -> None:
+    assert "userspace-library-missing" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "export LD_LIBRARY_PATH=/opt/rocm/lib\nStill segfaults.\n",  # no success told
+        "I set LD_LIBRARY_PATH=/opt/rocm/lib but that didn't fix it.\n",
+        "export LD_LIBRARY_PATH=/usr/local/cuda/lib64 fixed it\n",  # not ROCm's
+    ],
+)
+def test_a_library_path_without_a_told_fix_is_no_finding(text: str) -> None:
+    assert "userspace-library-missing" not in codes(text)
