@@ -828,6 +828,7 @@ def _userspace_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_no_rocm_build", "stack_rules"),
         text_only("rule_library_missing", "stack_rules"),
         text_only("rule_library_path_told", "stack_rules"),
+        text_only("rule_opencl_no_platform", "stack_rules"),
         text_only("rule_enumerated_target_unsupported", "report_rules"),
         text_only("rule_override_worked", "report_rules"),
         text_only("rule_build_target_worked", "report_rules"),

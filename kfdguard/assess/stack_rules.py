@@ -472,6 +472,52 @@ def rule_library_path_told(r: Reasoning) -> None:
     )
 
 
+# OpenCL's ICD loader found no platform: clinfo's "clGetPlatformIDs(-1001)", the code's name, and clinfo's own
+# count (Khronos' OpenCL-ICD-Loader and ocl-icd return CL_PLATFORM_NOT_FOUND_KHR, -1001, when no vendor loaded).
+OPENCL_NO_PLATFORM = re.compile(
+    r"clGetPlatformIDs\s*\(\s*-1001\s*\)|\bCL_PLATFORM_NOT_FOUND_KHR\b|^\s*Number of platforms\s+0\s*$", re.M
+)
+
+
+def _kfd_open_to_user(r: Reasoning) -> str | None:
+    """Where the text shows /dev/kfd open to the user who runs the program: readable and writable by others, or
+    the user in its group. None where it does not show that."""
+    node, user = r.obs.kfd, r.obs.user
+    if node is None or node.mode is None:
+        return None
+    if node.mode[7:9] == "rw":
+        return f"{node.source}: /dev/kfd is {node.mode}"
+    if user is not None and node.group in user.groups and node.mode[4:6] == "rw":
+        return f"{user.source}: the user is in {node.group}, which owns /dev/kfd ({node.mode})"
+    return None
+
+
+def rule_opencl_no_platform(r: Reasoning) -> None:
+    """OpenCL's ICD loader finds no platform while /dev/kfd is open to the user: no vendor library loaded for that
+    user's environment (ROCm#1303: a stale OCL_ICD_VENDORS in .bashrc, so clinfo failed as the user and worked as
+    root). Where the text does not show the node open to the user, access may be the cause: left to its rules."""
+    if r.machine is not None or r.has(
+        "userspace-library-missing", "user-not-in-group", "device-permissions", "no-amd-gpu", "host-without-kfd"
+    ):
+        return
+    said = search_lines(OPENCL_NO_PLATFORM, r.obs, "-1001", "platform_not_found", "number of platforms")
+    access = _kfd_open_to_user(r) if said is not None else None
+    if said is None or access is None:
+        return
+    r.findings.append(
+        Finding(
+            "userspace-library-missing",
+            W,
+            "OpenCL's ICD loader found no platform (-1001) although /dev/kfd is open to the user: no vendor library "
+            "loaded, because no .icd file names one where the loader looks, OCL_ICD_VENDORS points elsewhere, or the "
+            "library it names does not load; the GPU and KFD are not the cause",
+            "ls /etc/OpenCL/vendors (ROCm's amdocl64*.icd belongs there); compare 'env | grep -E "
+            '"OCL_ICD|LD_LIBRARY"\' as the user and as root, and unset what points elsewhere',
+            (f"the text: {said.group(0).strip()}", access),
+        )
+    )
+
+
 # --- a mandatory access control policy that denies the device nodes ----------------------------------------
 
 # SELinux's denial as the kernel audits it (security/selinux/avc.c: "avc:  %s " "denied", the permissions in

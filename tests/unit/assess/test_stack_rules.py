@@ -369,3 +369,31 @@ def test_rocm_lib_dir_on_the_loader_path_told_as_the_fix(text: str) -> None:
 )
 def test_a_library_path_without_a_told_fix_is_no_finding(text: str) -> None:
     assert "userspace-library-missing" not in codes(text)
+
+
+# --- OpenCL's ICD loader finds no platform while /dev/kfd is open to the user (batch 9, ROCm#1303) -----------
+
+_OPEN_KFD = "crw-rw-rw-+ 1 root video 241, 0 Nov 23 14:12 /dev/kfd\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"clinfo returns `ERROR: clGetPlatformIDs(-1001)` for my user.\n{_OPEN_KFD}",
+        "Number of platforms                               0\n"
+        "crw-rw---- 1 root render 235, 0 Jan 1 10:00 /dev/kfd\n$ groups\nme render video\n",
+    ],
+)
+def test_no_opencl_platform_while_kfd_is_open_to_the_user(text: str) -> None:
+    assert "userspace-library-missing" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "clinfo: clGetPlatformIDs(-1001) unless I run it as root.\n",  # access not shown: it may be the cause
+        "clGetPlatformIDs(-1001)\ncrw-rw---- 1 root render 235, 0 Jan 1 10:00 /dev/kfd\n$ groups\nme video\n",
+    ],
+)
+def test_no_opencl_platform_where_access_may_be_the_cause_is_left_to_access(text: str) -> None:
+    assert "userspace-library-missing" not in codes(text)
