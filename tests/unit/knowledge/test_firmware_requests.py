@@ -638,6 +638,56 @@ def test_a_kernel_between_two_series_read_needs_both_to_agree() -> None:
     assert generated("amdgpu/vega10_gpu_info.bin", None) is None
 
 
+# display/amdgpu_dm, read by hand from each series' amdgpu_dm.c (7.3: also amdgpu_dm_dmub.c). DMCUB:
+# 5.10 and 6.1 ask in dm_dmub_sw_init() with request_firmware_direct() and on any failure print
+# "DMUB firmware loading failed: %d" and return 0; from 6.12 dm_init_microcode() returns the request's
+# error to dm_early_init(), and a failed early_init fails the GPU's init. DMCU (Raven/Picasso, Navi12):
+# load_dmcu_fw() returns 0 on what a missing file gives: -ENOENT from request_firmware_direct() (5.10,
+# 6.1), -ENODEV from amdgpu_ucode_request() (6.12 on, whatever its flag); any other error fails the init.
+DMCUB_TOLERATED = {"5.10": True, "6.1": True, "6.12": False, "7.2": False, "7.3": False}
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_display_firmware_follows_each_series_amdgpu_dm(series: str) -> None:
+    optional = KERNELS[series]["firmware_optional"]
+    declared = set(formats.kernel(series)["firmware"])
+    dcn = sorted(f for f in declared if f.startswith("amdgpu/dcn_") and f.endswith("_dmcub.bin"))
+    dmcub = ["amdgpu/renoir_dmcub.bin", *dcn]
+    assert "amdgpu/renoir_dmcub.bin" in declared and (dcn or series == "5.10")  # DCN names from 6.1
+    expected = ("tolerated", "") if DMCUB_TOLERATED[series] else None
+    assert {f: optional.get(f) for f in dmcub} == dict.fromkeys(dmcub, expected)
+    for dmcu in ("amdgpu/raven_dmcu.bin", "amdgpu/navi12_dmcu.bin"):
+        assert dmcu in declared and optional[dmcu] == ("tolerated", "")
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_display_requests_are_read_from_their_call_sites(series: str) -> None:
+    requests = [r for r in formats.kernel(series)["firmware_requests"] if "/display/amdgpu_dm/" in r["file"]]
+    by_function = {r["function"]: r for r in requests}
+    assert set(by_function) == {"load_dmcu_fw", "dm_dmub_sw_init" if DMCUB_TOLERATED[series] else "dm_init_microcode"}
+    dmcu = by_function["load_dmcu_fw"]
+    assert dmcu["names"] == ["amdgpu/navi12_dmcu.bin", "amdgpu/raven_dmcu.bin"] and dmcu["tolerated"]
+    assert dmcu["call"] == ("request_firmware_direct" if series in ("5.10", "6.1") else "amdgpu_ucode_request")
+    (dmub,) = [r for r in requests if r is not dmcu]
+    assert "amdgpu/renoir_dmcub.bin" in dmub["names"] and dmub["tolerated"] is DMCUB_TOLERATED[series]
+    # The line a failed DMCUB request prints in amdgpu_dm is there only where the failure is tolerated.
+    printed = [m for m in formats.kernel(series)["messages"] if m[3] == "DMUB firmware loading failed: %d"]
+    assert bool(printed) is DMCUB_TOLERATED[series]
+
+
+def test_a_kernel_not_read_goes_without_dmcu_but_not_dmcub() -> None:
+    # Every series read tolerates a missing DMCU; DMCUB only up to 6.1: between 6.1 and 6.12 (Ubuntu's
+    # 6.8) the two disagree, so nothing is claimed; an unknown kernel needs every series to agree.
+    assert generated("amdgpu/raven_dmcu.bin", None) == (
+        "tolerated",
+        "",
+        "every kernel series read (5.10, 6.1, 6.12, 7.2, 7.3)",
+    )
+    assert generated("amdgpu/renoir_dmcub.bin", (6, 1)) == ("tolerated", "", "the 6.1 sources")
+    assert generated("amdgpu/renoir_dmcub.bin", (6, 8)) is None
+    assert generated("amdgpu/renoir_dmcub.bin", None) is None
+
+
 @pytest.mark.parametrize("key", ["navi31", "navi33", "phoenix"])
 def test_debian_12_advice_ignores_a_first_choice_with_a_fallback(key: str) -> None:
     # Bookworm's firmware-amd-graphics lacks only <gc>_mes_2.bin for these: amdgpu falls back to
