@@ -75,12 +75,21 @@ class _Seen:
 
 
 def firmware_files(events: list[LogEvent]) -> list[str]:
+    """The files the lines of a failed firmware load name: the loader's and amdgpu's own (firmware-load-failed),
+    and Debian's loader log of every request, the quiet ones included (firmware-load-logged)."""
     named = {
-        e.value("file") or e.value("file2") or e.value("file3") or ""
+        e.value("file") or e.value("file2") or e.value("file3") or e.value("dmfile") or ""
         for e in events
-        if e.rule == "firmware-load-failed"
+        if e.rule in ("firmware-load-failed", "firmware-load-logged")
     }
     return sorted(named - {""})
+
+
+def refused_files(events: list[LogEvent]) -> list[str]:
+    """Files amdgpu_dm says it could not load or validate ("amdgpu_dm: Can't load firmware"): it prints that
+    only on the errors load_dmcu_fw() fails the GPU's init with, not on the missing file it goes on without,
+    so such a file is needed whatever its request tolerates."""
+    return sorted({f for e in events if e.rule == "firmware-load-failed" and (f := e.value("dmfile"))})
 
 
 def optional_firmware(name: str) -> bool:
@@ -218,7 +227,7 @@ def kernel_series(release: str) -> tuple[int, int] | None:
 
 def does_without(name: str, version: tuple[int, int] | None) -> bool:
     """Optional firmware: a PSP trusted application (optional_firmware), or a file the kernel's own
-    sources go on without (knowledge/fallbacks.py: an optional flag, a cleared error)."""
+    sources go on without (knowledge/fallbacks.py: an optional flag, a tolerated failure)."""
     from kfdguard.knowledge.fallbacks import goes_without
 
     return optional_firmware(name) or goes_without(name, version) is not None
@@ -239,6 +248,7 @@ def _firmware(s: _Seen) -> Cause | None:
     # Optional firmware alone does not stop the GPU (rule_optional_firmware says so); beside an init failure
     # it may be why. A first choice with a fallback never is: the fallback's failure has a line of its own.
     files = needed_firmware(failed, version) or ([f for f in failed if does_without(f, version)] if fatal else [])
+    files += [f for f in refused_files(s.events) if f not in files]
     if not files:
         return None
     package = _debian_12_firmware(s) or FIRMWARE_PACKAGE.get(s.distro, "your distribution's linux-firmware package")

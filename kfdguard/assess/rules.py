@@ -16,6 +16,7 @@ from kfdguard.assess.explain import (
     firmware_files,
     gpu_cause,
     optional_firmware,
+    refused_files,
     runtime_causes,
 )
 from kfdguard.assess.order import root_cause_first
@@ -298,19 +299,29 @@ def rule_optional_firmware(r: Reasoning) -> None:
 
     if r.has("firmware-missing"):
         return
-    failed = [e for e in r.events if e.rule == "firmware-load-failed"]
-    names = firmware_files(failed)
+    failed = [e for e in r.events if e.rule in ("firmware-load-failed", "firmware-load-logged")]
+    refused = refused_files(failed)
+    names = [f for f in firmware_files(failed) if f not in refused]
     _fallen_back(r, failed, names)
     version = r.version
     psp = [f for f in names if optional_firmware(f)]
     read = {f: why for f in names if f not in psp and (why := goes_without(f, version)) is not None}
-    if not psp and not read:
+    dmub = [e for e in r.events if e.rule == "amdgpu-dmub-firmware-failed"]
+    if not psp and not read and not dmub:
         return
     parts = (
         [f"{', '.join(psp)} (PSP trusted applications: content protection, display and RAS features)"] if psp else []
     )
     parts += [f"{f} ({why})" for f, why in read.items()]
+    if dmub and not any(f.endswith("_dmcub.bin") for f in read):
+        # amdgpu_dm's line names no file; the series read print it only where the failure is tolerated (5.10,
+        # 6.1: dm_dmub_sw_init returns 0), tests/unit/knowledge/test_firmware_requests.py holds that.
+        parts.append(
+            f"for the display microcontroller, DMCUB (error {dmub[0].value('err')}; amdgpu_dm prints 'DMUB firmware "
+            "loading failed' only where it goes on without the file)"
+        )
     files = [*psp, *read]
+    evidence = tuple(e.text for e in failed if any(f in e.text for f in files))[:2] + tuple(e.text for e in dmub)[:1]
     r.findings.append(
         Finding(
             "firmware-optional-missing",
@@ -318,7 +329,7 @@ def rule_optional_firmware(r: Reasoning) -> None:
             f"amdgpu could not load optional firmware {'; '.join(parts)}; the GPU works without it and KFD "
             "does not need it",
             "nothing to do for compute; installing current linux-firmware adds it",
-            tuple(e.text for e in failed if any(f in e.text for f in files))[:2],
+            evidence,
         )
     )
 

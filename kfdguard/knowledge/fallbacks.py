@@ -4,10 +4,11 @@ Read per kernel series from the driver's own request call sites (generated.py's 
 written by tools/knowledge/requests.py from the request calls and MODULE_FIRMWARE lines of each
 linux-source read): a first choice whose failure makes the driver ask for another file into the
 same firmware pointer (gfx_v8_0.c's <polaris>_pfp_2.bin, then <polaris>_pfp.bin), a request whose
-failure branch clears the error (gfx_v9/v10's <chip>_mec2.bin), and, from 7.2's amdgpu_ucode_request(),
-a request marked AMDGPU_UCODE_OPTIONAL. A failed request for such a file ("Direct firmware load for
-amdgpu/polaris10_pfp_2.bin failed with error -2") is no missing firmware: a fallback's own failure
-shows as its own line.
+failure branch clears the error (gfx_v9/v10's <chip>_mec2.bin) or returns 0 on what a missing file gives
+(amdgpu_dm.c's <chip>_dmcu.bin in every series, its <chip>_dmcub.bin in 5.10 and 6.1), and, from 7.2's
+amdgpu_ucode_request(), a request marked AMDGPU_UCODE_OPTIONAL. A failed request for such a file ("Direct
+firmware load for amdgpu/polaris10_pfp_2.bin failed with error -2") is no missing firmware: a fallback's
+own failure shows as its own line.
 
 Kept apart from knowledge/firmware.py, which loads the json data (and pathlib with it): the rules
 read this on every check, the boot pass's included, and generated.py is a module of literals.
@@ -64,7 +65,7 @@ def _basis(series: tuple[str, ...]) -> str:
 def generated(name: str, version: Version | None) -> tuple[str, str, str] | None:
     """(kind, fallback file or "", which sources say so) when the sources read for this kernel go on
     without ``name`` (amdgpu/...): kind "fallback", "optional" (AMDGPU_UCODE_OPTIONAL) or "tolerated"
-    (the request's error is cleared). None: the file is required, or not known to be optional, there."""
+    (the request's failure is tolerated). None: the file is required, or not known to be optional, there."""
     series = _series_for(version)
     found = [KERNELS[s]["firmware_optional"].get(name) for s in series]
     if not found or any(f is None for f in found):
@@ -94,7 +95,7 @@ def goes_without(name: str, version: Version | None = None) -> str | None:
     kind, _fallback, basis = found
     how = {
         "optional": "asks for it with AMDGPU_UCODE_OPTIONAL",
-        "tolerated": "clears the request's error and goes on",
+        "tolerated": "goes on without it when the request fails",
         "fallback": "asks for another file instead",
     }[kind]
     return f"amdgpu in {basis} {how}"

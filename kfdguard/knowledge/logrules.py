@@ -31,6 +31,7 @@ SRC_DQM = "drivers/gpu/drm/amd/amdkfd/kfd_device_queue_manager.c"
 SRC_MES = "drivers/gpu/drm/amd/amdgpu/amdgpu_mes.c, mes_v11_0.c"
 SRC_AMDGPU = "drivers/gpu/drm/amd/amdgpu/amdgpu_device.c, amdgpu_drv.c, amdgpu_ucode.c"
 SRC_FW = "drivers/base/firmware_loader/main.c"
+SRC_DM = "drivers/gpu/drm/amd/display/amdgpu_dm/amdgpu_dm.c"
 SRC_SIGN = "kernel/module/signing.c, security/lockdown/lockdown.c"
 SRC_PARAMS = "kernel/params.c parse_args()"
 SRC_MODLOAD = "systemd src/modules-load/modules-load.c"
@@ -167,14 +168,33 @@ RULES: tuple[LogRule, ...] = (
             r"(?:Default sdma queue per engine\(\d+\)|v9 event interrupt handler) is set due to mismatch",
             "KFD fell back to defaults for an IP version it does not know: the kernel is older than the GPU",
             SRC_DEVICE, "Default sdma queue per engine(8) is set due to mismatch of sdma ip block(6.0.0)."),
-    LogRule("firmware-load-failed", FAILURE, "firmware-missing", ("Direct firmware load for ", "to load firmware", "can't load firmware", "load psp firmware"),
-            r"Direct firmware load for (?P<file>\S+) failed with error -?(?P<err>\d+)|[Ff]ailed to load firmware \"?(?P<file2>amdgpu/[^\" ]+)|can't load firmware \"(?P<file3>[^\"]*)\"|Failed to load psp firmware",
+    # amdgpu_dm's own "Can't load firmware" (5.10/6.1) and "Can't validate firmware" are printed only on the
+    # errors load_dmcu_fw() does not go on from (not the missing file's): its file (dmfile) is never optional.
+    LogRule("firmware-load-failed", FAILURE, "firmware-missing", ("Direct firmware load for ", "to load firmware", "can't load firmware", "load psp firmware", "Can't load firmware", "Can't validate firmware"),
+            r"Direct firmware load for (?P<file>\S+) failed with error -?(?P<err>\d+)|[Ff]ailed to load firmware \"?(?P<file2>amdgpu/[^\" ]+)|can't load firmware \"(?P<file3>[^\"]*)\"|Failed to load psp firmware|amdgpu_dm: Can't (?:load|validate) firmware \"(?P<dmfile>[^\"]*)\"",
             "a firmware file amdgpu needs is not installed", SRC_FW,
             "Direct firmware load for amdgpu/psp_13_0_10_sos.bin failed with error -2",
             # The firmware loader prints on the requesting device (dev_warn): amdgpu's own requests carry its
             # prefix and an amdgpu/ file. Wifi's regulatory.db, iwlwifi's microcode, amdtee's trusted apps are
             # other drivers' (issue 34); a line cut from its prefix is amdgpu's only if the file is.
             speakers=("amdgpu", "kfd", "amdkfd"), bare=r"amdgpu/|psp firmware"),
+    # Debian's loader patch (firmware_class-log-every-success-and-failure) logs every failed request, the quiet
+    # ones too (request_firmware_direct, firmware_request_nowarn): 5.10/6.1 with dev_err, 6.12 on with dev_info,
+    # once per file name tried (plain, .zst, .xz). A quiet request's failure has no other loader line, so this
+    # names the file; whether amdgpu needs it is the request's to say (assess/rules.rule_optional_firmware):
+    # evidence for optional firmware only, never a failure of its own.
+    # Cut from its device prefix the line reads as said by "firmware": only an amdgpu/ file is taken then.
+    LogRule("firmware-load-logged", NEUTRAL, None, ("failed to load amdgpu/",),
+            r"(?:firmware: )?failed to load (?P<file>amdgpu/\S+) \(-?(?P<err>\d+)\)",
+            "the firmware loader could not load a file (Debian's log of every request, quiet ones included)", SRC_FW,
+            "firmware: failed to load amdgpu/renoir_dmcub.bin (-2)",
+            speakers=("amdgpu", "kfd", "amdkfd", "firmware")),
+    # 5.10/6.1's dm_dmub_sw_init(): a failed DMCUB request is printed and the init goes on (return 0); from 6.12
+    # the request fails dm's early_init instead and this line is gone (tests/unit/knowledge holds it to the data).
+    LogRule("amdgpu-dmub-firmware-failed", NEUTRAL, None, ("DMUB firmware loading failed",),
+            r"DMUB firmware loading failed: (?P<err>-?\d+)",
+            "amdgpu_dm could not load the display microcontroller's (DMCUB) firmware and goes on without it",
+            SRC_DM, "[drm:dm_dmub_sw_init [amdgpu]] *ERROR* DMUB firmware loading failed: -2"),
     LogRule("amdgpu-ip-init-failed", FAILURE, "gpu-init-failed", ("of IP block <",),
             r"(?:early_init|sw_init|hw_init|late_init|resume) of IP block <(?P<block>\w+)> failed (?P<err>-?\d+)",
             "amdgpu could not initialise one of the GPU's IP blocks", SRC_AMDGPU,

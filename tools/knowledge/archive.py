@@ -27,6 +27,10 @@ from pathlib import Path
 DEFAULT_CACHE = Path("/var/cache/kfdguard-testdata/knowledge")
 SOURCES_DIR = Path("/etc/apt/sources.list.d")
 TIMEOUT = 120
+# Of display/, only amdgpu_dm/ (about 1-2 MB: its DMCU/DMCUB requests and MODULE_FIRMWARE lines, in
+# amdgpu_dm.c, and from 7.3 also amdgpu_dm_dmub.c and the macros of amdgpu_dm_dmub.h), not its KUnit
+# tests/; the rest of display/ (DC, ~40 MB) requests no firmware.
+DM_DIR = "drivers/gpu/drm/amd/display/amdgpu_dm"
 # Indices are cached like packages; --refresh fetches them again once per run (to follow the archive).
 REFRESH = False
 _refreshed: set[Path] = set()
@@ -167,13 +171,20 @@ def extract(deb: Path, dest: Path, patterns: list[str]) -> Path:
 
 
 def extract_kernel_tree(source_deb: Path, series: str, dest: Path) -> Path:
-    """drivers/gpu/drm/amd/{amdgpu,amdkfd,pm} and the driver core of a linux-source .deb.
+    """drivers/gpu/drm/amd/{amdgpu,amdkfd,pm}, display/amdgpu_dm and the driver core of a linux-source .deb.
 
     The .deb holds usr/src/linux-source-X.Y.tar.xz; only the few directories
     the generator reads are unpacked from it (about 60 MB instead of 1.3 GB).
+    The stamp records what was unpacked: a tree unpacked for another list is
+    unpacked again (from the cached .deb, so --offline can), not read short.
     """
+    wanted = ["*/drivers/gpu/drm/amd/amdgpu/*", "*/drivers/gpu/drm/amd/amdkfd/*", "*/drivers/gpu/drm/amd/pm/*",
+              f"*/{DM_DIR}/*", "*/drivers/gpu/drm/amd/include/amd_shared.h", "*/drivers/base/dd.c",
+              "*/drivers/base/firmware_loader/*", f"linux-source-{series}/Makefile"]  # fmt: skip
+    excluded = [f"*/{DM_DIR}/tests"]
     stamp = dest / ".complete"
-    if stamp.exists():
+    recipe = "\n".join([*wanted, *(f"exclude {e}" for e in excluded)]) + "\n"
+    if stamp.exists() and stamp.read_text() == recipe:
         return dest
     outer = dest.with_name(dest.name + "-outer")
     extract(source_deb, outer, [f"./usr/src/linux-source-{series}.tar.*"])
@@ -183,13 +194,10 @@ def extract_kernel_tree(source_deb: Path, series: str, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    wanted = ["*/drivers/gpu/drm/amd/amdgpu/*", "*/drivers/gpu/drm/amd/amdkfd/*", "*/drivers/gpu/drm/amd/pm/*",
-              "*/drivers/gpu/drm/amd/include/amd_shared.h", "*/drivers/base/dd.c",
-              "*/drivers/base/firmware_loader/*", f"linux-source-{series}/Makefile"]  # fmt: skip
-    tar = subprocess.run(["tar", "-x", "-C", str(dest), "-f", str(tars[0]), "--wildcards", *wanted],
-                         capture_output=True, timeout=1800, check=False)  # fmt: skip
+    tar = subprocess.run(["tar", "-x", "-C", str(dest), "-f", str(tars[0]), *(f"--exclude={e}" for e in excluded),
+                          "--wildcards", *wanted], capture_output=True, timeout=1800, check=False)  # fmt: skip
     if tar.returncode not in (0, 2):
         raise ArchiveError(f"tar on {tars[0].name}: {tar.stderr.decode(errors='replace')[-500:]}")
     shutil.rmtree(outer)
-    stamp.touch()
+    stamp.write_text(recipe)
     return dest

@@ -7,6 +7,7 @@ the construct stops the generator instead of yielding an empty table.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -332,13 +333,20 @@ def header_prefixes(root: Path, rel: Path, cache: dict[Path, dict[str, str]]) ->
 #   taken on failure asks for another file into the same firmware pointer (gfx_v8_0.c's <chip>_pfp_2.bin
 #   then <chip>_pfp.bin; amdgpu_mes.c's <gc>_mes_2.bin then <gc>_mes.bin);
 # - a tolerated failure: the failure branch of that test clears the result (``err = 0;``), so the caller
-#   goes on without the file (gfx_v9/v10's <chip>_mec2.bin, 6.1 psp's <chip>_cap.bin).
+#   goes on without the file (gfx_v9/v10's <chip>_mec2.bin, 6.1 psp's <chip>_cap.bin), or returns 0 from
+#   the function (5.10/6.1 amdgpu_dm.c's dm_dmub_sw_init(): "DMUB firmware loading failed", then
+#   ``return 0;``). A test of one errno (``r == -ENOENT``) covers a missing file only when that errno is
+#   what the call gives for one (``missing``: the loader's -ENOENT, read by loader_missing_errno();
+#   amdgpu_ucode_request()'s -ENODEV, read by ucode_request_missing_errno()); without it, decides nothing.
 #
 # The names are the format the call spells, or, for a name buffer, what the snprintf() that fills it
 # writes: in the same straight run of statements before the call, or in each branch of a complete
 # if/else chain right before it whose every branch is that one write; a ternary between two literals
-# gives both. A name built any other way (amdgpu_mes.c: writes in an if/else whose branches also set
-# need_retry) is left unread ([]) rather than guessed.
+# gives both. A local ``const char *`` name gives every value the function assigns it before the call
+# (amdgpu_dm.c's ``fw_name_dmub = FIRMWARE_RENOIR_DMUB;`` in each case of a switch), each a literal or a
+# macro the file, or a header it includes from its own directory, defines as one; NULL is no name.
+# A name built any other way (amdgpu_mes.c: writes in an if/else whose branches also set need_retry; a
+# name variable given any other value) is left unread ([]) rather than guessed.
 
 FIRMWARE_CALLS = ("amdgpu_ucode_request", "request_firmware", "request_firmware_direct", "firmware_request_nowarn")
 _REQUEST = re.compile(r"\b(" + "|".join(FIRMWARE_CALLS) + r")\s*\(")
@@ -451,13 +459,14 @@ def _next_test(text: str, pos: int, limit: int) -> tuple[str, int, int, int, int
 
 _TERNARY = re.compile(r"^[^?]*\?\s*(" + _STRING + r")\s*:\s*(" + _STRING + r")\s*$", re.S)
 _WRITE = r"\b(snprintf|scnprintf|sprintf)\s*\(\s*{}\s*,"
-MAX_ALTERNATIVES = 16
+MAX_ALTERNATIVES = 32  # 7.3 amdgpu_dm_dmub.c assigns its DMCUB name in 20 cases
 
 
-def _fill(fmt: str, args: list[str], body: str, at: int) -> list[str]:
+def _fill(fmt: str, args: list[str], body: str, at: int, macros: dict[str, str] | None = None) -> list[str]:
     """The names ``fmt`` spells with its %s arguments put in: a string literal, each side of a ternary
-    between two literals, or what a buffer filled before ``at`` holds; a runtime value (a chip name
-    variable) stays a conversion. One name per combination of choices; [] when an argument is a
+    between two literals, what a buffer filled before ``at`` holds, or, where the format is only "%s"
+    (the whole name), what a local name pointer was assigned (``_assigned``); a runtime value (a chip
+    name variable) stays a conversion. One name per combination of choices; [] when an argument is a
     choice this does not read."""
     names = [""]
     pos = 0
@@ -480,6 +489,8 @@ def _fill(fmt: str, args: list[str], body: str, at: int) -> list[str]:
             return []
         elif re.fullmatch(r"\w+", arg) and _written(arg, body):
             values = _buffer(arg, body, at) or [m.group(0)]  # a buffer the function fills, where known
+        elif fmt == m.group(0) and re.fullmatch(r"\w+", arg) and (assigned := _assigned(arg, body, at, macros or {})):
+            values = [v.replace("%", "%%") for v in assigned]  # "%s" of a whole name (6.12 amdgpu_dm.c)
         else:
             values = [m.group(0)]
         names = [n + piece + v for n in names for v in values]
@@ -491,6 +502,28 @@ def _fill(fmt: str, args: list[str], body: str, at: int) -> list[str]:
 def _written(name: str, body: str) -> bool:
     """Is ``name`` a buffer the function fills with snprintf()/sprintf() (a file name it builds)?"""
     return re.search(_WRITE.format(re.escape(name)), body) is not None
+
+
+def _assigned(name: str, body: str, at: int, macros: dict[str, str]) -> list[str]:
+    """The file names a local ``const char *name`` may hold at ``at``: every value the function assigns it
+    before (its initialiser included), each a string literal or a macro in ``macros``; NULL is no name.
+    [] when ``name`` is no local pointer of the function, its address is taken, or any value is another
+    expression (a name built at run time): then the name is not read."""
+    before = body[:at]
+    if not re.search(rf"\bchar\s*\*\s*(?:const\s+)?{re.escape(name)}\s*[=;,]", before):
+        return []
+    if re.search(rf"&\s*{re.escape(name)}\b", body):
+        return []
+    values: set[str] = set()
+    for m in re.finditer(rf"(?<![\w.>]){re.escape(name)}\s*=(?!=)\s*([^;]*);", before):
+        value = m.group(1).strip()
+        if value == "NULL":
+            continue
+        named = literal(value) if value.startswith('"') else macros.get(value)
+        if named is None:
+            return []
+        values.add(named)
+    return sorted(values)
 
 
 def _write_names(body: str, write: re.Match[str]) -> list[str]:
@@ -561,8 +594,8 @@ def _mentions(cond: str, var: str) -> bool:
     return re.search(rf"(?<![!\w>.]){re.escape(var)}\b(?!\s*==\s*0\b)", cond) is not None
 
 
-def _clears(text: str, var: str) -> bool:
-    """Does a branch set ``var`` to 0 at its own level (not in a nested block)?"""
+def _own_level(text: str) -> str:
+    """A branch's statements at its own level: the text of its nested blocks left out."""
     inner = text.strip()
     if inner.startswith("{"):
         inner = inner[1:-1]
@@ -573,7 +606,27 @@ def _clears(text: str, var: str) -> bool:
         if depth == 0:
             flat.append(c)
         depth -= c == "}"
-    return re.search(rf"(?:^|[;\s]){re.escape(var)}\s*=\s*0\s*;", "".join(flat)) is not None
+    return "".join(flat)
+
+
+def _clears(text: str, var: str) -> bool:
+    """Does a branch set ``var`` to 0 at its own level (not in a nested block)?"""
+    return re.search(rf"(?:^|[;\s]){re.escape(var)}\s*=\s*0\s*;", _own_level(text)) is not None
+
+
+def _returns_success(text: str) -> bool:
+    """Does a branch return 0 at its own level (the function reports success without the file)?"""
+    return re.search(r"(?:^|[;\s)])return\s*\(?\s*0\s*\)?\s*;", _own_level(text)) is not None
+
+
+def _meets_missing(cond: str, var: str, missing: str | None) -> bool:
+    """Does a missing file take the failure branch of ``cond``? A test of one errno (``r == -ENOENT``)
+    only when it is the call's for a missing file (``missing``, None: not known); ``r != -E...`` never;
+    any other failure test (``r``, ``!r``'s else, ``r && need_retry``) does."""
+    if re.search(rf"\b{re.escape(var)}\s*!=\s*-?E[A-Z]+\b", cond):
+        return False
+    tested = re.findall(rf"\b{re.escape(var)}\s*==\s*(-E[A-Z]+)\b", cond)
+    return not tested or (missing is not None and missing in tested)
 
 
 def _call_arguments(
@@ -597,13 +650,13 @@ def _call_arguments(
     return flag, args[1], args[shift], [] if signature == "name" else args[shift + 1 :]
 
 
-def _request_names(spelled: str, extra: list[str], body: str, at: int) -> list[str]:
+def _request_names(spelled: str, extra: list[str], body: str, at: int, macros: dict[str, str]) -> list[str]:
     """The file name formats a request may ask for (see the comment above), [] where they are not read."""
     fmt = literal(spelled)
     if fmt is not None:
-        names = _fill(fmt, extra, body, at)
+        names = _fill(fmt, extra, body, at, macros)
     elif re.fullmatch(r"\s*\w+\s*", spelled):
-        names = _buffer(spelled.strip(), body, at)
+        names = _buffer(spelled.strip(), body, at) or _assigned(spelled.strip(), body, at, macros)
     else:
         names = []
     if any(not _CONVERSION.sub("", n) for n in names):
@@ -611,11 +664,15 @@ def _request_names(spelled: str, extra: list[str], body: str, at: int) -> list[s
     return sorted(set(names))
 
 
-def firmware_requests(path: Path, rel: str, ucode_signature: str | None) -> list[dict[str, object]]:
+def firmware_requests(
+    path: Path, rel: str, ucode_signature: str | None, missing: dict[str, str] | None = None
+) -> list[dict[str, object]]:
     """Every firmware request in a file: {"file", "line", "function", "call", "flag", "target", "names",
-    "spelled", "fallback_line", "first_choice_line", "tolerated"} (see the comment above)."""
+    "spelled", "fallback_line", "first_choice_line", "tolerated"} (see the comment above). ``missing``:
+    the errno each call gives for a missing file ({"request_firmware": "-ENOENT", ...})."""
     text = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
     functions = _functions(text)
+    macros = string_macros(path)
     found: list[dict[str, object]] = []
     spans: list[tuple[int, int, int, str | None]] = []  # call start, statement end, body end, result variable
     for m in _REQUEST.finditer(text):
@@ -631,20 +688,22 @@ def firmware_requests(path: Path, rel: str, ucode_signature: str | None) -> list
             continue  # the wrapper's own request_firmware()/firmware_request_nowarn()
         args, end = _args(text, m.end())
         flag, target, spelled, extra = _call_arguments(call, args, ucode_signature, f"{rel}:{line}")
-        names = _request_names(spelled, extra, text[body_start:body_end], m.start() - body_start)
+        names = _request_names(spelled, extra, text[body_start:body_end], m.start() - body_start, macros)
         found.append({"file": rel, "line": line, "function": fname, "call": call, "flag": flag,
                       "target": re.sub(r"\s+", "", target), "names": names,
                       "spelled": re.sub(r"\s+", " ", ", ".join(a.strip() for a in [spelled, *extra])),
                       "fallback_line": None, "first_choice_line": None, "tolerated": False})  # fmt: skip
         result = re.search(r"(\w+)\s*=\s*$", text[max(0, m.start() - 40) : m.start()])
         spans.append((m.start(), _statement_end(text, end), body_end, result.group(1) if result else None))
-    _link(text, found, spans)
+    _link(text, found, spans, missing or {})
     return found
 
 
-def _link(text: str, found: list[dict[str, object]], spans: list[tuple[int, int, int, str | None]]) -> None:
+def _link(
+    text: str, found: list[dict[str, object]], spans: list[tuple[int, int, int, str | None]], missing: dict[str, str]
+) -> None:
     """Mark each request whose failure branch asks for another file into the same pointer (a fallback),
-    or else clears the error (tolerated)."""
+    or else goes on without it: clears the error or returns 0, on a test a missing file meets (tolerated)."""
     for req, (_start, stmt_end, body_end, var) in zip(found, spans, strict=True):
         test = _next_test(text, stmt_end, body_end) if var else None
         if var is None or test is None:
@@ -660,19 +719,79 @@ def _link(text: str, found: list[dict[str, object]], spans: list[tuple[int, int,
                 other["first_choice_line"] = req["line"]
                 break
         else:
-            req["tolerated"] = _clears(text[failure[0] : failure[1]], var)
+            branch = text[failure[0] : failure[1]]
+            goes_on = _clears(branch, var) or _returns_success(branch)
+            req["tolerated"] = goes_on and _meets_missing(cond, var, missing.get(str(req["call"])))
+
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", re.M)
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"/]+)"', re.M)
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_macros(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The string-literal macros a file #defines itself, and the headers it includes by bare name."""
+    text = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
+    macros = {m.group(1): value for m in _DEFINE.finditer(text) if (value := literal(m.group(2))) is not None}
+    return macros, tuple(_LOCAL_INCLUDE.findall(text))
+
+
+def string_macros(path: Path) -> dict[str, str]:
+    """The macros a source file may use as string literals: its own #defines of one
+    (``#define FIRMWARE_RENOIR_DMUB "amdgpu/renoir_dmcub.bin"``), then those of the headers it includes
+    from its own directory, and theirs (7.3's amdgpu_dm.c and amdgpu_dm_dmub.c take theirs from
+    amdgpu_dm_dmub.h). The nearer definition wins."""
+    found: dict[str, str] = {}
+    seen: set[Path] = set()
+    queue = [path]
+    while queue:
+        current = queue.pop(0)
+        if current in seen or not current.is_file() or len(seen) > 64:
+            continue
+        seen.add(current)
+        own, includes = _own_macros(current)
+        for key, value in own.items():
+            found.setdefault(key, value)
+        queue += [current.parent / name for name in includes]
+    return found
+
+
+def loader_missing_errno(main_c: Path) -> str:
+    """The error the firmware loader gives for a file it does not find: the one _request_firmware()
+    (drivers/base/firmware_loader/main.c) tries the compressed and the platform copies on
+    (``ret == -ENOENT && nondirect``), and returns when they are not found either."""
+    text = strip_comments(main_c.read_text(encoding="utf-8", errors="replace"))
+    body = next((text[s:e] for n, s, e in _functions(text) if n == "_request_firmware"), None)
+    if body is None:
+        raise KnowledgeError(f"{main_c}: no _request_firmware() body read")
+    found: set[str] = set(re.findall(r"\bret\s*==\s*(-E[A-Z]+)\s*&&\s*nondirect\b", body))
+    if len(found) != 1:
+        raise KnowledgeError(f"{main_c}: _request_firmware()'s not-found error (ret == -E... && nondirect) not found")
+    return found.pop()
+
+
+def ucode_request_missing_errno(ucode_c: Path) -> str | None:
+    """What amdgpu_ucode_request() returns when its request fails (a missing file among the causes): the
+    ``if (r) return -E...;`` after its request_firmware()/firmware_request_nowarn() (6.1 on: -ENODEV).
+    None where amdgpu_ucode.c defines no amdgpu_ucode_request() (5.10); another shape stops the generator."""
+    text = strip_comments(ucode_c.read_text(encoding="utf-8", errors="replace"))
+    body = next((text[s:e] for n, s, e in _functions(text) if n == "amdgpu_ucode_request"), None)
+    if body is None:
+        return None
+    call = re.search(r"\b(\w+)\s*=\s*(?:request_firmware|firmware_request_nowarn)\s*\(", body)
+    ret = call and re.compile(rf"\bif\s*\(\s*{call.group(1)}\s*\)\s*return\s+(-E[A-Z]+)\s*;").search(body, call.end())
+    if not ret:
+        raise KnowledgeError(f"{ucode_c}: amdgpu_ucode_request(): no 'if (r) return -E...;' after its request")
+    return ret.group(1)
 
 
 def module_firmware(path: Path, rel: str) -> list[list[object]]:
     """The files a source file declares with MODULE_FIRMWARE(): [[name, file, line]]. The argument is
-    a literal or a macro the file #defines as one (amdgpu_uvd.c's FIRMWARE_POLARIS10); any other
-    spelling stops the generator rather than dropping a declaration."""
+    a literal or a macro the file (or a header of its directory it includes, string_macros) #defines as
+    one (amdgpu_uvd.c's FIRMWARE_POLARIS10); any other spelling stops the generator rather than
+    dropping a declaration."""
     text = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
-    macros = {
-        m.group(1): value
-        for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.+?)[ \t]*$", text, re.M)
-        if (value := literal(m.group(2))) is not None
-    }
+    macros = string_macros(path)
     out: list[list[object]] = []
     for m in re.finditer(r"\bMODULE_FIRMWARE\s*\(", text):
         if text[max(0, m.start() - 12) : m.start()].rstrip().endswith("define"):

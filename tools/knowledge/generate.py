@@ -26,6 +26,7 @@ TREE = HERE.parent.parent
 sys.path.insert(0, str(TREE))  # run as a script: tools.knowledge and kfdguard from this tree
 
 from tools.knowledge.archive import (  # noqa: E402
+    DM_DIR,
     ArchiveError,
     cache_dir,
     deb_members,
@@ -40,9 +41,11 @@ from tools.knowledge.csource import (  # noqa: E402
     header_prefixes,
     kfd_support,
     kms_version,
+    loader_missing_errno,
     messages,
     module_firmware,
     pci_table,
+    ucode_request_missing_errno,
     ucode_request_signature,
 )
 from tools.knowledge.pins import PIN_FILE, NotServed, PinError, Resolver, dump, load  # noqa: E402
@@ -53,10 +56,13 @@ GENERATED = TREE / "kfdguard/knowledge/generated.py"
 MESSAGE_DIRS = ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/amd/amdkfd")
 # Driver-core files whose messages name amdgpu's failures (probe, firmware loading).
 CORE_FILES = ("drivers/base/dd.c", "drivers/base/firmware_loader/main.c")
-# Where amdgpu.ko's firmware requests and MODULE_FIRMWARE lines are read (pm/ is in the module too;
-# display/, whose DMCU/DMCUB requests are in amdgpu_dm.c, is not unpacked).
-FIRMWARE_DIRS = (*MESSAGE_DIRS, "drivers/gpu/drm/amd/pm")
+# Where amdgpu.ko's firmware requests and MODULE_FIRMWARE lines are read (pm/ is in the module too, and
+# display/amdgpu_dm/, whose DMCU/DMCUB requests are in amdgpu_dm.c, from 7.3 also amdgpu_dm_dmub.c).
+# Of amdgpu_dm/'s messages only those about firmware are kept, as of the driver core's.
+FIRMWARE_DIRS = (*MESSAGE_DIRS, "drivers/gpu/drm/amd/pm", DM_DIR)
 UCODE_H = "drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h"
+UCODE_C = "drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.c"
+LOADER_C = "drivers/base/firmware_loader/main.c"
 
 
 def modinfo(ko: Path, field: str) -> list[str]:
@@ -105,6 +111,9 @@ def kernel_facts(label: str, suites: tuple[str, ...], resolver: Resolver, offlin
     for rel_s in CORE_FILES:
         if (root / rel_s).exists():
             msgs += [m for m in messages(root / rel_s, rel_s, {}) if "probe" in str(m[3]) or "firmware" in str(m[3])]
+    for path in sorted((root / DM_DIR).glob("*.c")):
+        rel = path.relative_to(root)
+        msgs += [m for m in messages(path, str(rel), header_prefixes(root, rel, cache)) if "firmware" in str(m[3])]
     requests, declared, signature = firmware_facts_of(root)
     # module_param_unsafe taints the kernel when set: read which parameters use it, and the
     # queue limit kfd_init() enforces (kfd_priv.h), rather than remembering either.
@@ -131,7 +140,7 @@ def kernel_facts(label: str, suites: tuple[str, ...], resolver: Resolver, offlin
     return {
         "unsafe_params": unsafe, "limits": limits,
         "series": k.series, "upstream": upstream, "suite": k.suite,
-        "provenance": {"source": {**k.source.provenance(), "files": [kfd_c, drv_c, *MESSAGE_DIRS, *CORE_FILES]},
+        "provenance": {"source": {**k.source.provenance(), "files": [kfd_c, drv_c, *MESSAGE_DIRS, *CORE_FILES, DM_DIR]},
                        "module": {**k.image.provenance(), "file": str(kos[0].relative_to(image))}},
         "kms": kms_version(root / drv_c),
         "kfd": kfd_support(root / kfd_c),
@@ -147,15 +156,23 @@ def firmware_facts_of(root: Path) -> tuple[list[dict[str, object]], list[list[ob
     amdgpu_ucode.h declares amdgpu_ucode_request(). Fails when the readers find no request at all,
     or no request the driver does without (neither a fallback, a tolerated failure nor, where the
     wrapper takes one, an AMDGPU_UCODE_OPTIONAL flag): every series read has some, so none means the
-    readers no longer recognise the driver's constructs."""
+    readers no longer recognise the driver's constructs. amdgpu_dm/ must have requests, each with its
+    names read (the DMCU/DMCUB files it declares are judged by them)."""
     signature = ucode_request_signature(root / UCODE_H)
+    missing = dict.fromkeys(("request_firmware", "request_firmware_direct", "firmware_request_nowarn"),
+                            loader_missing_errno(root / LOADER_C))  # fmt: skip
+    if (wrapper := ucode_request_missing_errno(root / UCODE_C)) is not None:
+        missing["amdgpu_ucode_request"] = wrapper
     requests: list[dict[str, object]] = []
     declared: list[list[object]] = []
     for d in FIRMWARE_DIRS:
         for path in sorted((root / d).rglob("*.c")):
             rel = str(path.relative_to(root))
-            requests += firmware_requests(path, rel, signature)
+            requests += firmware_requests(path, rel, signature, missing)
             declared += module_firmware(path, rel)
+    display = [r for r in requests if str(r["file"]).startswith(DM_DIR)]
+    if not display or not all(r["names"] for r in display):
+        raise KnowledgeError(f"{root / DM_DIR}: no firmware request, or one whose file names were not read")
     if not requests or not declared:
         raise KnowledgeError(f"{root}: no firmware request or MODULE_FIRMWARE line in {', '.join(FIRMWARE_DIRS)}")
     if not any(r["fallback_line"] is not None or r["tolerated"] or r["flag"] == "optional" for r in requests):

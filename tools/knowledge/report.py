@@ -48,17 +48,22 @@ def firmware_lines(k: dict[str, Any]) -> list[str]:
     module = set(k["firmware"])
     read = module & {d[0] for d in k["firmware_declared"]}
     out = [
-        f"- firmware requests (amdgpu/, pm/): {len(requests)} call sites (amdgpu_ucode_request {wrapper}; "
-        f"{sum(r['flag'] == 'optional' for r in requests)} AMDGPU_UCODE_OPTIONAL, "
+        f"- firmware requests (amdgpu/, pm/, display/amdgpu_dm/): {len(requests)} call sites (amdgpu_ucode_request "
+        f"{wrapper}; {sum(r['flag'] == 'optional' for r in requests)} AMDGPU_UCODE_OPTIONAL, "
         f"{sum(r['fallback_line'] is not None for r in requests)} with a fallback, "
-        f"{sum(bool(r['tolerated']) for r in requests)} whose failure is cleared, "
+        f"{sum(bool(r['tolerated']) for r in requests)} whose failure is tolerated (error cleared or 0 returned), "
         f"{sum(not r['names'] for r in requests)} whose file name is not read); MODULE_FIRMWARE lines read "
-        f"name {len(read)} of the module's {len(module)} files (display/'s are not unpacked); "
+        f"name {len(read)} of the module's {len(module)} files; "
         f"declared files it goes on without: {len(optional)} ({kinds.count('fallback')} first choices with a "
         f"fallback, {kinds.count('optional')} optional, {kinds.count('tolerated')} tolerated)"
     ]
     for r in requests:
         how = kind(r)
+        if how is None and "/display/" in r["file"] and r["names"]:
+            # DMCU/DMCUB: the display's firmware, required or not by series; say which.
+            out.append(
+                f"  - {r['file'].rsplit('/', 1)[-1]}:{r['line']} {r['function']}(): {_names(r['names'])} required"
+            )
         if how is None:
             continue
         files = sum(

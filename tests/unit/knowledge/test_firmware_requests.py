@@ -18,7 +18,9 @@ from kfdguard.knowledge.generated import KERNELS
 from tools.knowledge.csource import (
     KnowledgeError,
     firmware_requests,
+    loader_missing_errno,
     module_firmware,
+    ucode_request_missing_errno,
     ucode_request_signature,
 )
 from tools.knowledge.requests import format_regex, optional_files
@@ -246,6 +248,290 @@ def test_module_firmware_reads_literals_and_the_file_s_macros(tmp_path: Path) ->
         module_firmware(path, "amdgpu/amdgpu_uvd.c")
 
 
+# --- display/amdgpu_dm: names assigned from macros, a failure branch that returns 0 ---------------
+
+# What a missing file gives each call, as the generator reads it (loader_missing_errno,
+# ucode_request_missing_errno): the loader's -ENOENT, amdgpu_ucode_request()'s -ENODEV (6.1 on).
+MISSING = {
+    "request_firmware": "-ENOENT",
+    "request_firmware_direct": "-ENOENT",
+    "firmware_request_nowarn": "-ENOENT",
+    "amdgpu_ucode_request": "-ENODEV",
+}
+
+# 5.10's and 6.1's amdgpu_dm.c: the name is a macro assigned in the switch's branches, the request is
+# request_firmware_direct(); DMCUB's failure branch returns 0, DMCU's only on -ENOENT.
+DM_6_1 = """\
+#define FIRMWARE_RENOIR_DMUB "amdgpu/renoir_dmcub.bin"
+MODULE_FIRMWARE(FIRMWARE_RENOIR_DMUB);
+#define FIRMWARE_GREEN_SARDINE_DMUB "amdgpu/green_sardine_dmcub.bin"
+MODULE_FIRMWARE(FIRMWARE_GREEN_SARDINE_DMUB);
+#define FIRMWARE_RAVEN_DMCU\t\t"amdgpu/raven_dmcu.bin"
+MODULE_FIRMWARE(FIRMWARE_RAVEN_DMCU);
+
+static int load_dmcu_fw(struct amdgpu_device *adev)
+{
+\tconst char *fw_name_dmcu = NULL;
+\tint r;
+
+\tswitch (adev->asic_type) {
+\tcase CHIP_RAVEN:
+\t\tif (ASICREV_IS_PICASSO(adev->external_rev_id))
+\t\t\tfw_name_dmcu = FIRMWARE_RAVEN_DMCU;
+\t\telse
+\t\t\treturn 0;
+\t\tbreak;
+\tdefault:
+\t\treturn -EINVAL;
+\t}
+
+\tr = request_firmware_direct(&adev->dm.fw_dmcu, fw_name_dmcu, adev->dev);
+\tif (r == -ENOENT) {
+\t\t/* DMCU firmware is not necessary, so don't raise a fuss if it's missing */
+\t\tDRM_DEBUG_KMS("dm: DMCU firmware not found\\n");
+\t\tadev->dm.fw_dmcu = NULL;
+\t\treturn 0;
+\t}
+\tif (r) {
+\t\tdev_err(adev->dev, "amdgpu_dm: Can't load firmware \\"%s\\"\\n",
+\t\t\tfw_name_dmcu);
+\t\treturn r;
+\t}
+\treturn 0;
+}
+
+static int dm_dmub_sw_init(struct amdgpu_device *adev)
+{
+\tconst char *fw_name_dmub;
+\tint r;
+
+\tswitch (adev->ip_versions[DCE_HWIP][0]) {
+\tcase IP_VERSION(2, 1, 0):
+\t\tfw_name_dmub = FIRMWARE_RENOIR_DMUB;
+\t\tif (ASICREV_IS_GREEN_SARDINE(adev->external_rev_id))
+\t\t\tfw_name_dmub = FIRMWARE_GREEN_SARDINE_DMUB;
+\t\tbreak;
+\tdefault:
+\t\t/* ASIC doesn't support DMUB. */
+\t\treturn 0;
+\t}
+
+\tr = request_firmware_direct(&adev->dm.dmub_fw, fw_name_dmub, adev->dev);
+\tif (r) {
+\t\tDRM_ERROR("DMUB firmware loading failed: %d\\n", r);
+\t\treturn 0;
+\t}
+\treturn 0;
+}
+"""
+
+
+def _dm(tmp_path: Path, body: str, signature: str | None = None) -> dict[str, dict[str, Any]]:
+    path = tmp_path / "amdgpu_dm.c"
+    path.write_text(body)
+    found = firmware_requests(path, "display/amdgpu_dm/amdgpu_dm.c", signature, MISSING)
+    return {str(r["function"]): r for r in found}
+
+
+def test_a_name_assigned_from_the_file_s_macros_in_switch_branches_is_read(tmp_path: Path) -> None:
+    found = _dm(tmp_path, DM_6_1)
+    assert found["dm_dmub_sw_init"]["names"] == ["amdgpu/green_sardine_dmcub.bin", "amdgpu/renoir_dmcub.bin"]
+    # The NULL it starts from is no file name: every path to the call assigns one.
+    assert found["load_dmcu_fw"]["names"] == ["amdgpu/raven_dmcu.bin"]
+    assert found["dm_dmub_sw_init"]["call"] == "request_firmware_direct"
+
+
+def test_a_failure_branch_that_returns_0_is_a_tolerated_failure(tmp_path: Path) -> None:
+    dmub = _dm(tmp_path, DM_6_1)["dm_dmub_sw_init"]
+    assert dmub["tolerated"] and dmub["fallback_line"] is None
+
+
+def test_a_branch_returning_0_on_the_missing_file_s_errno_only_is_tolerated(tmp_path: Path) -> None:
+    # request_firmware_direct() fails with -ENOENT on a missing file: "r == -ENOENT ... return 0" is it.
+    assert _dm(tmp_path, DM_6_1)["load_dmcu_fw"]["tolerated"]
+    # The same branch on -ENODEV is another failure than the missing file's: a missing file reaches
+    # "if (r) ... return r;", the init fails.
+    assert not _dm(tmp_path, DM_6_1.replace("-ENOENT", "-ENODEV"))["load_dmcu_fw"]["tolerated"]
+    # Unknown errnos (no reading of the loader): an errno-specific branch decides nothing.
+    path = tmp_path / "amdgpu_dm.c"
+    path.write_text(DM_6_1)
+    (dmcu,) = [r for r in firmware_requests(path, "amdgpu_dm.c", None) if r["function"] == "load_dmcu_fw"]
+    assert not dmcu["tolerated"]
+
+
+# 6.12's shape: amdgpu_ucode_request() with "%s" and the name variable; the DMCUB request's result is
+# returned (dm_early_init fails with it), DMCU's -ENODEV (the wrapper's missing file) returns 0.
+DM_6_12 = """\
+#define FIRMWARE_RENOIR_DMUB "amdgpu/renoir_dmcub.bin"
+#define FIRMWARE_NAVI12_DMCU            "amdgpu/navi12_dmcu.bin"
+
+static int load_dmcu_fw(struct amdgpu_device *adev)
+{
+\tconst char *fw_name_dmcu = NULL;
+\tint r;
+
+\tswitch (adev->asic_type) {
+\tcase CHIP_NAVI12:
+\t\tfw_name_dmcu = FIRMWARE_NAVI12_DMCU;
+\t\tbreak;
+\tdefault:
+\t\treturn -EINVAL;
+\t}
+\tr = amdgpu_ucode_request(adev, &adev->dm.fw_dmcu, AMDGPU_UCODE_REQUIRED,
+\t\t\t\t "%s", fw_name_dmcu);
+\tif (r == -ENODEV) {
+\t\tadev->dm.fw_dmcu = NULL;
+\t\treturn 0;
+\t}
+\tif (r) {
+\t\tamdgpu_ucode_release(&adev->dm.fw_dmcu);
+\t\treturn r;
+\t}
+\treturn 0;
+}
+
+static int dm_init_microcode(struct amdgpu_device *adev)
+{
+\tchar *fw_name_dmub;
+\tint r;
+
+\tswitch (amdgpu_ip_version(adev, DCE_HWIP, 0)) {
+\tcase IP_VERSION(2, 1, 0):
+\t\tfw_name_dmub = FIRMWARE_RENOIR_DMUB;
+\t\tbreak;
+\tdefault:
+\t\t/* ASIC doesn't support DMUB. */
+\t\treturn 0;
+\t}
+\tr = amdgpu_ucode_request(adev, &adev->dm.dmub_fw, AMDGPU_UCODE_REQUIRED,
+\t\t\t\t "%s", fw_name_dmub);
+\treturn r;
+}
+"""
+
+
+@pytest.mark.parametrize("signature", ["format", "flag+format"])
+def test_the_wrapper_s_format_filled_from_an_assigned_name(tmp_path: Path, signature: str) -> None:
+    body = DM_6_12 if signature == "flag+format" else DM_6_12.replace("AMDGPU_UCODE_REQUIRED,\n\t\t\t\t ", "")
+    found = _dm(tmp_path, body, signature)
+    dmub, dmcu = found["dm_init_microcode"], found["load_dmcu_fw"]
+    assert dmub["names"] == ["amdgpu/renoir_dmcub.bin"] and dmcu["names"] == ["amdgpu/navi12_dmcu.bin"]
+    # "return r;": the caller fails with it.
+    assert not dmub["tolerated"] and dmub["fallback_line"] is None
+    # amdgpu_ucode_request() turns a missing file into -ENODEV, and that branch returns 0, whatever the flag.
+    assert dmcu["tolerated"]
+    assert dmcu["flag"] == ("required" if signature == "flag+format" else None)
+
+
+def test_a_name_assigned_any_other_way_is_not_read(tmp_path: Path) -> None:
+    # A value the text does not spell (a function's result) leaves the name unread, not partly read.
+    body = DM_6_1.replace("\t\t\tfw_name_dmub = FIRMWARE_GREEN_SARDINE_DMUB;", "\t\t\tfw_name_dmub = dmub_name(adev);")
+    assert _dm(tmp_path, body)["dm_dmub_sw_init"]["names"] == []
+    # A macro the file does not define as a literal: not read either.
+    body = DM_6_1.replace("FIRMWARE_GREEN_SARDINE_DMUB;", "FIRMWARE_ELSEWHERE;")
+    assert _dm(tmp_path, body)["dm_dmub_sw_init"]["names"] == []
+    # Not a local: a parameter (or a global) holds what the caller gave.
+    body = DM_6_1.replace("\tconst char *fw_name_dmub;\n", "").replace(
+        "dm_dmub_sw_init(struct amdgpu_device *adev)",
+        "dm_dmub_sw_init(struct amdgpu_device *adev, const char *fw_name_dmub)",
+    )
+    assert _dm(tmp_path, body)["dm_dmub_sw_init"]["names"] == []
+
+
+def test_macros_of_a_local_header_are_read_for_names_and_module_firmware(tmp_path: Path) -> None:
+    # 7.3 moved the FIRMWARE_* macros to amdgpu_dm_dmub.h, included by amdgpu_dm.c and amdgpu_dm_dmub.c.
+    defines = "\n".join(line for line in DM_6_1.splitlines() if line.startswith("#define"))
+    (tmp_path / "amdgpu_dm_dmub.h").write_text(f"#ifndef X\n#define X\n{defines}\n#endif\n")
+    source = '#include "amdgpu_dm_dmub.h"\n#include <linux/firmware.h>\n' + "\n".join(
+        line for line in DM_6_1.splitlines() if not line.startswith("#define")
+    )
+    found = _dm(tmp_path, source)
+    assert found["dm_dmub_sw_init"]["names"] == ["amdgpu/green_sardine_dmcub.bin", "amdgpu/renoir_dmcub.bin"]
+    assert [row[0] for row in module_firmware(tmp_path / "amdgpu_dm.c", "amdgpu_dm.c")] == [
+        "amdgpu/renoir_dmcub.bin",
+        "amdgpu/green_sardine_dmcub.bin",
+        "amdgpu/raven_dmcu.bin",
+    ]
+
+
+LOADER = """\
+static int
+_request_firmware(const struct firmware **firmware_p, const char *name,
+\t\t  struct device *device, void *buf, size_t size,
+\t\t  size_t offset, u32 opt_flags)
+{
+\tret = fw_get_filesystem_firmware(device, fw->priv, "", NULL);
+#ifdef CONFIG_FW_LOADER_COMPRESS
+\tif (ret == -ENOENT && nondirect)
+\t\tret = fw_get_filesystem_firmware(device, fw->priv, ".xz",
+\t\t\t\t\t\t fw_decompress_xz);
+#endif
+\tif (ret == -ENOENT && nondirect)
+\t\tret = firmware_fallback_platform(fw->priv);
+\treturn ret;
+}
+"""
+
+UCODE_6_1 = """\
+int amdgpu_ucode_request(struct amdgpu_device *adev, const struct firmware **fw,
+\t\t\t const char *fw_name)
+{
+\tint err = request_firmware(fw, fw_name, adev->dev);
+
+\tif (err)
+\t\treturn -ENODEV;
+
+\terr = amdgpu_ucode_validate(*fw);
+\treturn err;
+}
+"""
+
+UCODE_7_2 = """\
+int amdgpu_ucode_request(struct amdgpu_device *adev, const struct firmware **fw,
+\t\t\t enum amdgpu_ucode_required required, const char *fmt, ...)
+{
+\tchar fname[AMDGPU_UCODE_NAME_MAX];
+\tint r;
+
+\tif (r == sizeof(fname)) {
+\t\tdev_warn(adev->dev, "amdgpu firmware name buffer overflow\\n");
+\t\treturn -EOVERFLOW;
+\t}
+
+\tif (required == AMDGPU_UCODE_REQUIRED)
+\t\tr = request_firmware(fw, fname, adev->dev);
+\telse {
+\t\tr = firmware_request_nowarn(fw, fname, adev->dev);
+\t\tif (r)
+\t\t\tdrm_info(&adev->ddev, "Optional firmware \\"%s\\" was not found\\n", fname);
+\t}
+\tif (r)
+\t\treturn -ENODEV;
+
+\tr = amdgpu_ucode_validate(*fw);
+\treturn r;
+}
+"""
+
+
+def test_what_a_missing_file_gives_each_call_is_read_from_its_source(tmp_path: Path) -> None:
+    loader = tmp_path / "main.c"
+    loader.write_text(LOADER)
+    assert loader_missing_errno(loader) == "-ENOENT"
+    loader.write_text(LOADER.replace("ret == -ENOENT && nondirect", "nondirect"))
+    with pytest.raises(KnowledgeError, match="not found"):
+        loader_missing_errno(loader)
+    ucode = tmp_path / "amdgpu_ucode.c"
+    for text in (UCODE_6_1, UCODE_7_2):
+        ucode.write_text(text)
+        assert ucode_request_missing_errno(ucode) == "-ENODEV"
+    ucode.write_text(UCODE_6_1.replace("\tif (err)\n\t\treturn -ENODEV;\n", "\tif (err)\n\t\treturn err;\n"))
+    with pytest.raises(KnowledgeError, match="amdgpu_ucode_request"):
+        ucode_request_missing_errno(ucode)
+    ucode.write_text("int amdgpu_ucode_validate(const struct firmware *fw)\n{\n\treturn 0;\n}\n")
+    assert ucode_request_missing_errno(ucode) is None  # 5.10: no wrapper
+
+
 # --- which declared files are optional (tools/knowledge/requests.py) ----------------------------
 
 
@@ -350,6 +636,56 @@ def test_a_kernel_between_two_series_read_needs_both_to_agree() -> None:
     # An unknown kernel: every series read must agree.
     assert generated("amdgpu/navi10_mec2.bin", None) is not None
     assert generated("amdgpu/vega10_gpu_info.bin", None) is None
+
+
+# display/amdgpu_dm, read by hand from each series' amdgpu_dm.c (7.3: also amdgpu_dm_dmub.c). DMCUB:
+# 5.10 and 6.1 ask in dm_dmub_sw_init() with request_firmware_direct() and on any failure print
+# "DMUB firmware loading failed: %d" and return 0; from 6.12 dm_init_microcode() returns the request's
+# error to dm_early_init(), and a failed early_init fails the GPU's init. DMCU (Raven/Picasso, Navi12):
+# load_dmcu_fw() returns 0 on what a missing file gives: -ENOENT from request_firmware_direct() (5.10,
+# 6.1), -ENODEV from amdgpu_ucode_request() (6.12 on, whatever its flag); any other error fails the init.
+DMCUB_TOLERATED = {"5.10": True, "6.1": True, "6.12": False, "7.2": False, "7.3": False}
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_display_firmware_follows_each_series_amdgpu_dm(series: str) -> None:
+    optional = KERNELS[series]["firmware_optional"]
+    declared = set(formats.kernel(series)["firmware"])
+    dcn = sorted(f for f in declared if f.startswith("amdgpu/dcn_") and f.endswith("_dmcub.bin"))
+    dmcub = ["amdgpu/renoir_dmcub.bin", *dcn]
+    assert "amdgpu/renoir_dmcub.bin" in declared and (dcn or series == "5.10")  # DCN names from 6.1
+    expected = ("tolerated", "") if DMCUB_TOLERATED[series] else None
+    assert {f: optional.get(f) for f in dmcub} == dict.fromkeys(dmcub, expected)
+    for dmcu in ("amdgpu/raven_dmcu.bin", "amdgpu/navi12_dmcu.bin"):
+        assert dmcu in declared and optional[dmcu] == ("tolerated", "")
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_display_requests_are_read_from_their_call_sites(series: str) -> None:
+    requests = [r for r in formats.kernel(series)["firmware_requests"] if "/display/amdgpu_dm/" in r["file"]]
+    by_function = {r["function"]: r for r in requests}
+    assert set(by_function) == {"load_dmcu_fw", "dm_dmub_sw_init" if DMCUB_TOLERATED[series] else "dm_init_microcode"}
+    dmcu = by_function["load_dmcu_fw"]
+    assert dmcu["names"] == ["amdgpu/navi12_dmcu.bin", "amdgpu/raven_dmcu.bin"] and dmcu["tolerated"]
+    assert dmcu["call"] == ("request_firmware_direct" if series in ("5.10", "6.1") else "amdgpu_ucode_request")
+    (dmub,) = [r for r in requests if r is not dmcu]
+    assert "amdgpu/renoir_dmcub.bin" in dmub["names"] and dmub["tolerated"] is DMCUB_TOLERATED[series]
+    # The line a failed DMCUB request prints in amdgpu_dm is there only where the failure is tolerated.
+    printed = [m for m in formats.kernel(series)["messages"] if m[3] == "DMUB firmware loading failed: %d"]
+    assert bool(printed) is DMCUB_TOLERATED[series]
+
+
+def test_a_kernel_not_read_goes_without_dmcu_but_not_dmcub() -> None:
+    # Every series read tolerates a missing DMCU; DMCUB only up to 6.1: between 6.1 and 6.12 (Ubuntu's
+    # 6.8) the two disagree, so nothing is claimed; an unknown kernel needs every series to agree.
+    assert generated("amdgpu/raven_dmcu.bin", None) == (
+        "tolerated",
+        "",
+        "every kernel series read (5.10, 6.1, 6.12, 7.2, 7.3)",
+    )
+    assert generated("amdgpu/renoir_dmcub.bin", (6, 1)) == ("tolerated", "", "the 6.1 sources")
+    assert generated("amdgpu/renoir_dmcub.bin", (6, 8)) is None
+    assert generated("amdgpu/renoir_dmcub.bin", None) is None
 
 
 @pytest.mark.parametrize("key", ["navi31", "navi33", "phoenix"])
