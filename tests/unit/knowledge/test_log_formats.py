@@ -97,6 +97,8 @@ CUT = {
     "255-imac20-1-navi14-smu-dpm-uclk-init-failed-62.txt": {
         "Failed to setup smc hw!", "hw_init of IP block <smu> failed -62", "Fatal error during GPU init",
     },
+    # AMD's answer quotes the kernel's line in markdown bold, without its prefix
+    "704-mi50-no-longer-detected-uncorrectable-error-hw-failure-rma.txt": {"**Fatal error during GPU init**"},
 }  # fmt: skip
 
 
