@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # A failure without a PCI id may also be one of these, which a paste often
 # shows without the line that named the device.
-ANONYMOUS_FAILURES = ANONYMOUS_GPU_EVENTS | {"amdgpu-fatal-init", "firmware-load-failed", "module-signature-rejected"}
+ANONYMOUS_FAILURES = ANONYMOUS_GPU_EVENTS | {
+    "amdgpu-fatal-init",
+    "firmware-load-failed",
+    "module-signature-rejected",
+    "amdgpu-si-declined",
+}
 # Findings that already say why the (only) GPU has no KFD node.
 _GPU_EXPLAINED = frozenset(
     {
