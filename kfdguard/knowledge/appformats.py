@@ -996,8 +996,10 @@ NODE_GROUP_PROSE = re.compile(
 # HD 8670A, HD 7970M, R5 M330): pci.ids names the chips that carry them ("Tobago PRO [Radeon R7 360 / R9 360 OEM]",
 # "Sun XT [Radeon HD 8670A/8670M/8690M / R5 M330 / M430 / R7 M520]"), which knowledge.identify maps to an ASIC.
 # Searched in the lower-cased lines that hold a cue (OLD_RADEON_CUES), never over a whole paste.
+# "HD Radeon 8790M" is the same retail name with its words the other way round, as people write it.
 OLD_RADEON = re.compile(
-    r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b"
+    r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\bhd\s+radeon\s+(?P<hd_after>\d{4}[am]?)\b"
+    r"|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b"
     r"|\bfirepro\s+(?P<fp>[wsmdv]\d{3,4}[mv]?)\b"  # the workstation parts: "FirePro M6100", "FirePro W7000"
 )
 OLD_RADEON_CUES = ("radeon", " r5", " r7", " r9", "-r7", "-r9", "firepro")
@@ -1033,8 +1035,8 @@ def old_radeon_devices(lines: str) -> list[tuple[str, int]]:
     for m in OLD_RADEON.finditer(lines):
         if m["fp"]:
             token = f"FirePro {m['fp'].upper()}"
-        elif m["hd"]:
-            token = "HD " + m["hd"][2:].strip().upper()
+        elif m["hd"] or m["hd_after"]:
+            token = "HD " + (m["hd_after"] or m["hd"][2:].strip()).upper()
         else:
             token = f"{m['r'].upper()} {m['number'].upper()}"
         if token in names:
@@ -1218,8 +1220,9 @@ RX_MOBILE_GFX: dict[tuple[range, str], str] = {
     (range(7700, 7800), "s"): "gfx1102",  # RX 7700S: Navi 33 (the desktop RX 7700 is Navi 32)
 }
 # A four-digit model after "AMD" or "Radeon" without "RX" ("my AMD 6700M", "Radeon 7900XTX"), searched in
-# the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits.
-AMD_NUMBER = re.compile(r"\b(?:amd|radeon)\s+(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
+# the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits. "HD Radeon 7970"
+# is the HD 7970 of 2012 (OLD_RADEON), not an RX 7000 card.
+AMD_NUMBER = re.compile(r"(?<!hd )\b(?:amd|radeon)\s+(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
 
 
 def rx_target(number: int, suffix: str = "") -> str | None:

@@ -59,3 +59,17 @@ def test_cik_left_to_radeon_is_not_called_unsupported() -> None:
 def test_the_override_advice_alone_names_no_chip() -> None:
     text = "Someone told me to add radeon.si_support=0 amdgpu.si_support=1 to the kernel command line.\n"
     assert "asic-not-supported" not in _codes(text)
+
+
+@pytest.mark.parametrize("named", ["HD Radeon 8790M", "HD Radeon 7970", "an ATI HD Radeon 7850"])
+def test_a_retail_name_with_hd_before_radeon_is_read(named: str) -> None:
+    text = f"Fresh Ubuntu on a laptop with {named}. rocminfo returns an error.\n"
+    assert "asic-not-supported" in _codes(text)
+
+
+@pytest.mark.parametrize(
+    "named",
+    ["HD Radeon Graphics", "AMD Radeon 780M", "HD audio, Radeon 8060S", "an HD Radeon 9070 XT"],
+)
+def test_near_misses_of_an_hd_radeon_name(named: str) -> None:
+    assert "asic-not-supported" not in _codes(f"My machine has {named}. rocminfo returns an error.\n")
