@@ -44,16 +44,28 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # Prose that says a tool works as root (or with sudo) and not as the user: the user lacks the group
 # that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
 ROOT_ONLY = re.compile(
-    r"\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
+    r"(?:\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
     r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
     r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
     r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
     r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b"
     # "has to run commands as `sudo` for GPU access", "needed to use sudo"
     r"|\b(?:has|have|had|needs?|needed) to "
-    r"(?:(?:run|use|start|launch|execute)\b(?:\s+\S+){0,3}?\s+(?:as|with|under|via)\s+|use\s+)[*_`]{0,2}(?:root|sudo)\b",
+    r"(?:(?:run|use|start|launch|execute)\b(?:\s+\S+){0,3}?\s+(?:as|with|under|via)\s+|use\s+)[*_`]{0,2}(?:root|sudo)\b"
+    # a condition: "only works when using sudo", "it only runs if I use sudo", "works when run as root"
+    r"|\b(?:works?|runs?|succeeds?)\b(?:\s+\w+){0,2}?\s+(?:when|if|once)\s+(?:(?:i|we|you)\s+)?"
+    r"(?:(?:use|using|used|run|running|ran|start\w*|launch\w*|execut\w*)\s+)?(?:(?:it|them|this|that)\s+)?"
+    r"(?:(?:as|with|under|via)\s+)?[*_`]{0,2}(?:root|sudo)\b"
+    # the privilege as the subject: "only sudo works for rocminfo", "only root can run it"
+    r"|\bonly\s+[*_`]{0,2}(?:root|sudo)[*_`]{0,2}\s+(?:works|can)\b)"
+    # not where the words go straight on to say it fails that way too ("running it as root does not work either");
+    # "works with sudo but fails as my user" is the root-only sentence itself
+    r"(?!,?\s+(?:(?:it|this|that)\s+)?(?:also\s+)?(?:does(?:n't| not)|did(?:n't| not)|won't|will not|fails?|failed)\b)",
     re.IGNORECASE,
 )
+# A ROCm runtime's own failure shown in the text (HIP's error names, ROCr's status, rocminfo's "hsa api call
+# failure"): root-only told beside it is about the GPU stack, whatever program failed.
+RUNTIME_FAILED = ("hipError", "HIP_ERROR_", "HSA_STATUS_ERROR", "hsa api call failure")
 # Rootless containers: Distrobox and Toolbx run rootless Podman by default; "rootless" names it.
 ROOTLESS = re.compile(r"\brootless\b|\bdistrobox\b|\btoolbx\b|\btoolbox enter\b", re.IGNORECASE)
 # A group named as the owner of /dev/kfd in prose ("/dev/kfd owned by group `render`").
@@ -430,7 +442,11 @@ def _root_only(r: Reasoning) -> str | None:
         return None
     # The stack named anywhere, or the GPU named in the very sentence ("has to use sudo for GPU access").
     gpu_said = "gpu" in m.string.lower()
-    stack_named = _holds(r.obs, "/dev/kfd", "rocminfo", "clinfo") or bool(r.obs.saw("runtime-gpu"))
+    stack_named = (
+        _holds(r.obs, "/dev/kfd", "rocminfo", "clinfo", *RUNTIME_FAILED)
+        or bool(r.obs.saw("runtime-gpu"))
+        or bool(r.obs.saw("no-device"))
+    )
     if stack_named or gpu_said or _said_member(r):
         return f"the text: {m.group(0)}"
     return None

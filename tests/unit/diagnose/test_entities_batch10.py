@@ -73,3 +73,44 @@ def test_a_retail_name_with_hd_before_radeon_is_read(named: str) -> None:
 )
 def test_near_misses_of_an_hd_radeon_name(named: str) -> None:
     assert "asic-not-supported" not in _codes(f"My machine has {named}. rocminfo returns an error.\n")
+
+
+# --- root can, the user cannot: more wordings, and a runtime error as what failed ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a HIP sample's error, and the samples working with sudo
+        "error: 'hipErrorInvalidDevice'(1010) at square.cpp:60\n"
+        "I found the reason: both the square example and the vector_copy example work with sudo.\n",
+        # HIP's no-device error name, root only
+        "hipErrorNoDevice from my program.\nIt only runs if I use sudo.\n",
+        # the HSA status of a failed hsa_init, then "works when run as root"
+        "HSA_STATUS_ERROR_OUT_OF_RESOURCES when the program starts.\nIt works when run as root though.\n",
+        # rocminfo named, "only works when using sudo"
+        "$ rocminfo\nhsa api call failure at line 900. Call returned 4104\nROCm only works when using sudo.\n",
+        # "only sudo works"
+        "Only sudo works for rocminfo and clinfo on this box.\n",
+        # root can and the user cannot, in one sentence
+        "rocminfo works with sudo but fails as my user.\n",
+    ],
+)
+def test_root_only_told_with_the_runtime_failing_is_the_group(text: str) -> None:
+    codes = _codes(text)
+    assert "user-not-in-group" in codes
+    assert not codes & {"userspace-target-unsupported", "device-node-missing", "asic-not-supported"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sudo apt install rocm works fine as root\n",
+        "The installer only works when using sudo.\n",
+        "docker only works when using sudo, so I added myself to the docker group.\n",
+        "hipErrorNoDevice from my program.\nRunning it as root does not work either.\n",
+        "hipErrorNoDevice from my program, and it fails with sudo too.\n",
+    ],
+)
+def test_near_misses_of_root_only(text: str) -> None:
+    assert "user-not-in-group" not in _codes(text)
