@@ -936,6 +936,8 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     said = None
     for line in lines_with(obs, "support"):
         m = appformats.PROSE_UNSUPPORTED.search(line)
+        if m and appformats.yes_no_question(line, m.start()):
+            continue  # "Is my GPU not supported?": the person's doubt, not support denied
         low = line.lower()
         gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
         if m and (gpu_named or appformats.PROSE_FAMILY.search(line)):

@@ -773,6 +773,24 @@ PROSE_UNSUPPORTED = re.compile(
     r"(?:gpu|card|device|graphics|apu|igpu)",
     re.I,
 )
+# A yes/no question ("Is my GPU not supported by HIP?", "So is the RX 580 not supported?"): the verb first and a
+# question mark at the end. It is the person's doubt, not a statement, unless "still" or "yet" presupposes the answer
+# ("Is the gfx1036 still not supported?"); a question with a question word ("Why is ... not supported?") presupposes it.
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_YES_NO_OPENING = re.compile(r"^(?:(?:so|or|but|and|then|also)\W+)*(?:is|are|was|were|isn't|aren't)\b", re.I)
+_PRESUPPOSED = re.compile(r"\b(?:still|yet)\b", re.I)
+
+
+def yes_no_question(line: str, at: int) -> bool:
+    """Whether the sentence of ``line`` that holds position ``at`` is a yes/no question without a presupposition."""
+    start = max((m.end() for m in _SENTENCE_END.finditer(line, 0, at)), default=0)
+    end = _SENTENCE_END.search(line, at)
+    if end is None or end.group(0) != "?":
+        return False
+    sentence = line[start : end.end()].strip(" \t>*_`\"'")
+    return bool(_YES_NO_OPENING.match(sentence)) and not _PRESUPPOSED.search(sentence)
+
+
 # A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;
 # a full stop that ends the sentence ("my card reports gfx1032.") is not a file name's.
 PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w-]|\.\w)")

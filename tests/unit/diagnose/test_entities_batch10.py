@@ -114,3 +114,32 @@ def test_root_only_told_with_the_runtime_failing_is_the_group(text: str) -> None
 )
 def test_near_misses_of_root_only(text: str) -> None:
     assert "user-not-in-group" not in _codes(text)
+
+
+# --- a yes/no question about support is the person's doubt, not a statement ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "Is my GPU model not supported by HIP?",
+        "Is the RX 580 not supported?",
+        "Are Polaris cards like my RX 580 not supported by ROCm?",
+        "So is my gfx1036 GPU not supported?",
+    ],
+)
+def test_a_yes_no_question_does_not_deny_support(asked: str) -> None:
+    text = f"My GPU: AMD Radeon RX 580 (gfx803), and a gfx1036 iGPU.\nThe program fails.\n{asked}\n"
+    assert "userspace-target-unsupported" not in _codes(text)
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Why is my gfx1036 not supported by the libraries?",
+        "Is the gfx1036 still not supported?",
+        "The gfx1036 is not supported by rocBLAS.",
+    ],
+)
+def test_support_denied_stays_read_beside_the_question_shape(told: str) -> None:
+    assert "userspace-target-unsupported" in _codes(f"{told}\nrocBLAS and PyTorch fail on it.\n")
