@@ -355,6 +355,30 @@ def _visibility_hides(r: Reasoning) -> list[str]:
     return []
 
 
+def _program_hides_gpus(r: Reasoning, symptoms: list[SeenMessage]) -> bool:
+    """The runtime saw no GPU and the text says the program run hides them itself (a test or an example that sets
+    the visibility variables to nothing): the settings are the program's own, so the text need not show them."""
+    if r.has("env-visibility-hides-gpu") or any(f.severity is E for f in r.findings):
+        return False
+    told = search_lines(appformats.PROGRAM_HIDES_GPUS, r.obs, "gpu")
+    if told is None:
+        return False
+    r.findings.append(
+        Finding(
+            "env-visibility-hides-gpu",
+            E,
+            "the program run hides the GPUs itself, as the text says: a script, test or example that sets "
+            "CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES to nothing (or its framework's device "
+            "list to none) before the runtime starts leaves it no GPU, whatever the GPU, the kernel and the groups "
+            "allow",
+            "remove (or comment out) the lines of the program that hide the GPUs, e.g. an os.environ setting of "
+            "CUDA_VISIBLE_DEVICES to \"\" or \"-1\" near its top; it then sees the GPUs the runtime finds",
+            (f"the text: {told.group(0)}", symptoms[0].text),
+        )
+    )
+    return True
+
+
 def rule_no_device(r: Reasoning) -> None:
     """The runtime saw no usable GPU: a symptom; here, what the environment hides. Settings that hide every GPU on
     any machine are the cause whether or not the text shows the runtime's message."""
@@ -378,6 +402,8 @@ def rule_no_device(r: Reasoning) -> None:
                 (*hidden, *(s.text for s in symptoms[:1])),
             )
         )
+        return
+    if symptoms and _program_hides_gpus(r, symptoms):
         return
     if symptoms and not any(f.severity is E for f in r.findings):
         r.unknown.append(

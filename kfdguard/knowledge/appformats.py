@@ -252,6 +252,19 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_CLR_ERROR,
         "hipErrorNoDevice: no ROCm-capable device is detected",
     ),
+    # TensorFlow's ROCm StreamExecutor logs hipGetDeviceCount's failure and goes on with no GPU (CPU only): the
+    # error is HIP's name for it, HIP_ERROR_NoDevice in TF 1.x-2.x, hipErrorNoDevice where it prints the enum.
+    AppFormat(
+        "tf-rocm-device-count",
+        "no-device",
+        "could not retrieve ROCM device count",
+        r"could not retrieve ROCM device count: (?P<error>\S+)",
+        "TensorFlow's ROCm backend got no GPU from HIP (hipGetDeviceCount failed) and runs on the CPU",
+        "ROCm/tensorflow-upstream tensorflow/stream_executor/rocm/rocm_driver.cc GetDeviceCount (later "
+        "xla/stream_executor/rocm/rocm_driver.cc): LOG(ERROR) << \"could not retrieve ROCM device count: \"",
+        "E tensorflow/stream_executor/rocm/rocm_driver.cc:1098] could not retrieve ROCM device count: "
+        "HIP_ERROR_NoDevice",
+    ),
     AppFormat(
         "torch-no-gpus",
         "no-device",
@@ -709,6 +722,21 @@ VISIBILITY = re.compile(
     + r"(?P<value>-?[0-9][0-9,]*)\b"
 )
 OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION(?::|" + _SET_TO + r")\"?(?P<value>\d+\.\d+\.\d+)")
+
+# Prose that says the program run hides the GPUs itself ("the test explicitly disables all GPUs in the runtime", "the
+# example actually tries to ignore the GPU"): a script, test or sample that sets the visibility variables (or the
+# framework's device list) to nothing before the runtime starts. An intent, not a symptom: "ignores the GPU" alone
+# is what a program without a GPU does, so ignoring counts only as what it tries or is meant to do.
+PROGRAM_HIDES_GPUS = re.compile(
+    r"\b(?:the|this|that|my|your|said|their)\s+(?:\w+\s+)?"
+    r"(?:test|script|example|sample|code|notebook|program|demo|tutorial)s?\b"
+    r"(?:\s+(?!not\b|never\b|no\b)[\w']+(?<!n't)){0,3}?\s+"
+    r"(?:disables?|disabled|hides?|hid|masks?|masked"
+    r"|(?:tries|tried|tries hard|is meant|was meant|is supposed|was supposed|wants|wanted)\s+to\s+"
+    r"(?:ignore|disable|hide|mask))"
+    r"\s+(?:all\s+(?:of\s+)?|any\s+)?(?:the\s+)?(?:gpus?|gpu devices)\b(?!\s+in\s+(?:the\s+)?(?:bios|uefi))",
+    re.I,
+)
 
 # Hosts with no amdgpu/KFD kernel driver at all: Windows (and WSL2, whose kernel is Microsoft's and
 # reaches the GPU through /dev/dxg), macOS. The WSL2 kernel release ends in "-microsoft-standard-WSL2".

@@ -143,3 +143,51 @@ def test_a_yes_no_question_does_not_deny_support(asked: str) -> None:
 )
 def test_support_denied_stays_read_beside_the_question_shape(told: str) -> None:
     assert "userspace-target-unsupported" in _codes(f"{told}\nrocBLAS and PyTorch fail on it.\n")
+
+
+# --- a program that hides the GPUs itself ---------------------------------------------------------------------------
+
+_TF_NO_DEVICE = (
+    "2018-03-22 18:14:41.893382: E tensorflow/stream_executor/rocm/rocm_driver.cc:1098] could not retrieve ROCM "
+    "device count: HIP_ERROR_NoDevice\n"
+)
+
+
+def test_tensorflows_device_count_line_is_a_runtime_without_a_gpu() -> None:
+    result = diagnose_text(_TF_NO_DEVICE)
+    assert any("why the runtime sees no GPU" in u for u in result.unknown)
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "The test explicitly disables all GPUs in the runtime.",
+        "It seems the example actually tries to ignore the GPU.",
+        "Turns out the script hides all GPUs itself.",
+        "The notebook deliberately disables the GPU at the top.",
+        "that sample is meant to ignore GPUs (it sets the visible devices to nothing)",
+    ],
+)
+def test_a_program_that_hides_the_gpus_itself_is_the_visibility(told: str) -> None:
+    for symptom in (_TF_NO_DEVICE, "RuntimeError: No HIP GPUs are available\n"):
+        codes = _codes(f"{symptom}{told}\n")
+        assert "env-visibility-hides-gpu" in codes
+        assert not codes & {"user-not-in-group", "device-permissions", "device-node-missing", "kfd-no-gpu-node"}
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I disabled the iGPU in the BIOS.",
+        "ROCm ignores my GPU.",
+        "The script runs but ignores the GPU and uses the CPU.",
+        "The driver disables the GPU after a while.",
+        "The test does not disable the GPU.",
+    ],
+)
+def test_near_misses_of_a_program_hiding_the_gpus(told: str) -> None:
+    assert "env-visibility-hides-gpu" not in _codes(f"{_TF_NO_DEVICE}{told}\n")
+
+
+def test_a_program_hiding_the_gpus_needs_a_runtime_without_one() -> None:
+    assert "env-visibility-hides-gpu" not in _codes("The test explicitly disables all GPUs in the runtime.\n")
