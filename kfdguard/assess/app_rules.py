@@ -372,7 +372,7 @@ def _program_hides_gpus(r: Reasoning, symptoms: list[SeenMessage]) -> bool:
             "list to none) before the runtime starts leaves it no GPU, whatever the GPU, the kernel and the groups "
             "allow",
             "remove (or comment out) the lines of the program that hide the GPUs, e.g. an os.environ setting of "
-            "CUDA_VISIBLE_DEVICES to \"\" or \"-1\" near its top; it then sees the GPUs the runtime finds",
+            'CUDA_VISIBLE_DEVICES to "" or "-1" near its top; it then sees the GPUs the runtime finds',
             (f"the text: {told.group(0)}", symptoms[0].text),
         )
     )

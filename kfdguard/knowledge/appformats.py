@@ -261,7 +261,7 @@ FORMATS: tuple[AppFormat, ...] = (
         r"could not retrieve ROCM device count: (?P<error>\S+)",
         "TensorFlow's ROCm backend got no GPU from HIP (hipGetDeviceCount failed) and runs on the CPU",
         "ROCm/tensorflow-upstream tensorflow/stream_executor/rocm/rocm_driver.cc GetDeviceCount (later "
-        "xla/stream_executor/rocm/rocm_driver.cc): LOG(ERROR) << \"could not retrieve ROCM device count: \"",
+        'xla/stream_executor/rocm/rocm_driver.cc): LOG(ERROR) << "could not retrieve ROCM device count: "',
         "E tensorflow/stream_executor/rocm/rocm_driver.cc:1098] could not retrieve ROCM device count: "
         "HIP_ERROR_NoDevice",
     ),
