@@ -29,7 +29,7 @@ from kfdguard.assess.versions import (
     wheel_without_code,
 )
 from kfdguard.evidence.model import Observations, SeenMessage, Source
-from kfdguard.knowledge import appformats, rocm
+from kfdguard.knowledge import appformats, engines, rocm
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
 from kfdguard.userspace.assess import visible_count
@@ -531,6 +531,49 @@ def rule_denied_by_groups(r: Reasoning) -> None:
     )
 
 
+def _engine_defect_shown(r: Reasoning) -> tuple[str, str, engines.EngineDefect] | None:
+    """(line, release, row) of a Docker release the text shows that passes --device nodes in as root:root."""
+    for cue in ("docker", "-ce"):
+        for line in lines_with(r.obs, cue):
+            hit = engines.device_group_reset(line)
+            if hit is not None:
+                return line.strip(), *hit
+    return None
+
+
+def rule_engine_drops_device_group(r: Reasoning) -> None:
+    """A Docker Engine release that passes --device nodes into the container as root:root (knowledge/engines.py),
+    /dev/kfd passed, and root inside can where the image's user cannot: the nodes' group is the cause, not the
+    user's groups, which the image sets right."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu", "kfd-open-einval"
+    ):
+        return
+    shown = _engine_defect_shown(r)
+    if shown is None:
+        return
+    if search_lines(appformats.KFD_PASSED, obs, "/dev/kfd") is None:
+        return  # the devices were not passed with --device: the defect is not what the text shows
+    denied = _root_only(r) or next((f"{m.source}: {m.text}" for m in obs.saw("kfd-eacces")), None)
+    if denied is None:
+        return
+    line, release, row = shown
+    r.findings.append(
+        Finding(
+            "device-permissions",
+            E,
+            f"{row.engine} {release} passes the devices given with --device into the container as root:root (a runc "
+            f"defect of its releases {', '.join(map(engines.release_text, row.versions))}, fixed in "
+            f"{row.fixed_in}): /dev/kfd and the render nodes lose the group they have on the host, so only root in "
+            "the container can open them and the image's user, though in video or render, is denied",
+            f"upgrade {row.engine} to {row.fixed_in} or newer; until then run the container as root, or chgrp "
+            "/dev/kfd /dev/dri/renderD* inside it to the group its user is in",
+            (f"the text: {line[:160]}", denied, f"{row.engine} defect: {row.sources[0]}"),
+        )
+    )
+
+
 def rootless_unmapped(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
     """The finding for a rootless container whose user namespace leaves out the host's group of /dev/kfd
     (assess/stack_rules.py reaches it from Podman's keep-groups told as the fix, and from a runtime that sees no
@@ -713,6 +756,7 @@ __all__ = [
     "rule_denied_by_groups",
     "rule_dkms",
     "rule_driver_tables",
+    "rule_engine_drops_device_group",
     "rule_foreign_host_kfd",
     "rule_group_missing",
     "rule_host_without_kfd",

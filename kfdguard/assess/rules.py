@@ -810,6 +810,7 @@ def _access_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_prose_old_radeon"),
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
+        text_only("rule_engine_drops_device_group"),
         text_only("rule_denied_by_groups"),
         text_only("rule_mac_denies_kfd", "stack_rules"),
         text_only("rule_keep_groups_told", "stack_rules"),

@@ -754,8 +754,11 @@ STRONG_FOREIGN = re.compile(
     r"\bDocker[ -]Desktop\b|\bdesktop-linux\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I
 )
 # /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
-# node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
-KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
+# node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd"); the path may be quoted
+# (--device="/dev/kfd").
+KFD_PASSED = re.compile(
+    r"--device[= ]\s*[\"']?/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:"
+)
 # A container definition's /dev/kfd entry commented out: a compose file's device list item or a run command's flag
 # behind "#" (a quoted line may keep its markdown backtick). The container then gets no /dev/kfd.
 KFD_ENTRY_COMMENTED = re.compile(r"^[\s`>]*#\s*(?:-\s*[\"']?/dev/kfd\b|--device[= ]\s*[\"']?/dev/kfd\b)")

@@ -191,3 +191,51 @@ def test_near_misses_of_a_program_hiding_the_gpus(told: str) -> None:
 
 def test_a_program_hiding_the_gpus_needs_a_runtime_without_one() -> None:
     assert "env-visibility-hides-gpu" not in _codes("The test explicitly disables all GPUs in the runtime.\n")
+
+
+# --- a Docker Engine release that passes devices as root:root -----------------------------------------------------
+
+_IN_CONTAINER = (
+    "docker run -it --device=/dev/kfd --device=/dev/dri/renderD128 rocm/rocm-terminal\n"
+    "rocm-user@2888cb18b1a3:~$ rocminfo\n"
+    "hsa api call failure at line 900, file: rocminfo.cc. Call returned 4104\n"
+    "With sudo it works: sudo /opt/rocm/bin/rocminfo lists the GPU.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        "Docker version 18.02.0-ce, build fc4de44",
+        "Server:\n Engine:\n  Version:\t17.12.1-ce\n  API version:\t1.35",
+        "This is on Docker CE 18.02.",
+        "docker-ce 18.02.0~ce-0~ubuntu",
+    ],
+)
+def test_a_docker_release_that_drops_the_devices_group_is_the_node(version: str) -> None:
+    codes = _codes(f"{_IN_CONTAINER}{version}\n")
+    assert "device-permissions" in codes
+    assert not codes & {"user-not-in-group", "rootless-gid-unmapped", "device-node-missing", "host-without-kfd"}
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["Docker version 18.03.0-ce, build 0520e24", "Docker version 17.12.0-ce, build c97c6d6", "Docker 24.0.7"],
+)
+def test_other_docker_releases_keep_the_group(version: str) -> None:
+    codes = _codes(f"{_IN_CONTAINER}{version}\n")
+    assert "device-permissions" not in codes
+    assert "user-not-in-group" in codes
+
+
+def test_a_defective_docker_release_without_a_denial_is_nothing() -> None:
+    text = "Docker version 18.02.0-ce, build fc4de44\n$ rocminfo\n  Name:                    gfx803\n"
+    assert "device-permissions" not in _codes(text)
+
+
+def test_engine_rows_cite_their_sources() -> None:
+    from kfdguard.knowledge import engines
+
+    for row in engines.DEVICE_GROUP_RESET:
+        assert row.engine and row.versions and row.fixed_in and row.sources
+        assert all(s.startswith("https://") for s in row.sources)
