@@ -29,7 +29,7 @@ from kfdguard.assess.versions import (
     wheel_without_code,
 )
 from kfdguard.evidence.model import Observations, SeenMessage, Source
-from kfdguard.knowledge import appformats, rocm
+from kfdguard.knowledge import appformats, engines, rocm
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
 from kfdguard.userspace.assess import visible_count
@@ -44,16 +44,28 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # Prose that says a tool works as root (or with sudo) and not as the user: the user lacks the group
 # that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
 ROOT_ONLY = re.compile(
-    r"\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
+    r"(?:\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
     r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
     r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
     r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
     r"|\bnot (?:work\w*|run\w*) (?:outside|without) (?:the |a |my )?(?:root|sudo)\b|\boutside (?:the )?root account\b"
     # "has to run commands as `sudo` for GPU access", "needed to use sudo"
     r"|\b(?:has|have|had|needs?|needed) to "
-    r"(?:(?:run|use|start|launch|execute)\b(?:\s+\S+){0,3}?\s+(?:as|with|under|via)\s+|use\s+)[*_`]{0,2}(?:root|sudo)\b",
+    r"(?:(?:run|use|start|launch|execute)\b(?:\s+\S+){0,3}?\s+(?:as|with|under|via)\s+|use\s+)[*_`]{0,2}(?:root|sudo)\b"
+    # a condition: "only works when using sudo", "it only runs if I use sudo", "works when run as root"
+    r"|\b(?:works?|runs?|succeeds?)\b(?:\s+\w+){0,2}?\s+(?:when|if|once)\s+(?:(?:i|we|you)\s+)?"
+    r"(?:(?:use|using|used|run|running|ran|start\w*|launch\w*|execut\w*)\s+)?(?:(?:it|them|this|that)\s+)?"
+    r"(?:(?:as|with|under|via)\s+)?[*_`]{0,2}(?:root|sudo)\b"
+    # the privilege as the subject: "only sudo works for rocminfo", "only root can run it"
+    r"|\bonly\s+[*_`]{0,2}(?:root|sudo)[*_`]{0,2}\s+(?:works|can)\b)"
+    # not where the words go straight on to say it fails that way too ("running it as root does not work either");
+    # "works with sudo but fails as my user" is the root-only sentence itself
+    r"(?!,?\s+(?:(?:it|this|that)\s+)?(?:also\s+)?(?:does(?:n't| not)|did(?:n't| not)|won't|will not|fails?|failed)\b)",
     re.IGNORECASE,
 )
+# A ROCm runtime's own failure shown in the text (HIP's error names, ROCr's status, rocminfo's "hsa api call
+# failure"): root-only told beside it is about the GPU stack, whatever program failed.
+RUNTIME_FAILED = ("hipError", "HIP_ERROR_", "HSA_STATUS_ERROR", "hsa api call failure")
 # Rootless containers: Distrobox and Toolbx run rootless Podman by default; "rootless" names it.
 ROOTLESS = re.compile(r"\brootless\b|\bdistrobox\b|\btoolbx\b|\btoolbox enter\b", re.IGNORECASE)
 # A group named as the owner of /dev/kfd in prose ("/dev/kfd owned by group `render`").
@@ -343,6 +355,30 @@ def _visibility_hides(r: Reasoning) -> list[str]:
     return []
 
 
+def _program_hides_gpus(r: Reasoning, symptoms: list[SeenMessage]) -> bool:
+    """The runtime saw no GPU and the text says the program run hides them itself (a test or an example that sets
+    the visibility variables to nothing): the settings are the program's own, so the text need not show them."""
+    if r.has("env-visibility-hides-gpu") or any(f.severity is E for f in r.findings):
+        return False
+    told = search_lines(appformats.PROGRAM_HIDES_GPUS, r.obs, "gpu")
+    if told is None:
+        return False
+    r.findings.append(
+        Finding(
+            "env-visibility-hides-gpu",
+            E,
+            "the program run hides the GPUs itself, as the text says: a script, test or example that sets "
+            "CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES to nothing (or its framework's device "
+            "list to none) before the runtime starts leaves it no GPU, whatever the GPU, the kernel and the groups "
+            "allow",
+            "remove (or comment out) the lines of the program that hide the GPUs, e.g. an os.environ setting of "
+            'CUDA_VISIBLE_DEVICES to "" or "-1" near its top; it then sees the GPUs the runtime finds',
+            (f"the text: {told.group(0)}", symptoms[0].text),
+        )
+    )
+    return True
+
+
 def rule_no_device(r: Reasoning) -> None:
     """The runtime saw no usable GPU: a symptom; here, what the environment hides. Settings that hide every GPU on
     any machine are the cause whether or not the text shows the runtime's message."""
@@ -366,6 +402,8 @@ def rule_no_device(r: Reasoning) -> None:
                 (*hidden, *(s.text for s in symptoms[:1])),
             )
         )
+        return
+    if symptoms and _program_hides_gpus(r, symptoms):
         return
     if symptoms and not any(f.severity is E for f in r.findings):
         r.unknown.append(
@@ -430,7 +468,11 @@ def _root_only(r: Reasoning) -> str | None:
         return None
     # The stack named anywhere, or the GPU named in the very sentence ("has to use sudo for GPU access").
     gpu_said = "gpu" in m.string.lower()
-    stack_named = _holds(r.obs, "/dev/kfd", "rocminfo", "clinfo") or bool(r.obs.saw("runtime-gpu"))
+    stack_named = (
+        _holds(r.obs, "/dev/kfd", "rocminfo", "clinfo", *RUNTIME_FAILED)
+        or bool(r.obs.saw("runtime-gpu"))
+        or bool(r.obs.saw("no-device"))
+    )
     if stack_named or gpu_said or _said_member(r):
         return f"the text: {m.group(0)}"
     return None
@@ -485,6 +527,49 @@ def rule_denied_by_groups(r: Reasoning) -> None:
             f"sudo usermod -aG {group} $USER (both render and video where both exist), then log out and back in; "
             "inside a container: --group-add with the host's group ids",
             tuple(evidence[:3]),
+        )
+    )
+
+
+def _engine_defect_shown(r: Reasoning) -> tuple[str, str, engines.EngineDefect] | None:
+    """(line, release, row) of a Docker release the text shows that passes --device nodes in as root:root."""
+    for cue in ("docker", "-ce"):
+        for line in lines_with(r.obs, cue):
+            hit = engines.device_group_reset(line)
+            if hit is not None:
+                return line.strip(), *hit
+    return None
+
+
+def rule_engine_drops_device_group(r: Reasoning) -> None:
+    """A Docker Engine release that passes --device nodes into the container as root:root (knowledge/engines.py),
+    /dev/kfd passed, and root inside can where the image's user cannot: the nodes' group is the cause, not the
+    user's groups, which the image sets right."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu", "kfd-open-einval"
+    ):
+        return
+    shown = _engine_defect_shown(r)
+    if shown is None:
+        return
+    if search_lines(appformats.KFD_PASSED, obs, "/dev/kfd") is None:
+        return  # the devices were not passed with --device: the defect is not what the text shows
+    denied = _root_only(r) or next((f"{m.source}: {m.text}" for m in obs.saw("kfd-eacces")), None)
+    if denied is None:
+        return
+    line, release, row = shown
+    r.findings.append(
+        Finding(
+            "device-permissions",
+            E,
+            f"{row.engine} {release} passes the devices given with --device into the container as root:root (a runc "
+            f"defect of its releases {', '.join(map(engines.release_text, row.versions))}, fixed in "
+            f"{row.fixed_in}): /dev/kfd and the render nodes lose the group they have on the host, so only root in "
+            "the container can open them and the image's user, though in video or render, is denied",
+            f"upgrade {row.engine} to {row.fixed_in} or newer; until then run the container as root, or chgrp "
+            "/dev/kfd /dev/dri/renderD* inside it to the group its user is in",
+            (f"the text: {line[:160]}", denied, f"{row.engine} defect: {row.sources[0]}"),
         )
     )
 
@@ -671,6 +756,7 @@ __all__ = [
     "rule_denied_by_groups",
     "rule_dkms",
     "rule_driver_tables",
+    "rule_engine_drops_device_group",
     "rule_foreign_host_kfd",
     "rule_group_missing",
     "rule_host_without_kfd",
@@ -920,6 +1006,8 @@ def rule_prose_unsupported(r: Reasoning) -> None:
     said = None
     for line in lines_with(obs, "support"):
         m = appformats.PROSE_UNSUPPORTED.search(line)
+        if m and appformats.yes_no_question(line, m.start()):
+            continue  # "Is my GPU not supported?": the person's doubt, not support denied
         low = line.lower()
         gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
         if m and (gpu_named or appformats.PROSE_FAMILY.search(line)):

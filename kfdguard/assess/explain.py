@@ -202,6 +202,26 @@ def _unsupported(s: _Seen) -> Cause | None:
     )
 
 
+def _si_declined(s: _Seen) -> Cause | None:
+    """amdgpu left the GPU to radeon (or was built without SI): a Southern Islands chip, which KFD never drove."""
+    ev = s.having("amdgpu-si-declined")
+    if not ev:
+        return None
+    asic = s.asic
+    what = f"{s.label} ({asic.family}, {asic.generation})" if asic else f"{s.label}, a Southern Islands (GCN1) chip,"
+    return Cause(
+        "asic-not-supported",
+        E,
+        f"amdgpu did not take {what}: it leaves Southern Islands chips to radeon unless si_support=1 (or was built "
+        "without them), and KFD has never supported Southern Islands under either driver, so no ROCm release can "
+        "compute on this GPU",
+        "use a backend that does not need ROCm (Vulkan: llama.cpp's or ollama's Vulkan build; OpenCL through "
+        "Mesa's rusticl), or a GPU ROCm supports (GFX8 or newer)",
+        _lines(ev),
+        "never supported by KFD",
+    )
+
+
 def _device_failed(s: _Seen) -> Cause | None:
     ev = s.having("kfd-device-not-added", "kfd-device-error")
     if not ev:
@@ -323,6 +343,7 @@ _GPU_CAUSES = (
     _unknown_device,
     _ip_unknown,
     _unsupported,
+    _si_declined,
     _device_failed,
     _firmware,
     _signature,

@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # A failure without a PCI id may also be one of these, which a paste often
 # shows without the line that named the device.
-ANONYMOUS_FAILURES = ANONYMOUS_GPU_EVENTS | {"amdgpu-fatal-init", "firmware-load-failed", "module-signature-rejected"}
+ANONYMOUS_FAILURES = ANONYMOUS_GPU_EVENTS | {
+    "amdgpu-fatal-init",
+    "firmware-load-failed",
+    "module-signature-rejected",
+    "amdgpu-si-declined",
+}
 # Findings that already say why the (only) GPU has no KFD node.
 _GPU_EXPLAINED = frozenset(
     {
@@ -805,6 +810,7 @@ def _access_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_prose_old_radeon"),
         text_only("rule_kfd_absent_with_amdgpu"),
         text_only("rule_group_missing"),
+        text_only("rule_engine_drops_device_group"),
         text_only("rule_denied_by_groups"),
         text_only("rule_mac_denies_kfd", "stack_rules"),
         text_only("rule_keep_groups_told", "stack_rules"),

@@ -252,6 +252,19 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_CLR_ERROR,
         "hipErrorNoDevice: no ROCm-capable device is detected",
     ),
+    # TensorFlow's ROCm StreamExecutor logs hipGetDeviceCount's failure and goes on with no GPU (CPU only): the
+    # error is HIP's name for it, HIP_ERROR_NoDevice in TF 1.x-2.x, hipErrorNoDevice where it prints the enum.
+    AppFormat(
+        "tf-rocm-device-count",
+        "no-device",
+        "could not retrieve ROCM device count",
+        r"could not retrieve ROCM device count: (?P<error>\S+)",
+        "TensorFlow's ROCm backend got no GPU from HIP (hipGetDeviceCount failed) and runs on the CPU",
+        "ROCm/tensorflow-upstream tensorflow/stream_executor/rocm/rocm_driver.cc GetDeviceCount (later "
+        'xla/stream_executor/rocm/rocm_driver.cc): LOG(ERROR) << "could not retrieve ROCM device count: "',
+        "E tensorflow/stream_executor/rocm/rocm_driver.cc:1098] could not retrieve ROCM device count: "
+        "HIP_ERROR_NoDevice",
+    ),
     AppFormat(
         "torch-no-gpus",
         "no-device",
@@ -710,6 +723,21 @@ VISIBILITY = re.compile(
 )
 OVERRIDE = re.compile(r"\bHSA_OVERRIDE_GFX_VERSION(?::|" + _SET_TO + r")\"?(?P<value>\d+\.\d+\.\d+)")
 
+# Prose that says the program run hides the GPUs itself ("the test explicitly disables all GPUs in the runtime", "the
+# example actually tries to ignore the GPU"): a script, test or sample that sets the visibility variables (or the
+# framework's device list) to nothing before the runtime starts. An intent, not a symptom: "ignores the GPU" alone
+# is what a program without a GPU does, so ignoring counts only as what it tries or is meant to do.
+PROGRAM_HIDES_GPUS = re.compile(
+    r"\b(?:the|this|that|my|your|said|their)\s+(?:\w+\s+)?"
+    r"(?:test|script|example|sample|code|notebook|program|demo|tutorial)s?\b"
+    r"(?:\s+(?!not\b|never\b|no\b)[\w']+(?<!n't)){0,3}?\s+"
+    r"(?:disables?|disabled|hides?|hid|masks?|masked"
+    r"|(?:tries|tried|tries hard|is meant|was meant|is supposed|was supposed|wants|wanted)\s+to\s+"
+    r"(?:ignore|disable|hide|mask))"
+    r"\s+(?:all\s+(?:of\s+)?|any\s+)?(?:the\s+)?(?:gpus?|gpu devices)\b(?!\s+in\s+(?:the\s+)?(?:bios|uefi))",
+    re.I,
+)
+
 # Hosts with no amdgpu/KFD kernel driver at all: Windows (and WSL2, whose kernel is Microsoft's and
 # reaches the GPU through /dev/dxg), macOS. The WSL2 kernel release ends in "-microsoft-standard-WSL2".
 FOREIGN_HOST = re.compile(
@@ -726,8 +754,11 @@ STRONG_FOREIGN = re.compile(
     r"\bDocker[ -]Desktop\b|\bdesktop-linux\b|\bWSL2?\b|microsoft-standard|/dev/dxg\b|\b[A-Z]:\\Users\\", re.I
 )
 # /dev/kfd handed to a container: docker/podman "--device=/dev/kfd", a compose file's "devices:" list, or the
-# node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd").
-KFD_PASSED = re.compile(r"--device[= ]\s*/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:")
+# node bind-mounted as a volume ("-v /dev/kfd:/dev/kfd", "--volume=/dev/kfd:/dev/kfd"); the path may be quoted
+# (--device="/dev/kfd").
+KFD_PASSED = re.compile(
+    r"--device[= ]\s*[\"']?/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:"
+)
 # A container definition's /dev/kfd entry commented out: a compose file's device list item or a run command's flag
 # behind "#" (a quoted line may keep its markdown backtick). The container then gets no /dev/kfd.
 KFD_ENTRY_COMMENTED = re.compile(r"^[\s`>]*#\s*(?:-\s*[\"']?/dev/kfd\b|--device[= ]\s*[\"']?/dev/kfd\b)")
@@ -773,6 +804,24 @@ PROSE_UNSUPPORTED = re.compile(
     r"(?:gpu|card|device|graphics|apu|igpu)",
     re.I,
 )
+# A yes/no question ("Is my GPU not supported by HIP?", "So is the RX 580 not supported?"): the verb first and a
+# question mark at the end. It is the person's doubt, not a statement, unless "still" or "yet" presupposes the answer
+# ("Is the gfx1036 still not supported?"); a question with a question word ("Why is ... not supported?") presupposes it.
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_YES_NO_OPENING = re.compile(r"^(?:(?:so|or|but|and|then|also)\W+)*(?:is|are|was|were|isn't|aren't)\b", re.I)
+_PRESUPPOSED = re.compile(r"\b(?:still|yet)\b", re.I)
+
+
+def yes_no_question(line: str, at: int) -> bool:
+    """Whether the sentence of ``line`` that holds position ``at`` is a yes/no question without a presupposition."""
+    start = max((m.end() for m in _SENTENCE_END.finditer(line, 0, at)), default=0)
+    end = _SENTENCE_END.search(line, at)
+    if end is None or end.group(0) != "?":
+        return False
+    sentence = line[start : end.end()].strip(" \t>*_`\"'")
+    return bool(_YES_NO_OPENING.match(sentence)) and not _PRESUPPOSED.search(sentence)
+
+
 # A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;
 # a full stop that ends the sentence ("my card reports gfx1032.") is not a file name's.
 PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w-]|\.\w)")
@@ -996,8 +1045,10 @@ NODE_GROUP_PROSE = re.compile(
 # HD 8670A, HD 7970M, R5 M330): pci.ids names the chips that carry them ("Tobago PRO [Radeon R7 360 / R9 360 OEM]",
 # "Sun XT [Radeon HD 8670A/8670M/8690M / R5 M330 / M430 / R7 M520]"), which knowledge.identify maps to an ASIC.
 # Searched in the lower-cased lines that hold a cue (OLD_RADEON_CUES), never over a whole paste.
+# "HD Radeon 8790M" is the same retail name with its words the other way round, as people write it.
 OLD_RADEON = re.compile(
-    r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b"
+    r"\bradeon\s+(?P<hd>hd\s?\d{4}[am]?)\b|\bhd\s+radeon\s+(?P<hd_after>\d{4}[am]?)\b"
+    r"|\b(?P<r>r[579])[\s-]?(?P<number>m?[23]\d{2}x?)\b"
     r"|\bfirepro\s+(?P<fp>[wsmdv]\d{3,4}[mv]?)\b"  # the workstation parts: "FirePro M6100", "FirePro W7000"
 )
 OLD_RADEON_CUES = ("radeon", " r5", " r7", " r9", "-r7", "-r9", "firepro")
@@ -1033,8 +1084,8 @@ def old_radeon_devices(lines: str) -> list[tuple[str, int]]:
     for m in OLD_RADEON.finditer(lines):
         if m["fp"]:
             token = f"FirePro {m['fp'].upper()}"
-        elif m["hd"]:
-            token = "HD " + m["hd"][2:].strip().upper()
+        elif m["hd"] or m["hd_after"]:
+            token = "HD " + (m["hd_after"] or m["hd"][2:].strip()).upper()
         else:
             token = f"{m['r'].upper()} {m['number'].upper()}"
         if token in names:
@@ -1218,8 +1269,9 @@ RX_MOBILE_GFX: dict[tuple[range, str], str] = {
     (range(7700, 7800), "s"): "gfx1102",  # RX 7700S: Navi 33 (the desktop RX 7700 is Navi 32)
 }
 # A four-digit model after "AMD" or "Radeon" without "RX" ("my AMD 6700M", "Radeon 7900XTX"), searched in
-# the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits.
-AMD_NUMBER = re.compile(r"\b(?:amd|radeon)\s+(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
+# the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits. "HD Radeon 7970"
+# is the HD 7970 of 2012 (OLD_RADEON), not an RX 7000 card.
+AMD_NUMBER = re.compile(r"(?<!hd )\b(?:amd|radeon)\s+(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
 
 
 def rx_target(number: int, suffix: str = "") -> str | None:

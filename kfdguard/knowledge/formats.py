@@ -112,6 +112,7 @@ COVERED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("kfd-module", r"kfd_module\.c", r"invalid value|must be between", ("failure",)),
     ("kfd-probe", r"kfd_device\.c", r"not supported in kfd|is missing in supported_devices|kgd2kfd_probe failed|KFD support on Hawaii is experimental|^asic_type %d out of range", ("failure",)),
     ("kfd-device-init", r"kfd_device\.c", r"^(Could not allocate|Error initializing|Error adding device|device %x:%x NOT added|KFD num nodes|Error starting queue manager|Failed to resume IOMMU|skipped device)", ("failure",)),
+    ("amdgpu-si-declined", r"amdgpu_drv\.c", r"^SI support provided by radeon|without SI support", ("failure",)),
     ("kfd-ip-mismatch", r"kfd_device\.c", r"is set due to mismatch", ("failure",)),
     ("kfd-iommu", r"kfd_iommu\.c", r"iommu info|required iommu flags", ("failure",)),
     ("kfd-iommu-init", r"kfd_device\.c", r"Error initializing iommuv2", ("failure",)),

@@ -138,6 +138,16 @@ RULES: tuple[LogRule, ...] = (
     LogRule("kfd-hawaii-experimental", FAILURE, "asic-not-supported", ("KFD support on Hawaii",),
             r"KFD support on Hawaii is experimental", "Hawaii needs amdgpu.exp_hw_support=1 for KFD",
             SRC_DEVICE, "KFD support on Hawaii is experimental. See modparam exp_hw_support"),
+    # amdgpu_pci_probe() declines a Southern Islands chip (Tahiti, Pitcairn, Cape Verde, Oland, Hainan) unless
+    # si_support=1: "SI support provided by radeon." (5.x-6.x; 7.x prints the generation through %s), "amdgpu is
+    # built without SI support." (no CONFIG_DRM_AMDGPU_SI), "SI support disabled by module param" (7.x,
+    # si_support=0 without radeon). KFD never supported SI under either driver, so each line names a GPU without
+    # ROCm compute. The CIK twin is not this: Kaveri and Hawaii reach KFD once amdgpu takes them.
+    LogRule("amdgpu-si-declined", FAILURE, "asic-not-supported", ("SI support",),
+            r"(?<![\w-])SI support provided by radeon|built without SI support|(?<![\w-])SI support disabled by module param",
+            "amdgpu left a Southern Islands (GCN1) GPU to radeon or cannot drive it: KFD never supported SI",
+            "drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c amdgpu_pci_probe() (amdgpu_support_enabled() from 7.x)",
+            "SI support provided by radeon."),
     LogRule("kfd-did-missing", FAILURE, "kernel-too-old", ("is missing in supported_devices",),
             r"DID (?P<device>[0-9a-fA-F]+) is missing in supported_devices",
             "the kernel's static KFD device table lacks this PCI id (kernels up to ~5.4)", SRC_DEVICE,
