@@ -120,14 +120,34 @@ def rule_prose_dkms_kernel(r: Reasoning) -> None:
     told = search_lines(PROSE_DKMS_KERNEL, obs, "dkms", "rock", "kernel module")
     if told is None and contains(obs, "amdgpu", lower=True):
         told = search_lines(PROSE_DKMS_FAILS, obs, "dkms")
-    if told is None:
+    shown = f"the text: {told.group(0)}" if told is not None else _downgrade_told(r)
+    if shown is None:
         return
     dkms_not_built(
         r,
         "the text says the out-of-tree amdgpu (DKMS) module does not build or is not supported for the kernel in "
         "question: that kernel has no ROCm amdgpu, and its own amdgpu (with an older KFD, or none) runs instead",
-        f"the text: {told.group(0)}",
+        shown,
     )
+
+
+# A kernel downgrade: "downgraded to 4.15", "went back to kernel 6.5", "rolled back to linux 6.8.0-45".
+KERNEL_DOWNGRADE = re.compile(
+    r"\b(?:downgrad\w*|went back|going back|roll\w* back)\s+(?:the\s+kernel\s+)?to\s+(?:(?:linux|kernel)\s+)?v?"
+    r"(?P<release>[3-7]\.\d{1,2}(?:\.\d+)?(?:-[\w.]+)?)\b(?!\s*(?:rocm|of rocm))",
+    re.I,
+)
+
+
+def _downgrade_told(r: Reasoning) -> str | None:
+    """A kernel downgrade told as the fix, in a text about ROCm's DKMS driver (ROCm#753: "the supported kernels are
+    4.13 - 4.15, so I downgraded to 4.15. Now it works"): the newer kernel had no ROCm amdgpu built for it."""
+    if not contains(r.obs, "dkms", lower=True):
+        return None
+    told = fix_told(r, KERNEL_DOWNGRADE, ("downgrad", "went back", "going back", "back to"))
+    if told is None or not re.search(r"kernel|linux", told[1], re.I):
+        return None  # "downgraded to 5.7" alone may be a ROCm release: the line must say it is the kernel
+    return f"the text: {told[1]} ({told[2]})"
 
 
 # --- HSA_OVERRIDE_GFX_VERSION that libhsakmt refuses --------------------------------------------------------

@@ -440,10 +440,12 @@ def rule_library_missing(r: Reasoning) -> None:
 
 # ROCm's lib directory put on the dynamic loader's path: in LD_LIBRARY_PATH, or in a file of /etc/ld.so.conf.d
 # (with ldconfig), as the commands and prose write it ("/opt/rocm/lib", "/opt/rocm-6.2.0/lib", "/opt/rocm/lib64").
+# A component's own lib directory counts too ("/opt/rocm/rocblas/lib", ROCm 4.x's layout).
+_ROCM_LIB = r"/opt/rocm[-\d.]*(?:/\w+)?/lib(?:64)?\b"
 LIBRARY_PATH_SET = re.compile(
-    r"LD_LIBRARY_PATH\s*=\s*[\"']?[^\s\"']*?/opt/rocm[-\d.]*/lib(?:64)?\b"
-    r"|/opt/rocm[-\d.]*/lib(?:64)?\b[^\n]{0,60}?(?:ld\.so\.conf|ldconfig)"
-    r"|(?:ld\.so\.conf|ldconfig)[^\n]{0,60}?/opt/rocm[-\d.]*/lib(?:64)?\b",
+    rf"LD_LIBRARY_PATH\s*=\s*[\"']?[^\s\"']*?{_ROCM_LIB}"
+    rf"|{_ROCM_LIB}[^\n]{{0,60}}?(?:ld\.so\.conf|ldconfig)"
+    rf"|(?:ld\.so\.conf|ldconfig)[^\n]{{0,60}}?{_ROCM_LIB}",
     re.I,
 )
 

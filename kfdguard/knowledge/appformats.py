@@ -894,7 +894,12 @@ VIRTUAL_DISPLAY = re.compile(
 PROSE_DKMS = re.compile(
     r"\b(?:amdgpu|rock|rocm)-dkms(?:_[\w.+~:-]*?\.deb\b|\b)[`'\"]?[^.\n]{0,40}?\b(?:fails?|failed|failing|errors?|broke\w*|"
     r"(?:does ?n[o']?t|won'?t|can'?t|cannot) (?:build|compile|install))\b"
-    r"|\bdkms\b[^.\n]{0,30}?\b(?:build|install|compil)\w*\s+(?:fails?|failed|error)",
+    r"|\bdkms\b[^.\n]{0,30}?\b(?:build|install|compil)\w*\s+(?:fails?|failed|error)"
+    # the verb first: "Unable to build rock dkms for custom kernel", "could not build amdgpu-dkms"
+    r"|\b(?:unable to|fail(?:s|ed|ing)? to|can'?t|cannot|could ?n[o']?t)\s+(?:build|compile|install)\s+(?:the\s+)?"
+    r"(?:amdgpu|rock|rocm)[ -]dkms\b"
+    # dkms's apport hook, printed after a build failed for a kernel the distribution did not ship
+    r"|\bERROR \(dkms apport\)",
     re.I,
 )
 # "this works: amdgpu-install --usecase=rocm --no-dkms": ROCm works once the DKMS module is left out, so the
@@ -1005,7 +1010,7 @@ OVERRIDE_REMOVED = re.compile(
 TOLD_SUCCESS = re.compile(
     r"\b(?:fixe[sd]|solve[sd]|resolve[sd])\b|\b(?:it|that|this)\s+(?:\w+\s+)?worked\b|\bworks now\b"
     r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b"
-    r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b",
+    r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b|^\s*(?:it|that|this) works\b",
     re.I,
 )
 # The run without it told as the failure: what a log of that run shows is from before the fix.

@@ -353,6 +353,9 @@ def test_dri_made_but_kfd_not_created_is_a_kernel_without_kfd() -> None:
         "echo 'export LD_LIBRARY_PATH=/opt/rocm/lib:$LD_LIBRARY_PATH' >> ~/.bashrc\nsource ~/.bashrc\n```\n",
         "export LD_LIBRARY_PATH=/opt/rocm-6.2.0/lib did the trick, pytorch sees the GPU now.\n",
         "I added /opt/rocm/lib to /etc/ld.so.conf.d/rocm.conf and ran ldconfig.\nThat worked, thanks!\n",
+        # ROCm 4.x's per-component directories, and "It works" as the reply to a suggestion
+        'Extending the path fixes this:\n`LD_LIBRARY_PATH="/opt/rocm/rocblas/lib/:/opt/rocm/hip/lib/" python3 t.py`\n',
+        "Try `export LD_LIBRARY_PATH=/opt/rocm/lib`.\n\nreporter · comment\nIt works, thank you.\n",
     ],
 )
 def test_rocm_lib_dir_on_the_loader_path_told_as_the_fix(text: str) -> None:

@@ -277,3 +277,35 @@ def test_wsl_named_in_prose_with_a_gpu_that_is_not_seen() -> None:
 def test_a_gpu_not_seen_on_linux_is_not_called_a_wsl_matter() -> None:
     found = diagnose_text("On Fedora 40 my Radeon RX 7600 is not detected by PyTorch.\n").findings
     assert not [f for f in found if "WSL" in f.message]
+
+
+# --- the out-of-tree driver's build failing, in more shapes (batches 11 and 12) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Unable to build rock dkms for custom kernel\n",  # ROCm#1601's title: the verb first
+        "I could not build amdgpu-dkms for 6.8, gcc stops with an error.\n",
+        # dkms's apport hook, printed when a build failed for a kernel the distribution did not ship (ROCm#2840)
+        "`ERROR (dkms apport): kernel package linux-headers-6.2.0-060200-generic is not supported`\n",
+        # a kernel downgrade told as the fix in a text about the DKMS driver (ROCm#753)
+        "sudo apt install rocm-dkms, no /dev/kfd.\nThe supported kernels are 4.13 - 4.15, so I downgraded to 4.15. "
+        "Now it works.\n",
+    ],
+)
+def test_the_dkms_build_failing_told_in_more_shapes(text: str) -> None:
+    assert "dkms-not-built" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I was able to build amdgpu-dkms for 6.8 without problems.\n",
+        "I downgraded to 6.5 but it still does not work. rocm-dkms is installed.\n",
+        "I downgraded to ROCm 5.7 and now it works.\n",  # ROCm's userspace, not the kernel
+        "rocm-dkms is installed. I downgraded to 5.7 and now it works.\n",  # a release, not said to be a kernel
+    ],
+)
+def test_a_dkms_build_that_did_not_fail_is_not_told_failing(text: str) -> None:
+    assert "dkms-not-built" not in codes(text)
