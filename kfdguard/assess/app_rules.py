@@ -1009,7 +1009,7 @@ def rule_prose_unsupported(r: Reasoning) -> None:
         if m and appformats.yes_no_question(line, m.start()):
             continue  # "Is my GPU not supported?": the person's doubt, not support denied
         low = line.lower()
-        gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low
+        gpu_named = "gpu" in low or "gfx" in low or "card" in low or "radeon" in low or "rx" in low or "apu" in low
         if m and (gpu_named or appformats.PROSE_FAMILY.search(line)):
             said = m
             break

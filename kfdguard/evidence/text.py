@@ -424,6 +424,16 @@ def _retail_numbers(obs: Observations, pattern: re.Pattern[str], lowered: str, n
             obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", number)))
 
 
+def _pro_names(obs: Observations, lowered: str, number: int) -> None:
+    """Radeon Pro names the NAMED_GFX rows do not hold ("Radeon Pro WX 7100"), by pci.ids's chip for them."""
+    from kfdguard.knowledge import identify
+
+    for name, device in appformats.pro_devices(lowered):
+        asic, _ = identify(device)
+        if asic is not None and asic.gfx:
+            obs.prose_gfx.append((asic.gfx, Source(f"paste: {name} ({asic.family})", number)))
+
+
 def _apus(obs: Observations, lowered: str, number: int) -> None:
     """The iGPU an APU's processor name implies ("Ryzen 7 PRO 8700GE": gfx1103), kept apart from GPUs named."""
     if "ryzen" not in lowered and "amd " not in lowered:  # every row's match holds one (knowledge/apus.py)
@@ -489,18 +499,8 @@ def _drop_target_listings(obs: Observations) -> None:
         obs.prose_gfx = [(g, s) for g, s in obs.prose_gfx if s.line not in listed]
 
 
-def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
-    if "rx" in lowered:
-        _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
-    _apus(obs, lowered, number)
-    if "amd " in lowered or "radeon " in lowered:
-        _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
-    if "gfx" in lowered and "=" not in text and "[" not in text:
-        # A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per
-        # line only, since lines listing several are a program's list of what it supports, not the GPU.
-        targets = appformats.PROSE_GFX.findall(lowered)
-        if len(targets) == 1:
-            obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
+def _named_gfx(obs: Observations, text: str, lowered: str, number: int) -> None:
+    """Instinct, Radeon Pro, Vega and cloud names (appformats.NAMED_GFX), then Radeon Pro names by pci.ids."""
     # appformats.NAMED_GFX_CUES, spelled out: a generator over the tuple costs twice as much on every line
     if (
         "Vega" in text
@@ -515,10 +515,28 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
         or "ads V" in text
         or "g4ad." in text
     ):
+        before = len(obs.prose_gfx)
         for pattern, target in appformats.NAMED_GFX:
             named = pattern.search(text)
             if named:
                 obs.prose_gfx.append((target, Source(f"paste: {named.group(0)}", number)))
+        if len(obs.prose_gfx) == before and ("pro w" in lowered or "pro v" in lowered):
+            _pro_names(obs, lowered, number)
+
+
+def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
+    if "rx" in lowered:
+        _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
+    _apus(obs, lowered, number)
+    if "amd " in lowered or "radeon " in lowered:
+        _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
+    if "gfx" in lowered and "=" not in text and "[" not in text:
+        # A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per
+        # line only, since lines listing several are a program's list of what it supports, not the GPU.
+        targets = appformats.PROSE_GFX.findall(lowered)
+        if len(targets) == 1:
+            obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
+    _named_gfx(obs, text, lowered, number)
     if (
         "nvidia" in lowered
         or "geforce" in lowered

@@ -789,8 +789,9 @@ PROSE_UNSUPPORTED = re.compile(
     r"(?!\s+(?:in|by)\s+(?:kfd|the kernel))"
     r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b"
     # "does not yet support your GPU (gfx1032)", "support has been abandoned", "likely unsupported by ROCm"
-    r"|\b(?:does|do|did)(?:n't| not)\s+(?:yet\s+|officially\s+)?support\s+(?:your|my|the|this|that|our)\s+"
-    r"(?:\w+\s+)?(?:gpu|card|graphics|apu|igpu|device)"
+    # "ROCm does not support integrated GPUs": a kind of GPU, plural, without a determiner too
+    r"|\b(?:does|do|did)(?:n't| not)\s+(?:yet\s+|officially\s+)?support\s+(?:(?:your|my|the|this|that|our|any)\s+)?"
+    r"(?:\w+\s+)?(?:gpus?|cards?|graphics|apus?|igpus?|devices?)\b"
     r"|\bsupport\s+(?:has|had|was|is)\s+(?:been\s+)?(?:abandoned|removed|dropped|discontinued)\b"
     r"|\b(?:likely|probably|now|officially)\s+unsupported\b|\bunsupported\s+(?:by|in)\s+rocm\b"
     # the subject inside a question ("Why is the gfx1150 not supported on Linux?"), or an apposition after the GPU
@@ -1140,6 +1141,35 @@ def chip_devices(lines: str) -> list[tuple[str, int]]:
     return [(m.group(0), names[m.group(0)]) for m in _chip_pattern().finditer(lines)]
 
 
+# Radeon Pro workstation and cloud names (WX 7100, WX 3200, W5700, W6800, V520): pci.ids gives each its chip
+# ("Ellesmere [Radeon Pro WX 7100]", "Lexa XT [Radeon PRO WX 3200]"), which knowledge.identify maps to an ASIC.
+# Searched in lower-cased lines holding "pro w" or "pro v" (PRO_CUES); written with or without the space.
+PRO_NAME = re.compile(r"\bpro\s+(?P<series>wx|w|v)\s?(?P<number>\d{3,4})(?P<x>x)?\b")
+PRO_CUES = ("pro w", "pro v")
+_PCI_PRO = re.compile(r"\bPro (?P<series>WX|W|V) ?(?P<number>\d{3,4})(?P<x>X)?\b", re.I)
+_PRO_NAMES: dict[str, int] = {}  # "WX7100" -> the lowest device id whose pci.ids name carries it, on first use
+
+
+def pro_devices(lowered: str) -> list[tuple[str, int]]:
+    """(the name as "Radeon Pro WX 7100", PCI device id) for each Radeon Pro name in a lower-cased line that
+    pci.ids gives a chip."""
+    if not _PRO_NAMES:
+        from kfdguard.knowledge.generated import PCI_NAMES
+
+        for device, name in sorted(PCI_NAMES.items()):
+            for m in _PCI_PRO.finditer(name):
+                _PRO_NAMES.setdefault(f"{m['series'].upper()}{m['number']}{(m['x'] or '').upper()}", device)
+    found = []
+    for m in PRO_NAME.finditer(lowered):
+        key = f"{m['series'].upper()}{m['number']}{(m['x'] or '').upper()}"
+        if key in _PRO_NAMES:
+            space = " " if m["series"] == "wx" else ""  # pci.ids and AMD write "WX 7100", "W5700", "V520"
+            found.append(
+                (f"Radeon Pro {m['series'].upper()}{space}{m['number']}{(m['x'] or '').upper()}", _PRO_NAMES[key])
+            )
+    return found
+
+
 # APU code names people and lspci use for integrated GPUs (pci.ids brackets, AMD's product pages), with the
 # target of the ASIC that knowledge/asics.py files them under (its family or note names each of them).
 CODENAMES: tuple[tuple[str, str], ...] = (
@@ -1308,5 +1338,6 @@ __all__ = [
     "gfx_major",
     "old_radeon_devices",
     "override_target",
+    "pro_devices",
     "rx_target",
 ]

@@ -309,3 +309,52 @@ def test_the_dkms_build_failing_told_in_more_shapes(text: str) -> None:
 )
 def test_a_dkms_build_that_did_not_fail_is_not_told_failing(text: str) -> None:
     assert "dkms-not-built" not in codes(text)
+
+
+# --- support denied for a kind of GPU, without a determiner (batch 13, ROCm#1527) -------------------------
+
+
+@pytest.mark.parametrize(
+    "denial",
+    ["ROCm does not support integrated GPUs and so things might not work.", "ROCm doesn't support APUs officially."],
+)
+def test_support_denied_for_a_kind_of_gpu_beside_an_apu_named_by_its_processor(denial: str) -> None:
+    text = f"My laptop has an AMD Ryzen 7 4800U with integrated Radeon graphics; HIP's square sample hangs.\n{denial}\n"
+    assert "userspace-target-unsupported" in codes(text)
+
+
+def test_support_of_a_kind_of_gpu_affirmed_is_no_denial() -> None:
+    text = "My laptop has an AMD Ryzen 7 4800U; HIP's square sample hangs.\nROCm does support integrated GPUs now.\n"
+    assert "userspace-target-unsupported" not in codes(text)
+
+
+# --- Radeon Pro names, by the chip pci.ids gives them (batch 13, ROCm#107) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "gfx"),
+    [
+        ("Graphics: Radeon Pro WX 7100", "gfx803"),
+        ("an AMD Radeon PRO WX3200 in a ZBook", "gfx803"),
+        ("Radeon Pro W5700", "gfx1010"),
+        ("Radeon Pro WX 9100", "gfx900"),
+    ],
+)
+def test_a_radeon_pro_name_maps_to_its_chip(line: str, gfx: str) -> None:
+    from kfdguard.evidence.text import read_text
+
+    assert [g for g, _ in read_text(f"{line}\n").prose_gfx] == [gfx]
+
+
+def test_a_radeon_pro_card_on_a_kernel_before_its_kfd() -> None:
+    text = (
+        "Graphics: Radeon Pro WX 7100\n$ uname -a\nLinux box 4.8.0-46-generic #49~16.04.1-Ubuntu SMP x86_64 GNU/Linux\n"
+    )
+    assert "kernel-too-old" in codes(text)
+
+
+@pytest.mark.parametrize("line", ["The pro version 2 works.", "Surface Pro 7 with an eGPU"])
+def test_other_pro_words_name_no_gpu(line: str) -> None:
+    from kfdguard.evidence.text import read_text
+
+    assert read_text(f"{line}\n").prose_gfx == []
