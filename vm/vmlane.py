@@ -1389,6 +1389,8 @@ class SerialWatcher(threading.Thread):
         self.end_status: int | None = None
         self.panic = ""
         self.last_kernel_line = ""
+        # An oops's "Modules linked in:" with nothing after it: no module was loaded when the kernel died.
+        self.no_modules_linked = False
 
     def run(self) -> None:
         with self.logpath.open("ab") as logf:
@@ -1419,10 +1421,17 @@ class SerialWatcher(threading.Thread):
                 m = re.search(r"status=(\d+)", line)
                 if m:
                     self.end_status = int(m.group(1))
-            elif "Kernel panic" in line and not self.panic:
-                self.panic = line.strip()
-            elif re.match(r"\[\s*\d+\.\d+\] ", line):
-                self.last_kernel_line = line.strip()
+            else:
+                self.parse_kernel(line)
+
+    def parse_kernel(self, line: str) -> None:
+        """The kernel's own lines: its panic, an oops's module list, the last line it printed."""
+        if "Kernel panic" in line and not self.panic:
+            self.panic = line.strip()
+        elif re.search(r"\bModules linked in:\s*$", line):
+            self.no_modules_linked = True
+        elif re.match(r"\[\s*\d+\.\d+\] ", line):
+            self.last_kernel_line = line.strip()
 
 
 @dataclasses.dataclass
@@ -1437,10 +1446,22 @@ class Attempt:
     boots: int = 0
     attempt: int = 1  # 2: the first attempt was an infrastructure failure (retried once)
     retried_because: str = ""  # that first attempt's infra_reason
+    # The last boot died in the core kernel (a panic, no module loaded) before its runner started: under TCG
+    # that is QEMU's or the kernel's own doing (an int3 oops while it patched its text, 6.12 on trixie), never
+    # the scenario's, which acts through modules, their options and userspace.
+    core_panic_before_runner: bool = False
 
     @property
     def infra_failure(self) -> bool:
-        return self.status is None and not self.runner_started
+        return self.status is None and (not self.runner_started or self.core_panic_before_runner)
+
+
+def note_boot(att: Attempt, watcher: SerialWatcher) -> None:
+    """What one boot's console says about the attempt: the runner reached, the core kernel dead before it."""
+    if watcher.runner_at is not None:
+        att.runner_started = True
+        att.boot_s.append(watcher.runner_at)
+    att.core_panic_before_runner = bool(watcher.panic) and watcher.no_modules_linked and watcher.runner_at is None
 
 
 def prepare_share(share: Path, debs: Sequence[Path], scenario: Path | None) -> None:
@@ -1546,9 +1567,7 @@ def run_attempt(cache: Path, share: Path, args: argparse.Namespace, accel: list[
                 log(f"guest asked for a reboot: boot {boot}")
             watcher, reason = qemu_boot(argv, serial_log, echo, deadline, args.boot_timeout)
             att.boots = boot
-            if watcher.runner_at is not None:
-                att.runner_started = True
-                att.boot_s.append(watcher.runner_at)
+            note_boot(att, watcher)
             if boot == 1 and watcher.running_at is not None:
                 att.running_s = watcher.running_at
                 att.system_state = watcher.system_state

@@ -150,3 +150,38 @@ def test_the_closing_lines_say_why_each_scenario_failed(tmp_path: Path, capsys: 
     tail = out.splitlines()[-9:]
     for name, reason in why.items():
         assert f"vmlane:   g1/{name}: {reason}" in tail
+
+
+def _watched(lines: list[str]) -> vmlane.SerialWatcher:
+    watcher = vmlane.SerialWatcher(None, Path("/dev/null"), None, 0.0)  # type: ignore[arg-type]
+    for line in lines:
+        watcher.parse(line)
+    return watcher
+
+
+# A trixie guest's third boot under TCG (a fresh clone's make test, 2026-12-07): an int3 oops while the kernel
+# patched its own text, before any module was loaded or the runner started.
+CORE_PANIC = [
+    "[    1.954728] Call Trace:",
+    "[    1.955842] Modules linked in:",
+    "[    1.956114] Oops: int3: 0000 [#2] PREEMPT SMP NOPTI",
+    "[    1.956362] Kernel panic - not syncing: Fatal exception in interrupt",
+]
+
+
+def test_a_later_boot_that_panics_in_the_core_kernel_is_an_infrastructure_failure() -> None:
+    """The runner started in boots 1 and 2; boot 3 died in the core kernel before it: nothing the scenario did
+    (it acts through modules, their options and userspace) can have made that, so the attempt is retried."""
+    att = vmlane.Attempt(runner_started=True)
+    vmlane.note_boot(att, _watched(CORE_PANIC))
+    assert att.infra_failure
+
+
+def test_a_panic_with_modules_loaded_or_after_the_runner_is_the_scenario_s() -> None:
+    with_modules = [line.replace("linked in:", "linked in: amdgpu(+) drm_exec") for line in CORE_PANIC]
+    att = vmlane.Attempt(runner_started=True)
+    vmlane.note_boot(att, _watched(with_modules))
+    assert not att.infra_failure
+    att = vmlane.Attempt(runner_started=True)
+    vmlane.note_boot(att, _watched([f"{vmlane.MARK_RUNNER} started", *CORE_PANIC]))
+    assert not att.infra_failure
