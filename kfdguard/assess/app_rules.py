@@ -1088,8 +1088,8 @@ def _era_without_code(r: Reasoning, gfx: str) -> str | None:
 
 def _era_after_drop(gfx: str, shown: list[tuple[rocm.RocmVersion, str]]) -> str | None:
     """For a target rocBLAS carried and then dropped (gfx803 up to 5.7): a release shown newer than the table's
-    last carries none; one the table does not know otherwise (ROCm 3.3, before its first row, which still carries
-    the target) leaves it unknown; with no release shown, the condition."""
+    last carries none; one the table does not know otherwise (ROCm 3.2, which has no rocBLAS tag) leaves it
+    unknown; with no release shown, the condition."""
     carried = rocm.releases_with(gfx)
     if shown:
         return "" if all(version > carried[-1] for version, _ in shown) else None

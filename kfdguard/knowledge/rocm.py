@@ -9,10 +9,19 @@ so its list is the one that decides whether a prebuilt ROCm runs on a GPU.
 
 Conventions:
 
+* The table starts at ROCm 3.0. ROCm/rocBLAS has no tag for 3.2, 3.4, 3.6 or
+  4.4, so those are unknown like any release missing from the table.
 * A row covers every patch release of its minor: the lists of the patch tags
-  that were read (5.4.0 to 5.4.4, 6.1.0 to 6.1.2, 6.2.0 to 6.2.2) agree.
+  that were read (4.3.0 and 4.3.1, 4.5.0 to 4.5.2, 5.4.0 to 5.4.4, 6.1.0 to
+  6.1.2, 6.2.0 to 6.2.2) agree.
 * Up to 6.2 each row is read at that release's ``rocm-X.Y.0`` tag of
-  ROCm/rocBLAS. rocBLAS then moved into ROCm/rocm-libraries, whose file keeps
+  ROCm/rocBLAS (``rocm-3.0`` and ``rocm-3.1`` for the first two). Before 4.3
+  the list is ``Tensile_ARCHITECTURE``'s "all" (3.0: ``AMDGPU_TARGETS``
+  itself): gfx803, gfx900, gfx906 and gfx908 whichever compiler (hcc,
+  hip-clang) builds it. From 4.3 on ``rocm_check_target_ids`` keeps the
+  targets of the list that the compiler accepts; the rows name the whole list,
+  as the compiler of that release is assumed (not read) to take every one.
+* After 6.2 rocBLAS moved into ROCm/rocm-libraries, whose file keeps
   one ``TARGET_LIST_ROCM_X.Y`` per release and picks one by
   ``ROCM_PLATFORM_VERSION``; the 6.4, 7.0 and 7.1 rows come from that
   selection in the file of the rocBLAS 5.1 (ROCm 7.1) line, not from a
@@ -79,6 +88,16 @@ _LIBS_NOTE = (
     "projects/rocblas/CMakeLists.txt of the rocBLAS 5.1.0 (ROCm 7.1) line picks TARGET_LIST_ROCM_{list} "
     "for ROCM_PLATFORM_VERSION {range}"
 )
+_V30 = "gfx803;gfx900;gfx906;gfx908"
+_V30_NOTE = "Tensile_ARCHITECTURE 'all' expands to this list; install.sh builds with {compiler} by default"
+_V41 = "gfx803;gfx900;gfx906:xnack-;gfx908:xnack-"
+_V41_NOTE = (
+    "ALL_TARGETS: gfx906:xnack-/gfx908:xnack- where hipcc takes target IDs, bare names otherwise (the same targets)"
+)
+_V43_NOTE = (
+    "rocm_check_target_ids keeps the targets the compiler accepts (rocm-cmake's rocm-4.3.0 tag has "
+    "ROCMCheckTargetIds.cmake; the ROCm compiler's answer was not read); without it the fallback list has no gfx90a"
+)
 _V50 = "gfx803;gfx900;gfx906:xnack-;gfx908:xnack-;gfx90a:xnack+;gfx90a:xnack-;gfx1010;gfx1011;gfx1012;gfx1030"
 _V52 = "gfx803;gfx900;gfx906:xnack-;gfx908:xnack-;gfx90a:xnack+;gfx90a:xnack-;gfx1010;gfx1012;gfx1030"
 _V55 = _V52 + ";gfx1100;gfx1101;gfx1102"
@@ -93,6 +112,35 @@ _L63 = (
 
 # Oldest first; tests/unit/knowledge/test_rocm_releases.py checks the order and that every row cites its source.
 ROCM_RELEASES: tuple[RocmRelease, ...] = (
+    RocmRelease((3, 0), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.0",
+                "ca5535b4db200051f77e12d291e926707b87c9c5", False,
+                "AMDGPU_TARGETS set in CMakeLists.txt; install.sh builds with hcc by default"),
+    RocmRelease((3, 1), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.1",
+                "cc494252609ff9278c1bebd62fab636d2fec08d8", False, _V30_NOTE.format(compiler="hcc")),
+    RocmRelease((3, 3), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.3.0",
+                "50d99ed0ec2aae07ef66b7fdea94f7fde6f1631e", False, _V30_NOTE.format(compiler="hcc")),
+    RocmRelease((3, 5), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.5.0",
+                "3ce299f834539f5db4ea7a50c59af59b40b3c600", False, _V30_NOTE.format(compiler="hip-clang")),
+    RocmRelease((3, 7), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.7.0",
+                "9d981389e77950a7954e3c5405f1137d3c1a645a", False, _V30_NOTE.format(compiler="hip-clang")),
+    RocmRelease((3, 8), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.8.0",
+                "8a770941a7b03b4a22622293b65ee3d48b6f6c3c", False, _V30_NOTE.format(compiler="hip-clang")),
+    RocmRelease((3, 9), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.9.0",
+                "91e553c8f89a07eb08cfeff4b99033e65b69e49f", False, _V30_NOTE.format(compiler="hip-clang")),
+    RocmRelease((3, 10), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-3.10.0",
+                "cc18d25f9ea133eca1a2976188f659bdc34a2253", False, _V30_NOTE.format(compiler="hip-clang")),
+    RocmRelease((4, 0), _targets(_V30), _ROCBLAS, "CMakeLists.txt", "rocm-4.0.0",
+                "cc18d25f9ea133eca1a2976188f659bdc34a2253", False,
+                "the same commit as rocm-3.10.0; " + _V30_NOTE.format(compiler="hip-clang")),
+    RocmRelease((4, 1), _targets(_V41), _ROCBLAS, "CMakeLists.txt", "rocm-4.1.0",
+                "93c82939415887123afa7644baf429da374b10a2", False, _V41_NOTE),
+    RocmRelease((4, 2), _targets(_V41), _ROCBLAS, "CMakeLists.txt", "rocm-4.2.0",
+                "1d398335a4d6d74f9bf08e0b6099916e5775990e", False, _V41_NOTE),
+    RocmRelease((4, 3), _targets(_V50), _ROCBLAS, "CMakeLists.txt", "rocm-4.3.0",
+                "8328dcceed290a88078140ffba0a715156de3c2c", False,
+                "the first list with gfx90a and gfx10 targets; " + _V43_NOTE),
+    RocmRelease((4, 5), _targets(_V50), _ROCBLAS, "CMakeLists.txt", "rocm-4.5.0",
+                "337552f09e399d06e1c17939370411a1206452b5", False, _V43_NOTE),
     RocmRelease((5, 0), _targets(_V50), _ROCBLAS, "CMakeLists.txt", "rocm-5.0.0",
                 "60c5f03d099a072d65429e11332bd825783c81c3", False, "rocm_check_target_ids default list"),
     RocmRelease((5, 1), _targets(_V50), _ROCBLAS, "CMakeLists.txt", "rocm-5.1.0",

@@ -197,15 +197,16 @@ def test_a_dated_override_workaround_before_the_release_is_not_wrong() -> None:
     assert "env-override-wrong" not in codes and "userspace-target-unsupported" in codes
 
 
-# --- a target rocBLAS carried, then dropped (gfx803: 5.0 to 5.7 in the table, none from 6.0) -----------------
+# --- a target rocBLAS carried, then dropped (gfx803: 3.0 to 5.7 in the table, none from 6.0) -----------------
 
 UNSUPPORTED_RX580 = "My RX 580 is not supported, PyTorch says so.\n{extra}"
 
 
 def test_a_dropped_target_on_a_release_before_the_table_is_not_judged() -> None:
-    """Batch 9 (ROCm#1113): ROCm 3.3 with an RX 570, years before rocBLAS dropped gfx803; the table starts at 5.0,
-    which still carries it, so 3.3 is unknown and nothing says its libraries lacked the code."""
+    """Batch 9 (ROCm#1113): ROCm 3.3 with an RX 570, years before rocBLAS dropped gfx803. The table now starts at
+    3.0 and 3.3 carries gfx803; a release it does not know (3.2: no rocBLAS tag) is still unknown, not "no code"."""
     assert "userspace-target-unsupported" not in _codes(UNSUPPORTED_RX580.format(extra="ROCm : 3.3\n"))
+    assert "userspace-target-unsupported" not in _codes(UNSUPPORTED_RX580.format(extra="ROCm : 3.2\n"))
 
 
 def test_a_dropped_target_on_a_release_of_the_table_that_carries_it_is_not_judged() -> None:
@@ -220,3 +221,24 @@ def test_a_dropped_target_on_a_release_after_the_drop_is_judged_by_it() -> None:
 def test_a_dropped_target_without_a_release_states_when_it_was_dropped() -> None:
     found = _finding(UNSUPPORTED_RX580.format(extra=""), "userspace-target-unsupported")
     assert "from ROCm 6.0 on" in found.message and "5.7" in found.message
+
+
+# --- releases before 5.0 (ROCm 3.0 to 4.5, read at ROCm/rocBLAS's rocm-3.x and rocm-4.x tags) ------------------
+
+UNSUPPORTED_NAVI10 = "My RX 5600 XT is not supported, rocBLAS says so.\n{extra}"
+
+
+def test_a_release_before_the_first_gfx10_list_is_judged_by_it() -> None:
+    """ROCm 3.10's rocBLAS lists gfx803/gfx900/gfx906/gfx908 only; gfx1010 first appears at rocm-4.3.0."""
+    found = _finding(UNSUPPORTED_NAVI10.format(extra="ROCm 3.10\n"), "userspace-target-unsupported")
+    assert "3.10" in found.message and "4.3" in found.message
+
+
+def test_a_release_with_the_first_gfx10_list_is_not_judged() -> None:
+    assert "userspace-target-unsupported" not in _codes(UNSUPPORTED_NAVI10.format(extra="ROCm 4.3.1\n"))
+
+
+def test_an_old_release_that_still_carries_a_dropped_target_is_not_judged() -> None:
+    """ROCm 3.3's rocBLAS lists gfx803 (its Tensile_ARCHITECTURE "all"): an RX 570 there has its code."""
+    text = "My RX 570 is not supported, PyTorch says so.\nROCm : 3.3\n"
+    assert "userspace-target-unsupported" not in _codes(text)

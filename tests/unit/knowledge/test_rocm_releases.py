@@ -58,7 +58,16 @@ def test_targets_are_bare_gfx_names() -> None:
         ("gfx1151", "6.3", True),
         ("gfx1150", "6.4", False),
         ("gfx1150", "7.0", True),
-        ("gfx1030", "4.5", None),  # before the table: unknown, not "no code"
+        ("gfx1010", "3.10", False),  # rocBLAS's rocm-3.10.0 list: gfx803, gfx900, gfx906, gfx908
+        ("gfx1010", "4.0", False),
+        ("gfx1010", "4.3", True),  # the first list with gfx10 targets (rocm-4.3.0)
+        ("gfx1030", "4.2", False),
+        ("gfx1030", "4.5", True),
+        ("gfx803", "3.3", True),
+        ("gfx803", "rocm-3.0", True),
+        ("gfx908", "3.0", True),
+        ("gfx1030", "2.9", None),  # before the table: unknown, not "no code"
+        ("gfx803", "3.2", None),  # no rocm-3.2 tag was read: unknown
         ("gfx1030", "9.9", None),
         ("gfx1030", "not a version", None),
     ],
@@ -72,6 +81,8 @@ def test_first_release_with_a_target() -> None:
     assert rocm.first_rocm_with("gfx1100") == (5, 4)
     assert rocm.first_rocm_with("gfx1201") == (6, 3)
     assert rocm.first_rocm_with("gfx1036") is None
+    assert rocm.first_rocm_with("gfx1010") == (4, 3)
+    assert rocm.first_rocm_with("gfx803") == (3, 0)
     assert rocm.releases_with("gfx803")[-1] == (5, 7)
 
 
