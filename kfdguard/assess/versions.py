@@ -32,7 +32,11 @@ SHOWN = re.compile(
     + r"|\bROCM used to build PyTorch: "
     + _V.format("hip")  # torch.utils.collect_env
     + r"|\bROCm\b[\s:-]*(?:version\s*:?\s*|v)?"
-    + _V.format("prose"),  # ROCm 5.4, ROCm version: 6.2.4, ROCm v6.1
+    + _V.format("prose")  # ROCm 5.4, ROCm version: 6.2.4, ROCm v6.1
+    # "Installed ROCm from the repositories, version 3.10.0": "version" later in the clause, with no other
+    # program's name between (a kernel's, Python's, a driver's version is not ROCm's)
+    + r"|\bROCm\b(?:(?!kernel|linux|python|torch|ubuntu|debian|fedora|driver|firmware|cuda|gcc|mesa)[^.\n]){1,40}?"
+    r"\bversion\s+" + _V.format("far"),
     re.I,
 )
 # pip's list of what an index offers names releases nobody installed.

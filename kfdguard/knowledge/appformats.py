@@ -789,6 +789,9 @@ PROSE_UNSUPPORTED = re.compile(
     r"(?!\s+(?:in|by)\s+(?:kfd|the kernel))"
     r"|\b(?:dropped|removed|ended)\s+(?:official\s+)?support\s+for\b|\bno longer supports?\b"
     # "does not yet support your GPU (gfx1032)", "support has been abandoned", "likely unsupported by ROCm"
+    # "We are not officially supporting Navi series of cards": the progressive, of a kind or a series of GPUs
+    r"|\b(?:are|is|am)(?:n't| not)\s+(?:yet\s+|officially\s+)?supporting\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:gpus?|cards?|series|apus?|igpus?|devices?)\b"
     # "ROCm does not support integrated GPUs": a kind of GPU, plural, without a determiner too
     r"|\b(?:does|do|did)(?:n't| not)\s+(?:yet\s+|officially\s+)?support\s+(?:(?:your|my|the|this|that|our|any)\s+)?"
     r"(?:\w+\s+)?(?:gpus?|cards?|graphics|apus?|igpus?|devices?)\b"

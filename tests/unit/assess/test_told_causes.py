@@ -358,3 +358,33 @@ def test_other_pro_words_name_no_gpu(line: str) -> None:
     from kfdguard.evidence.text import read_text
 
     assert read_text(f"{line}\n").prose_gfx == []
+
+
+@pytest.mark.parametrize(
+    "denial",
+    ["We are not officially supporting Navi series of cards.", "AMD isn't supporting consumer GPUs yet."],
+)
+def test_support_denied_in_the_progressive(denial: str) -> None:
+    """Batch 13 (ROCm#1335): AMD's answer in the progressive, beside an RX 5600 XT on ROCm 3.10."""
+    text = f"RX 5600 XT on Ubuntu 20.04, ROCm 3.10.0; clinfo hangs.\n{denial}\n"
+    assert "userspace-target-unsupported" in codes(text)
+
+
+def test_support_affirmed_in_the_progressive_is_no_denial() -> None:
+    text = "RX 6800 XT on Ubuntu 22.04; clinfo hangs.\nWe are now supporting Navi series of cards.\n"
+    assert "userspace-target-unsupported" not in codes(text)
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("Installed ROCm from the repositories, version 3.10.0 as per documentation.", True),
+        ("ROCm runs on kernel version 5.15 here.", False),  # the kernel's version, not ROCm's
+        ("ROCm needs Python version 3.10.", False),
+    ],
+)
+def test_a_rocm_release_told_later_in_its_clause(line: str, shown: bool) -> None:
+    """Batch 13 (ROCm#1335): the release after the name, as "version X" later in the same clause."""
+    text = f"RX 5600 XT, gfx1010, not supported says AMD.\n{line}\n"
+    found = diagnose_text(text).findings
+    assert any("3.10" in f.message for f in found) is shown
