@@ -165,6 +165,17 @@ def rule_rock_not_loaded(r: Reasoning) -> None:
     if any(f.severity is E and f.code not in ("userspace-target-unsupported",) for f in r.findings):
         return  # a lower cause already explains why amdgpu or KFD is absent
     source = obs.first("rock-module")
+    # rocminfo tests the module through libkmod (/sys/module/amdgpu), which fails for an amdgpu built into the
+    # kernel, a libkmod that cannot read another module's entry, or a /sys without it; it then goes on and opens
+    # /dev/kfd. An open that succeeds, or a GPU agent, shows KFD running: the module line is not the cause.
+    opened = obs.first("kfd-opened")
+    if opened is not None or obs.agents:
+        shown = f"{opened.source}: Able to open /dev/kfd read-write" if opened else f"{obs.agents[0].source}: GPU agent"
+        r.overruled.append(
+            "module-not-loaded (rocminfo says the ROCk module is NOT loaded): overruled, its check of the module "
+            f"failed while KFD works ({shown})"
+        )
+        return
     r.findings.append(
         Finding(
             "module-not-loaded",

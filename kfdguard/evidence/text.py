@@ -66,6 +66,8 @@ _ID = re.compile(r"uid=(?P<uid>\d+)\((?P<user>[^)]+)\) gid=\d+\([^)]*\)(?: group
 _GROUPS_OF = re.compile(r"^(?P<user>[a-z_][\w.-]*) : (?P<groups>[\w.-]+(?: [\w.-]+)*)$")
 _ROCK = re.compile(r"ROCk module (?:version (?P<version>\S+) )?is (?P<state>loaded|NOT loaded|NOT live)")
 _OPEN_KFD = re.compile(r"Unable to open /dev/kfd read-write: (?P<error>.+)$")
+# rocminfo's line after a successful open (rocminfo.cc CheckInitialState): KFD is up, whatever its module check said.
+_OPENED_KFD = re.compile(r"(?<![\w])Able to open /dev/kfd read-write\b")
 _MEMBER = re.compile(r"(?P<user>\S+) is member of (?P<group>\S+) group")
 _NOT_MEMBER = re.compile(r"(?P<user>\S+) is not member of \"(?P<group>[^\"]+)\" group")
 _NO_USER = re.compile(r"Failed to get user name to check for (?P<group>\S+) group membership")
@@ -272,6 +274,7 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     if not (
         "ROCk" in bare
         or "Unable to open" in bare
+        or "Able to open" in bare
         or " member of " in bare
         or "user name" in bare
         or "hsa" in bare
@@ -287,6 +290,9 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     if m:
         obs.kinds.add("rocminfo")
         obs.add("kfd-open-error", m["error"].strip(), source)
+    if "Able to open" in bare and _OPENED_KFD.search(bare):
+        obs.kinds.add("rocminfo")
+        obs.add("kfd-opened", "read-write", source)
     if " member of " in bare:  # both patterns start with \S+, slow to search on every line
         m = _MEMBER.search(bare)
         if m:
