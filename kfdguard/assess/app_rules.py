@@ -44,7 +44,10 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # Prose that says a tool works as root (or with sudo) and not as the user: the user lacks the group
 # that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
 ROOT_ONLY = re.compile(
-    r"(?:\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
+    # "run" after a person or in the passive ("I run it as root", "the container is run as root") tells how it ran,
+    # which fails as well, not that root succeeds
+    r"(?:\b(?:works?|working|(?<!\bi )(?<!\bwe )(?<!\byou )(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )"
+    r"(?<!\bbeen )runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
     r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
     r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
     r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
