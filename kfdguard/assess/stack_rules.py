@@ -673,6 +673,7 @@ def rule_container_render_nodes_missing(r: Reasoning) -> None:
         return
     told = search_lines(RENDER_NODES_LEFT_OUT, obs, "render")
     if told is None or not (obs.first("container") or CONTAINER_WORD.search(obs.text)):
+        _privileged_fixed(r)
         return
     r.findings.append(
         Finding(
@@ -686,6 +687,65 @@ def rule_container_render_nodes_missing(r: Reasoning) -> None:
             (f"the text: {told.group(0)}",),
         )
     )
+
+
+# --privileged told as what made a container work that was given /dev/kfd: a privileged container gets every device
+# node of the host, so the one the container lacked is the GPUs' render nodes (/dev/dri/renderD*), which ROCm opens
+# besides /dev/kfd (ROCm-docker's documented command passes --device=/dev/dri for this). Not where /dev/dri was passed
+# in the run before the fix, where SELinux or AppArmor is named (--privileged also drops their labels), or in a
+# rootless container (--privileged passes nothing the user cannot open).
+PRIVILEGED = re.compile(r"(?<![\w-])(?:--privileged\b|privileged\s+(?:mode|containers?|docker)\b)", re.I)
+PRIVILEGED_WORKS = re.compile(
+    r"\bworks?\b|\bworked\b|\bworking\b|\bfixe[sd]\b|\bsolve[sd]\b|\b(?:gets?|got|makes?|made)\s+it\s+(?:to\s+)?work\b"
+    r"|\bdid the trick\b",
+    re.I,
+)
+_NEGATED = re.compile(r"\b(?:not|never|no longer|nothing|neither)\b|n't\b", re.I)
+DRI_PASSED = re.compile(r"--device[= ]\s*[\"']?/dev/dri\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/dri\b|^\s*-\s*[\"']?/dev/dri\b")
+MAC_WORDS = ("selinux", "avc:", "apparmor", "label=disable", "label:disable")
+
+
+def _privileged_success(lines: list[str], at: int, found: re.Match[str]) -> str | None:
+    """The success told of --privileged on its line (after it, then before it) or on the four lines below."""
+    line = lines[at]
+    for told in [line[found.end() :], line[: found.start()], *lines[at + 1 : at + 5]]:
+        works = PRIVILEGED_WORKS.search(told)
+        if _NEGATED.search(told[: works.start()] if works else told):
+            return None
+        if works:
+            return told.strip()[:160]
+    return None
+
+
+def _privileged_fixed(r: Reasoning) -> None:
+    obs = r.obs
+    if r.has("user-not-in-group", "device-permissions", "rootless-gid-unmapped") or not contains(obs, "privileged"):
+        return
+    if any(contains(obs, w, lower=True) for w in MAC_WORDS) or search_lines(ROOTLESS, obs, "rootless", "distrobox"):
+        return
+    if search_lines(appformats.KFD_PASSED, obs, "/dev/kfd") is None:
+        return  # /dev/kfd not passed as a device: what --privileged gave may be /dev/kfd itself
+    lines = obs.lines
+    for at, line in enumerate(lines):
+        found = PRIVILEGED.search(line) if "privileged" in line.lower() else None
+        success = _privileged_success(lines, at, found) if found else None
+        if found is None or success is None:
+            continue
+        if any(DRI_PASSED.search(x) and not PRIVILEGED.search(x) for x in lines[:at]):
+            return  # the run that failed had the render nodes: --privileged gave it something else
+        r.findings.append(
+            Finding(
+                "device-node-missing",
+                E,
+                "the text tells --privileged as what made the container work, which was given /dev/kfd as a device: "
+                "a privileged container gets every device node of the host, so what it lacked is the GPUs' render "
+                "nodes (/dev/dri/renderD*), which ROCm opens besides /dev/kfd",
+                "pass the render nodes instead of --privileged: docker/podman run --device=/dev/kfd --device=/dev/dri "
+                "(or each /dev/dri/renderD* the host has) with --group-add video --group-add render",
+                (f"the text: {line.strip()[:160]}", f"the text: {success}"),
+            )
+        )
+        return
 
 
 # --- KFD locked after a GPU left, told in words ------------------------------------------------------------------
