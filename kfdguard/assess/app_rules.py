@@ -588,13 +588,17 @@ def rule_engine_drops_device_group(r: Reasoning) -> None:
     )
 
 
-def rootless_unmapped(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+def rootless_unmapped(
+    r: Reasoning, cue: re.Match[str] | None, evidence: list[str], *, keep_other_causes: bool = False
+) -> None:
     """The finding for a rootless container whose user namespace leaves out the host's group of /dev/kfd
     (assess/stack_rules.py reaches it from Podman's keep-groups told as the fix, and from a runtime that sees no
-    GPU in such a container)."""
+    GPU in such a container). The group findings it replaces read the same denial; with ``keep_other_causes``
+    they rest on evidence of their own (the host's accounts) and stay."""
     error = r.obs.value("kfd-open-error")
     shown = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
-    r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
+    if not keep_other_causes:
+        r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
     r.findings.append(
         Finding(
             "rootless-gid-unmapped",

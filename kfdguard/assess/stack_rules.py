@@ -308,6 +308,43 @@ def rule_rootless_no_device(r: Reasoning) -> None:
     rootless_unmapped(r, rootless, [symptoms[0].text, f"the text: {passed.group(0).strip()}"])
 
 
+# A rootful container told to work where the rootless one does not ("in docker without rootless mode, it works",
+# "with rootful podman it works fine", "in a rootful docker there is no issue"): the devices and groups given are
+# right, and what the rootless one lacks is the mapping of the host's group that owns /dev/kfd. A negation between
+# the two ("rootful doesn't work either") is not this.
+ROOTFUL_WORKS = re.compile(
+    r"\b(?:rootful|(?:without|non-?|not in)\s*rootless)\b(?P<mid>[^.;\n]{0,60}?)"
+    r"(?:\b(?:works?|worked|working|fine|succeeds?)\b|\bno\s+(?:issues?|problems?|errors?)\b)",
+    re.I,
+)
+
+
+def rule_rootful_works(r: Reasoning) -> None:
+    """The text tells a rootless container failing where a rootful one works, about the GPU: the host's render or
+    video gid is not mapped into the rootless one. GPU agents shown elsewhere (the host's rocminfo) do not count
+    against it, and findings about the host's accounts stand beside it, as separate causes the text shows."""
+    obs = r.obs
+    if r.machine is not None or obs.foreign_host is not None:
+        return
+    if r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu", "kfd-not-built"):
+        return
+    rootless = search_lines(ROOTLESS, obs, "rootless")
+    if rootless is None:
+        return
+    told = next(
+        (
+            m
+            for line in lines_with(obs, "root")
+            for m in ROOTFUL_WORKS.finditer(line)
+            if not re.search(r"\b(?:not|never|neither|nor)\b|n't\b", m["mid"], re.I)
+        ),
+        None,
+    )
+    if told is None or not any(contains(obs, w, lower=True) for w in ("/dev/kfd", "rocm", "gpu", "/dev/dri")):
+        return
+    rootless_unmapped(r, told, [f"the text: {rootless.string.strip()[:160]}"], keep_other_causes=True)
+
+
 # --- a user added to the group as the fix, told in words ----------------------------------------------------
 
 # "we need to add the ollama user to the render group", "I had to add my user to video": the fix, so the account
