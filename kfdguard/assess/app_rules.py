@@ -855,7 +855,10 @@ def rule_override_wrong(r: Reasoning) -> None:
     if claimed is None or claimed_major is None:
         return
     shown = rocm_versions_shown(r)
-    for gfx, where in _real_targets(r, claimed):
+    targets = _real_targets(r, claimed)
+    # Another GPU of the override's own generation beside it: the override was set for that one, and reaches all.
+    beside = next((g for g, _ in targets if appformats.gfx_major(g) == claimed_major), None)
+    for gfx, where in targets:
         major = appformats.gfx_major(gfx)
         in_release = carried_in(gfx, shown)
         if in_release is None and predates_support(r, gfx):
@@ -880,10 +883,9 @@ def rule_override_wrong(r: Reasoning) -> None:
                 "env-override-wrong",
                 E,
                 f"HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat the {gfx} GPU as {claimed} ({why}); "
-                "its kernels then fault, hang the GPU or fall back to the CPU",
-                "unset HSA_OVERRIDE_GFX_VERSION wherever it is set (~/.bashrc, /etc/environment, the service's "
-                "Environment=, the container's -e, the program's launch script)"
-                + (f"; {gfx} needs no override" if supported else ""),
+                "its kernels then fault, hang the GPU or fall back to the CPU"
+                + (f" (the override, set for the {beside} GPU beside it, applies to every GPU)" if beside else ""),
+                _override_remedy(value, beside) + (f"; {gfx} needs no override" if supported else ""),
                 (
                     f"{source.source}: HSA_OVERRIDE_GFX_VERSION={value}" if source else f"override {value}",
                     f"{where}: {gfx}",
@@ -891,6 +893,19 @@ def rule_override_wrong(r: Reasoning) -> None:
             )
         )
         return
+
+
+def _override_remedy(value: str, beside: str | None) -> str:
+    """Unset the override; with a GPU beside that needs it, the per-GPU form for that one (libhsakmt reads
+    HSA_OVERRIDE_GFX_VERSION_<node id> before the global variable, since ROCm 6.2)."""
+    where = "(~/.bashrc, /etc/environment, the service's Environment=, the container's -e, the program's "
+    if beside is None:
+        return f"unset HSA_OVERRIDE_GFX_VERSION wherever it is set {where}launch script)"
+    return (
+        f"set the override for the {beside} GPU alone: HSA_OVERRIDE_GFX_VERSION_<node>={value} (ROCm 6.2 and later; "
+        f"<node> is that GPU's KFD node, rocminfo's 'Node:'), and unset the global HSA_OVERRIDE_GFX_VERSION "
+        f"wherever it is set {where}os.environ or launch script)"
+    )
 
 
 def _override_of_a_former_gap(

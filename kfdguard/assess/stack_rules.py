@@ -738,7 +738,9 @@ PRIVILEGED_WORKS = re.compile(
     re.I,
 )
 _NEGATED = re.compile(r"\b(?:not|never|no longer|nothing|neither)\b|n't\b", re.I)
-DRI_PASSED = re.compile(r"--device[= ]\s*[\"']?/dev/dri\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/dri\b|^\s*-\s*[\"']?/dev/dri\b")
+DRI_PASSED = re.compile(
+    r"--device[= ]\s*[\"']?/dev/dri\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/dri\b|^\s*-\s*[\"']?/dev/dri\b"
+)
 MAC_WORDS = ("selinux", "avc:", "apparmor", "label=disable", "label:disable")
 
 

@@ -286,13 +286,7 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     if m:
         obs.kinds.add("rocminfo")
         obs.add("rock-module", m["state"], source)
-    m = _OPEN_KFD.search(bare) if "Unable to open" in bare else None
-    if m:
-        obs.kinds.add("rocminfo")
-        obs.add("kfd-open-error", m["error"].strip(), source)
-    if "Able to open" in bare and _OPENED_KFD.search(bare):
-        obs.kinds.add("rocminfo")
-        obs.add("kfd-opened", "read-write", source)
+    _kfd_open(obs, bare, source)
     if " member of " in bare:  # both patterns start with \S+, slow to search on every line
         m = _MEMBER.search(bare)
         if m:
@@ -304,6 +298,17 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
         obs.add("no-user-name", "yes", source)
     if _HSA_FAIL.search(bare):
         obs.add("hsa-failure", bare[:160], source)
+
+
+def _kfd_open(obs: Observations, bare: str, source: Source) -> None:
+    """rocminfo's open of /dev/kfd: its error, or its success (which outweighs its module check)."""
+    m = _OPEN_KFD.search(bare) if "Unable to open" in bare else None
+    if m:
+        obs.kinds.add("rocminfo")
+        obs.add("kfd-open-error", m["error"].strip(), source)
+    if "Able to open" in bare and _OPENED_KFD.search(bare):
+        obs.kinds.add("rocminfo")
+        obs.add("kfd-opened", "read-write", source)
 
 
 def _agent_block(obs: Observations, line: _Line, state: _State) -> None:
@@ -495,18 +500,26 @@ def _drop_target_listings(obs: Observations) -> None:
         obs.prose_gfx = [(g, s) for g, s in obs.prose_gfx if s.line not in listed]
 
 
+def _targets_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
+    """A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per line
+    only, since lines listing several are a program's list of what it supports, not the GPU; there, and beside a
+    setting's "=", only a target attributed to a GPU ("the 9060xt is gfx1200, the 6600 gfx1032")."""
+    targets = appformats.PROSE_GFX.findall(lowered) if "=" not in text else []
+    if len(targets) == 1:
+        obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
+    elif "is" in lowered or "(" in lowered:
+        for m in appformats.GPU_TARGET_ATTRIBUTED.finditer(lowered):
+            obs.prose_gfx.append((m[1], Source(f"paste: {m.group(0)}", number)))
+
+
 def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
     if "rx" in lowered:
         _retail_numbers(obs, appformats.RADEON_RX, lowered, number)
     _apus(obs, lowered, number)
     if "amd " in lowered or "radeon " in lowered:
         _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
-    if "gfx" in lowered and "=" not in text and "[" not in text:
-        # A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per
-        # line only, since lines listing several are a program's list of what it supports, not the GPU.
-        targets = appformats.PROSE_GFX.findall(lowered)
-        if len(targets) == 1:
-            obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
+    if "gfx" in lowered and "[" not in text:
+        _targets_in_prose(obs, text, lowered, number)
     # appformats.NAMED_GFX_CUES, spelled out: a generator over the tuple costs twice as much on every line
     if (
         "Vega" in text

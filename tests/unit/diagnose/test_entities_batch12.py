@@ -39,14 +39,17 @@ AGENT_1030 = (
     "text",
     [
         # the check fails, the open succeeds (rocminfo goes on after its module line)
-        LSPCI_6800 + "$ rocminfo\nROCk module is NOT loaded, possibly no GPU devices\nAble to open /dev/kfd read-write\n",
+        LSPCI_6800
+        + "$ rocminfo\nROCk module is NOT loaded, possibly no GPU devices\nAble to open /dev/kfd read-write\n",
         # a libkmod warning before it, and the GPU agent listed
         "$ sudo rocminfo\nlibkmod: ERROR ../libkmod/libkmod-module.c:1931 kmod_module_get_holders: could not open "
         "'/sys/module/foo/holders': No such file or directory\nROCk module is NOT loaded, possibly no GPU devices\n"
         "=====================\nHSA System Attributes\n=====================\nRuntime Version:         1.1\n"
         "==========\nHSA Agents\n==========\n" + AGENT_1030,
         # amdgpu built into the kernel: the module line only, then the agents
-        LSPCI_6800 + "ROCk module is NOT loaded, possibly no GPU devices\n==========\nHSA Agents\n==========\n" + AGENT_1030,
+        LSPCI_6800
+        + "ROCk module is NOT loaded, possibly no GPU devices\n==========\nHSA Agents\n==========\n"
+        + AGENT_1030,
     ],
 )
 def test_the_module_line_contradicted_by_an_open_kfd_is_not_the_cause(text: str) -> None:
