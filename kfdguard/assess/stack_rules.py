@@ -355,6 +355,22 @@ ADD_TO_GROUP_FIX = re.compile(
     r"(?:\s+(?:and|&)\s+[`'\"]?(?:render|video)[`'\"]?)?\s+groups?\b",
     re.I,
 )
+# An account told to need the group, or left out of it by its installer: "the ollama user needs to be in the render
+# group", "jellyfin must be a member of video", "amdgpu drivers require render group access", "the postinst doesn't
+# add the ollama user to the video group", a request or title "Add fahclient to the render group." (the service
+# accounts that installers create without supplementary groups). Beside a denial told, it was not a member.
+ACCOUNT_NEEDS_GROUP = re.compile(
+    r"\b(?:needs?|needed|has|have|had|must|should)\s+(?:to\s+)?(?:be\s+)?(?:(?:a\s+)?member\s+of|in|part\s+of|"
+    r"added\s+to)\s+(?:the\s+|both\s+)?[`'\"]?(?P<need>render|video)[`'\"]?(?:\s+(?:and|&)\s+[`'\"]?(?:render|video)"
+    r"[`'\"]?)?\s+groups?\b"
+    r"|\brequires?\s+(?:the\s+)?[`'\"]?(?P<required>render|video)[`'\"]?\s+group\b"
+    r"|\b(?:does|did)(?:n't|\s+not)\s+(?:add|put)\s+(?:\S+\s+){1,3}?(?:to|in|into)\s+(?:the\s+)?[`'\"]?"
+    r"(?P<left_out>render|video)[`'\"]?\s+group\b"
+    r"|(?:^|[.:!?]\s+)(?:please\s+)?add\s+(?:\S+\s+){1,3}?to\s+(?:the\s+)?[`'\"]?(?P<asked>render|video)[`'\"]?\s+group\b",
+    re.I,
+)
+# A membership claimed in prose: PROSE_IN_GROUP not after a negation or a need ("must be a member of video").
+_NOT_CLAIMED = re.compile(r"\b(?:not|need|needs|must|should|has to|have to|had to)\b|n't\b", re.I)
 # What the missing membership did, somewhere in the text.
 DENIAL_WORDS = ("permission", "denied", "eacces", "access the", "crash", "no gpu", "not detected")
 
@@ -394,28 +410,39 @@ def rule_prose_group_fix(r: Reasoning) -> None:
         "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
     ):
         return
-    told = search_lines(ADD_TO_GROUP_FIX, obs, "to the", "to both")
+    told = search_lines(ADD_TO_GROUP_FIX, obs, "to the", "to both") or search_lines(ACCOUNT_NEEDS_GROUP, obs, " group")
     if told is None or not any(contains(obs, w, lower=True) for w in DENIAL_WORDS):
         worked = _group_add_then_works(r)
         if worked is None:
             return
         _not_in_group_fixed(r, *worked)
         return
-    group = told["group"].lower()
+    group = next(g for g in told.groupdict().values() if g).lower()
     if obs.user is not None and group in obs.user.groups:
         return  # id shows the account in it already
+    if _membership_claimed(r) == group:
+        return  # the person says the account is in it: the need told is not what failed
     r.findings.append(
         Finding(
             "user-not-in-group",
             E,
-            f"the text gives adding the account to '{group}' as the fix: it was not in the group that owns /dev/kfd "
-            "and /dev/dri/renderD*, so ROCm could not open them",
+            f"the text gives adding the account to '{group}' as the fix (or says the account needs it): it was not in "
+            "the group that owns /dev/kfd and /dev/dri/renderD*, so ROCm could not open them",
             f"sudo usermod -aG {group} <account> (render and video where both exist), then restart the service or log "
             "in again; for a service account, add the group where the account is created (its install script or "
             "unit's SupplementaryGroups=)",
             (f"the text: {told.group(0)}",),
         )
     )
+
+
+def _membership_claimed(r: Reasoning) -> str | None:
+    """The group the text says the account is in ("I am in the render group"), not a need or a negation."""
+    for line in lines_with(r.obs, " group"):
+        for m in appformats.PROSE_IN_GROUP.finditer(line):
+            if not _NOT_CLAIMED.search(line[max(0, m.start() - 25) : m.start()]):
+                return m["group"].lower()
+    return None
 
 
 def _not_in_group_fixed(r: Reasoning, group: str, command: str) -> None:
