@@ -44,7 +44,10 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741
 # Prose that says a tool works as root (or with sudo) and not as the user: the user lacks the group
 # that owns /dev/kfd or the render node (the cause the ROCm install guides' group step addresses).
 ROOT_ONLY = re.compile(
-    r"(?:\b(?:works?|working|runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
+    # "run" after a person or in the passive ("I run it as root", "the container is run as root") tells how it ran,
+    # which fails as well, not that root succeeds
+    r"(?:\b(?:works?|working|(?<!\bi )(?<!\bwe )(?<!\byou )(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )"
+    r"(?<!\bbeen )runs?|running|can do it|succeeds?|fine)\b(?:\s+\w+){0,3}\s+"
     r"(?:as|with|under)\s+[*_`]{0,2}(?:root|sudo)\b"
     r"|\bonly (?:as|with|under) (?:root|sudo)\b|\bas [*_`]{0,2}root[*_`]{0,2},? (?:it )?works\b"
     r"|\bwith [*_`]{0,2}sudo[*_`]{0,2},? (?:it )?works\b"
@@ -165,6 +168,17 @@ def rule_rock_not_loaded(r: Reasoning) -> None:
     if any(f.severity is E and f.code not in ("userspace-target-unsupported",) for f in r.findings):
         return  # a lower cause already explains why amdgpu or KFD is absent
     source = obs.first("rock-module")
+    # rocminfo tests the module through libkmod (/sys/module/amdgpu), which fails for an amdgpu built into the
+    # kernel, a libkmod that cannot read another module's entry, or a /sys without it; it then goes on and opens
+    # /dev/kfd. An open that succeeds, or a GPU agent, shows KFD running: the module line is not the cause.
+    opened = obs.first("kfd-opened")
+    if opened is not None or obs.agents:
+        shown = f"{opened.source}: Able to open /dev/kfd read-write" if opened else f"{obs.agents[0].source}: GPU agent"
+        r.overruled.append(
+            "module-not-loaded (rocminfo says the ROCk module is NOT loaded): overruled, its check of the module "
+            f"failed while KFD works ({shown})"
+        )
+        return
     r.findings.append(
         Finding(
             "module-not-loaded",
@@ -574,13 +588,17 @@ def rule_engine_drops_device_group(r: Reasoning) -> None:
     )
 
 
-def rootless_unmapped(r: Reasoning, cue: re.Match[str] | None, evidence: list[str]) -> None:
+def rootless_unmapped(
+    r: Reasoning, cue: re.Match[str] | None, evidence: list[str], *, keep_other_causes: bool = False
+) -> None:
     """The finding for a rootless container whose user namespace leaves out the host's group of /dev/kfd
     (assess/stack_rules.py reaches it from Podman's keep-groups told as the fix, and from a runtime that sees no
-    GPU in such a container)."""
+    GPU in such a container). The group findings it replaces read the same denial; with ``keep_other_causes``
+    they rest on evidence of their own (the host's accounts) and stay."""
     error = r.obs.value("kfd-open-error")
     shown = [f"rocminfo: Unable to open /dev/kfd read-write: {error}"] if error else []
-    r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
+    if not keep_other_causes:
+        r.findings[:] = [f for f in r.findings if f.code not in ("user-not-in-group", "device-permissions")]
     r.findings.append(
         Finding(
             "rootless-gid-unmapped",
@@ -837,7 +855,10 @@ def rule_override_wrong(r: Reasoning) -> None:
     if claimed is None or claimed_major is None:
         return
     shown = rocm_versions_shown(r)
-    for gfx, where in _real_targets(r, claimed):
+    targets = _real_targets(r, claimed)
+    # Another GPU of the override's own generation beside it: the override was set for that one, and reaches all.
+    beside = next((g for g, _ in targets if appformats.gfx_major(g) == claimed_major), None)
+    for gfx, where in targets:
         major = appformats.gfx_major(gfx)
         in_release = carried_in(gfx, shown)
         if in_release is None and predates_support(r, gfx):
@@ -862,10 +883,9 @@ def rule_override_wrong(r: Reasoning) -> None:
                 "env-override-wrong",
                 E,
                 f"HSA_OVERRIDE_GFX_VERSION={value} makes the runtime treat the {gfx} GPU as {claimed} ({why}); "
-                "its kernels then fault, hang the GPU or fall back to the CPU",
-                "unset HSA_OVERRIDE_GFX_VERSION wherever it is set (~/.bashrc, /etc/environment, the service's "
-                "Environment=, the container's -e, the program's launch script)"
-                + (f"; {gfx} needs no override" if supported else ""),
+                "its kernels then fault, hang the GPU or fall back to the CPU"
+                + (f" (the override, set for the {beside} GPU beside it, applies to every GPU)" if beside else ""),
+                _override_remedy(value, beside) + (f"; {gfx} needs no override" if supported else ""),
                 (
                     f"{source.source}: HSA_OVERRIDE_GFX_VERSION={value}" if source else f"override {value}",
                     f"{where}: {gfx}",
@@ -873,6 +893,19 @@ def rule_override_wrong(r: Reasoning) -> None:
             )
         )
         return
+
+
+def _override_remedy(value: str, beside: str | None) -> str:
+    """Unset the override; with a GPU beside that needs it, the per-GPU form for that one (libhsakmt reads
+    HSA_OVERRIDE_GFX_VERSION_<node id> before the global variable, since ROCm 6.2)."""
+    where = "(~/.bashrc, /etc/environment, the service's Environment=, the container's -e, the program's "
+    if beside is None:
+        return f"unset HSA_OVERRIDE_GFX_VERSION wherever it is set {where}launch script)"
+    return (
+        f"set the override for the {beside} GPU alone: HSA_OVERRIDE_GFX_VERSION_<node>={value} (ROCm 6.2 and later; "
+        f"<node> is that GPU's KFD node, rocminfo's 'Node:'), and unset the global HSA_OVERRIDE_GFX_VERSION "
+        f"wherever it is set {where}os.environ or launch script)"
+    )
 
 
 def _override_of_a_former_gap(

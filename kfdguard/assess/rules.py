@@ -820,6 +820,7 @@ def _access_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_tool_groups_missing"),
         text_only("rule_prose_node_group"),
         text_only("rule_container_without_render_group", "report_rules"),
+        text_only("rule_rootful_works", "stack_rules"),
     )
 
 

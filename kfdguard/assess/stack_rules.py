@@ -308,6 +308,43 @@ def rule_rootless_no_device(r: Reasoning) -> None:
     rootless_unmapped(r, rootless, [symptoms[0].text, f"the text: {passed.group(0).strip()}"])
 
 
+# A rootful container told to work where the rootless one does not ("in docker without rootless mode, it works",
+# "with rootful podman it works fine", "in a rootful docker there is no issue"): the devices and groups given are
+# right, and what the rootless one lacks is the mapping of the host's group that owns /dev/kfd. A negation between
+# the two ("rootful doesn't work either") is not this.
+ROOTFUL_WORKS = re.compile(
+    r"\b(?:rootful|(?:without|non-?|not in)\s*rootless)\b(?P<mid>[^.;\n]{0,60}?)"
+    r"(?:\b(?:works?|worked|working|fine|succeeds?)\b|\bno\s+(?:issues?|problems?|errors?)\b)",
+    re.I,
+)
+
+
+def rule_rootful_works(r: Reasoning) -> None:
+    """The text tells a rootless container failing where a rootful one works, about the GPU: the host's render or
+    video gid is not mapped into the rootless one. GPU agents shown elsewhere (the host's rocminfo) do not count
+    against it, and findings about the host's accounts stand beside it, as separate causes the text shows."""
+    obs = r.obs
+    if r.machine is not None or obs.foreign_host is not None:
+        return
+    if r.has("rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu", "kfd-not-built"):
+        return
+    rootless = search_lines(ROOTLESS, obs, "rootless")
+    if rootless is None:
+        return
+    told = next(
+        (
+            m
+            for line in lines_with(obs, "root")
+            for m in ROOTFUL_WORKS.finditer(line)
+            if not re.search(r"\b(?:not|never|neither|nor)\b|n't\b", m["mid"], re.I)
+        ),
+        None,
+    )
+    if told is None or not any(contains(obs, w, lower=True) for w in ("/dev/kfd", "rocm", "gpu", "/dev/dri")):
+        return
+    rootless_unmapped(r, told, [f"the text: {rootless.string.strip()[:160]}"], keep_other_causes=True)
+
+
 # --- a user added to the group as the fix, told in words ----------------------------------------------------
 
 # "we need to add the ollama user to the render group", "I had to add my user to video": the fix, so the account
@@ -318,6 +355,22 @@ ADD_TO_GROUP_FIX = re.compile(
     r"(?:\s+(?:and|&)\s+[`'\"]?(?:render|video)[`'\"]?)?\s+groups?\b",
     re.I,
 )
+# An account told to need the group, or left out of it by its installer: "the ollama user needs to be in the render
+# group", "jellyfin must be a member of video", "amdgpu drivers require render group access", "the postinst doesn't
+# add the ollama user to the video group", a request or title "Add fahclient to the render group." (the service
+# accounts that installers create without supplementary groups). Beside a denial told, it was not a member.
+ACCOUNT_NEEDS_GROUP = re.compile(
+    r"\b(?:needs?|needed|has|have|had|must|should)\s+(?:to\s+)?(?:be\s+)?(?:(?:a\s+)?member\s+of|in|part\s+of|"
+    r"added\s+to)\s+(?:the\s+|both\s+)?[`'\"]?(?P<need>render|video)[`'\"]?(?:\s+(?:and|&)\s+[`'\"]?(?:render|video)"
+    r"[`'\"]?)?\s+groups?\b"
+    r"|\brequires?\s+(?:the\s+)?[`'\"]?(?P<required>render|video)[`'\"]?\s+group\b"
+    r"|\b(?:does|did)(?:n't|\s+not)\s+(?:add|put)\s+(?:\S+\s+){1,3}?(?:to|in|into)\s+(?:the\s+)?[`'\"]?"
+    r"(?P<left_out>render|video)[`'\"]?\s+group\b"
+    r"|(?:^|[.:!?]\s+)(?:please\s+)?add\s+(?:\S+\s+){1,3}?to\s+(?:the\s+)?[`'\"]?(?P<asked>render|video)[`'\"]?\s+group\b",
+    re.I,
+)
+# A membership claimed in prose: PROSE_IN_GROUP not after a negation or a need ("must be a member of video").
+_NOT_CLAIMED = re.compile(r"\b(?:not|need|needs|must|should|has to|have to|had to)\b|n't\b", re.I)
 # What the missing membership did, somewhere in the text.
 DENIAL_WORDS = ("permission", "denied", "eacces", "access the", "crash", "no gpu", "not detected")
 
@@ -357,28 +410,39 @@ def rule_prose_group_fix(r: Reasoning) -> None:
         "user-not-in-group", "device-permissions", "rootless-gid-unmapped", "host-without-kfd", "no-amd-gpu"
     ):
         return
-    told = search_lines(ADD_TO_GROUP_FIX, obs, "to the", "to both")
+    told = search_lines(ADD_TO_GROUP_FIX, obs, "to the", "to both") or search_lines(ACCOUNT_NEEDS_GROUP, obs, " group")
     if told is None or not any(contains(obs, w, lower=True) for w in DENIAL_WORDS):
         worked = _group_add_then_works(r)
         if worked is None:
             return
         _not_in_group_fixed(r, *worked)
         return
-    group = told["group"].lower()
+    group = next(g for g in told.groupdict().values() if g).lower()
     if obs.user is not None and group in obs.user.groups:
         return  # id shows the account in it already
+    if _membership_claimed(r) == group:
+        return  # the person says the account is in it: the need told is not what failed
     r.findings.append(
         Finding(
             "user-not-in-group",
             E,
-            f"the text gives adding the account to '{group}' as the fix: it was not in the group that owns /dev/kfd "
-            "and /dev/dri/renderD*, so ROCm could not open them",
+            f"the text gives adding the account to '{group}' as the fix (or says the account needs it): it was not in "
+            "the group that owns /dev/kfd and /dev/dri/renderD*, so ROCm could not open them",
             f"sudo usermod -aG {group} <account> (render and video where both exist), then restart the service or log "
             "in again; for a service account, add the group where the account is created (its install script or "
             "unit's SupplementaryGroups=)",
             (f"the text: {told.group(0)}",),
         )
     )
+
+
+def _membership_claimed(r: Reasoning) -> str | None:
+    """The group the text says the account is in ("I am in the render group"), not a need or a negation."""
+    for line in lines_with(r.obs, " group"):
+        for m in appformats.PROSE_IN_GROUP.finditer(line):
+            if not _NOT_CLAIMED.search(line[max(0, m.start() - 25) : m.start()]):
+                return m["group"].lower()
+    return None
 
 
 def _not_in_group_fixed(r: Reasoning, group: str, command: str) -> None:
@@ -675,6 +739,7 @@ def rule_container_render_nodes_missing(r: Reasoning) -> None:
         return
     told = search_lines(RENDER_NODES_LEFT_OUT, obs, "render")
     if told is None or not (obs.first("container") or CONTAINER_WORD.search(obs.text)):
+        _privileged_fixed(r)
         return
     r.findings.append(
         Finding(
@@ -688,6 +753,67 @@ def rule_container_render_nodes_missing(r: Reasoning) -> None:
             (f"the text: {told.group(0)}",),
         )
     )
+
+
+# --privileged told as what made a container work that was given /dev/kfd: a privileged container gets every device
+# node of the host, so the one the container lacked is the GPUs' render nodes (/dev/dri/renderD*), which ROCm opens
+# besides /dev/kfd (ROCm-docker's documented command passes --device=/dev/dri for this). Not where /dev/dri was passed
+# in the run before the fix, where SELinux or AppArmor is named (--privileged also drops their labels), or in a
+# rootless container (--privileged passes nothing the user cannot open).
+PRIVILEGED = re.compile(r"(?<![\w-])(?:--privileged\b|privileged\s+(?:mode|containers?|docker)\b)", re.I)
+PRIVILEGED_WORKS = re.compile(
+    r"\bworks?\b|\bworked\b|\bworking\b|\bfixe[sd]\b|\bsolve[sd]\b|\b(?:gets?|got|makes?|made)\s+it\s+(?:to\s+)?work\b"
+    r"|\bdid the trick\b",
+    re.I,
+)
+_NEGATED = re.compile(r"\b(?:not|never|no longer|nothing|neither)\b|n't\b", re.I)
+DRI_PASSED = re.compile(
+    r"--device[= ]\s*[\"']?/dev/dri\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/dri\b|^\s*-\s*[\"']?/dev/dri\b"
+)
+MAC_WORDS = ("selinux", "avc:", "apparmor", "label=disable", "label:disable")
+
+
+def _privileged_success(lines: list[str], at: int, found: re.Match[str]) -> str | None:
+    """The success told of --privileged on its line (after it, then before it) or on the four lines below."""
+    line = lines[at]
+    for told in [line[found.end() :], line[: found.start()], *lines[at + 1 : at + 5]]:
+        works = PRIVILEGED_WORKS.search(told)
+        if _NEGATED.search(told[: works.start()] if works else told):
+            return None
+        if works:
+            return told.strip()[:160]
+    return None
+
+
+def _privileged_fixed(r: Reasoning) -> None:
+    obs = r.obs
+    if r.has("user-not-in-group", "device-permissions", "rootless-gid-unmapped") or not contains(obs, "privileged"):
+        return
+    if any(contains(obs, w, lower=True) for w in MAC_WORDS) or search_lines(ROOTLESS, obs, "rootless", "distrobox"):
+        return
+    if search_lines(appformats.KFD_PASSED, obs, "/dev/kfd") is None:
+        return  # /dev/kfd not passed as a device: what --privileged gave may be /dev/kfd itself
+    lines = obs.lines
+    for at, line in enumerate(lines):
+        found = PRIVILEGED.search(line) if "privileged" in line.lower() else None
+        success = _privileged_success(lines, at, found) if found else None
+        if found is None or success is None:
+            continue
+        if any(DRI_PASSED.search(x) and not PRIVILEGED.search(x) for x in lines[:at]):
+            return  # the run that failed had the render nodes: --privileged gave it something else
+        r.findings.append(
+            Finding(
+                "device-node-missing",
+                E,
+                "the text tells --privileged as what made the container work, which was given /dev/kfd as a device: "
+                "a privileged container gets every device node of the host, so what it lacked is the GPUs' render "
+                "nodes (/dev/dri/renderD*), which ROCm opens besides /dev/kfd",
+                "pass the render nodes instead of --privileged: docker/podman run --device=/dev/kfd --device=/dev/dri "
+                "(or each /dev/dri/renderD* the host has) with --group-add video --group-add render",
+                (f"the text: {line.strip()[:160]}", f"the text: {success}"),
+            )
+        )
+        return
 
 
 # --- KFD locked after a GPU left, told in words ------------------------------------------------------------------

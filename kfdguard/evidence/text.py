@@ -66,6 +66,8 @@ _ID = re.compile(r"uid=(?P<uid>\d+)\((?P<user>[^)]+)\) gid=\d+\([^)]*\)(?: group
 _GROUPS_OF = re.compile(r"^(?P<user>[a-z_][\w.-]*) : (?P<groups>[\w.-]+(?: [\w.-]+)*)$")
 _ROCK = re.compile(r"ROCk module (?:version (?P<version>\S+) )?is (?P<state>loaded|NOT loaded|NOT live)")
 _OPEN_KFD = re.compile(r"Unable to open /dev/kfd read-write: (?P<error>.+)$")
+# rocminfo's line after a successful open (rocminfo.cc CheckInitialState): KFD is up, whatever its module check said.
+_OPENED_KFD = re.compile(r"(?<![\w])Able to open /dev/kfd read-write\b")
 _MEMBER = re.compile(r"(?P<user>\S+) is member of (?P<group>\S+) group")
 _NOT_MEMBER = re.compile(r"(?P<user>\S+) is not member of \"(?P<group>[^\"]+)\" group")
 _NO_USER = re.compile(r"Failed to get user name to check for (?P<group>\S+) group membership")
@@ -272,6 +274,7 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     if not (
         "ROCk" in bare
         or "Unable to open" in bare
+        or "Able to open" in bare
         or " member of " in bare
         or "user name" in bare
         or "hsa" in bare
@@ -283,10 +286,7 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
     if m:
         obs.kinds.add("rocminfo")
         obs.add("rock-module", m["state"], source)
-    m = _OPEN_KFD.search(bare) if "Unable to open" in bare else None
-    if m:
-        obs.kinds.add("rocminfo")
-        obs.add("kfd-open-error", m["error"].strip(), source)
+    _kfd_open(obs, bare, source)
     if " member of " in bare:  # both patterns start with \S+, slow to search on every line
         m = _MEMBER.search(bare)
         if m:
@@ -298,6 +298,17 @@ def _rocminfo(obs: Observations, line: _Line, state: _State) -> None:
         obs.add("no-user-name", "yes", source)
     if _HSA_FAIL.search(bare):
         obs.add("hsa-failure", bare[:160], source)
+
+
+def _kfd_open(obs: Observations, bare: str, source: Source) -> None:
+    """rocminfo's open of /dev/kfd: its error, or its success (which outweighs its module check)."""
+    m = _OPEN_KFD.search(bare) if "Unable to open" in bare else None
+    if m:
+        obs.kinds.add("rocminfo")
+        obs.add("kfd-open-error", m["error"].strip(), source)
+    if "Able to open" in bare and _OPENED_KFD.search(bare):
+        obs.kinds.add("rocminfo")
+        obs.add("kfd-opened", "read-write", source)
 
 
 def _agent_block(obs: Observations, line: _Line, state: _State) -> None:
@@ -499,6 +510,18 @@ def _drop_target_listings(obs: Observations) -> None:
         obs.prose_gfx = [(g, s) for g, s in obs.prose_gfx if s.line not in listed]
 
 
+def _targets_in_prose(obs: Observations, text: str, lowered: str, number: int) -> None:
+    """A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per line
+    only, since lines listing several are a program's list of what it supports, not the GPU; there, and beside a
+    setting's "=", only a target attributed to a GPU ("the 9060xt is gfx1200, the 6600 gfx1032")."""
+    targets = appformats.PROSE_GFX.findall(lowered) if "=" not in text else []
+    if len(targets) == 1:
+        obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
+    elif "is" in lowered or "(" in lowered:
+        for m in appformats.GPU_TARGET_ATTRIBUTED.finditer(lowered):
+            obs.prose_gfx.append((m[1], Source(f"paste: {m.group(0)}", number)))
+
+
 def _named_gfx(obs: Observations, text: str, lowered: str, number: int) -> None:
     """Instinct, Radeon Pro, Vega and cloud names (appformats.NAMED_GFX), then Radeon Pro names by pci.ids."""
     # appformats.NAMED_GFX_CUES, spelled out: a generator over the tuple costs twice as much on every line
@@ -530,12 +553,8 @@ def _gpus_in_prose(obs: Observations, text: str, lowered: str, number: int) -> N
     _apus(obs, lowered, number)
     if "amd " in lowered or "radeon " in lowered:
         _retail_numbers(obs, appformats.AMD_NUMBER, lowered, number)
-    if "gfx" in lowered and "=" not in text and "[" not in text:
-        # A target written in prose ("does not yet support your GPU (gfx1032)", "RX580/gfx803 support"): one per
-        # line only, since lines listing several are a program's list of what it supports, not the GPU.
-        targets = appformats.PROSE_GFX.findall(lowered)
-        if len(targets) == 1:
-            obs.prose_gfx.append((targets[0], Source(f"paste: {targets[0]}", number)))
+    if "gfx" in lowered and "[" not in text:
+        _targets_in_prose(obs, text, lowered, number)
     _named_gfx(obs, text, lowered, number)
     if (
         "nvidia" in lowered

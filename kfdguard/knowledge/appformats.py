@@ -829,6 +829,14 @@ def yes_no_question(line: str, at: int) -> bool:
 # A gfx target as a word of prose: not part of a file name (TensileLibrary_gfx803.dat, gfx1030.co) or an ISA name;
 # a full stop that ends the sentence ("my card reports gfx1032.") is not a file name's.
 PROSE_GFX = re.compile(r"(?<![\w-])(gfx[0-9][0-9a-f]{2,3})(?![\w-]|\.\w)")
+# A target attributed to a GPU in prose, searched in lower-cased lines: after a model number ("9060xt is `gfx1200`",
+# "7800xt (gfx1101)", "7900 xtx 24gb (gfx1100)") or a word for the GPU ("my gpu is gfx1032"). Read where a line
+# names several targets, which PROSE_GFX leaves alone as a list of what a program supports; a target after
+# "supported is" or a build flag's "=" is not attributed to a GPU.
+GPU_TARGET_ATTRIBUTED = re.compile(
+    r"(?:(?<![\w.-])(?:rx\s?)?\d{3,4}\s?(?:xtx|xt|gre|m|s)?|\b(?:gpu|card|igpu|apu|dgpu))(?:\s+\d{1,3}\s?gb)?"
+    r"\s*(?:\(\s*|\bis\s+(?:an?\s+)?)[`'\"]?(gfx[0-9][0-9a-f]{2,3})(?![\w-]|\.\w)"
+)
 # GPU families named in prose without a number ("Polaris is no longer supported"): a line that names one
 # speaks of a GPU, as "gpu" or "card" would.
 PROSE_FAMILY = re.compile(
