@@ -771,6 +771,7 @@ def rule_dkms(r: Reasoning) -> None:
 
 
 __all__ = [
+    "computes_as_root",
     "rule_denied_by_groups",
     "rule_dkms",
     "rule_driver_tables",
@@ -1202,12 +1203,20 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
     )
 
 
+def computes_as_root(r: Reasoning) -> bool:
+    """Whether the text says the program works as root ("works with sudo"): KFD then works on that kernel, so its
+    release cannot be what keeps the GPU from compute (ROCm 1.x-2.x brought their own KFD to 4.x kernels)."""
+    return search_lines(ROOT_ONLY, r.obs, "root", "sudo") is not None
+
+
 def rule_prose_kernel(r: Reasoning) -> None:
     """The kernel (from uname or a log, else the one kernel version prose names) older than the first KFD for
     a GPU the text names only by retail name or gfx target (GPUs with PCI ids: rule_kernel_support)."""
     obs = r.obs
     if r.machine is not None or r.amd or r.has("kernel-too-old", "asic-not-supported", "dkms-not-built"):
         return  # GPUs with ids are rule_kernel_support's; with DKMS not built, the kernel's own amdgpu is moot
+    if computes_as_root(r):
+        return  # KFD works on that kernel as root (ROCm's own driver): its release is not the cause
     version = r.version
     said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
     if version is None:

@@ -368,6 +368,9 @@ def rule_kernel_support(r: Reasoning) -> None:
     version = r.version
     if r.machine is None and r.has("kernel-too-old", "asic-not-supported"):
         return  # a paste's anonymous log cause already said it
+    # A text that says the program works as root shows KFD working on that kernel (ROCm's own driver, or a
+    # kernel newer than its release says): its release cannot make the GPU's KFD too old.
+    computes = r.machine is None and version is not None and _computes_as_root(r)
     for t in r.amd:
         asic = t.asic
         if asic is None or t.has_node or t.stopped:
@@ -385,7 +388,7 @@ def rule_kernel_support(r: Reasoning) -> None:
                 )
             )
             t.block("never supported by KFD", "asic-not-supported")
-        elif version is not None and version < asic.kfd_since:
+        elif version is not None and version < asic.kfd_since and not computes:
             need = f"{asic.kfd_since[0]}.{asic.kfd_since[1]}"
             hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
             r.findings.append(
@@ -400,6 +403,12 @@ def rule_kernel_support(r: Reasoning) -> None:
                 )
             )
             t.block(f"kernel older than {need}", "kernel-too-old")
+
+
+def _computes_as_root(r: Reasoning) -> bool:
+    from kfdguard.assess.app_rules import computes_as_root
+
+    return computes_as_root(r)
 
 
 def rule_kfd_init_failed(r: Reasoning) -> None:

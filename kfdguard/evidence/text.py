@@ -85,7 +85,13 @@ _NOT_SET = re.compile(r"^[+-]?# CONFIG_\w+ is not set$")
 _MODPROBE_KINDS = ("options ", "softdep ", "install ", "blacklist ", "alias ", "remove ")
 LineMatch = Callable[[str], re.Match[str] | None]
 # Which source of the kernel release wins when a paste shows several.
-_RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "drm": 0}
+_RELEASE_RANK = {"uname": 3, "log": 2, "modules": 1, "form": 1, "drm": 0}
+# A release under a label, as issue forms and system summaries write it: "- Kernel : 4.15.0-29deepin-generic",
+# "Kernel version: 6.8.0-45-generic", "**Kernel**: 6.12.9". A program's version has its own label.
+_KERNEL_LABEL = re.compile(
+    r"^\W{0,4}kernel(?:\s+(?:version|release))?\W{0,4}\s*:\s*[`*]*(?:linux\s+)?(?P<release>[2-7]\.\d+[\w.+~-]*)[`*]*\s*$",
+    re.I,
+)
 
 
 class _Line:
@@ -145,8 +151,12 @@ def _release(obs: Observations, line: _Line, state: _State) -> None:
         or "/lib/modules/" in bare
         or "DRM version" in bare
         or bare[:1].isdigit()
+        or "ernel" in bare[:12]
     ):
         return
+    labelled = _KERNEL_LABEL.match(bare) if "ernel" in bare[:12] else None
+    if labelled:
+        _set_release(obs, labelled["release"], "form", line.number)
     m = _UNAME_A.match(bare)
     if m:
         _set_release(obs, m["release"], "uname", line.number)
