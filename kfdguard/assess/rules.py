@@ -368,9 +368,6 @@ def rule_kernel_support(r: Reasoning) -> None:
     version = r.version
     if r.machine is None and r.has("kernel-too-old", "asic-not-supported"):
         return  # a paste's anonymous log cause already said it
-    # A text that says the program works as root shows KFD working on that kernel (ROCm's own driver, or a
-    # kernel newer than its release says): its release cannot make the GPU's KFD too old.
-    computes = r.machine is None and version is not None and _computes_as_root(r)
     for t in r.amd:
         asic = t.asic
         if asic is None or t.has_node or t.stopped:
@@ -388,7 +385,7 @@ def rule_kernel_support(r: Reasoning) -> None:
                 )
             )
             t.block("never supported by KFD", "asic-not-supported")
-        elif version is not None and version < asic.kfd_since and not computes:
+        elif version is not None and version < asic.kfd_since and not _computes_as_root(r):
             need = f"{asic.kfd_since[0]}.{asic.kfd_since[1]}"
             hedge = " (first release inferred, may be off by one)" if asic.kfd_since_uncertain else ""
             r.findings.append(
@@ -406,6 +403,12 @@ def rule_kernel_support(r: Reasoning) -> None:
 
 
 def _computes_as_root(r: Reasoning) -> bool:
+    """A text that says the program works as root shows KFD working on that kernel (ROCm's own driver, or a kernel
+    newer than its release says): its release cannot make the GPU's KFD too old. Asked only where a GPU's KFD
+    release is above the kernel's, and never of a machine, whose KFD answers for itself; app_rules is imported
+    here, off the boot path."""
+    if r.machine is not None:
+        return False
     from kfdguard.assess.app_rules import computes_as_root
 
     return computes_as_root(r)
