@@ -10,7 +10,8 @@ from kfdguard.verdict import Finding, Severity
 E = Severity.ERROR
 
 
-def _mode_allows_group(mode: str) -> bool:
+def mode_allows_group(mode: str) -> bool:
+    """Whether a mode string ("crw-rw----") lets its group read and write."""
     return len(mode) >= 7 and mode[4] == "r" and mode[5] == "w"
 
 
@@ -121,7 +122,7 @@ def _mode(r: Reasoning) -> None:
     seen = r.obs.user
     if node is None or node.mode is None:
         return
-    if not _mode_allows_group(node.mode) and node.mode[7:9] != "rw":
+    if not mode_allows_group(node.mode) and node.mode[7:9] != "rw":
         r.findings.append(
             Finding(
                 "device-permissions",
@@ -150,9 +151,9 @@ def _render_nodes(r: Reasoning) -> None:
         if not path.rsplit("/", 1)[-1].startswith("renderD") or node.mode is None or node.acl or node.mode[7:9] == "rw":
             continue  # an ACL ("+") may grant the user access: ls -l does not show to whom
         if seen is None:
-            closed = not _mode_allows_group(node.mode)
+            closed = not mode_allows_group(node.mode)
         else:
-            closed = seen.user != node.owner and (node.group not in seen.groups or not _mode_allows_group(node.mode))
+            closed = seen.user != node.owner and (node.group not in seen.groups or not mode_allows_group(node.mode))
         if not closed:
             continue
         who = f"{seen.user or 'the user'} (groups: {' '.join(seen.groups)})" if seen else "members of its group"
@@ -163,7 +164,7 @@ def _render_nodes(r: Reasoning) -> None:
                 f"{path} is {node.mode} {node.owner}:{node.group}: {who} cannot open it, so ROCm silently "
                 "skips that GPU",
                 f"sudo usermod -aG {node.group} {seen.user if seen and seen.user else '$USER'} and log in again"
-                if seen and _mode_allows_group(node.mode)
+                if seen and mode_allows_group(node.mode)
                 else 'a udev rule SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="render", MODE="0660"',
                 (f"{node.source}: {node.mode} {node.owner}:{node.group}",)
                 + ((f"{seen.source}: groups {' '.join(seen.groups)}",) if seen else ()),
@@ -215,7 +216,7 @@ def _unnamed_gid(r: Reasoning) -> bool:
     gid = node.group if node is not None else None
     if node is None or node.mode is None or gid is None or not gid.isdigit() or gid in OVERFLOW:
         return False
-    if node.mode[7:9] == "rw" or not _mode_allows_group(node.mode):
+    if node.mode[7:9] == "rw" or not mode_allows_group(node.mode):
         return False  # anyone may open it, or the group may not: the gid is not what decides
     if obs.user is not None and gid in obs.user.groups:
         return False

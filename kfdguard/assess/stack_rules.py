@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from kfdguard.assess.access_rules import mode_allows_group
 from kfdguard.assess.app_rules import ROOTLESS, amd_gpu_named, rootless_unmapped
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
@@ -553,7 +554,7 @@ def _kfd_open_to_user(r: Reasoning) -> str | None:
         return None
     if node.mode[7:9] == "rw":
         return f"{node.source}: /dev/kfd is {node.mode}"
-    if user is not None and node.group in user.groups and node.mode[4:6] == "rw":
+    if user is not None and node.group in user.groups and mode_allows_group(node.mode):
         return f"{user.source}: the user is in {node.group}, which owns /dev/kfd ({node.mode})"
     return None
 
