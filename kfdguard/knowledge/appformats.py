@@ -1135,6 +1135,7 @@ def _chip_names() -> dict[str, int]:
     return _CHIPS
 
 
+@functools.cache
 def chip_cues() -> tuple[str, ...]:
     """Lower-cased first words of the chip names: the lines chip_devices needs to see."""
     return tuple(sorted({name.split()[0].lower() for name in _chip_names()}))
@@ -1161,6 +1162,11 @@ _PCI_PRO = re.compile(r"\bPro (?P<series>WX|W|V) ?(?P<number>\d{3,4})(?P<x>X)?\b
 _PRO_NAMES: dict[str, int] = {}  # "WX7100" -> the lowest device id whose pci.ids name carries it, on first use
 
 
+def _pro_key(m: re.Match[str]) -> str:
+    """A Radeon Pro name as one key, however it is spaced or cased: "WX7100", "W5700", "V520"."""
+    return f"{m['series'].upper()}{m['number']}{(m['x'] or '').upper()}"
+
+
 def pro_devices(lowered: str) -> list[tuple[str, int]]:
     """(the name as "Radeon Pro WX 7100", PCI device id) for each Radeon Pro name in a lower-cased line that
     pci.ids gives a chip."""
@@ -1169,15 +1175,14 @@ def pro_devices(lowered: str) -> list[tuple[str, int]]:
 
         for device, name in sorted(PCI_NAMES.items()):
             for m in _PCI_PRO.finditer(name):
-                _PRO_NAMES.setdefault(f"{m['series'].upper()}{m['number']}{(m['x'] or '').upper()}", device)
+                _PRO_NAMES.setdefault(_pro_key(m), device)
     found = []
     for m in PRO_NAME.finditer(lowered):
-        key = f"{m['series'].upper()}{m['number']}{(m['x'] or '').upper()}"
+        key = _pro_key(m)
         if key in _PRO_NAMES:
-            space = " " if m["series"] == "wx" else ""  # pci.ids and AMD write "WX 7100", "W5700", "V520"
-            found.append(
-                (f"Radeon Pro {m['series'].upper()}{space}{m['number']}{(m['x'] or '').upper()}", _PRO_NAMES[key])
-            )
+            # pci.ids and AMD write "WX 7100" with a space, "W5700" and "V520" without
+            named = f"WX {key[2:]}" if m["series"] == "wx" else key
+            found.append((f"Radeon Pro {named}", _PRO_NAMES[key]))
     return found
 
 
