@@ -1346,28 +1346,33 @@ def rule_wsl_runtime(r: Reasoning) -> None:
     where = _wsl(r)
     if where is None:
         return
-    if refused and not r.has("userspace-target-unsupported"):
+    # The runtime's refusal, or (beside its failure) the GPU told unsupported under WSL in words.
+    told = None if refused else _gpu_denied_under_wsl(r)
+    if (refused or told) and not r.has("userspace-target-unsupported"):
         gfx, shown = _gfx_of_text(r, [])
         gpu = gfx or "this GPU"
+        said = refused[0].text if refused else f"the text: {told}"
+        how = "('ROCR: unsupported GPU')" if refused else "(the text says so)"
         r.findings.append(
             Finding(
                 "userspace-target-unsupported",
                 E,
-                f"ROCm's WSL runtime refuses {gpu} ('ROCR: unsupported GPU'): under WSL ROCm runs only on the GPUs "
+                f"ROCm's WSL runtime does not support {gpu} {how}: under WSL ROCm runs only on the GPUs "
                 "of AMD's WSL compatibility list for that release; groups, permissions and drivers inside WSL "
                 "cannot change it",
                 "look up AMD's ROCm-on-WSL compatibility matrix for a release (and Windows driver) that lists this "
                 "GPU; otherwise run ROCm on a Linux host (bare metal, or a VM with the GPU passed through)",
-                tuple(x for x in (refused[0].text, where, f"{shown}: {gfx}" if gfx else None) if x),
+                tuple(x for x in (said, where, f"{shown}: {gfx}" if gfx else None) if x),
             )
         )
-    if (failure is None and not refused) or r.has("host-without-kfd"):
+    unsupported = bool(refused or told)
+    if (failure is None and not unsupported) or r.has("host-without-kfd"):
         return
     _drop_linux_host_findings(r)
     r.findings.append(
         Finding(
             "host-without-kfd",
-            W if refused else E,
+            W if unsupported else E,
             "ROCm runs under WSL, where there is no KFD and no /dev/kfd: ROCr reaches the GPU through the Windows "
             "driver (/dev/dxg) only in the ROCm releases AMD builds for WSL, with a matching Adrenalin driver; an "
             "HSA_STATUS_ERROR_OUT_OF_RESOURCES there means that path found no GPU it can use",
@@ -1378,6 +1383,20 @@ def rule_wsl_runtime(r: Reasoning) -> None:
             tuple(x for x in (where, failure) if x),
         )
     )
+
+
+# What makes a support denial speak of a GPU, not of a release ("ROCm 7.1 is not supported on WSL").
+_GPU_WORD = re.compile(r"\b(?:gpus?|cards?|gfx\d+|rx\s?\d{3,4}|radeon|\d{4}\s?(?:xtx|xt|gre))\b", re.I)
+
+
+def _gpu_denied_under_wsl(r: Reasoning) -> str | None:
+    """A line that says a GPU is not supported under WSL (AMD's answer to an HSA failure there), not a question."""
+    for line in lines_with(r.obs, "wsl"):
+        m = appformats.PROSE_UNSUPPORTED.search(line)
+        if m is None or appformats.yes_no_question(line, m.start()) or not _GPU_WORD.search(line[: m.start()]):
+            continue
+        return line.strip()[:160]
+    return None
 
 
 def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
@@ -1660,19 +1679,8 @@ def rule_udev_rule_fix(r: Reasoning) -> None:
     rule = search_lines(appformats.KFD_UDEV_RULE, obs, "kfd")
     shown: tuple[str, ...] | None = None
     if rule is not None:
-        fixed = search_lines(
-            appformats.PROSE_FIXED,
-            obs,
-            "required",
-            "fixed",
-            "solved",
-            "resolved",
-            "trick",
-            "worked",
-            "works now",
-            "now it works",
-        )
-        if fixed is not None and not re.search(r"\b(?:not|n't|never)\b", fixed.string):
+        fixed = search_lines(appformats.PROSE_FIXED, obs, *appformats.FIXED_CUES)
+        if fixed is not None and not appformats.NEGATED.search(fixed.string):
             shown = (f"the text: {rule.group(0).strip()[:80]}", f"the text: {fixed.group(0)}")
     if shown is None:
         missing = search_lines(appformats.PROSE_NO_UDEV, obs, "udev")

@@ -637,8 +637,7 @@ def rule_igpu_used(r: Reasoning) -> None:
 
 # Prose that says what came before it helped ("This worked for me", "that did the trick"); a negation in the line
 # ("it never worked") undoes it.
-_WORKED_CUES = ("worked", "works now", "now it works", "fixed", "solved", "resolved", "trick")
-_NEGATED = re.compile(r"\b(?:not|n't|never|no longer)\b", re.I)
+_NEGATED = appformats.NEGATED
 
 
 def override_target(value: str) -> str | None:
@@ -683,9 +682,10 @@ def rule_override_worked(r: Reasoning) -> None:
     if set_at is None or claimed is None:
         return
     worked = None
-    for line in dict.fromkeys(line for cue in _WORKED_CUES for line in lines_with(obs, cue)):
+    for line in dict.fromkeys(line for cue in appformats.FIXED_CUES for line in lines_with(obs, cue)):
         m = appformats.PROSE_FIXED.search(line)
-        if m and not _NEGATED.search(line) and _line_number(obs.lines, line) > set_at.source.line:
+        # On the setting's own line or below it: a fix told before the override was set speaks of something else.
+        if m and not _NEGATED.search(line) and _line_number(obs.lines, line) >= set_at.source.line:
             worked = m
             break
     # Or the override told as needed ("had to set", "without the override ... drops it"), or a success right after it.

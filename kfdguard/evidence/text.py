@@ -464,7 +464,7 @@ def _apus(obs: Observations, lowered: str, number: int) -> None:
 
 
 # A line that names what follows it (or itself) as the GPU: "### GPU", "GPU:", "Graphics card", "my iGPU ...".
-_AS_GPU = re.compile(r"\b(?:i?gpu|graphics|integrated|apu)\b", re.I)
+_AS_GPU = re.compile(r"\b(?:i?gpu|graphics|video card|integrated|apu)\b", re.I)
 _LABEL = re.compile(r"^\s*(?:#+\s*)?(?P<label>[\w ()/-]{1,30}?)\s*:?\s*$")
 
 
@@ -495,6 +495,32 @@ def _processors_as_gpus(obs: Observations) -> None:
         if weak and _named_as_gpu(lines, index):
             for gfx, name, row in weak:
                 obs.cpu_gpus.append((gfx, Source(f"paste: {name} ({row.igpu}, {row.family})", index + 1)))
+
+
+# Another vendor's product on the line: its numbers are not Radeon models ("RTX 6000 Ada").
+_OTHER_VENDOR = re.compile(r"\b(?:nvidia|geforce|quadro|[rg]tx)\b", re.I)
+
+
+def _models_as_gpus(obs: Observations) -> None:
+    """Radeon model numbers without "RX" (appformats.BARE_MODEL, LABELLED_MODEL) on the lines the text names as
+    its GPU, read after the lines as _processors_as_gpus is (the label may be a heading above)."""
+    text = obs.text
+    if not (appformats.BARE_MODEL.search(text) or appformats.LABELLED_MODEL.search(text)):
+        return
+    lines = obs.lines
+    for index, line in enumerate(lines):
+        labelled = appformats.LABELLED_MODEL.search(line)
+        if labelled is None and appformats.BARE_MODEL.search(line) is None:
+            continue
+        if _OTHER_VENDOR.search(line):
+            continue
+        found = [labelled] if labelled else []
+        if not found and _named_as_gpu(lines, index):
+            found = list(appformats.BARE_MODEL.finditer(line))
+        for m in found:
+            gfx = appformats.rx_target(int(m["number"]), (m.groupdict().get("suffix") or "").lower())
+            if gfx:
+                obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", index + 1)))
 
 
 # A target that labels a value ("gfx1035: 13 matches", "gfx1100  121"): several of them on consecutive lines are a
@@ -629,6 +655,7 @@ def _finish(obs: Observations, state: _State) -> None:
     _finish_agent(obs, state)
     _drop_target_listings(obs)
     _processors_as_gpus(obs)
+    _models_as_gpus(obs)
     if state.kconfig or state.kconfig_old:
         obs.kinds.add("kconfig")
         values, _ = parse_kconfig("\n".join(state.kconfig))

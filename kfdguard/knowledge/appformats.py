@@ -949,10 +949,19 @@ PROSE_NO_UDEV = re.compile(
 )
 # Prose that says what came before it fixed the problem ("just this was required", "that did the trick").
 PROSE_FIXED = re.compile(
-    r"\b(?:was|is) (?:all (?:that was )?)?required\b|\b(?:fixed|solved|resolved) (?:it|this|the (?:issue|problem))\b"
-    r"|\bdid the trick\b|\b(?:it|that|this) worked\b|\bworks now\b|\bnow it works\b",
+    r"\b(?:was|is) (?:all (?:that was )?)?required\b"
+    r"|\b(?:fix(?:es|ed|ing)?|solv(?:es|ed|ing)|resolv(?:es|ed|ing)) (?:it|this|that|the|my)"
+    r"(?: (?:issue|problem|error|crash|segfault))?\b"
+    r"|\bdid the trick\b|\b(?:it|that|this) worked\b|\bworks now\b|\bnow it works\b"
+    r"|\bhad (?:some |great |good )?success\b"
+    # Chinese "solved" in its completed form, not after a negation (没有/没/未/不).
+    r"|(?<!没有)(?<!没)(?<!未)(?<!不)解决了",
     re.I,
 )
+# The cheap substrings one of PROSE_FIXED's tellings holds: the lines to search.
+FIXED_CUES = ("required", "fix", "solv", "resolv", "trick", "worked", "works now", "now it works", "success", "解决了")
+# A negation on the line of a telling: "didn't fix it", "not solved", "never worked", "no longer", 没有解决.
+NEGATED = re.compile(r"\b(?:not|never|no longer)\b|n't\b|没有|未能", re.I)
 # A program built or shipped without ROCm, as it or a person says it: "rendered llama.cpp without ROCM support",
 # "built without HIP", "AMD GPU detected (ROCm support not currently available)", "not compiled with hipBLAS";
 # and llama.cpp's own warning of a build without any GPU backend (common/common.cpp before the backend registry:
@@ -1323,6 +1332,15 @@ RX_MOBILE_GFX: dict[tuple[range, str], str] = {
 # the lower-cased line; "AMD Ryzen 5 5600" has a word between, "5600G" no boundary after the digits. "HD Radeon 7970"
 # is the HD 7970 of 2012 (OLD_RADEON), not an RX 7000 card.
 AMD_NUMBER = re.compile(r"(?<!hd )\b(?:amd|radeon)\s+(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre|s|m))?\b")
+# A model number without "AMD", "Radeon" or "RX", on a line the text names as its GPU ("GPU: 6750 XT", an issue
+# form's "### GPU" heading over "7900 XTX", "my gpu is a 5700 XT"): with its XT/XTX/GRE suffix, which no quantity
+# carries, or right after the label itself ("GPU: 6600") and not followed by a unit ("GPU: 6750 MHz").
+BARE_MODEL = re.compile(r"(?<![\w.])(?P<number>[5-9]\d{3})(?P<suffix>\s?(?:xtx|xt|gre))\b", re.I)
+LABELLED_MODEL = re.compile(
+    r"\b(?:i?gpu|graphics(?: card)?|video card)\s*[:=]\s*(?:amd\s+)?(?:radeon\s+)?(?P<number>[5-9]\d{3})\b"
+    r"(?!\s*(?:[kmg]i?b|[mg]hz|rpm|cores?|w\b|%|x\b))",
+    re.I,
+)
 
 
 def rx_target(number: int, suffix: str = "") -> str | None:
