@@ -475,9 +475,19 @@ def _node_does_not_grant(r: Reasoning, group: str, evidence: list[str]) -> None:
     )
 
 
+def told_root_works(r: Reasoning) -> re.Match[str] | None:
+    """The first line that tells root (or sudo) succeeding, not under a negation just before the telling ("I am
+    not running it with sudo" says how it ran, not that root succeeds)."""
+    for line in dict.fromkeys(lines_with(r.obs, "root") + lines_with(r.obs, "sudo")):
+        for m in ROOT_ONLY.finditer(line):
+            if not appformats.NEGATED.search(line[max(0, m.start() - 12) : m.start()]):
+                return m
+    return None
+
+
 def _root_only(r: Reasoning) -> str | None:
     """Prose that says root (or sudo) can and the user cannot, about the GPU stack or the user's groups."""
-    m = search_lines(ROOT_ONLY, r.obs, "root", "sudo")
+    m = told_root_works(r)
     if m is None:
         return None
     # The stack named anywhere, or the GPU named in the very sentence ("has to use sudo for GPU access").
@@ -838,6 +848,18 @@ def _wheel_lacks(r: Reasoning, gfx: str) -> bool:
     return any(wheel_without_code(r, gfx, m.value("path") or "") for m in r.obs.saw("tensile-unreadable"))
 
 
+def _seen_by_runtime(r: Reasoning, targets: list[tuple[str, str]], claimed: str) -> list[tuple[str, str]]:
+    """Of the targets, those the override reaches. When rocminfo listed its GPU agents by their own targets (run
+    without the override: no agent reports the claimed one), a GPU only prose names (an issue form's forced
+    choice, another machine of the thread) whose target the listing lacks is not one the runtime sees; a GPU its
+    ids or a program's own line show stays."""
+    listed = {a.gfx for a in r.obs.agents}
+    if not listed or claimed in listed:
+        return targets
+    shown = {t.asic.gfx for t in r.amd if t.asic} | {m.gfx for m in r.obs.messages if m.gfx}
+    return [(g, w) for g, w in targets if g in listed or g in shown]
+
+
 def rule_override_wrong(r: Reasoning) -> None:
     """HSA_OVERRIDE_GFX_VERSION claiming a target of another GFX generation, or any other target for a GPU
     ROCm supports as it is: the runtime loads code built for another instruction set.
@@ -856,7 +878,7 @@ def rule_override_wrong(r: Reasoning) -> None:
     if claimed is None or claimed_major is None:
         return
     shown = rocm_versions_shown(r)
-    targets = _real_targets(r, claimed)
+    targets = _seen_by_runtime(r, _real_targets(r, claimed), claimed)
     # Another GPU of the override's own generation beside it: the override was set for that one, and reaches all.
     beside = next((g for g, _ in targets if appformats.gfx_major(g) == claimed_major), None)
     for gfx, where in targets:
@@ -1206,13 +1228,12 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
 def computes_as_root(r: Reasoning) -> bool:
     """Whether the text says the program works as root ("works with sudo"): KFD then works on that kernel, so its
     release cannot be what keeps the GPU from compute (ROCm 1.x-2.x brought their own KFD to 4.x kernels)."""
-    return search_lines(ROOT_ONLY, r.obs, "root", "sudo") is not None
+    return told_root_works(r) is not None
 
 
 def rule_prose_kernel(r: Reasoning) -> None:
     """The kernel (from uname or a log, else the one kernel version prose names) older than the first KFD for
     a GPU the text names only by retail name or gfx target (GPUs with PCI ids: rule_kernel_support)."""
-    obs = r.obs
     if r.machine is not None or r.amd or r.has("kernel-too-old", "asic-not-supported", "dkms-not-built"):
         return  # GPUs with ids are rule_kernel_support's; with DKMS not built, the kernel's own amdgpu is moot
     if computes_as_root(r):
@@ -1221,33 +1242,60 @@ def rule_prose_kernel(r: Reasoning) -> None:
     said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
     if version is None:
         # "kernel 6.8" and "6.8 kernel" hold "kernel " (journald's "kernel:" does not), "Linux 6.8" "linux ".
-        lines = lines_with(obs, "kernel ") + lines_with(obs, "linux ")
-        versions = {
-            (int(a), int(b))
-            for line in set(lines)  # a long paste repeats its prose lines
-            for m in appformats.PROSE_KERNEL.finditer(line)
-            if not appformats.VERSION_OF_ANOTHER.search(line[: m.start()])
-            for a, b in [(m["a"] or m["b"]).split(".")]
-        }
-        if len(versions) != 1:
+        version = _kernel_of_the_failure(r)
+        if version is None:
             return  # none, or several kernels named: which one runs, the text does not say
-        version = versions.pop()
+    for asic, where in _prose_asics(r):
+        # A chip named by code name: its own first KFD, where its target is shared by older chips.
+        if asic.kfd_since is not None and version < asic.kfd_since:
+            _kernel_too_old_for(r, said, version, asic.kfd_since, asic.gfx or asic.family, where)
+            return
     for gfx, where in _real_targets(r, None):
         since = [a.kfd_since for a in _asics_of(gfx) if a.kfd_since is not None]
         if not since or version >= min(since):
             continue
-        need = min(since)
-        r.findings.append(
-            Finding(
-                "kernel-too-old",
-                E,
-                f"{said}, {version[0]}.{version[1]}, is older than the first KFD for {gfx} "
-                f"(Linux {need[0]}.{need[1]}): that kernel's amdgpu does not run this GPU for compute",
-                r.newer_kernel(need),
-                (f"{said}: {version[0]}.{version[1]}", f"{where}: {gfx}"),
-            )
-        )
+        _kernel_too_old_for(r, said, version, min(since), gfx, where)
         return
+
+
+def _kernel_too_old_for(
+    r: Reasoning, said: str, version: tuple[int, int], need: tuple[int, int], gpu: str, where: str
+) -> None:
+    r.findings.append(
+        Finding(
+            "kernel-too-old",
+            E,
+            f"{said}, {version[0]}.{version[1]}, is older than the first KFD for {gpu} "
+            f"(Linux {need[0]}.{need[1]}): that kernel's amdgpu does not run this GPU for compute",
+            r.newer_kernel(need),
+            (f"{said}: {version[0]}.{version[1]}", f"{where}: {gpu}"),
+        )
+    )
+
+
+def _prose_asics(r: Reasoning) -> list[tuple[Asic, str]]:
+    by_key = {a.key: a for a in ASICS}
+    return [(by_key[key], str(source)) for key, source in r.obs.prose_asics if key in by_key]
+
+
+def _kernel_of_the_failure(r: Reasoning) -> tuple[int, int] | None:
+    """The one kernel version prose names ("kernel 6.8", "6.8 kernel", "Linux 6.8"), or, of several, the one
+    left when those on lines that tell a success ("finally tried Linux 5.3 and it's working": after the fix)
+    are set aside."""
+    # "kernel 6.8" and "6.8 kernel" hold "kernel " (journald's "kernel:" does not), "Linux 6.8" "linux ".
+    lines = lines_with(r.obs, "kernel ") + lines_with(r.obs, "linux ")
+    named: dict[tuple[int, int], bool] = {}  # version -> named on a line without a success
+    for line in dict.fromkeys(lines):  # a long paste repeats its prose lines
+        failing = not (appformats.TOLD_SUCCESS.search(line) and not appformats.NEGATED.search(line))
+        for m in appformats.PROSE_KERNEL.finditer(line):
+            if appformats.VERSION_OF_ANOTHER.search(line[: m.start()]):
+                continue
+            a, b = (m["a"] or m["b"]).split(".")
+            named[int(a), int(b)] = named.get((int(a), int(b)), False) or failing
+    if len(named) == 1:
+        return next(iter(named))
+    before = [v for v, failing in named.items() if failing]
+    return before[0] if len(before) == 1 else None
 
 
 # --- causes told around the pasted lines: settings, hosts, builds and GPUs in a person's own words -------
@@ -1638,19 +1686,27 @@ def rule_prose_atomics(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("pcie-atomics", "host-without-kfd"):
         return
-    if not _holds_lower(obs, "atomic"):
-        return
-    said = search_lines(appformats.PROSE_ATOMICS, obs, "atomic")
-    if said is None:
+    said = search_lines(appformats.PROSE_ATOMICS, obs, "atomic") if _holds_lower(obs, "atomic") else None
+    refused = _atomic_op_refused(r) if said is None else None
+    shown = said or refused
+    if shown is None:
         return
     guest = appformats.PASSTHROUGH.search(obs.text)
     r.findings.append(
         Finding(
             "pcie-atomics",
             E,
-            "the text says the GPU's PCIe path does not provide AtomicOps"
+            (
+                "a PCIe port refused the GPU's AtomicOp request (AER's TLP header)"
+                if refused
+                else "the text says the GPU's PCIe path does not provide AtomicOps"
+            )
             + (" (a GPU passed through to a virtual machine)" if guest else "")
-            + ": KFD skips a GPU that needs them, so ROCm lists only the CPU",
+            + (
+                ": the path does not route the atomics the GPU's compute kernels use, so they hang or fail"
+                if refused
+                else ": KFD skips a GPU that needs them, so ROCm lists only the CPU"
+            ),
             (
                 "the hypervisor must expose AtomicOps to the guest (VMware does not; on QEMU/KVM put the GPU behind a "
                 "pcie-root-port of a q35 machine), or run ROCm on the host"
@@ -1658,11 +1714,20 @@ def rule_prose_atomics(r: Reasoning) -> None:
                 else "put the card in a CPU-attached PCIe 3.0+ slot (Thunderbolt enclosures, chipset slots, risers and "
                 "old platforms may not pass atomics); 'sudo lspci -vvv | grep -i atomic' shows each port's support"
             ),
-            (f"the text: {said.group(0)}",) + ((f"the text: {guest.group(0)}",) if guest else ()),
+            (f"the text: {shown.group(0)}",) + ((f"the text: {guest.group(0)}",) if guest else ()),
         )
     )
     # The no-GPU-node symptom is this; a VM's own adapter is not the machine's only GPU.
     r.findings[:] = [f for f in r.findings if f.code != "no-amd-gpu"]
+
+
+def _atomic_op_refused(r: Reasoning) -> re.Match[str] | None:
+    """AER's TLP header of a request a port refused, where the request is an AtomicOp (appformats.AER_TLP_HEADER)."""
+    for line in lines_with(r.obs, "tlp header"):
+        m = appformats.AER_TLP_HEADER.search(line)
+        if m and int(m["fmt_type"], 16) in appformats.ATOMIC_OP_FMT_TYPES:
+            return m
+    return None
 
 
 def rule_udev_rule_fix(r: Reasoning) -> None:

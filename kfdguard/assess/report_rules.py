@@ -95,6 +95,9 @@ PROSE_DKMS_KERNEL = re.compile(
     # 4.18 not supported": a DKMS subject, then "not supported" and "kernel" in the same sentence.
     rf"|(?:{_DRIVER})\b{_CLAUSE}{{0,40}}?\bnot\s+(?:yet\s+)?supported\b{_CLAUSE}{{0,20}}?\bkernel"
     rf"|\bdkms\b{_CLAUSE}{{0,40}}?\bkernel\b{_CLAUSE}{{0,40}}?\bnot\s+supported\b"
+    # "the DKMS driver, it's currently restricted to kernels up to 5.0", "rock-dkms only builds for kernels below 5.4"
+    rf"|(?:{_DRIVER})\b{_CLAUSE}{{0,40}}?\b(?:restricted|limited|only\s+(?:works|builds|installs))\s+(?:to|on|for)\s+"
+    r"(?:linux\s+)?kernels?\s+(?:up\s+to|below|before|older\s+than|<=?)"
     r"|\bfail(?:s|ed|ing)?\s+(?:building|to build|compiling|to compile)\b[^.\n]{0,40}?\bdkms\b"
     r"|\bdkms\b(?:\s+\w+){0,3}?\s+(?:do(?:es)? not|don'?t|doesn'?t|did not|didn'?t)\s+(?:\w+\s+)?"
     r"(?:build|install|compile)\b",

@@ -118,6 +118,9 @@ class Observations:
     env: list[tuple[str, str, Source]] = field(default_factory=list)  # GPU-selecting variables as set
     smi_gpus: int = 0  # GPUs a management tool (rocm-smi, amd-smi) lists: amdgpu drives them
     prose_gfx: list[tuple[str, Source]] = field(default_factory=list)  # gfx targets named in prose (RX 6600)
+    # Discrete chips named by code name ("Polaris 22", "Navi 31"): their ASIC key, for what a target alone cannot
+    # say (its first KFD release: gfx803 is Fiji from 4.17 and Vega M from 4.20).
+    prose_asics: list[tuple[str, Source]] = field(default_factory=list)
     # The iGPU an APU's processor name implies ("Ryzen AI Max+ 395": gfx1151): weaker than a GPU's own name,
     # since the machine may compute on a discrete card beside it (knowledge/apus.py).
     cpu_gpus: list[tuple[str, Source]] = field(default_factory=list)

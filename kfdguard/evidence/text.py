@@ -523,6 +523,23 @@ def _models_as_gpus(obs: Observations) -> None:
                 obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", index + 1)))
 
 
+def _codenames_as_gpus(obs: Observations) -> None:
+    """Discrete GPUs named by their chip's code name ("Polaris 22", "Navi 31"): their target, and their ASIC.
+    One search of the whole text; a line's number is counted only for a name found."""
+    from kfdguard.knowledge.codenames import codename_asics, codename_pattern
+
+    text = obs.text
+    position, number = 0, 1
+    for m in codename_pattern().finditer(text):
+        number += text.count("\n", position, m.start())
+        position = m.start()
+        for asic, name in codename_asics(m.group(0)):
+            source = Source(f"paste: {name} ({asic.family})", number)
+            obs.prose_asics.append((asic.key, source))
+            if asic.gfx:
+                obs.prose_gfx.append((asic.gfx, source))
+
+
 # A target that labels a value ("gfx1035: 13 matches", "gfx1100  121"): several of them on consecutive lines are a
 # listing per target (a search's counts, a build's results), which names no GPU.
 _TARGET_ROW = re.compile(r"^\s*(?P<gfx>gfx[0-9][0-9a-f]{2,3})\s*[:=|]?\s+\S")
@@ -656,6 +673,7 @@ def _finish(obs: Observations, state: _State) -> None:
     _drop_target_listings(obs)
     _processors_as_gpus(obs)
     _models_as_gpus(obs)
+    _codenames_as_gpus(obs)
     if state.kconfig or state.kconfig_old:
         obs.kinds.add("kconfig")
         values, _ = parse_kconfig("\n".join(state.kconfig))

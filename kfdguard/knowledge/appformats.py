@@ -929,6 +929,12 @@ PROSE_BUILD_FAILS = re.compile(
 DPKG_DKMS = re.compile(r"^\s*(?P<package>(?:amdgpu|rock|rocm)-dkms)\s*$", re.M)
 # Prose that says the GPU's path lacks PCIe AtomicOps ("VMware not allowing PCIe Atomics", "rx580 required PCIe
 # atomics", "my board does not support atomics"): KFD's 'PCI rejects atomics' told in words.
+# AER's dump of the TLP a port refused (drivers/pci/pcie/aer.c, "  TLP Header: %02x%02x%02x%02x ..." in 4.x,
+# pcie_print_tlp_log's "TLP Header: %08x ..." since 6.15): its first byte is the request's Fmt/Type. The PCIe Base
+# Specification's Fmt/Type table gives the AtomicOp requests: FetchAdd 0x4C/0x6C, Swap 0x4D/0x6D, CAS 0x4E/0x6E
+# (32- and 64-bit addresses). A port that logs one as malformed or unsupported has no AtomicOp routing for the GPU.
+AER_TLP_HEADER = re.compile(r"\bTLP Header:\s*(?:0x)?(?P<fmt_type>[0-9a-f]{2})[0-9a-f]{6}\b", re.I)
+ATOMIC_OP_FMT_TYPES = frozenset({0x4C, 0x4D, 0x4E, 0x6C, 0x6D, 0x6E})
 PROSE_ATOMICS = re.compile(
     r"\b(?:requires?d?|needs?|needed|lacks?|lacking|without|no)\s+(?:the\s+)?(?:pcie?\s+)?"
     r"(?:atomics?|atomic\s*ops|atomicops|atomic operations)\b"
@@ -1031,7 +1037,8 @@ OVERRIDE_REMOVED = re.compile(
 TOLD_SUCCESS = re.compile(
     r"\b(?:fixe[sd]|solve[sd]|resolve[sd])\b|\b(?:it|that|this)\s+(?:\w+\s+)?worked\b|\bworks now\b"
     r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b"
-    r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b|^\s*(?:it|that|this) works\b",
+    r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b|^\s*(?:it|that|this) works\b"
+    r"|\b(?:it|that|this|everything)(?:'s|\s+is)\s+(?:now\s+)?working\b",
     re.I,
 )
 # The run without it told as the failure: what a log of that run shows is from before the fix.

@@ -126,3 +126,134 @@ def test_a_release_told_unsupported_or_a_question_is_not_the_gpus_support(answer
     found = {f.code for f in diagnose_text(_WSL_FAILURE + answer).findings}
     assert "userspace-target-unsupported" not in found
     assert "host-without-kfd" in found
+
+
+# --- a form's GPU field that the runtime's own listing contradicts --------------------------------------------------
+
+_LISTING = """\
+*******
+Agent 2
+*******
+  Name:                    gfx1035
+  Marketing Name:          AMD Radeon Graphics
+  Device Type:             GPU
+"""
+
+
+def test_an_override_is_not_judged_on_a_gpu_only_a_form_names_when_rocminfo_lists_another() -> None:
+    # The form's GPU field says one card; rocminfo, run without the override, lists only the iGPU the program uses.
+    text = (
+        "### GPU\n\nAMD Radeon RX 7900 XTX\n\n### ROCm Version\n\n6.0.0\n\n"
+        + _LISTING
+        + "my script sets os.environ['HSA_OVERRIDE_GFX_VERSION'] = '10.3.0' and training runs\n"
+    )
+    assert "env-override-wrong" not in codes(text)
+
+
+def test_an_override_on_a_listed_gpu_of_another_generation_is_still_wrong() -> None:
+    text = _LISTING.replace("gfx1035", "gfx1100") + "export HSA_OVERRIDE_GFX_VERSION=10.3.0\n"
+    assert "env-override-wrong" in codes(text)
+
+
+def test_a_gpu_the_override_hides_from_the_listing_is_still_judged() -> None:
+    # Under the override rocminfo reports the claimed target: the card's own one comes from its name alone.
+    text = "GPU: Radeon RX 7900 XTX\n" + _LISTING.replace("gfx1035", "gfx1030") + "HSA_OVERRIDE_GFX_VERSION=10.3.0\n"
+    assert "env-override-wrong" in codes(text)
+
+
+# --- a discrete chip named by its code name, and the kernel of the failure --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("GPU: Navi 33 (the 7600 XT)\n", "navi33"),
+        ("Is the Navy Flounder supported?\n", "navi22"),
+        ("a Polaris12 card\n", "polaris12"),
+        ("Hades Canyon NUC, Radeon RX Vega M GL\n", "vegam"),
+    ],
+)
+def test_a_chip_named_by_its_code_name(text: str, key: str) -> None:
+    assert key in {k for k, _ in read_text(text).prose_asics}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AMD Ryzen 5 2500U with Radeon Vega 8 Graphics\n",  # an APU's iGPU, by compute units
+        "Radeon Vega 10 Graphics (Ryzen 7 2700U)\n",
+        "loading amdgpu/vega10_sos.bin\n",  # a firmware file, not a name
+        "Navigate to the settings\n",
+    ],
+)
+def test_words_that_are_not_a_chips_code_name(text: str) -> None:
+    assert read_text(text).prose_asics == []
+
+
+def test_a_chip_whose_target_older_chips_share_is_judged_by_its_own_first_kfd() -> None:
+    # gfx803 runs from Linux 4.17 (Fiji, Polaris 10/11); Polaris 12 only from 4.20.
+    text = "My Polaris 12 card on Linux 4.18: rocminfo fails with 4104\n"
+    assert "kernel-too-old" in codes(text)
+    assert "kernel-too-old" not in codes(text.replace("Polaris 12 card", "Polaris 10 card"))
+
+
+def test_the_kernel_told_with_the_later_success_is_not_the_failures() -> None:
+    text = (
+        "GPU: Navi 22, Linux 5.8: rocminfo shows no GPU agent\n"
+        "Update: moved to Linux 5.15 and everything is working now.\n"
+    )
+    assert "kernel-too-old" in codes(text)
+    assert "kernel-too-old" not in codes(text.replace("everything is working now", "it still fails"))
+
+
+# --- sudo told under a negation -------------------------------------------------------------------------------------
+
+
+def test_a_program_told_not_to_run_with_sudo_is_not_root_succeeding() -> None:
+    text = (
+        "rocminfo lists the GPU, but torch fails with HIP error: invalid device function\n"
+        "note I am not running the IDE with sudo (it breaks my venv)\n"
+    )
+    assert "user-not-in-group" not in codes(text)
+    assert "user-not-in-group" in codes(text.replace("I am not running the IDE with sudo", "it works with sudo"))
+
+
+# --- a DKMS driver's kernel range told as a restriction --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I need the DKMS driver, and it's currently restricted to kernels up to 5.0; Ubuntu moved me to 5.3.\n",
+        "rock-dkms only builds for kernels below 5.4 and this box runs 5.6.\n",
+        "The amdgpu-dkms package is limited to Linux kernels older than 6.12.\n",
+    ],
+)
+def test_a_dkms_driver_restricted_to_older_kernels(told: str) -> None:
+    assert "dkms-not-built" in codes(told)
+
+
+def test_a_module_restricted_to_root_is_no_kernel_range() -> None:
+    assert "dkms-not-built" not in codes("the kernel module is restricted to root users on this box\n")
+
+
+# --- a port refusing an AtomicOp, read from AER's TLP header --------------------------------------------------------
+
+_AER = """\
+[ 311.402211] pcieport 0000:00:1b.0: AER: Uncorrected (Fatal) error received: 0000:00:1b.0
+[ 311.402219] pcieport 0000:00:1b.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)
+[ 311.402224] pcieport 0000:00:1b.0:   device [8086:a2e7] error status/mask=00040000/00000000
+[ 311.402230] pcieport 0000:00:1b.0:    [18] MalfTLP                (First)
+[ 311.402236] pcieport 0000:00:1b.0: AER:   TLP Header: {header} 07000000 0000000f e02c1000
+"""
+
+
+@pytest.mark.parametrize("header", ["4e000002", "6d000002", "6c000001"])
+def test_an_atomic_op_refused_by_a_port_is_the_missing_atomics(header: str) -> None:
+    assert "pcie-atomics" in codes(_AER.format(header=header))
+
+
+@pytest.mark.parametrize("header", ["40000001", "60000020", "00000001", "4a000001"])
+def test_another_request_refused_says_nothing_of_atomics(header: str) -> None:
+    # A memory write (0x40/0x60), a memory read (0x00), a completion (0x4a): not an AtomicOp.
+    assert "pcie-atomics" not in codes(_AER.format(header=header))
