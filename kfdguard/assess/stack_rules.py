@@ -44,6 +44,7 @@ PIP_NO_TORCH = re.compile(
 )
 
 
+TRITON_PTXAS = r"|\bInternal Triton PTX codegen error\b|`ptxas` failed with error code|\bPTXASError\b"
 # What only a build without HIP prints. A CUDA build's lazy init without libcuda (aten/src/ATen/cuda/detail/
 # CUDAHooks.cpp): "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a
 # driver from ..."; a CPU build's torch.cuda._lazy_init: "Torch not compiled with CUDA enabled". A ROCm build says
@@ -52,7 +53,10 @@ PIP_NO_TORCH = re.compile(
 # (ZLUDA runs such a build on purpose: _no_rocm_build_shown leaves a text that names it alone).
 CUDA_ONLY = re.compile(
     r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b"
-    r"|\bNo CUDA GPUs are available\b",
+    r"|\bNo CUDA GPUs are available\b" + TRITON_PTXAS,
+    # Triton's NVIDIA backend compiling through NVIDIA's ptxas (third_party/nvidia/backend/compiler.py make_cubin:
+    # "Internal Triton PTX codegen error", "`ptxas` failed with error code", PTXASError): a CUDA Triton, where the
+    # ROCm torch brings its own (pytorch-triton-rocm), compiling for AMD GPUs through its AMD backend.
     re.I,
 )
 # The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
@@ -93,7 +97,7 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
     builds, hipless = _torch_builds(r)
     shown = [(at, line) for at, build, line in builds if not build.startswith("rocm")] + hipless
     text = r.obs.text
-    cues = ["nvidia driver", "not compiled with cuda"]
+    cues = ["nvidia driver", "not compiled with cuda", "ptx"]
     if not contains(r.obs, "zluda", lower=True):
         cues.append("no cuda gpus")
     for cue in cues:
@@ -189,34 +193,50 @@ def rule_no_rocm_build(r: Reasoning) -> None:
     pip = None if shown else _rocm_wheel_missing(r)
     if not (shown or pip) and _told_without_rocm(r):
         return
-    if shown:
-        message = (
-            "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
-            "it has no HIP backend and never looks for the AMD GPU, so the program fails or runs on the CPU; KFD, "
-            "/dev/kfd and the groups are not the cause"
-        )
-        evidence = tuple(f"the text: {line[:160]}" for line in shown)
-    elif pip is not None:
-        message = (
-            "pip found no ROCm build of PyTorch at the version asked for in the ROCm index: the ROCm wheel was not "
-            "installed, and an installer that goes on installs the default wheel, a CUDA build that never looks "
-            "for an AMD GPU (the program then runs on the CPU)"
-        )
-        evidence = (f"pip: {pip[:160]}",)
-    else:
+    said = _what_shows_it(shown, pip)
+    if said is None:
         return
-    r.findings.append(
-        Finding(
-            "userspace-no-rocm-build",
-            E,
-            message,
-            "install the ROCm build of torch (and torchvision/torchaudio) from PyTorch's ROCm wheel index for a "
-            "version that index has (pip install --index-url <PyTorch's rocmX.Y index> torch==<a version it lists>), "
-            'or an image built with it; check with python -c "import torch; print(torch.__version__, '
-            'torch.version.hip)" (a ROCm build prints "+rocm..." and a HIP version)',
+    message, remedy, evidence = said
+    r.findings.append(Finding("userspace-no-rocm-build", E, message, remedy, evidence))
+
+
+_ROCM_TORCH_REMEDY = (
+    "install the ROCm build of torch (and torchvision/torchaudio) from PyTorch's ROCm wheel index for a "
+    "version that index has (pip install --index-url <PyTorch's rocmX.Y index> torch==<a version it lists>), "
+    'or an image built with it; check with python -c "import torch; print(torch.__version__, '
+    'torch.version.hip)" (a ROCm build prints "+rocm..." and a HIP version)'
+)
+
+
+def _what_shows_it(shown: list[str], pip: str | None) -> tuple[str, str, tuple[str, ...]] | None:
+    """The finding's message, remedy and evidence: a CUDA Triton, a torch without ROCm, or pip without the wheel."""
+    evidence = tuple(f"the text: {line[:160]}" for line in shown)
+    if shown and all(re.search(TRITON_PTXAS[1:], line, re.I) for line in shown):
+        return (
+            "the Triton the program imports is a CUDA build: torch.compile's kernels went to its NVIDIA backend and "
+            "NVIDIA's ptxas, which cannot target an AMD GPU (the ROCm PyTorch brings its own Triton, "
+            "pytorch-triton-rocm); KFD, /dev/kfd and the groups are not the cause",
+            "pip uninstall triton (every copy: pip list | grep -i triton), then reinstall the ROCm torch from "
+            "PyTorch's ROCm wheel index, which installs its pytorch-triton-rocm",
             evidence,
         )
-    )
+    if shown:
+        return (
+            "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
+            "it has no HIP backend and never looks for the AMD GPU, so the program fails or runs on the CPU; KFD, "
+            "/dev/kfd and the groups are not the cause",
+            _ROCM_TORCH_REMEDY,
+            evidence,
+        )
+    if pip is not None:
+        return (
+            "pip found no ROCm build of PyTorch at the version asked for in the ROCm index: the ROCm wheel was not "
+            "installed, and an installer that goes on installs the default wheel, a CUDA build that never looks "
+            "for an AMD GPU (the program then runs on the CPU)",
+            _ROCM_TORCH_REMEDY,
+            (f"pip: {pip[:160]}",),
+        )
+    return None
 
 
 # --- an override set but never exported -----------------------------------------------------------------------

@@ -582,6 +582,7 @@ def _named_gfx(obs: Observations, text: str, lowered: str, number: int) -> None:
         "Vega" in text
         or "VII" in text
         or "MI" in text
+        or "CDNA" in text
         or "0M" in text
         or "0S" in text
         or "Pro " in text

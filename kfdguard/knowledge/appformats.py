@@ -1286,7 +1286,13 @@ NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bVega ?(?:56|64)\b|\bVega Frontier\b", re.IGNORECASE), "gfx900"),
     (re.compile(r"\bRadeon VII\b|\bMI50\b|\bMI60\b", re.IGNORECASE), "gfx906"),
     (re.compile(r"\bMI100\b"), "gfx908"),
-    (re.compile(r"\bMI2[15]0X?\b"), "gfx90a"),
+    (re.compile(r"\bMI2[015]0X?\b"), "gfx90a"),  # MI200 is the series' name
+    # The Instinct architectures by name, upper case ("cDNA" is biology): CDNA is MI100 alone, CDNA 2 the MI200s,
+    # CDNA 3 the MI300s, CDNA 4 the MI350s (LLVM AMDGPUUsage's processor table).
+    (re.compile(r"\bCDNA(?: ?1)?\b(?! ?[234])"), "gfx908"),
+    (re.compile(r"\bCDNA ?2\b"), "gfx90a"),
+    (re.compile(r"\bCDNA ?3\b"), "gfx942"),
+    (re.compile(r"\bCDNA ?4\b"), "gfx950"),
     (re.compile(r"\bMI3(?:00[AX]?|08X|25X)\b"), "gfx942"),
     (re.compile(r"\bMI35[05]X\b"), "gfx950"),
     (re.compile(r"\b(?:Radeon )?680M\b"), "gfx1035"),
@@ -1313,7 +1319,7 @@ NAMED_GFX: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # Literals one of which every NAMED_GFX match contains: evidence.text searches a line only when it holds one
 # (specific ones: "ads" alone is in every "threads" and "loads" line).
-NAMED_GFX_CUES = ("Vega", "VII", "MI", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads_V", "ads V", "g4ad.")
+NAMED_GFX_CUES = ("Vega", "VII", "MI", "CDNA", "0M", "0S", "Pro ", "PRO ", "as_v4", "ads_V", "ads V", "g4ad.")
 
 
 def named_target(name: str) -> str | None:

@@ -257,3 +257,49 @@ def test_an_atomic_op_refused_by_a_port_is_the_missing_atomics(header: str) -> N
 def test_another_request_refused_says_nothing_of_atomics(header: str) -> None:
     # A memory write (0x40/0x60), a memory read (0x00), a completion (0x4a): not an AtomicOp.
     assert "pcie-atomics" not in codes(_AER.format(header=header))
+
+
+# --- a CUDA Triton beside ROCm's PyTorch ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "torch._inductor.exc.InductorError: PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
+        "ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'\n",
+        "RuntimeError: `ptxas` failed with error code 255: \n",
+    ],
+)
+def test_a_cuda_triton_on_an_amd_gpu_is_a_build_without_rocm(error: str) -> None:
+    text = "torch 2.6.0+rocm6.2.4 on a Radeon RX 7800 XT, eager mode runs; torch.compile fails:\n" + error
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_ptxas_on_an_nvidia_machine_is_not_ours() -> None:
+    text = "RTX 4090, CUDA 12.4\nRuntimeError: Internal Triton PTX codegen error: \nptxas fatal : bad option\n"
+    assert "userspace-no-rocm-build" not in codes(text)
+
+
+# --- an Instinct GPU named by its series or architecture ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "gfx"),
+    [
+        ("we run on CDNA2 nodes\n", "gfx90a"),
+        ("a CDNA 3 part\n", "gfx942"),
+        ("the MI200 series\n", "gfx90a"),
+        ("first-generation CDNA (MI100-class)\n", "gfx908"),
+    ],
+)
+def test_an_instinct_gpu_by_architecture_or_series(text: str, gfx: str) -> None:
+    assert gfx in targets(text)
+
+
+def test_cdna_in_lower_case_is_biology() -> None:
+    assert targets("AlphaFold reads the cDNA sequence\n") == set()
+
+
+def test_an_architecture_beside_a_release_without_its_code() -> None:
+    text = "docker image rocm/pytorch:rocm4.2_ubuntu18.04_py3.6\nGPU: CDNA2\nHIP error: hipErrorNoDevice\n"
+    assert "userspace-target-unsupported" in codes(text)
