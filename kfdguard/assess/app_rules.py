@@ -1389,13 +1389,13 @@ def rule_wsl_runtime(r: Reasoning) -> None:
     # in their own words.
     init_failed = [m for m in obs.saw("no-device") if m.format in WSL_INIT_FAILED]
     failure = failed.value if failed is not None else init_failed[0].text if init_failed else None
-    if not refused and failure is None:
+    # The runtime's refusal, or the GPU told unsupported under WSL in words (beside a failure, or a hang told).
+    told = None if refused else _gpu_denied_under_wsl(r)
+    if not refused and failure is None and told is None:
         return
     where = _wsl(r)
     if where is None:
         return
-    # The runtime's refusal, or (beside its failure) the GPU told unsupported under WSL in words.
-    told = None if refused else _gpu_denied_under_wsl(r)
     if (refused or told) and not r.has("userspace-target-unsupported"):
         gfx, shown = _gfx_of_text(r, [])
         gpu = gfx or "this GPU"
@@ -1414,7 +1414,8 @@ def rule_wsl_runtime(r: Reasoning) -> None:
             )
         )
     unsupported = bool(refused or told)
-    if (failure is None and not unsupported) or r.has("host-without-kfd"):
+    # Without the runtime's failure (rocminfo lists the GPU, programs hang) the missing KFD explains nothing.
+    if (failure is None and not refused) or r.has("host-without-kfd"):
         return
     _drop_linux_host_findings(r)
     r.findings.append(

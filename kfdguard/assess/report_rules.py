@@ -302,7 +302,12 @@ PROSE_SECURE_BOOT = re.compile(
     # Disabling it made things work, in that sentence or the next ("I disabled secure boot. Everything works"),
     # and not "disabled it, still not working".
     r"|\b(?:disabl\w*|turn\w* off|switch\w* off)\s+(?:the\s+)?secure\s?boot\b[^\n]{0,80}?\b(?<!n't )(?<!not )"
-    r"(?:fix\w*|work\w*|solv\w*|resolv\w*)\b",
+    r"(?:fix\w*|work\w*|solv\w*|resolv\w*)\b"
+    # The module told unsigned beside Secure Boot ("the driver is not signed so it is necessary to disable Secure
+    # Boot"), or Secure Boot told to be disabled as a need.
+    r"|\b(?:driver|module|amdgpu|dkms)\b[^.\n]{0,40}?\b(?:not\s+signed|unsigned)\b[^\n]{0,80}?\bsecure\s?boot\b"
+    r"|\bsecure\s?boot\b[^.\n]{0,80}?\bunsigned\s+(?:\w+\s+)?(?:drivers?|modules?)\b"
+    r"|\b(?:necessary|need(?:ed|s)?|had|have|has|must)\s+to\s+(?:be\s+)?disabl\w*\s+(?:the\s+)?secure\s?boot\b",
     re.I,
 )
 

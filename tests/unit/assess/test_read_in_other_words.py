@@ -303,3 +303,35 @@ def test_cdna_in_lower_case_is_biology() -> None:
 def test_an_architecture_beside_a_release_without_its_code() -> None:
     text = "docker image rocm/pytorch:rocm4.2_ubuntu18.04_py3.6\nGPU: CDNA2\nHIP error: hipErrorNoDevice\n"
     assert "userspace-target-unsupported" in codes(text)
+
+
+def test_a_gpu_told_unsupported_under_wsl_where_rocminfo_lists_it_and_programs_hang() -> None:
+    text = (
+        "WSL2, Ubuntu 22.04; torch hangs on the first tensor sent to the GPU\n"
+        + _LISTING.replace("gfx1035", "gfx1031")
+        + "Reply: the Radeon RX 6700 XT is not supported for usage through WSL; see the WSL compatibility matrix.\n"
+    )
+    found = codes(text)
+    assert "userspace-target-unsupported" in found
+    assert "host-without-kfd" not in found
+    assert "userspace-target-unsupported" not in codes(text.replace("is not supported for", "is fine for"))
+
+
+# --- Secure Boot and an unsigned module, told in words ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Solved: the amdgpu module from ROCm is unsigned, and Secure Boot was on.\n",
+        "Turns out Secure Boot refuses unsigned kernel modules, so the ROCm driver never loaded.\n",
+        "For the dkms driver you need to disable Secure Boot in the firmware setup.\n",
+    ],
+)
+def test_an_unsigned_module_under_secure_boot_told_in_words(told: str) -> None:
+    assert "module-signature-rejected" in codes("rocminfo: ROCk module is NOT loaded\n" + told)
+
+
+def test_secure_boot_named_without_a_module_refused_is_no_cause() -> None:
+    text = "rocminfo: ROCk module is NOT loaded\nSecure Boot is on and the module is signed; still not loaded.\n"
+    assert "module-signature-rejected" not in codes(text)
