@@ -501,19 +501,25 @@ def _processors_as_gpus(obs: Observations) -> None:
 _OTHER_VENDOR = re.compile(r"\b(?:nvidia|geforce|quadro|[rg]tx)\b", re.I)
 
 
+def _first_line(obs: Observations, unit: str) -> int:
+    """The index in obs.lines of the first line whose untimed form is ``unit`` (one of obs.unique)."""
+    return obs.lines.index(obs.distinct[obs.units.index(unit)])
+
+
 def _models_as_gpus(obs: Observations) -> None:
     """Radeon model numbers without "RX" (appformats.BARE_MODEL, LABELLED_MODEL) on the lines the text names as
-    its GPU, read after the lines as _processors_as_gpus is (the label may be a heading above)."""
-    text = obs.text
-    if not (appformats.BARE_MODEL.search(text) or appformats.LABELLED_MODEL.search(text)):
-        return
+    its GPU, read after the lines as _processors_as_gpus is (the label may be a heading above). Each distinct line
+    once, searched in its untimed form (obs.unique): a repeated line names no other GPU."""
     lines = obs.lines
-    for index, line in enumerate(lines):
+    for unit in obs.unique:
+        labelled = appformats.LABELLED_MODEL.search(unit)
+        if labelled is None and appformats.BARE_MODEL.search(unit) is None:
+            continue
+        if _OTHER_VENDOR.search(unit):
+            continue
+        index = _first_line(obs, unit)
+        line = lines[index]
         labelled = appformats.LABELLED_MODEL.search(line)
-        if labelled is None and appformats.BARE_MODEL.search(line) is None:
-            continue
-        if _OTHER_VENDOR.search(line):
-            continue
         found = [labelled] if labelled else []
         if not found and _named_as_gpu(lines, index):
             found = list(appformats.BARE_MODEL.finditer(line))
@@ -523,18 +529,21 @@ def _models_as_gpus(obs: Observations) -> None:
                 obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", index + 1)))
 
 
+# The words every code name of knowledge/codenames.py holds, lower-cased: a text without them names none.
+_CODENAME_CUES = ("navi", "polaris", "vega", "cichlid", "flounder", "cavefish", "goby", "vanjaram")
+
+
 def _codenames_as_gpus(obs: Observations) -> None:
     """Discrete GPUs named by their chip's code name ("Polaris 22", "Navi 31"): their target, and their ASIC.
-    One search of the whole text; a line's number is counted only for a name found."""
-    from kfdguard.knowledge.codenames import codename_asics, codename_pattern
+    Each distinct line (its untimed form) that holds a code name's word once."""
+    from kfdguard.knowledge.codenames import codename_asics
 
-    text = obs.text
-    position, number = 0, 1
-    for m in codename_pattern().finditer(text):
-        number += text.count("\n", position, m.start())
-        position = m.start()
-        for asic, name in codename_asics(m.group(0)):
-            source = Source(f"paste: {name} ({asic.family})", number)
+    for unit in obs.unique:
+        low = unit.lower()
+        if not any(cue in low for cue in _CODENAME_CUES):
+            continue
+        for asic, name in codename_asics(unit):
+            source = Source(f"paste: {name} ({asic.family})", _first_line(obs, unit) + 1)
             obs.prose_asics.append((asic.key, source))
             if asic.gfx:
                 obs.prose_gfx.append((asic.gfx, source))
