@@ -513,6 +513,19 @@ def _member_yet_denied(r: Reasoning, evidence: list[str]) -> bool:
     return True
 
 
+def _denial_shown(r: Reasoning) -> list[str]:
+    """What shows the user denied the GPU's nodes: an application's EACCES, or root told to succeed where the user
+    fails (not where the runtime lists the GPU for the user: what only root can do then lies elsewhere)."""
+    obs = r.obs
+    evidence: list[str] = [m.text for m in obs.saw("kfd-eacces")[:1]]
+    if not evidence and obs.saw("eacces") and _holds(obs, "/dev/kfd", "/dev/dri/renderD"):
+        evidence.append(obs.saw("eacces")[0].text)
+    root_only = _root_only(r)
+    if root_only and (evidence or not _gpu_listed_without_sudo(r)):
+        evidence.append(root_only)
+    return evidence
+
+
 def rule_denied_by_groups(r: Reasoning) -> None:
     """EACCES on /dev/kfd or a render node, as applications print it, or 'works only as root'."""
     obs = r.obs
@@ -525,12 +538,7 @@ def rule_denied_by_groups(r: Reasoning) -> None:
         return
     if r.has("user-not-in-group", "device-permissions"):
         return
-    evidence: list[str] = [m.text for m in obs.saw("kfd-eacces")[:1]]
-    if not evidence and obs.saw("eacces") and _holds(obs, "/dev/kfd", "/dev/dri/renderD"):
-        evidence.append(obs.saw("eacces")[0].text)
-    root_only = _root_only(r)
-    if root_only:
-        evidence.append(root_only)
+    evidence = _denial_shown(r)
     if rocminfo_denied or not evidence:
         return  # nothing denied, or rocminfo's own report, which rule_access read
     node = obs.kfd
@@ -553,6 +561,17 @@ def rule_denied_by_groups(r: Reasoning) -> None:
             tuple(evidence[:3]),
         )
     )
+
+
+# A runtime's listing run under sudo ("sudo rocminfo", "sudo /opt/rocm/bin/clinfo"): it shows what root can open.
+_LISTED_AS_ROOT = re.compile(r"\bsudo(?:\s+\S+){0,3}?\s+\S*(?:rocminfo|clinfo)\b")  # "sudo -u root clinfo"
+
+
+def _gpu_listed_without_sudo(r: Reasoning) -> bool:
+    """Whether a runtime listing shows a GPU (rocminfo's agents, clinfo's devices) and no listing ran under sudo:
+    the runtime opened /dev/kfd as the user."""
+    listed = bool(r.obs.agents) or any(m.gfx for m in r.obs.saw("runtime-gpu"))
+    return listed and search_lines(_LISTED_AS_ROOT, r.obs, "sudo") is None
 
 
 def _engine_defect_shown(r: Reasoning) -> tuple[str, str, engines.EngineDefect] | None:

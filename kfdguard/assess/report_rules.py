@@ -48,6 +48,8 @@ def rule_dkms_status_unbuilt(r: Reasoning) -> None:
     states = obs.saw("dkms-status-unbuilt")
     if not states or any(m.value("state") == "built" for m in states):
         return
+    if any(t.has_node for t in r.amd):
+        return  # KFD added the GPU: the kernel's own amdgpu runs it, and the unbuilt module is not needed
     release = obs.release
     dkms_not_built(
         r,

@@ -496,6 +496,28 @@ def _rocm_library_not_loaded(r: Reasoning) -> tuple[str, re.Match[str]] | None:
     return None
 
 
+def _rocm_symbol_undefined(r: Reasoning) -> tuple[str, str] | None:
+    """The first line where the loader found a ROCm API symbol missing, and the symbol."""
+    for line in lines_with(r.obs, "undefined symbol"):
+        m = appformats.ROCM_SYMBOL_UNDEFINED.search(line)
+        if m is not None:
+            return line.strip(), m["symbol"]
+    return None
+
+
+def _rocm_file_missing_for_cmake(r: Reasoning) -> tuple[str, str] | None:
+    """CMake's imported target naming a ROCm library file that does not exist (the path may stand on the lines
+    between "references the file" and CMake's verdict), and that file's name."""
+    lines = r.obs.lines
+    for line in lines_with(r.obs, appformats.CMAKE_FILE_MISSING):
+        at = lines.index(line)
+        for candidate in lines[max(0, at - 2) : at + 1]:
+            lib = appformats.ROCM_LIBRARY.search(candidate)
+            if lib is not None:
+                return candidate.strip(), lib.group(0)
+    return None
+
+
 def rule_library_missing(r: Reasoning) -> None:
     """A ROCm library the program loads is not found by the dynamic loader: another ROCm release than the program
     was built for, or ROCm's lib directory off the loader's path. Below the GPU and KFD, which it never reached."""
@@ -503,6 +525,7 @@ def rule_library_missing(r: Reasoning) -> None:
         return
     found = _rocm_library_not_loaded(r)
     if found is None:
+        _rocm_build_mismatch(r)
         return
     line, lib = found
     name = lib.group(0)
@@ -521,6 +544,35 @@ def rule_library_missing(r: Reasoning) -> None:
             (f"the text: {line[:160]}",),
         )
     )
+
+
+def _rocm_build_mismatch(r: Reasoning) -> None:
+    """A ROCm API symbol the loader does not find, or a ROCm library file ROCm's own CMake files name and the
+    installation lacks: the program (or the package's build files) and the installed ROCm are of other releases."""
+    symbol = _rocm_symbol_undefined(r)
+    cmake = None if symbol else _rocm_file_missing_for_cmake(r)
+    if symbol is not None:
+        line, name = symbol
+        message = (
+            f"the installed ROCm has no {name}, which the program was built against: the program (a wheel, a binary) "
+            "was built for another ROCm release, and loading it fails before it reaches the GPU; KFD and permissions "
+            "are not the cause"
+        )
+        remedy = "install the program's build for the installed ROCm release (or the ROCm release it was built for)"
+    elif cmake is not None:
+        line, name = cmake
+        message = (
+            f"ROCm's CMake files name {name}, which the installation does not have: the package's build files and "
+            "its libraries are of different builds, so every CMake build of a HIP program fails; the GPU, KFD and "
+            "permissions are not the cause"
+        )
+        remedy = (
+            "install the ROCm release whose CMake files match its libraries (or, as a workaround, point the "
+            "imported target at the library file the installation has: ls /opt/rocm/lib)"
+        )
+    else:
+        return
+    r.findings.append(Finding("userspace-library-missing", E, message, remedy, (f"the text: {line[:160]}",)))
 
 
 # ROCm's lib directory put on the dynamic loader's path: in LD_LIBRARY_PATH, or in a file of /etc/ld.so.conf.d
@@ -579,6 +631,26 @@ def _kfd_open_to_user(r: Reasoning) -> str | None:
     return None
 
 
+def _access_not_the_cause(r: Reasoning) -> str | None:
+    """Where the text shows that the GPU's device nodes are not what fails: /dev/kfd open to the user, a GPU agent
+    rocminfo listed (the runtime opened /dev/kfd), or the same OpenCL failure printed again under sudo."""
+    shown = _kfd_open_to_user(r)
+    if shown is not None:
+        return shown
+    if r.obs.agents:
+        agent = r.obs.agents[0]
+        return f"{agent.source}: rocminfo lists a GPU agent ({agent.gfx}): the runtime opened /dev/kfd"
+    lines = r.obs.lines
+    for line in lines_with(r.obs, "sudo"):
+        if "clinfo" not in line:
+            continue
+        at = lines.index(line)
+        after = next((x for x in lines[at + 1 : at + 3] if x.strip()), "")
+        if OPENCL_NO_PLATFORM.search(after):
+            return f"the text: {line.strip()[:80]} -> {after.strip()}"
+    return None
+
+
 def rule_opencl_no_platform(r: Reasoning) -> None:
     """OpenCL's ICD loader finds no platform while /dev/kfd is open to the user: no vendor library loaded for that
     user's environment (ROCm#1303: a stale OCL_ICD_VENDORS in .bashrc, so clinfo failed as the user and worked as
@@ -588,7 +660,7 @@ def rule_opencl_no_platform(r: Reasoning) -> None:
     ):
         return
     said = search_lines(OPENCL_NO_PLATFORM, r.obs, "-1001", "platform_not_found", "number of platforms")
-    access = _kfd_open_to_user(r) if said is not None else None
+    access = _access_not_the_cause(r) if said is not None else None
     if said is None or access is None:
         return
     r.findings.append(

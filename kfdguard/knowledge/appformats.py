@@ -512,6 +512,20 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_CLINFO,
         " `-- Device #0: gfx1033",
     ),
+    # AMD's own clinfo (the APP SDK's CLInfo sample, ROCm's /opt/rocm/opencl/bin/clinfo) prints each device's
+    # CL_DEVICE_NAME as "  Name:" and tabs, Oblomov's clinfo as "  Device Name" and spaces; ROCm's OpenCL names a
+    # GPU device by its target, as rocminfo names a GPU agent on its "  Name:" line. A CPU device or agent is named
+    # by its processor, an ISA line by its triple.
+    AppFormat(
+        "rocm-device-name",
+        "runtime-gpu",
+        "Name",
+        rf"^\s*(?:Device )?Name:?\s+(?P<gfx>{GFX})(?::\S+)?\s*$",
+        "ROCm's runtime (rocminfo, or ROCm's OpenCL in AMD's clinfo) named a GPU device by its target: KFD added it "
+        "and the runtime opened it",
+        "ROCm/ROCm-OpenCL-Runtime (clinfo's 'Name:' line, CL_DEVICE_NAME); ROCm/rocminfo rocminfo.cc ('Name:')",
+        "  Name:\t\t\t\t\t\t gfx803",
+    ),
     # --- containers -------------------------------------------------------------------------------------
     AppFormat(
         "docker-device-missing",
@@ -1017,6 +1031,16 @@ ROCM_LIBRARY = re.compile(
     r"migraphx\w*|rocprofiler\w*)\.so(?:\.(?P<major>\d+)[\d.]*)?"
 )
 LIBRARY_NOT_LOADED = re.compile(r"cannot open shared object file|Could not load dynamic library", re.I)
+# The loader finding a ROCm library without a symbol the program was built against: glibc's "symbol lookup error:
+# %s: undefined symbol: %s" and dlopen's "%s: undefined symbol: %s" (elf/dl-lookup.c), for a symbol of ROCm's API
+# (hipModuleGetGlobal, hsa_amd_..., rocblas_..., a mangled hip:: name): the installed ROCm is another release.
+# "chip" is no HIP symbol: the prefix must start the name or follow a mangling digit or underscore.
+ROCM_SYMBOL_UNDEFINED = re.compile(
+    r"undefined symbol: (?P<symbol>\S*?(?<![A-Za-z])(?:hip|hsa|rocblas|rocsolver|miopen|rccl|amd_comgr)\w*)", re.I
+)
+# CMake's check of an imported target (cmExportFileGenerator: 'The imported target "%s" references the file
+# "%s" but this file does not exist.'): a ROCm package's CMake files name a library file the installation lacks.
+CMAKE_FILE_MISSING = "but this file does not exist"
 # The override told as what makes the program work: "had to set HSA_OVERRIDE_GFX_VERSION=10.3.0", "without the
 # override, ollama drops the 780M", "HSA_OVERRIDE_GFX_VERSION=9.0.0 ... Works perfect now!". Read on the
 # override's line and the line after it (app_rules.override_told_needed), never across a paste.

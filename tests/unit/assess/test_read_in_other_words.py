@@ -335,3 +335,91 @@ def test_an_unsigned_module_under_secure_boot_told_in_words(told: str) -> None:
 def test_secure_boot_named_without_a_module_refused_is_no_cause() -> None:
     text = "rocminfo: ROCk module is NOT loaded\nSecure Boot is on and the module is signed; still not loaded.\n"
     assert "module-signature-rejected" not in codes(text)
+
+
+# --- a program or ROCm's build files of another release than the ROCm installed -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ImportError: /opt/venv/lib/python3.10/site-packages/torch/lib/libtorch_hip.so: undefined symbol: "
+        "hipGraphExecGetFlags\n",
+        "./bin/app: symbol lookup error: ./bin/app: undefined symbol: hsa_amd_portable_export_dmabuf\n",
+        "OSError: libfoo.so: undefined symbol: _ZN3hip14FatBinaryInfo13AddDevProgramEi\n",
+    ],
+)
+def test_a_rocm_symbol_the_loader_does_not_find(line: str) -> None:
+    assert "userspace-library-missing" in codes(line)
+
+
+def test_a_symbol_that_only_contains_hip_is_not_rocms() -> None:
+    assert "userspace-library-missing" not in codes("./app: symbol lookup error: ./app: undefined symbol: chip_init\n")
+
+
+def test_rocm_cmake_files_naming_a_library_the_install_lacks() -> None:
+    text = (
+        "CMake Error at /opt/rocm/lib/cmake/hip/hip-targets.cmake:77 (message):\n"
+        '  The imported target "hip::amdhip64" references the file\n'
+        '     "/opt/rocm/lib/libamdhip64.so.6.4.60400"\n'
+        "  but this file does not exist.  Possible reasons include:\n"
+    )
+    assert "userspace-library-missing" in codes(text)
+    other = text.replace("/opt/rocm/lib/libamdhip64.so.6.4.60400", "/usr/lib/libfoo.so.3")
+    assert "userspace-library-missing" not in codes(other)
+
+
+# --- OpenCL without a platform where access is shown not to be the cause --------------------------------------------
+
+_NO_PLATFORM = "$ clinfo\nERROR: clGetPlatformIDs(-1001)\n"
+
+
+def test_no_opencl_platform_beside_a_listed_gpu_agent_is_the_icd() -> None:
+    assert "userspace-library-missing" in codes(_NO_PLATFORM + _LISTING.replace("gfx1035", "gfx1030"))
+
+
+def test_no_opencl_platform_under_sudo_as_well_is_the_icd() -> None:
+    text = _NO_PLATFORM + "$ sudo /opt/rocm/bin/clinfo\nERROR: clGetPlatformIDs(-1001)\n"
+    assert "userspace-library-missing" in codes(text)
+
+
+def test_no_opencl_platform_alone_says_nothing_of_the_icd() -> None:
+    assert "userspace-library-missing" not in codes(_NO_PLATFORM + "$ sudo clinfo\nNumber of platforms  1\n")
+
+
+# --- clinfo's device names, a listing run as the user, and an unbuilt DKMS module beside a working KFD --------------
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        "Number of devices:\t\t\t\t 1\n  Device Type:\t\t\t\t\t CL_DEVICE_TYPE_GPU\n  Name:\t\t\t\t\t\t gfx1012\n",
+        "Number of devices                                 1\n  Device Name                                     gfx90c\n",
+    ],
+)
+def test_clinfo_naming_a_gpu_device_by_target_is_the_runtime_listing_it(listing: str) -> None:
+    assert "kfd-ready" in codes("$ clinfo\n" + listing)
+
+
+def test_a_cpu_device_is_no_gpu() -> None:
+    text = "  Name:                    AMD Ryzen 9 7950X\n  Device Name                   Intel(R) Xeon(R) Gold\n"
+    assert "kfd-ready" not in codes(text)
+
+
+_ROOT_ONLY_APP = "hashcat finds no OpenCL platform; it only works as root (sudo hashcat ...)\n"
+
+
+def test_works_as_root_beside_the_users_own_listing_is_not_the_group() -> None:
+    text = _ROOT_ONLY_APP + "$ clinfo\n  Device Name                                     gfx1032\n"
+    assert "user-not-in-group" not in codes(text)
+
+
+def test_works_as_root_beside_a_listing_run_under_sudo_is_still_the_group() -> None:
+    text = _ROOT_ONLY_APP + "$ sudo -u root clinfo\n  Device Name                                     gfx1032\n"
+    assert "user-not-in-group" in codes(text)
+
+
+def test_an_unbuilt_dkms_module_beside_a_kfd_that_added_the_gpu_is_not_needed() -> None:
+    text = "[    4.201337] kfd kfd: added device 1002:73bf\n$ dkms status\namdgpu, 6.8.5-2009582.22.04: added\n"
+    assert "dkms-not-built" not in codes(text)
+    assert "dkms-not-built" in codes(text.split("\n", 1)[1])
