@@ -760,13 +760,31 @@ def fix_told(
     return None
 
 
+# The GPU's target given to a build, told in words: "fixed the issue by providing architecture target of the gpu in
+# the compilation", "solved by setting the right GPU_TARGETS when building".
+TARGET_GIVEN_TO_BUILD = re.compile(
+    r"\b(?:provid|specif|set|add|pass|giv|includ|us)\w*\s+(?:the\s+|my\s+|a\s+)?(?:correct\s+|right\s+|proper\s+)?"
+    r"(?:gpu'?s?\s+|card'?s?\s+)?(?:architecture\s+target|target\s+architecture|arch(?:itecture)?\s+targets?|"
+    r"gpu\s+(?:architecture|target)|offload[- ]arch|(?:amdgpu|gpu)[_ ]targets?)\b",
+    re.I,
+)
+
+
 def _build_told_fixed(r: Reasoning) -> tuple[str, str, str] | None:
-    """A build for named targets told as the fix. Returns (targets, the flag's line, the success as told)."""
+    """A build for named targets told as the fix, or the GPU's target given to the build told in words. Returns
+    (targets, the flag's line, the success as told)."""
     told = fix_told(r, BUILD_TARGETS, _BUILD_CUES)
-    if told is None:
-        return None
-    flag, line, success = told
-    return (flag["targets"] or flag["arch"]).replace(";", ", ").replace(",,", ","), line, success
+    if told is not None:
+        flag, line, success = told
+        return (flag["targets"] or flag["arch"]).replace(";", ", ").replace(",,", ","), line, success
+    for line in lines_with(r.obs, "arch") + lines_with(r.obs, "target"):
+        low = line.lower()
+        if "compil" not in low and "build" not in low and "make" not in low:
+            continue
+        given = TARGET_GIVEN_TO_BUILD.search(line)
+        if given and appformats.TOLD_SUCCESS.search(line) and not _NOT_FIXED.search(line):
+            return "the GPU's target", line.strip()[:160], given.group(0)
+    return None
 
 
 def rule_build_target_worked(r: Reasoning) -> None:

@@ -367,6 +367,30 @@ FORMATS: tuple[AppFormat, ...] = (
         "/job:localhost/replica:0/task:0/device:GPU:0 with 30688 MB memory:  -> device: 0, name: AMD Instinct MI100, "
         "pci bus id: 0000:c3:00.0",
     ),
+    # TensorFlow's ROCm build logs each device it finds before it creates any: gpu_device.cc GetValidDeviceIds
+    # ("Found device %d with properties: " then "pciBusID: %s name: %s     ROCm AMD GPU ISA: gfx%d" on the next
+    # line), and XLA's service.cc its StreamExecutor devices ("StreamExecutor device (%d): %s, AMDGPU ISA version:
+    # gfx%d"). A device found is one the ROCm runtime enumerated, even where TensorFlow then skips registering it.
+    AppFormat(
+        "tf-found-rocm-device",
+        "runtime-gpu",
+        "ROCm AMD GPU ISA",
+        rf"\bname: (?P<name>.+?)\s+ROCm AMD GPU ISA: (?P<gfx>{GFX})\b",
+        "TensorFlow's ROCm build found an AMD GPU: the ROCm runtime enumerated it, so KFD added it",
+        "ROCm/tensorflow-upstream tensorflow/core/common_runtime/gpu/gpu_device.cc ('Found device ' << i << ' with "
+        "properties: ' << '\\npciBusID: ' ... << '     ROCm AMD GPU ISA: gfx' << isa_version)",
+        "pciBusID: 0000:05:00.0 name: Vega 20     ROCm AMD GPU ISA: gfx906",
+    ),
+    AppFormat(
+        "xla-rocm-device",
+        "runtime-gpu",
+        "AMDGPU ISA version",
+        rf"StreamExecutor device \(\d+\): (?P<name>[^,]+), AMDGPU ISA version: (?P<gfx>{GFX})\b",
+        "XLA's ROCm platform lists an AMD GPU: the ROCm runtime enumerated it, so KFD added it",
+        "ROCm/tensorflow-upstream tensorflow/compiler/xla/service/service.cc ('StreamExecutor device (%d): %s, %s')",
+        "I tensorflow/compiler/xla/service/service.cc:176]   StreamExecutor device (0): Vega 20, AMDGPU ISA version: "
+        "gfx906",
+    ),
     # --- ollama -------------------------------------------------------------------------------------------
     AppFormat(
         "ollama-config-override-unset",
@@ -1293,7 +1317,7 @@ RX_GFX: tuple[tuple[range, str], ...] = (
     (range(460, 600), "gfx803"),  # Polaris 10/11/12, Polaris 20/21/30 (RX 460-590)
     (range(5500, 5600), "gfx1012"),  # Navi 14
     (range(5600, 5800), "gfx1010"),  # Navi 10
-    (range(6400, 6600), "gfx1034"),  # Navi 24
+    (range(6300, 6600), "gfx1034"),  # Navi 24 (RX 6300, libdrm's 7424; RX 6400, 6500)
     (range(6600, 6700), "gfx1032"),  # Navi 23
     (range(6700, 6800), "gfx1031"),  # Navi 22
     (range(6800, 7000), "gfx1030"),  # Navi 21

@@ -423,3 +423,38 @@ def test_an_unbuilt_dkms_module_beside_a_kfd_that_added_the_gpu_is_not_needed() 
     text = "[    4.201337] kfd kfd: added device 1002:73bf\n$ dkms status\namdgpu, 6.8.5-2009582.22.04: added\n"
     assert "dkms-not-built" not in codes(text)
     assert "dkms-not-built" in codes(text.split("\n", 1)[1])
+
+
+# --- TensorFlow's found devices, a build given the GPU's target told in words, RX 6300 -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "gfx"),
+    [
+        (
+            "pciBusID: 0000:0a:00.0 name: Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]     ROCm AMD GPU ISA: gfx1030\n",
+            "gfx1030",
+        ),
+        (
+            "I tensorflow/compiler/xla/service/service.cc:176]   StreamExecutor device (1): MI100, AMDGPU ISA version: gfx908\n",
+            "gfx908",
+        ),
+    ],
+)
+def test_tensorflow_finding_a_rocm_device_is_the_runtime_listing_it(line: str, gfx: str) -> None:
+    ready = [f for f in diagnose_text(line).findings if f.code == "kfd-ready"]
+    assert ready and gfx in ready[0].message
+
+
+def test_a_build_given_the_gpus_target_told_in_words() -> None:
+    text = "the samples segfault on my RX 6600\nSolved it by setting the right GPU_TARGETS when building the samples.\n"
+    assert "userspace-target-unsupported" in codes(text)
+    assert "userspace-target-unsupported" not in codes(
+        text.replace("Solved it by setting", "I tried setting").replace(
+            "when building the samples.", "when building; still crashes."
+        )
+    )
+
+
+def test_rx_6300_is_navi_24() -> None:
+    assert targets("GPU: Radeon RX 6300 (OEM)\n") == {"gfx1034"}
