@@ -78,6 +78,8 @@ OWNER_GROUP = re.compile(r"/dev/kfd\b[^.\n]{0,40}?\bgroup\s+`?'?\"?(?P<group>ren
 # What a Linux host without KFD would show, and a host whose GPU is reached another way cannot: dropped
 # where the text shows such a host (WSL, Docker Desktop, a Windows engine).
 LINUX_HOST_CODES = ("device-node-missing", "module-not-loaded", "user-not-in-group", "kfd-not-built")
+# Under WSL there is no KFD either: what the Linux-host rules read into its rocminfo says nothing of the cause.
+WSL_MOOT_CODES = (*LINUX_HOST_CODES, "kernel-too-old", "kfd-no-gpu-node")
 
 
 def _drop_linux_host_findings(r: Reasoning) -> None:
@@ -1416,6 +1418,7 @@ def rule_wsl_runtime(r: Reasoning) -> None:
     if where is None:
         return
     if (refused or told) and not r.has("userspace-target-unsupported"):
+        r.findings[:] = [f for f in r.findings if f.code not in WSL_MOOT_CODES]
         gfx, shown = _gfx_of_text(r, [])
         gpu = gfx or "this GPU"
         said = refused[0].text if refused else f"the text: {told}"
@@ -1490,19 +1493,7 @@ def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
     if not cpu_only and said is None:
         return
     gfx, shown = _gfx_of_text(r, [])
-    r.findings[:] = [
-        f
-        for f in r.findings
-        if f.code
-        not in (
-            "device-node-missing",
-            "module-not-loaded",
-            "user-not-in-group",
-            "kfd-not-built",
-            "kernel-too-old",
-            "kfd-no-gpu-node",
-        )
-    ]
+    r.findings[:] = [f for f in r.findings if f.code not in WSL_MOOT_CODES]
     r.findings.append(
         Finding(
             "userspace-target-unsupported",

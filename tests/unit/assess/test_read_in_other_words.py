@@ -458,3 +458,14 @@ def test_a_build_given_the_gpus_target_told_in_words() -> None:
 
 def test_rx_6300_is_navi_24() -> None:
     assert targets("GPU: Radeon RX 6300 (OEM)\n") == {"gfx1034"}
+
+
+def test_a_gpu_told_unsupported_under_wsl_leaves_no_kfd_node_finding() -> None:
+    text = (
+        "WSL2 on Windows 11, ROCm 6.3.4\n*******\nAgent 1\n*******\n  Name:                    AMD Ryzen 7 7700X\n"
+        "  Device Type:             CPU\n"
+        "Answer: the RX 9070 series GPUs are not yet supported for use with ROCm on WSL.\n"
+    )
+    found = codes(text)
+    assert "userspace-target-unsupported" in found
+    assert "kfd-no-gpu-node" not in found
