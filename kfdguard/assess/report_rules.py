@@ -150,9 +150,19 @@ def _downgrade_told(r: Reasoning) -> str | None:
     if not contains(r.obs, "dkms", lower=True):
         return None
     told = fix_told(r, KERNEL_DOWNGRADE, ("downgrad", "went back", "going back", "back to"))
-    if told is None or not re.search(r"kernel|linux", told[1], re.I):
-        return None  # "downgraded to 5.7" alone may be a ROCm release: the line must say it is the kernel
-    return f"the text: {told[1]} ({told[2]})"
+    if told is not None and re.search(r"kernel|linux", told[1], re.I):
+        return f"the text: {told[1]} ({told[2]})"
+    # "downgraded to 5.7" alone may be a ROCm release: the line must say it is the kernel, or the text must speak of
+    # downgrading the kernel ("I recommend downgrading the kernel" ... "Yes, I had downgraded and that worked").
+    if search_lines(KERNEL_DOWNGRADE_WORDS, r.obs, "downgrad") is None:
+        return None
+    for line in lines_with(r.obs, "downgrad"):
+        if appformats.TOLD_SUCCESS.search(line) and not _NOT_FIXED.search(line):
+            return f"the text: {line.strip()[:160]}"
+    return None
+
+
+KERNEL_DOWNGRADE_WORDS = re.compile(r"\bdowngrad\w*\s+(?:the\s+|my\s+|your\s+|to\s+an?\s+older\s+)?kernel\b", re.I)
 
 
 # --- HSA_OVERRIDE_GFX_VERSION that libhsakmt refuses --------------------------------------------------------

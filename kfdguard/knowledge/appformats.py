@@ -1017,7 +1017,9 @@ PROSE_NO_ROCM_BUILD = re.compile(
     r"|\b(?:rocm|hip|hipblas)\s+support\s+(?:is\s+|was\s+)?(?:not\s+(?:currently\s+|yet\s+)?"
     r"(?:available|enabled|included|built|compiled)|unavailable|disabled)\b"
     r"|\bnot\s+(?:been\s+)?(?:built|compiled)\s+with\s+(?:rocm|hip|hipblas)\b"
-    r"|\bnot compiled with GPU offload support\b",
+    r"|\bnot compiled with GPU offload support\b"
+    # "this results in llama_cpp built with CPU backend", "compiled with only the CPU backend"
+    r"|\b(?:built|compiled)\s+with\s+(?:the\s+|a\s+)?(?:only\s+(?:the\s+|a\s+)?)?cpu(?:-only)?\s+backend\b",
     re.I,
 )
 # What makes such a line speak of one GPU's support rather than the program's build.

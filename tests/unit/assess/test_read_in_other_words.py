@@ -469,3 +469,27 @@ def test_a_gpu_told_unsupported_under_wsl_leaves_no_kfd_node_finding() -> None:
     found = codes(text)
     assert "userspace-target-unsupported" in found
     assert "kfd-no-gpu-node" not in found
+
+
+# --- a kernel downgrade told as "downgraded", a build told to have only the CPU backend -----------------------------
+
+
+def test_a_kernel_downgrade_told_without_its_version_in_a_text_about_dkms() -> None:
+    text = (
+        "amdgpu-install --usecase=dkms stops with errors on the 6.11 HWE kernel\n"
+        "Answer: please downgrade your kernel until the next release.\n"
+        "Reply: I downgraded and it works now.\n"
+    )
+    assert "dkms-not-built" in codes(text)
+    assert "dkms-not-built" not in codes(text.replace("downgrade your kernel", "downgrade ROCm"))
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "The old -DLLAMA_HIPBLAS flag is ignored now, so the binary was built with the CPU backend only.\n",
+        "whisper.cpp got compiled with only the CPU backend, the HIP option was misspelled.\n",
+    ],
+)
+def test_a_build_told_to_have_only_the_cpu_backend(told: str) -> None:
+    assert "userspace-no-rocm-build" in codes("RX 7900 XTX, ROCm 6.3\n" + told)
