@@ -621,6 +621,26 @@ PROSE_IGPU_USED = re.compile(
 )
 
 
+# The iGPU disabled, told as the fix: "the solution was to disable the igpu (of the 7800X3D cpu)", "disabling the
+# integrated graphics in the BIOS fixed it": the program had picked it.
+IGPU_DISABLED = re.compile(
+    r"\b(?:disabl\w*|turn\w*\s+off|switch\w*\s+off)\s+(?:the\s+|my\s+|your\s+)?"
+    r"(?:igpu|integrated\s+(?:graphics|gpu)|on-?board\s+(?:graphics|gpu)|internal\s+gpu)\b",
+    re.I,
+)
+_SOLUTION = re.compile(r"\b(?:solution|fix|workaround)\s+(?:was|is)\b", re.I)
+
+
+def _igpu_disabled_told(r: Reasoning) -> re.Match[str] | None:
+    for line in lines_with(r.obs, "disabl") + lines_with(r.obs, " off"):
+        m = IGPU_DISABLED.search(line)
+        if m is None or _NOT_FIXED.search(line):
+            continue
+        if appformats.TOLD_SUCCESS.search(line) or _SOLUTION.search(line):
+            return m
+    return None
+
+
 _FOR_DISPLAY = re.compile(
     r"^\s*(?:\w+\s+){0,2}?for\s+(?:the\s+|my\s+)?(?:display|desktop|monitors?|screens?|output|video|gaming)\b", re.I
 )
@@ -633,8 +653,11 @@ def rule_igpu_used(r: Reasoning) -> None:
     if r.has("userspace-target-unsupported", "no-amd-gpu", "host-without-kfd"):
         return
     told = search_lines(PROSE_IGPU_USED, obs, "integrated", "board", "internal", "igpu")
-    if told is None or _NEGATED.search(told.string[max(0, told.start() - 16) : told.start()]):
-        return  # not told, or advice ("make sure you are not using the integrated GPU")
+    if told is not None and _NEGATED.search(told.string[max(0, told.start() - 16) : told.start()]):
+        told = None  # advice ("make sure you are not using the integrated GPU")
+    told = told or _igpu_disabled_told(r)
+    if told is None:
+        return
     if _FOR_DISPLAY.search(told.string[told.end() : told.end() + 40]):
         return  # the iGPU drives the screens ("using the integrated graphics for the desktop"): a setup, not a fault
     named = [g for g, _ in obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
@@ -643,7 +666,12 @@ def rule_igpu_used(r: Reasoning) -> None:
         Finding(
             "userspace-target-unsupported",
             W,
-            "the text says the program uses the integrated GPU instead of the discrete one: HIP's device 0 is the "
+            (
+                "the text says disabling the integrated GPU fixed it"
+                if IGPU_DISABLED.search(told.group(0))
+                else "the text says the program uses the integrated GPU instead of the discrete one"
+            )
+            + ": HIP's device 0 is the "
             "first GPU agent, an APU's iGPU whose target ROCm's prebuilt libraries carry no code for"
             + (f" (beside it, {', '.join(bare)} has none either)" if bare else ""),
             "make the program use the discrete GPU: HIP_VISIBLE_DEVICES (or ROCR_VISIBLE_DEVICES) with its index "

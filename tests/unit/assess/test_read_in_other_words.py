@@ -493,3 +493,22 @@ def test_a_kernel_downgrade_told_without_its_version_in_a_text_about_dkms() -> N
 )
 def test_a_build_told_to_have_only_the_cpu_backend(told: str) -> None:
     assert "userspace-no-rocm-build" in codes("RX 7900 XTX, ROCm 6.3\n" + told)
+
+
+# --- the iGPU disabled, told as the fix -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Update: the solution was to disable the igpu of the 9700X in the BIOS.\n",
+        "Turning off the integrated graphics fixed it, torch now runs on the 7900 GRE.\n",
+    ],
+)
+def test_the_igpu_disabled_told_as_the_fix(told: str) -> None:
+    assert "userspace-target-unsupported" in codes("PyTorch segfaults at the first tensor\n" + told)
+
+
+def test_the_igpu_disabled_without_a_success_is_no_fix() -> None:
+    text = "PyTorch segfaults at the first tensor\nI disabled the iGPU in the BIOS, still the same crash.\n"
+    assert "userspace-target-unsupported" not in codes(text)
