@@ -38,7 +38,9 @@ _DMESG_TIME = re.compile(r"^\[\s*\d+\.\d{6}\] ")
 # "MESSAGE=" field.
 _LOG_LINE_START = re.compile(
     r"^(?:\[\s*\d+\.\d{6}\] |\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "
-    r"|(?:[A-Z][a-z]{2} +\d{1,2} |\d{4}-\d\d-\d\dT)\d\d:\d\d:\d\d\S* \S+ kernel: |    MESSAGE=)"
+    r"|(?:[A-Z][a-z]{2} +\d{1,2} |\d{4}-\d\d-\d\dT)\d\d:\d\d:\d\d\S* \S+ kernel: |    MESSAGE="
+    # a device's line without a time (dev_printk's "<driver> <PCI address>: "), as a mail or a form quotes it
+    r"|amdgpu [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: )"
 )
 _OS_DRM = re.compile(r"OS DRM version: (?P<release>\d+\.\d+(?:\.\d+)?)")
 _LSPCI = re.compile(
@@ -876,6 +878,18 @@ def _unquoted(text: str, raw_lines: list[str]) -> list[str]:
     return lines
 
 
+def _uncoded(text: str, lines: list[str]) -> list[str]:
+    """The lines a markdown writer wrapped whole in inline code ("`amdgpu, 2.2-31: added`"), without the two
+    backticks: the command output inside is what the readers know. A fence ("```") is no inline code."""
+    if "`" not in text:
+        return lines
+    for number in compress(count(), map(contains, lines, repeat("`"))):
+        line = lines[number].strip()
+        if len(line) > 2 and line[0] == "`" == line[-1] and line[1] != "`" and "`" not in line[1:-1]:
+            lines[number] = line[1:-1]
+    return lines
+
+
 # A kernel log pasted as the "+" side of a diff (a patch that adds a log file, a diff of two boots' dmesg):
 # its lines are "+[    3.25] kfd kfd: ...", and its wrapped lines' continuations "+amdgpu/...".
 _DIFF_LOG_LINE = re.compile(r"^\+\[\s*\d+\.\d+\] ")
@@ -893,13 +907,24 @@ def _undiffed(text: str, lines: list[str]) -> list[str]:
     return [line[1:] if line[:1] == "+" and line[:3] != "+++" else line for line in lines]
 
 
+def _quoted_printable(text: str) -> str:
+    """A mail body pasted as sent, quoted-printable (RFC 2045: "=3D" for "=", a line cut with "=" at its end,
+    "failed w=" / "ith error -2"), decoded by the standard library's quopri. Taken for one only where both the
+    encoded "=" and a soft break appear: a plain text holds "=3D" almost never."""
+    import quopri
+
+    return quopri.decodestring(text.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
+
+
 def _paste(text: str) -> Observations:
     """Observations of nothing yet but the paste's lines (unquoted), their text, the distinct lines, those
     untimed and the untimed forms each once."""
     obs = Observations()
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    obs.lines = _undiffed(text, _unquoted(text, text.split("\n")))
+    if "=3D" in text and "=\n" in text:
+        text = _quoted_printable(text)
+    obs.lines = _undiffed(text, _uncoded(text, _unquoted(text, text.split("\n"))))
     obs.text = "\n".join(obs.lines)
     obs.distinct = list(dict.fromkeys(obs.lines))
     obs.units = untimed(obs.distinct)

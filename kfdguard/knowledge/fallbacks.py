@@ -36,6 +36,20 @@ FALLBACKS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
+# Hand-written, because the generator cannot name the file: amdgpu_isp.c builds the camera ISP's firmware name
+# from the IP version (amdgpu_ucode_ip_version_decode(adev, ISP_HWIP, ...): "isp_4_1_0"). Its failure is gone
+# without in every series that has an ISP block: in 6.12 isp_early_init() returns -ENOENT on a failed load, which
+# amdgpu_device_ip_early_init() takes as the block absent (status.valid = false) and goes on; 7.2 asks with
+# AMDGPU_UCODE_OPTIONAL besides. A row is (prefix, why, source).
+OPTIONAL_BY_NAME: tuple[tuple[str, str, str], ...] = (
+    (
+        "amdgpu/isp_",
+        "the camera ISP's firmware: without it amdgpu drops the ISP block and goes on",
+        "drivers/gpu/drm/amd/amdgpu/amdgpu_isp.c isp_early_init() (-ENOENT) and amdgpu_device.c "
+        "amdgpu_device_ip_early_init() (6.12); AMDGPU_UCODE_OPTIONAL in 7.2",
+    ),
+)
+
 Version = tuple[int, int] | tuple[int, int, int]
 
 
@@ -89,6 +103,9 @@ def fallback_of(name: str, version: Version | None = None) -> str | None:
 def goes_without(name: str, version: Version | None = None) -> str | None:
     """Why amdgpu goes on without ``name`` on this kernel, if its sources say it does (and not through a
     fallback, which fallback_of names): a phrase for a finding, or None."""
+    by_name = next((why for prefix, why, _source in OPTIONAL_BY_NAME if name.startswith(prefix)), None)
+    if by_name is not None:
+        return by_name
     found = generated(name, version)
     if found is None or fallback_of(name, version) is not None:
         return None

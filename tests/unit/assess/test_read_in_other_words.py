@@ -512,3 +512,29 @@ def test_the_igpu_disabled_told_as_the_fix(told: str) -> None:
 def test_the_igpu_disabled_without_a_success_is_no_fix() -> None:
     text = "PyTorch segfaults at the first tensor\nI disabled the iGPU in the BIOS, still the same crash.\n"
     assert "userspace-target-unsupported" not in codes(text)
+
+
+# --- a mail's quoted-printable body, a device line quoted without its time, the ISP's firmware ----------------------
+
+
+def test_a_quoted_printable_mail_body_is_read_decoded() -> None:
+    text = 'Content-Type: text/plain; charset=3D"UTF-8"\namdgpu 0000:c4:00.0: amdgpu: Fatal error during GPU in=\nit\n'
+    assert "gpu-init-failed" in codes(text)
+
+
+def test_a_device_line_without_its_time_is_joined_with_its_wrapped_end() -> None:
+    whole = "amdgpu 0000:03:00.0: Direct firmware load for amdgpu/gc_11_0_1_pfp.bin failed with error -2\n"
+    wrapped = whole.replace(" with error", " with\nerror")
+    assert codes(whole) and codes(wrapped) == codes(whole)
+
+
+def test_the_camera_isps_firmware_is_optional() -> None:
+    text = "amdgpu 0000:c5:00.0: Direct firmware load for amdgpu/isp_4_1_1.bin failed with error -2\n"
+    found = codes(text)
+    assert "firmware-optional-missing" in found
+    assert "firmware-missing" not in found
+
+
+def test_a_line_wrapped_whole_in_inline_code_is_read() -> None:
+    assert "dkms-not-built" in codes("$ dkms status\n`amdgpu, 6.3.6-1697589.22.04: added`\n")
+    assert "dkms-not-built" not in codes("run `dkms status` and post what it says\n")
