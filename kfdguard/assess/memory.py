@@ -261,6 +261,7 @@ def ttm_limit(memory: MemoryFacts) -> int | None:
     the parameter at init (ttm_tt_mgr_init: 0 becomes half of RAM), so the live value is the limit in force."""
     for module in ("amdttm", "ttm"):
         value = memory.ttm.get(module, {}).get("pages_limit", "")
-        if value.isascii() and value.isdigit() and 0 < int(value) < 1 << 40:
+        # At most 13 digits (2**40 has 13): int() refuses a longer digit string (Python's conversion limit).
+        if value.isascii() and value.isdigit() and len(value) <= 13 and 0 < int(value) < 1 << 40:
             return int(value) * memory.page_size
     return None

@@ -150,7 +150,7 @@ def kmsg_is_kernel(record: str) -> bool:
 
     printk's devkmsg_write stamps what userspace writes into /dev/kmsg with a facility other than 0."""
     head = record[: record.find(",")]
-    return head.isascii() and head.isdigit() and int(head) >> 3 == 0
+    return head.isascii() and head.isdigit() and len(head) <= 6 and int(head) >> 3 == 0
 
 
 def journal_line(monotonic_usec: int, ident: str, message: str) -> str:

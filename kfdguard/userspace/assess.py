@@ -261,7 +261,7 @@ def visible_count(name: str, value: str, count: int) -> int | None:
         text = item.strip()
         if text.startswith("GPU-"):
             return None
-        valid = text.isascii() and text.isdigit() and str(int(text)) == text and int(text) < count
+        valid = text.isascii() and text.isdigit() and len(text) <= 6 and str(int(text)) == text and int(text) < count
         if not valid:
             if rocr:
                 continue  # ROCr's handling of a bad entry is not established here: count the good ones

@@ -338,3 +338,12 @@ def test_an_apu_kernel_before_6_10_gives_kfd_only_the_carve_out(fresh_machine: M
 def test_from_6_10_kfd_gives_an_apu_the_ttm_limit_and_nothing_is_said(fresh_machine: Make) -> None:
     assert not verdict(fresh_machine, phoenix(), None).by_code("memory-apu-carve-out-only")
     assert not verdict(fresh_machine, strix_halo(), None).by_code("memory-apu-carve-out-only")
+
+
+def test_a_pages_limit_of_thousands_of_digits_is_no_limit_and_no_crash() -> None:
+    # A hostile sysfs (or a corrupt capture) may hold any digits: int() refuses more than 4300 of them.
+    from kfdguard.assess.memory import ttm_limit
+    from kfdguard.facts import MemoryFacts
+
+    assert ttm_limit(MemoryFacts(ttm={"ttm": {"pages_limit": "9" * 5000}})) is None
+    assert ttm_limit(MemoryFacts(ttm={"ttm": {"pages_limit": "262144"}})) == 262144 * 4096

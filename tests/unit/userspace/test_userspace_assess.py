@@ -266,3 +266,18 @@ def test_environment_visibility_as_rocr_then_hip_apply_it() -> None:
     visible, why = environment_visibility({"ROCR_VISIBLE_DEVICES": "GPU-4a2c1b"}, 1)
     assert visible and "by UUID" in why
     assert environment_visibility({}, 0) == (False, "this machine has no AMD GPU for ROCm to see")
+
+
+def test_a_visibility_index_of_thousands_of_digits_is_a_bad_entry_not_a_crash() -> None:
+    from kfdguard.userspace.assess import visible_count
+
+    huge = "9" * 5000
+    assert visible_count("HIP_VISIBLE_DEVICES", f"0,{huge}", 2) == 1  # HIP stops at the first bad entry
+    assert visible_count("ROCR_VISIBLE_DEVICES", f"{huge},1", 2) == 1  # ROCr counts the good ones
+
+
+def test_a_kmsg_record_with_an_absurd_priority_is_not_the_kernels() -> None:
+    from kfdguard.host.system import kmsg_is_kernel
+
+    assert kmsg_is_kernel("6,1234,5678,-;amdgpu: hello")
+    assert not kmsg_is_kernel("9" * 5000 + ",1,1,-;forged")
