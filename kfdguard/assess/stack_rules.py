@@ -45,6 +45,15 @@ PIP_NO_TORCH = re.compile(
 
 
 TRITON_PTXAS = r"|\bInternal Triton PTX codegen error\b|`ptxas` failed with error code|\bPTXASError\b"
+# The loader not finding one of CUDA's own libraries (glibc's "%s: cannot open shared object file", TensorFlow's
+# "Could not load dynamic library"): the program is a CUDA build ("tensorflow-gpu" from the package index asks for
+# libcublas.so.9.0), which no ROCm installation provides.
+CUDA_LIBRARY_NOT_LOADED = re.compile(
+    r"\blib(?:cublas(?:Lt)?|cudart|cudnn|cufft|curand|cusparse|cusolver|nvrtc|nvinfer|cuda)\.so(?:\.[\d.]+)?\b"
+    r"[^\n]{0,60}?(?:cannot open shared object file|not found)"
+    r"|Could not load dynamic library '(?:lib)?(?:cublas|cudart|cudnn|cufft|curand|cusparse|cusolver|nvrtc)",
+    re.I,
+)
 # What only a build without HIP prints. A CUDA build's lazy init without libcuda (aten/src/ATen/cuda/detail/
 # CUDAHooks.cpp): "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a
 # driver from ..."; a CPU build's torch.cuda._lazy_init: "Torch not compiled with CUDA enabled". A ROCm build says
@@ -102,6 +111,10 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
         cues.append("no cuda gpus")
     for cue in cues:
         shown += [(text.find(line), line.strip()) for line in lines_with(r.obs, cue) if CUDA_ONLY.search(line)]
+    for cue in ("libcu", "libnvrtc", "libnvinfer"):
+        shown += [
+            (text.find(line), line.strip()) for line in lines_with(r.obs, cue) if CUDA_LIBRARY_NOT_LOADED.search(line)
+        ]
     return [line for _, line in sorted(shown)][:2]
 
 
@@ -222,7 +235,8 @@ def _what_shows_it(shown: list[str], pip: str | None) -> tuple[str, str, tuple[s
         )
     if shown:
         return (
-            "the PyTorch the program runs is a build without ROCm (a CUDA or CPU wheel, torch.version.hip None): "
+            "the framework the program runs (PyTorch, TensorFlow) is a build without ROCm (a CUDA or CPU wheel: "
+            "torch.version.hip None, or CUDA's own libraries asked for): "
             "it has no HIP backend and never looks for the AMD GPU, so the program fails or runs on the CPU; KFD, "
             "/dev/kfd and the groups are not the cause",
             _ROCM_TORCH_REMEDY,

@@ -538,3 +538,23 @@ def test_the_camera_isps_firmware_is_optional() -> None:
 def test_a_line_wrapped_whole_in_inline_code_is_read() -> None:
     assert "dkms-not-built" in codes("$ dkms status\n`amdgpu, 6.3.6-1697589.22.04: added`\n")
     assert "dkms-not-built" not in codes("run `dkms status` and post what it says\n")
+
+
+# --- one of CUDA's own libraries the loader does not find, on an AMD machine ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n",
+        "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+        "'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file\n",
+    ],
+)
+def test_a_cuda_library_missing_beside_an_amd_gpu_is_a_cuda_build(line: str) -> None:
+    assert "userspace-no-rocm-build" in codes("GPU: Radeon RX 6800 XT, ROCm 6.2\n" + line)
+
+
+def test_a_cuda_library_missing_on_an_nvidia_machine_is_not_ours() -> None:
+    line = "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n"
+    assert "userspace-no-rocm-build" not in codes("GPU: RTX 3090\n" + line)
