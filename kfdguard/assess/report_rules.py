@@ -40,14 +40,18 @@ def rule_dkms_status_unbuilt(r: Reasoning) -> None:
     while no build exists): no ROCm amdgpu is loadable on any kernel, the running one included.
 
     "built" is not read as a failure: dkms 2 printed it beside a working module (a module that differs from the
-    installed copy); a build or an installed module anywhere leaves the comparison of kernels to rule_dkms.
+    installed copy); a build or an installed module in the same output leaves the comparison of kernels to
+    rule_dkms. One shown only later, after other lines, is the thread's next step: the "added" first is the
+    failure, the build after it the fix ("dkms status" asked for, then run again after "dkms build ... -k").
     """
     obs = r.obs
-    if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu") or obs.saw("dkms-status"):
+    if r.has("dkms-not-built", "host-without-kfd", "no-amd-gpu"):
         return
     states = obs.saw("dkms-status-unbuilt")
-    if not states or any(m.value("state") == "built" for m in states):
-        return
+    added = [m for m in states if m.value("state") != "built"]
+    built = [m.source.line for m in [*states, *obs.saw("dkms-status")] if m not in added]
+    if not added or (built and not _shown_later(obs.lines, added[0].source.line, min(built))):
+        return  # a build shown with (or before) the "added": the comparison of kernels is rule_dkms's
     if any(t.has_node for t in r.amd):
         return  # KFD added the GPU: the kernel's own amdgpu runs it, and the unbuilt module is not needed
     release = obs.release
@@ -57,6 +61,17 @@ def rule_dkms_status_unbuilt(r: Reasoning) -> None:
         "running kernel" + (f" {release}" if release else "") + " (the build failed or never ran)",
         f"{states[0].source}: {states[0].text}",
     )
+
+
+def _shown_later(lines: list[str], first: int, then: int) -> bool:
+    """Whether line ``then`` comes after line ``first`` (1-based) with a line between that is not a dkms status
+    line ("name, version[, kernel, arch]: state"): another output, not the same one."""
+    if then <= first:
+        return False
+    return any(not DKMS_STATUS_LINE.match(line) for line in lines[first : then - 1])
+
+
+DKMS_STATUS_LINE = re.compile(r"^\s*[`>]*\s*[\w.+-]+[,/] ?[\w.+~-]+(?:, [\w.+~-]+){0,2}: \w+")
 
 
 DKMS_REMEDY = (

@@ -558,3 +558,23 @@ def test_a_cuda_library_missing_beside_an_amd_gpu_is_a_cuda_build(line: str) -> 
 def test_a_cuda_library_missing_on_an_nvidia_machine_is_not_ours() -> None:
     line = "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n"
     assert "userspace-no-rocm-build" not in codes("GPU: RTX 3090\n" + line)
+
+
+# --- dkms status before and after the fix ---------------------------------------------------------------------------
+
+
+def test_an_added_module_first_and_a_build_only_after_the_fix_is_the_failure() -> None:
+    text = (
+        "$ dkms status\namdgpu, 6.3.6-1718217.24.04: added\n"
+        "Answer: build it for your kernel with sudo dkms build amdgpu/6.3.6-1718217.24.04 -k $(uname -r)\n"
+        "$ dkms status\namdgpu, 6.3.6-1718217.24.04, 6.8.0-49-generic, x86_64: installed\n"
+    )
+    assert "dkms-not-built" in codes(text)
+
+
+def test_an_added_version_beside_an_installed_one_in_one_output_is_no_failure() -> None:
+    text = (
+        "$ dkms status\namdgpu, 6.2.4-2009582.22.04: added\n"
+        "amdgpu, 6.3.6-1718217.24.04, 6.8.0-49-generic, x86_64: installed\n"
+    )
+    assert "dkms-not-built" not in codes(text)
