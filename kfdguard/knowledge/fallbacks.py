@@ -40,7 +40,8 @@ FALLBACKS: tuple[tuple[str, str, str], ...] = (
 # from the IP version (amdgpu_ucode_ip_version_decode(adev, ISP_HWIP, ...): "isp_4_1_0"). Its failure is gone
 # without in every series that has an ISP block: in 6.12 isp_early_init() returns -ENOENT on a failed load, which
 # amdgpu_device_ip_early_init() takes as the block absent (status.valid = false) and goes on; 7.2 asks with
-# AMDGPU_UCODE_OPTIONAL besides. A row is (prefix, why, source).
+# AMDGPU_UCODE_OPTIONAL besides. A row is (prefix, why, source); the source's first word is the file whose
+# request it stands for (the coverage report, tools/knowledge/report.py, names the row beside that request).
 OPTIONAL_BY_NAME: tuple[tuple[str, str, str], ...] = (
     (
         "amdgpu/isp_",

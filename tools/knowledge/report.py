@@ -36,7 +36,7 @@ def _names(names: list[str]) -> str:
 
 def firmware_lines(k: dict[str, Any]) -> list[str]:
     """What the firmware request call sites say: which the driver does without, and why."""
-    from kfdguard.knowledge.fallbacks import FALLBACKS
+    from kfdguard.knowledge.fallbacks import FALLBACKS, OPTIONAL_BY_NAME
     from tools.knowledge.requests import kind, optional_files
 
     requests = k["firmware_requests"]
@@ -57,8 +57,16 @@ def firmware_lines(k: dict[str, Any]) -> list[str]:
         f"declared files it goes on without: {len(optional)} ({kinds.count('fallback')} first choices with a "
         f"fallback, {kinds.count('optional')} optional, {kinds.count('tolerated')} tolerated)"
     ]
+    by_name = {source.split()[0]: prefix for prefix, _why, source in OPTIONAL_BY_NAME}
     for r in requests:
         how = kind(r)
+        if how is None and r["file"] in by_name:
+            # A name built from the IP version (the camera ISP's): optional by hand, its failure gone without.
+            out.append(
+                f"  - {r['file'].rsplit('/', 1)[-1]}:{r['line']} {r['function']}(): a name built from the IP version "
+                f"(`{r['spelled']}`); by hand: `{by_name[r['file']]}*.bin` gone without (knowledge/fallbacks.py)"
+            )
+            continue
         if how is None and "/display/" in r["file"] and r["names"]:
             # DMCU/DMCUB: the display's firmware, required or not by series; say which.
             out.append(
