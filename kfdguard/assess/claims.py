@@ -333,3 +333,12 @@ def search_lines(pattern: re.Pattern[str], source: Searchable, *cues: str) -> re
             if m:
                 return m
     return None
+
+
+def line_number(lines: list[str], line: str) -> int:
+    """The 1-based number of the first line equal to ``line`` (0 where none is): one C-level scan of the list.
+    A line lines_with found is a line of the text, but a rule holds a line it built itself too."""
+    try:
+        return lines.index(line) + 1
+    except ValueError:
+        return 0

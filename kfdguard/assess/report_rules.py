@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from kfdguard.assess.claims import contains, lines_with, search_lines
+from kfdguard.assess.claims import contains, line_number, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.evidence.model import Observations
 from kfdguard.knowledge import appformats
@@ -172,7 +172,7 @@ def _downgrade_told(r: Reasoning) -> str | None:
     if search_lines(KERNEL_DOWNGRADE_WORDS, r.obs, "downgrad") is None:
         return None
     for line in lines_with(r.obs, "downgrad"):
-        if appformats.TOLD_SUCCESS.search(line) and not _NOT_FIXED.search(line):
+        if success_told(line):
             return f"the text: {line.strip()[:160]}"
     return None
 
@@ -698,8 +698,7 @@ def rule_igpu_used(r: Reasoning) -> None:
 
 # --- an override that made the program work ------------------------------------------------------------------
 
-# Prose that says what came before it helped ("This worked for me", "that did the trick"); a negation in the line
-# ("it never worked") undoes it.
+# A negation on a telling's line ("it never worked", "didn't fix it") undoes it.
 _NEGATED = appformats.NEGATED
 
 
@@ -748,7 +747,7 @@ def rule_override_worked(r: Reasoning) -> None:
     for line in dict.fromkeys(line for cue in appformats.FIXED_CUES for line in lines_with(obs, cue)):
         m = appformats.PROSE_FIXED.search(line)
         # On the setting's own line or below it: a fix told before the override was set speaks of something else.
-        if m and not _NEGATED.search(line) and _line_number(obs.lines, line) >= set_at.source.line:
+        if m and not _NEGATED.search(line) and line_number(obs.lines, line) >= set_at.source.line:
             worked = m
             break
     # Or the override told as needed ("had to set", "without the override ... drops it"), or a success right after it.
@@ -790,6 +789,12 @@ _BUILD_CUES = ("targets", "arch")
 _NOT_FIXED = re.compile(r"\b(?:not|never|no longer|nothing)\b|n't\b", re.I)
 
 
+def success_told(line: str) -> bool:
+    """Whether the line tells a success (appformats.TOLD_SUCCESS) with no negation on it ("still not working",
+    "nothing worked")."""
+    return appformats.TOLD_SUCCESS.search(line) is not None and _NOT_FIXED.search(line) is None
+
+
 def fix_told(
     r: Reasoning, pattern: re.Pattern[str], cues: tuple[str, ...], *, after: int = 2, before: int = 0
 ) -> tuple[re.Match[str], str, str] | None:
@@ -802,7 +807,7 @@ def fix_told(
         found = pattern.search(line)
         if found is None:
             continue
-        at = _line_number(lines, line)
+        at = line_number(lines, line)
         leads = [ahead for ahead in lines[max(at - 1 - before, 0) : max(at - 1, 0)] if ahead.rstrip().endswith(":")]
         same = [line[found.end() :], line[: found.start()]]  # "works fine after I changed it to 10.3.0"
         for told in [*same, *(lines[at : at + after] if at else []), *leads]:
@@ -835,7 +840,7 @@ def _build_told_fixed(r: Reasoning) -> tuple[str, str, str] | None:
         if "compil" not in low and "build" not in low and "make" not in low:
             continue
         given = TARGET_GIVEN_TO_BUILD.search(line)
-        if given and appformats.TOLD_SUCCESS.search(line) and not _NOT_FIXED.search(line):
+        if given and success_told(line):
             return "the GPU's target", line.strip()[:160], given.group(0)
     return None
 
@@ -873,7 +878,7 @@ def override_told_removed(r: Reasoning) -> tuple[str, str] | None:
         removed = appformats.OVERRIDE_REMOVED.search(line)
         if removed is None:
             continue
-        at = _line_number(lines, line)
+        at = line_number(lines, line)
         after = [line[removed.end() :], *lines[at : at + 3]] if at else [line[removed.end() :]]
         for told in after:
             m = appformats.TOLD_SUCCESS.search(told)
@@ -982,14 +987,6 @@ def _targets_beside_settings(r: Reasoning) -> list[tuple[str, str]]:
         if len(targets) == 1:
             found.append((targets[0], "the text"))
     return found
-
-
-def _line_number(lines: list[str], line: str) -> int:
-    """The 1-based number of the first line equal to ``line`` (0 where none is): one C-level scan of the list."""
-    try:
-        return lines.index(line) + 1
-    except ValueError:
-        return 0
 
 
 # --- a container given the video group only, where the nodes belong to render -------------------------------

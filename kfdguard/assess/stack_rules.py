@@ -13,7 +13,7 @@ import re
 
 from kfdguard.assess.access_rules import mode_allows_group
 from kfdguard.assess.app_rules import ROOTLESS, amd_gpu_named, rootless_unmapped
-from kfdguard.assess.claims import contains, lines_with, search_lines
+from kfdguard.assess.claims import contains, line_number, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
 from kfdguard.assess.report_rules import fix_told
 from kfdguard.knowledge import appformats
@@ -44,7 +44,10 @@ PIP_NO_TORCH = re.compile(
 )
 
 
-TRITON_PTXAS = r"|\bInternal Triton PTX codegen error\b|`ptxas` failed with error code|\bPTXASError\b"
+# Triton's NVIDIA backend compiling through NVIDIA's ptxas (third_party/nvidia/backend/compiler.py make_cubin:
+# "Internal Triton PTX codegen error", "`ptxas` failed with error code", PTXASError): a CUDA Triton, where the ROCm
+# torch brings its own (pytorch-triton-rocm), compiling for AMD GPUs through its AMD backend.
+TRITON_PTXAS = re.compile(r"\bInternal Triton PTX codegen error\b|`ptxas` failed with error code|\bPTXASError\b", re.I)
 # The loader not finding one of CUDA's own libraries (glibc's "%s: cannot open shared object file", TensorFlow's
 # "Could not load dynamic library"): the program is a CUDA build ("tensorflow-gpu" from the package index asks for
 # libcublas.so.9.0), which no ROCm installation provides.
@@ -62,10 +65,7 @@ CUDA_LIBRARY_NOT_LOADED = re.compile(
 # (ZLUDA runs such a build on purpose: _no_rocm_build_shown leaves a text that names it alone).
 CUDA_ONLY = re.compile(
     r"\b(?:Found no NVIDIA driver|No NVIDIA driver found) on your system\b|\bTorch not compiled with CUDA enabled\b"
-    r"|\bNo CUDA GPUs are available\b" + TRITON_PTXAS,
-    # Triton's NVIDIA backend compiling through NVIDIA's ptxas (third_party/nvidia/backend/compiler.py make_cubin:
-    # "Internal Triton PTX codegen error", "`ptxas` failed with error code", PTXASError): a CUDA Triton, where the
-    # ROCm torch brings its own (pytorch-triton-rocm), compiling for AMD GPUs through its AMD backend.
+    r"|\bNo CUDA GPUs are available\b|" + TRITON_PTXAS.pattern,
     re.I,
 )
 # The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
@@ -109,12 +109,10 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
     cues = ["nvidia driver", "not compiled with cuda", "ptx"]
     if not contains(r.obs, "zluda", lower=True):
         cues.append("no cuda gpus")
-    for cue in cues:
-        shown += [(text.find(line), line.strip()) for line in lines_with(r.obs, cue) if CUDA_ONLY.search(line)]
-    for cue in ("libcu", "libnvrtc", "libnvinfer"):
-        shown += [
-            (text.find(line), line.strip()) for line in lines_with(r.obs, cue) if CUDA_LIBRARY_NOT_LOADED.search(line)
-        ]
+    searches = [(cue, CUDA_ONLY) for cue in cues]
+    searches += [(cue, CUDA_LIBRARY_NOT_LOADED) for cue in ("libcu", "libnvrtc", "libnvinfer")]
+    for cue, pattern in searches:
+        shown += [(text.find(line), line.strip()) for line in lines_with(r.obs, cue) if pattern.search(line)]
     return [line for _, line in sorted(shown)][:2]
 
 
@@ -224,7 +222,7 @@ _ROCM_TORCH_REMEDY = (
 def _what_shows_it(shown: list[str], pip: str | None) -> tuple[str, str, tuple[str, ...]] | None:
     """The finding's message, remedy and evidence: a CUDA Triton, a torch without ROCm, or pip without the wheel."""
     evidence = tuple(f"the text: {line[:160]}" for line in shown)
-    if shown and all(re.search(TRITON_PTXAS[1:], line, re.I) for line in shown):
+    if shown and all(TRITON_PTXAS.search(line) for line in shown):
         return (
             "the Triton the program imports is a CUDA build: torch.compile's kernels went to its NVIDIA backend and "
             "NVIDIA's ptxas, which cannot target an AMD GPU (the ROCm PyTorch brings its own Triton, "
@@ -524,8 +522,8 @@ def _rocm_file_missing_for_cmake(r: Reasoning) -> tuple[str, str] | None:
     between "references the file" and CMake's verdict), and that file's name."""
     lines = r.obs.lines
     for line in lines_with(r.obs, appformats.CMAKE_FILE_MISSING):
-        at = lines.index(line)
-        for candidate in lines[max(0, at - 2) : at + 1]:
+        at = line_number(lines, line)
+        for candidate in [*lines[max(0, at - 3) : max(0, at - 1)], line]:
             lib = appformats.ROCM_LIBRARY.search(candidate)
             if lib is not None:
                 return candidate.strip(), lib.group(0)
@@ -658,8 +656,8 @@ def _access_not_the_cause(r: Reasoning) -> str | None:
     for line in lines_with(r.obs, "sudo"):
         if "clinfo" not in line:
             continue
-        at = lines.index(line)
-        after = next((x for x in lines[at + 1 : at + 3] if x.strip()), "")
+        at = line_number(lines, line)
+        after = next((x for x in lines[at : at + 2] if x.strip()), "") if at else ""
         if OPENCL_NO_PLATFORM.search(after):
             return f"the text: {line.strip()[:80]} -> {after.strip()}"
     return None
