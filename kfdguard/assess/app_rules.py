@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from kfdguard import knowledge
 from kfdguard.assess import remedies
 from kfdguard.assess.claims import contains, lines_with, search_lines
 from kfdguard.assess.reasoning import Reasoning
@@ -1262,7 +1263,6 @@ def rule_prose_kernel(r: Reasoning) -> None:
     version = r.version
     said = "the kernel the text names" if version is None else f"the running kernel ({r.release})"
     if version is None:
-        # "kernel 6.8" and "6.8 kernel" hold "kernel " (journald's "kernel:" does not), "Linux 6.8" "linux ".
         version = _kernel_of_the_failure(r)
         if version is None:
             return  # none, or several kernels named: which one runs, the text does not say
@@ -1295,8 +1295,8 @@ def _kernel_too_old_for(
 
 
 def _prose_asics(r: Reasoning) -> list[tuple[Asic, str]]:
-    by_key = {a.key: a for a in ASICS}
-    return [(by_key[key], str(source)) for key, source in r.obs.prose_asics if key in by_key]
+    """The chips prose names by code name, as knowledge.asic gives them (corrected by the kernel tables)."""
+    return [(asic, str(source)) for key, source in r.obs.prose_asics if (asic := knowledge.asic(key)) is not None]
 
 
 def _kernel_of_the_failure(r: Reasoning) -> tuple[int, int] | None:

@@ -515,34 +515,28 @@ def _models_as_gpus(obs: Observations) -> None:
     lines = obs.lines
     for unit in obs.unique:
         labelled = appformats.LABELLED_MODEL.search(unit)
-        if labelled is None and appformats.BARE_MODEL.search(unit) is None:
+        if (labelled is None and appformats.BARE_MODEL.search(unit) is None) or _OTHER_VENDOR.search(unit):
             continue
-        if _OTHER_VENDOR.search(unit):
-            continue
+        # The untimed form holds the line's words: only where it stands (a label above it) needs the line.
         index = _first_line(obs, unit)
-        line = lines[index]
-        labelled = appformats.LABELLED_MODEL.search(line)
         found = [labelled] if labelled else []
         if not found and _named_as_gpu(lines, index):
-            found = list(appformats.BARE_MODEL.finditer(line))
+            found = list(appformats.BARE_MODEL.finditer(unit))
         for m in found:
             gfx = appformats.rx_target(int(m["number"]), (m.groupdict().get("suffix") or "").lower())
             if gfx:
                 obs.prose_gfx.append((gfx, Source(f"paste: {m.group(0).strip()}", index + 1)))
 
 
-# The words every code name of knowledge/codenames.py holds, lower-cased: a text without them names none.
-_CODENAME_CUES = ("navi", "polaris", "vega", "cichlid", "flounder", "cavefish", "goby", "vanjaram")
-
-
 def _codenames_as_gpus(obs: Observations) -> None:
     """Discrete GPUs named by their chip's code name ("Polaris 22", "Navi 31"): their target, and their ASIC.
     Each distinct line (its untimed form) that holds a code name's word once."""
-    from kfdguard.knowledge.codenames import codename_asics
+    from kfdguard.knowledge.codenames import codename_asics, codename_cues
 
+    cues = codename_cues()
     for unit in obs.unique:
         low = unit.lower()
-        if not any(cue in low for cue in _CODENAME_CUES):
+        if not any(cue in low for cue in cues):
             continue
         for asic, name in codename_asics(unit):
             source = Source(f"paste: {name} ({asic.family})", _first_line(obs, unit) + 1)
