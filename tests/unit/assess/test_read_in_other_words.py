@@ -578,3 +578,22 @@ def test_an_added_version_beside_an_installed_one_in_one_output_is_no_failure() 
         "amdgpu, 6.3.6-1718217.24.04, 6.8.0-49-generic, x86_64: installed\n"
     )
     assert "dkms-not-built" not in codes(text)
+
+
+# --- hostile text for the new readers: read without a finding, never an exception ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "=3D=\n=ZZ=\n\udcff=FF=FE=\n",  # quoted-printable cues around broken escapes and a lone surrogate
+        "=3D" * 5000 + "=\n" * 5000,
+        "`\n``\n`x`\n" + "`" * 500 + "\n",  # inline code of nothing, a fence, a run of backticks
+        "TLP Header: zz000000\nTLP Header: 6c\n",  # not hex, too short
+        "GPU: " + "9" * 5000 + " XT\n",  # a model number of 5,000 digits
+        "Navi " + "9" * 5000 + "\n",
+        "My Polaris 12 card on Linux 4." + "1" * 5000 + " fails\n",  # a kernel version of 5,000 digits
+    ],
+)
+def test_hostile_text_for_the_new_readers_gives_no_finding(text: str) -> None:
+    assert codes(text) == set()
