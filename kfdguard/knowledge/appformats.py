@@ -1029,7 +1029,7 @@ FOR_A_GPU = re.compile(
     re.I,
 )
 # pip replacing the installed torch with a build from PyTorch's ROCm wheel index: "pip install --force-reinstall torch
-# torchvision --index-url https://download.pytorch.org/whl/rocm5.6" (also --extra-index-url, -i). Told as the fix,
+# torchvision --index-url https://[wheel-index-host]/whl/rocm5.6" (also --extra-index-url, -i). Told as the fix,
 # it says the torch it replaced had no ROCm (stack_rules._rocm_torch_reinstalled).
 ROCM_TORCH_REINSTALL = re.compile(
     r"\bpip3?\s+install\b(?=[^\n]*--force-reinstall)(?=[^\n]*\btorch\b)[^\n]*?"

@@ -149,7 +149,7 @@ def test_support_missing_for_one_gpu_is_not_a_build_without_rocm(said: str) -> N
 
 REINSTALL = (
     "pip3 install --upgrade --force-reinstall torch torchaudio "
-    "--extra-index-url https://download.pytorch.org/whl/rocm6.0\n"
+    "--extra-index-url https://[wheel-index-host]/whl/rocm6.0\n"
 )
 
 
