@@ -27,6 +27,10 @@ Conventions:
   selection in the file of the rocBLAS 5.1 (ROCm 7.1) line, not from a
   release tag, so the earlier rows are marked ``uncertain`` (later edits of
   the old lists exist: the same file no longer lists gfx940/gfx941 for 5.7).
+  The 7.2 row comes from a later develop commit (rocBLAS 5.5.0), whose
+  selection keeps the 7.1 list for every release before 7.13; TheRock's
+  releases (7.9 on) pass their own per-family GPU_TARGETS, so no row
+  here speaks for them.
 * PyTorch's ``+rocmX.Y`` wheels bundle the ROCm X.Y libraries, so rocBLAS's
   list of that release applies to them: UNCERTAIN, inferred, not read from
   PyTorch's build scripts, whose own kernels (``PYTORCH_ROCM_ARCH``) may
@@ -84,6 +88,8 @@ def _targets(cmake_list: str) -> frozenset[str]:
 _ROCBLAS = "ROCm/rocBLAS"
 _LIBS = "ROCm/rocm-libraries"
 _LIBS_COMMIT = "05ecf2875ac3720a9f32fa7f741809efdd644019"
+# A later develop commit of the same file, the rocBLAS 5.5.0 line, which keeps one more list (7.13).
+_LIBS_DEVELOP_COMMIT = "fc9c779cc2293978d7fa814b92e29050d057c0d7"
 _LIBS_NOTE = (
     "projects/rocblas/CMakeLists.txt of the rocBLAS 5.1.0 (ROCm 7.1) line picks TARGET_LIST_ROCM_{list} "
     "for ROCM_PLATFORM_VERSION {range}"
@@ -175,10 +181,16 @@ ROCM_RELEASES: tuple[RocmRelease, ...] = (
                 "rocBLAS 5.1.0 line", _LIBS_COMMIT, False,
                 _LIBS_NOTE.format(list="7.1", range="7.1 and later") + "; the first list with gfx1103",
                 "2025-10-30"),
+    RocmRelease((7, 2), _targets(_L63 + ";gfx950;gfx1150;gfx1103"), _LIBS, "projects/rocblas/CMakeLists.txt",
+                "develop, rocBLAS 5.5.0 line", _LIBS_DEVELOP_COMMIT, True,
+                "projects/rocblas/CMakeLists.txt of the rocBLAS 5.5.0 line picks TARGET_LIST_ROCM_7.1 for "
+                "ROCM_PLATFORM_VERSION 7.1 to before 7.13 (TARGET_LIST_ROCM_7.13 adds gfx1250); not read at the "
+                "rocm-7.2.0 tag", "2026-01-21"),
 )  # fmt: skip
 # Where each ``published`` date was read: the GitHub release of the tag rocm-X.Y.0 in a ROCm repository.
 PUBLISHED_SOURCES: dict[RocmVersion, str] = {
     (7, 1): "ROCm/rocminfo GitHub release rocm-7.1.0, published 2025-10-30 (rocm-ci)",
+    (7, 2): "ROCm/rocminfo GitHub release rocm-7.2.0, published 2026-01-21 (srayasam-amd)",
 }
 
 _BY_VERSION: dict[RocmVersion, RocmRelease] = {row.version: row for row in ROCM_RELEASES}

@@ -31,7 +31,7 @@ def test_rows_are_in_release_order_without_duplicates() -> None:
 
 
 def test_the_releases_the_issue_asks_for_are_present() -> None:
-    for wanted in ("5.4", "5.7", "6.0", "6.2", "6.3", "6.4", "7.0", "7.1"):
+    for wanted in ("5.4", "5.7", "6.0", "6.2", "6.3", "6.4", "7.0", "7.1", "7.2"):
         assert rocm.release(wanted) is not None, wanted
 
 
@@ -58,6 +58,9 @@ def test_targets_are_bare_gfx_names() -> None:
         ("gfx1151", "6.3", True),
         ("gfx1150", "6.4", False),
         ("gfx1150", "7.0", True),
+        ("gfx1103", "7.2.1", True),  # rocBLAS 5.5.0's selection keeps the 7.1 list before 7.13
+        ("gfx1152", "7.2", False),
+        ("gfx1250", "7.2", False),
         ("gfx1010", "3.10", False),  # rocBLAS's rocm-3.10.0 list: gfx803, gfx900, gfx906, gfx908
         ("gfx1010", "4.0", False),
         ("gfx1010", "4.3", True),  # the first list with gfx10 targets (rocm-4.3.0)
