@@ -459,6 +459,22 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_OLLAMA_OLD,
         'msg="detected amdgpu versions [gfx1103]"',
     ),
+    # ollama 0.12 and later log each GPU its runners initialised ("inference compute", slog key=value pairs); for a
+    # ROCm device compute is the gfx target HIP reports (ml.DeviceInfo.Compute: "gfx%x%02x"). A CPU-only line
+    # (library=cpu) says no GPU was usable, without saying why, and is not read.
+    AppFormat(
+        "ollama-inference-compute",
+        "runtime-gpu",
+        "inference compute",
+        r"inference compute\b.*?\blibrary=\"?(?i:rocm)\b",
+        "ollama's ROCm runner initialised an AMD GPU: the runtime enumerated it, so KFD added it",
+        "ollama/ollama discover/types.go LogDetails (slog.Info('inference compute', 'id', ..., 'library', "
+        "dev.Library, 'compute', dev.Compute(), ...)); ml/device.go DeviceInfo.Compute",
+        'level=INFO source=types.go:42 msg="inference compute" id=0 filter_id="" library=ROCm compute=gfx1100 '
+        'name=ROCm0 description="AMD Radeon RX 7900 XTX" libdirs=ollama,rocm driver=60342.13 pci_id=0000:03:00.0 '
+        'type=discrete total="24.0 GiB" available="23.8 GiB"',
+        (rf"\bcompute=\"?(?P<gfx>{GFX})\b",),
+    ),
     AppFormat(
         "ollama-override",
         "override",
