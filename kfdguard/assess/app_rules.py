@@ -823,6 +823,7 @@ __all__ = [
     "rule_rock_not_loaded",
     "rule_rocm_release_without_code",
     "rule_runtime_ready",
+    "rule_wsl_kfd_sought",
 ]
 
 
@@ -1513,6 +1514,37 @@ def rule_wsl_gpu_unlisted(r: Reasoning) -> None:
                 )
                 if x
             ),
+        )
+    )
+
+
+def rule_wsl_kfd_sought(r: Reasoning) -> None:
+    """Under WSL, the text says a program looks for KFD where WSL has only /dev/dxg ("ollama's detection uses the
+    kfd device, which is replaced with dxg inside WSL"): that program cannot find the GPU there."""
+    obs = r.obs
+    if r.machine is not None or r.has(
+        "host-without-kfd", "no-amd-gpu", "userspace-no-rocm-build", "userspace-target-unsupported"
+    ):
+        return
+    # The runtime listing a GPU agent shows the WSL path working: no /dev/kfd there is expected, not a failure.
+    where = None if obs.agents else _wsl(r)
+    if where is None:
+        return
+    said = search_lines(appformats.PROSE_KFD_FOR_DXG, obs, "dxg")
+    if said is None:
+        return
+    _drop_linux_host_findings(r)
+    r.findings.append(
+        Finding(
+            "host-without-kfd",
+            E,
+            "under WSL there is no KFD and no /dev/kfd: AMD's WSL runtime reaches the GPU through the Windows driver "
+            "(/dev/dxg), so a program that finds AMD GPUs through /dev/kfd or KFD's topology in sysfs finds none "
+            "there, although rocminfo and ROCm's own samples work",
+            "use a build of the program that goes through the WSL runtime (from ROCm 7.2, ROCDXG: librocdxg and "
+            "HSA_ENABLE_DXG_DETECTION=1 in its environment) or run it on a Linux host with amdgpu; groups, "
+            "permissions and amdgpu advice do not apply under WSL",
+            (where, f"the text: {said.group(0)[:160]}"),
         )
     )
 

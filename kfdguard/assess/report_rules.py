@@ -363,6 +363,44 @@ def rule_prose_secure_boot(r: Reasoning) -> None:
         t.block("module rejected (Secure Boot)", "module-signature-rejected")
 
 
+# --- a GPU hang told in words ------------------------------------------------------------------------------
+
+# "leaving the GPU in a hung state", "the GPU becomes unresponsive", "GPU hangs", "requires rocm-smi --gpureset to
+# recover": the GPU itself stopped, not a program. A system, a desktop or a program that froze says nothing of it.
+PROSE_GPU_HUNG = re.compile(
+    # "each GPU hangs for about 10 seconds and boot continues": a stall that passes is not a hang
+    r"\bgpu\b(?:[^.\n,;]){0,40}?\b(?:hung|hangs|hanged|unresponsive|stuck|locks?\s+up|locked\s+up)\b"
+    r"(?!\s+for\s+(?:about\s+|~\s*|a\s+few\s+)?\d)"
+    r"|\bgpu\s+hang\b|\bhung\s+gpu\b|\brocm-smi\b[^\n]{0,20}?--gpureset\b",
+    re.I,
+)
+
+
+def rule_prose_gpu_hung(r: Reasoning) -> None:
+    """The text says the GPU hung (not a program or the desktop) where no kernel line shows the hang itself."""
+    obs = r.obs
+    if r.machine is not None or r.has("gpu-hang", "no-amd-gpu", "host-without-kfd"):
+        return
+    cues = ("hung", "hang", "unresponsive", "stuck", "lock", "gpureset")
+    for line in dict.fromkeys(line for cue in cues for line in lines_with(obs, cue)):
+        m = PROSE_GPU_HUNG.search(line)
+        if m is None or appformats.NEGATED.search(line) or appformats.yes_no_question(line, m.start()):
+            continue
+        r.findings.append(
+            Finding(
+                "gpu-hang",
+                W,
+                "the text says the GPU itself hung (stopped answering until a reset or a reboot): a GPU hang, whose "
+                "kernel lines (ring timeouts, HWS or MES hangs, a GPU reset) the text does not show",
+                "paste 'sudo dmesg | grep -Ei \"amdgpu|kfd\"' (or journalctl -k -b -1) from the time it hung: the ring "
+                "timeout or scheduler hang names the block that stopped; then try the kernel and ROCm release of the "
+                "fix, or amdgpu.cwsr_enable=0 for compute queues that hang on preemption",
+                (f"the text: {line.strip()[:160]}",),
+            )
+        )
+        return
+
+
 # --- /dev/kfd absent inside a container, told in words -----------------------------------------------------
 
 KFD_NOT_PRESENT = re.compile(

@@ -653,7 +653,9 @@ def _prose(obs: Observations, line: _Line, state: _State) -> None:
         else None
     )
     if host:
-        obs.foreign_host = Source(f"paste: {host.group(0)}", line.number)
+        # "Windows 11 with WSL2": the Linux side runs under WSL, which the rules tell apart from Windows itself.
+        wsl = appformats.WSL_WORD.search(text) if "wsl" in lowered else None
+        obs.foreign_host = Source(f"paste: {(wsl or host).group(0)}", line.number)
     _gpus_in_prose(obs, text, lowered, line.number)
 
 

@@ -311,7 +311,9 @@ FORMATS: tuple[AppFormat, ...] = (
         "amdgcn-amd-amdhsa--",
         # rocminfo prints an "ISA Info" block only for a GPU agent ROCr enumerated: KFD added the GPU and this
         # user opened it. hip_fatbin's "Missing CO for these ISAs" lists ISAs without "Name:" and is not this.
-        rf"^\s*Name:\s+amdgcn-amd-amdhsa--(?P<gfx>{GFX})\b",
+        # An issue form may flatten the block onto one line ("Name: gfx950   Marketing Name: ...   Name:
+        # amdgcn-amd-amdhsa--gfx950:sramecc+:xnack-"): a "Name:" after two spaces starts a field there.
+        rf"(?:^|\s\s)\s*Name:\s+amdgcn-amd-amdhsa--(?P<gfx>{GFX})\b",
         "rocminfo listed a GPU agent's ISA: KFD added the GPU and this user could open it",
         'ROCm/rocminfo rocminfo.cc DisplayISAInfo (printLabelStr("Name:", isa name))',
         "      Name:                    amdgcn-amd-amdhsa--gfx1151",
@@ -800,6 +802,8 @@ FOREIGN_HOST = re.compile(
     re.IGNORECASE,
 )
 
+WSL_WORD = re.compile(r"\bWSL2?\b", re.I)
+
 # The hosts among those that can never pass a host's /dev/kfd into a container, whatever is installed:
 # Docker Desktop runs its engine in a VM of its own (on Linux too), WSL2's kernel is Microsoft's, and a
 # Windows prompt (C:\Users\...) runs Docker Desktop. "Windows 10" alone may be another disk of a dual-boot PC.
@@ -866,7 +870,9 @@ PROSE_UNSUPPORTED = re.compile(
 # question mark at the end. It is the person's doubt, not a statement, unless "still" or "yet" presupposes the answer
 # ("Is the gfx1036 still not supported?"); a question with a question word ("Why is ... not supported?") presupposes it.
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-_YES_NO_OPENING = re.compile(r"^(?:(?:so|or|but|and|then|also)\W+)*(?:is|are|was|were|isn't|aren't)\b", re.I)
+_YES_NO_OPENING = re.compile(
+    r"^(?:(?:so|or|but|and|then|also)\W+)*(?:is|are|was|were|isn't|aren't|has|have|hasn't|haven't|did|didn't)\b", re.I
+)
 _PRESUPPOSED = re.compile(r"\b(?:still|yet)\b", re.I)
 
 
@@ -1022,6 +1028,9 @@ PROSE_FIXED = re.compile(
 FIXED_CUES = ("required", "fix", "solv", "resolv", "trick", "worked", "works now", "now it works", "success", "解决了")
 # A negation on the line of a telling: "didn't fix it", "not solved", "never worked", "no longer", 没有解决.
 NEGATED = re.compile(r"\b(?:not|never|no longer)\b|n't\b|没有|未能", re.I)
+# KFD and WSL's /dev/dxg named together, as AMD explains why a program finds no GPU under WSL ("the GPU detection
+# utilizes the kfd device which ... is replaced with dxg inside WSL", "/dev/kfd doesn't exist, only /dev/dxg").
+PROSE_KFD_FOR_DXG = re.compile(r"\bkfd\b[^\n]{0,160}?\bdxg\b|\bdxg\b[^\n]{0,160}?\bkfd\b", re.I)
 # A program built or shipped without ROCm, as it or a person says it: "rendered llama.cpp without ROCM support",
 # "built without HIP", "AMD GPU detected (ROCm support not currently available)", "not compiled with hipBLAS";
 # and llama.cpp's own warning of a build without any GPU backend (common/common.cpp before the backend registry:
@@ -1035,7 +1044,13 @@ PROSE_NO_ROCM_BUILD = re.compile(
     r"|\bnot\s+(?:been\s+)?(?:built|compiled)\s+with\s+(?:rocm|hip|hipblas)\b"
     r"|\bnot compiled with GPU offload support\b"
     # "this results in llama_cpp built with CPU backend", "compiled with only the CPU backend"
-    r"|\b(?:built|compiled)\s+with\s+(?:the\s+|a\s+)?(?:only\s+(?:the\s+|a\s+)?)?cpu(?:-only)?\s+backend\b",
+    r"|\b(?:built|compiled)\s+with\s+(?:the\s+|a\s+)?(?:only\s+(?:the\s+|a\s+)?)?cpu(?:-only)?\s+backend\b"
+    # ollama's scripts/install.sh when lspci/lshw show it no GPU: it installs no GPU backend ("No NVIDIA/AMD GPU
+    # detected. Ollama will run in CPU-only mode."), and the same told in words ("installs Ollama in CPU-only mode",
+    # "with no GPU backend installed")
+    r"|\bwill run in cpu[- ]only mode\b"
+    r"|\binstall(?:s|ed|ing)?\b(?:[^.\n]|\.(?=\w)){0,60}?\bin\s+\**cpu[- ]only\s+mode\b"
+    r"|\bno\s+(?:gpu|rocm|hip)\s+backend\s+(?:is\s+|was\s+|gets\s+)?installed\b",
     re.I,
 )
 # What makes such a line speak of one GPU's support rather than the program's build.
