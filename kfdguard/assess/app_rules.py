@@ -805,6 +805,7 @@ def rule_dkms(r: Reasoning) -> None:
 __all__ = [
     "computes_as_root",
     "rule_denied_by_groups",
+    "rule_device_package_missing",
     "rule_dkms",
     "rule_driver_tables",
     "rule_engine_drops_device_group",
@@ -1545,6 +1546,30 @@ def rule_wsl_kfd_sought(r: Reasoning) -> None:
             "HSA_ENABLE_DXG_DETECTION=1 in its environment) or run it on a Linux host with amdgpu; groups, "
             "permissions and amdgpu advice do not apply under WSL",
             (where, f"the text: {said.group(0)[:160]}"),
+        )
+    )
+
+
+def rule_device_package_missing(r: Reasoning) -> None:
+    """TheRock's multi-arch wheels without the GPU's device package, as the text tells it: the generic package has
+    no kernels of any GPU, so every launch fails (HIP's hipErrorInvalidImage) whatever the GPU and driver."""
+    obs = r.obs
+    if r.machine is not None or r.has("userspace-target-unsupported", "no-amd-gpu", "userspace-no-rocm-build"):
+        return
+    told = search_lines(appformats.DEVICE_PACKAGE_MISSING, obs, "device")
+    if told is None:
+        return
+    gfx, shown = _gfx_of_text(r, [])
+    r.findings.append(
+        Finding(
+            "userspace-target-unsupported",
+            E,
+            f"the installed ROCm wheels have no code for {gfx or 'this GPU'}: TheRock's multi-arch packages carry "
+            "each GPU's kernels in a separate device package (amd-torch-device-gfxNNNN, rocm-sdk-device-gfxNNNN), "
+            "and without the one for this GPU's target every kernel launch fails",
+            f'install the device packages of the GPU\'s target: pip install "torch[device-{gfx or "gfxNNNN"}]" (and '
+            "the same extra for torchvision) from the release's index, the way its install instructions list them",
+            tuple(x for x in (f"the text: {told.group(0)[:160]}", f"{shown}: {gfx}" if gfx else None) if x),
         )
     )
 

@@ -405,9 +405,12 @@ def rule_prose_gpu_hung(r: Reasoning) -> None:
 
 KFD_NOT_PRESENT = re.compile(
     # "/dev/kfd and /dev/dri are not visible": the two nodes as one subject
-    r"(?:/dev/)?kfd\b[`'\"]?(?:\s+(?:device|node|file)s?)?(?:\s+(?:and|&)\s+[`'\"]?/dev/dri\S*)?"
+    # ("the `kdf` device is not currently getting passed on the container": the letters swapped, as people type it)
+    r"(?:/dev/)?(?:kfd\b|kdf\b(?=[`'\"]?\s+(?:device|node)))[`'\"]?(?:\s+(?:device|node|file)s?)?"
+    r"(?:\s+(?:and|&)\s+[`'\"]?/dev/dri\S*)?"
     r"\s+(?:is\s+|are\s+|was\s+|were\s+|will\s+|would\s+|does\s+|do\s+|did\s+)?"
-    r"(?:not|n't)\s+(?:be\s+)?(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
+    r"(?:not|n't)\s+(?:be\s+|currently\s+|yet\s+)?(?:getting\s+|being\s+)?"
+    r"(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
     r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b"
     # "the only thing missing is /dev/kfd", "missing the /dev/kfd device"
     r"|\bmissing\b[^.\n]{0,40}?/dev/kfd\b"
@@ -433,7 +436,7 @@ CONTAINER_WORD = re.compile(
 
 def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
-    for line in lines_with(r.obs, "kfd"):
+    for line in dict.fromkeys(lines_with(r.obs, "kfd") + lines_with(r.obs, "kdf")):
         lowered = line.lower()
         if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work")):
             m = KFD_NOT_PRESENT.search(line)

@@ -856,6 +856,7 @@ def _userspace_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_unexported", "stack_rules"),
         text_only("rule_rocm_release_without_code"),
         text_only("rule_prose_unsupported"),
+        text_only("rule_device_package_missing"),
         text_only("rule_prose_incompatible_build"),
         text_only("rule_no_rocm_build", "stack_rules"),
         text_only("rule_library_missing", "stack_rules"),

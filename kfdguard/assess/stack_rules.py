@@ -538,7 +538,8 @@ def rule_library_missing(r: Reasoning) -> None:
         return
     found = _rocm_library_not_loaded(r)
     if found is None:
-        _rocm_build_mismatch(r)
+        if not _configure_library_missing(r):
+            _rocm_build_mismatch(r)
         return
     line, lib = found
     name = lib.group(0)
@@ -557,6 +558,27 @@ def rule_library_missing(r: Reasoning) -> None:
             (f"the text: {line[:160]}",),
         )
     )
+
+
+def _configure_library_missing(r: Reasoning) -> bool:
+    """A source build's ROCm configure step (TensorFlow, XLA) not finding a ROCm library: adds the finding and says
+    whether it did."""
+    m = search_lines(appformats.BAZEL_ROCM_LIBRARY_MISSING, r.obs, "cannot find rocm library")
+    if m is None:
+        return False
+    r.findings.append(
+        Finding(
+            "userspace-library-missing",
+            E,
+            f"the build's ROCm configure step cannot find the ROCm library {m['lib']}: the ROCm it was pointed at is "
+            "another release than the source expects (a library renamed or dropped, as hip_hcc became amdhip64), "
+            "or the package that holds it is not installed; the GPU, KFD and permissions play no part",
+            "build a source release made for the installed ROCm (or install the ROCm release it names), install the "
+            "package that holds the library, and check ROCM_PATH points at that installation",
+            (f"the text: {m.group(0)[:160]}",),
+        )
+    )
+    return True
 
 
 def _rocm_build_mismatch(r: Reasoning) -> None:

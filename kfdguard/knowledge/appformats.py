@@ -1031,6 +1031,19 @@ NEGATED = re.compile(r"\b(?:not|never|no longer)\b|n't\b|没有|未能", re.I)
 # KFD and WSL's /dev/dxg named together, as AMD explains why a program finds no GPU under WSL ("the GPU detection
 # utilizes the kfd device which ... is replaced with dxg inside WSL", "/dev/kfd doesn't exist, only /dev/dxg").
 PROSE_KFD_FOR_DXG = re.compile(r"\bkfd\b[^\n]{0,160}?\bdxg\b|\bdxg\b[^\n]{0,160}?\bkfd\b", re.I)
+# TheRock's multi-arch wheels (RELEASES.md, "Installing multi-arch PyTorch Python packages") carry each GPU's kernels in
+# a device package of its own (amd-torch-device-gfx1100, rocm-sdk-device-gfx1100, pulled in by torch[device-gfx1100]);
+# a telling that it is not installed: "fails unless the exact-arch device wheel is installed", "not installing
+# amd-torch-device-gfx packages", "without the rocm-sdk-device-gfx1151 package".
+DEVICE_PACKAGE_MISSING = re.compile(
+    r"\b(?:unless|without|not\s+install\w*|missing|forg[eo]t\w*\s+(?:to\s+)?install\w*)\b[^.\n]{0,60}?"
+    r"(?:\bdevice[- ](?:specific\s+)?(?:wheels?|packages?)\b|\b(?:amd-torch\w*|rocm-sdk)-device-gfx"
+    r"|\[device-gfx)",
+    re.I,
+)
+# TensorFlow's and XLA's ROCm configure step (third_party/gpus/rocm_configure.bzl _find_libs: auto_configure_fail(
+# "Cannot find rocm library %s" % name)): a library the source build links is not in the ROCm it was pointed at.
+BAZEL_ROCM_LIBRARY_MISSING = re.compile(r"Cannot find rocm library (?P<lib>[\w.+-]+)")
 # A program built or shipped without ROCm, as it or a person says it: "rendered llama.cpp without ROCM support",
 # "built without HIP", "AMD GPU detected (ROCm support not currently available)", "not compiled with hipBLAS";
 # and llama.cpp's own warning of a build without any GPU backend (common/common.cpp before the backend registry:

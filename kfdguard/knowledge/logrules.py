@@ -287,6 +287,12 @@ RULES: tuple[LogRule, ...] = (
     LogRule("gpu-ring-timeout", RUNTIME, "gpu-hang", ("timeout, signaled seq=", "] *ERROR* ring "),
             r"ring (?P<ring>\S+) timeout, signaled seq=|\*ERROR\* ring (?P<ring2>\S+) timeout",
             "a GPU ring stopped making progress", SRC_AMDGPU, "ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236"),
+    # 6.x amdgpu_job.c amdgpu_job_timedout, after the ring's timeout line: "Starting %s ring reset", then "Ring %s
+    # reset succeeded" or "Ring %s reset failed" (per-queue reset, where the ring supports it).
+    LogRule("gpu-ring-reset", RUNTIME, "gpu-hang", (" ring reset", " reset succeeded", " reset failed"),
+            r"Starting (?P<ring>\S+) ring reset$|^Ring (?P<ring2>\S+) reset (?P<result>succeeded|failed)$",
+            "a GPU ring hung and amdgpu reset that ring (the job running on it was lost)", SRC_AMDGPU,
+            "Starting gfx_0.0.0 ring reset"),
     LogRule("gpu-ring-soft-recovered", RUNTIME, "gpu-hang", ("timeout, but soft recovered",),
             r"ring (?P<ring>\S+) timeout, but soft recovered",
             "a ring hung and amdgpu killed the job without a full reset (the job's work was lost)", SRC_AMDGPU,

@@ -1,7 +1,9 @@
 """Classes the untuned batches 31 and 32 missed, each beside near misses that must stay silent: an installer that
 put in no GPU backend ("will run in CPU-only mode"), a program that looks for KFD under WSL, where only /dev/dxg
 exists, a rocminfo block an issue form flattened onto one line, a GPU hang told in words, ollama's newer
-"inference compute" line and ROCm 7.2 as a release the version rules know.
+"inference compute" line and ROCm 7.2 as a release the version rules know; then batches 33 and 34's: a per-ring reset
+in the kernel log, TheRock's device package not installed, a source build's configure step missing a ROCm library and
+/dev/kfd "not getting passed" into a container.
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -147,3 +149,83 @@ def test_an_override_on_a_gpu_rocm_7_2_carries_is_unneeded() -> None:
         "I export HSA_OVERRIDE_GFX_VERSION=11.0.0 before starting it\n"
     )
     assert "env-override-unneeded" in codes(text)
+
+
+# --- a per-ring reset in the kernel log ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        "amdgpu 0000:0c:00.0: amdgpu: Starting comp_1.0.0 ring reset\n",
+        "[ 812.004411] amdgpu 0000:0c:00.0: amdgpu: Ring gfx_0.0.0 reset succeeded\n",
+        "Starting sdma0 ring reset\nRing sdma0 reset failed\n",
+    ],
+)
+def test_a_ring_reset_is_a_gpu_hang(lines: str) -> None:
+    assert "gpu-hang" in codes(lines)
+
+
+def test_a_ring_test_at_boot_is_no_hang() -> None:
+    text = "[    3.120001] amdgpu 0000:0c:00.0: amdgpu: ring gfx_0.0.0 uses VM inv eng 0 on hub 0\n"
+    assert "gpu-hang" not in codes(text)
+
+
+# --- TheRock's device package not installed --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Every launch fails with hipErrorInvalidImage unless the device wheel is installed as well.\n",
+        "I had not installed rocm-sdk-device-gfx1201, only the generic rocm-sdk packages.\n",
+        "Without torch[device-gfx1201] the kernels are simply not there.\n",
+    ],
+)
+def test_a_device_package_not_installed_leaves_no_code_for_the_gpu(told: str) -> None:
+    assert "userspace-target-unsupported" in codes("GPU: Radeon RX 9070 (gfx1201)\n" + told)
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I installed torch[device-gfx1201] and everything runs.\n",  # installed, not missing
+        "The device plugin is not installed in this cluster yet.\n",  # Kubernetes, no package
+    ],
+)
+def test_a_device_package_installed_or_another_device_is_left_alone(told: str) -> None:
+    assert "userspace-target-unsupported" not in codes("GPU: Radeon RX 9070 (gfx1201)\n" + told)
+
+
+# --- a source build's configure step missing a ROCm library ----------------------------------------------------------
+
+
+def test_a_configure_step_that_cannot_find_a_rocm_library_is_a_library_missing() -> None:
+    text = (
+        "ERROR: An error occurred during the fetch of repository 'local_config_rocm':\n"
+        "ROCm Configuration Error: Cannot find rocm library hipfft\n"
+    )
+    assert "userspace-library-missing" in codes(text)
+
+
+def test_a_library_found_by_the_configure_step_is_no_failure() -> None:
+    assert "userspace-library-missing" not in codes("Found rocm library hipfft in /opt/rocm/lib\n")
+
+
+# --- /dev/kfd not getting passed into a container --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "The kfd device is not currently getting passed to the container.\n",
+        "Sadly the `kdf` device is not being passed into the app container yet.\n",
+    ],
+)
+def test_kfd_not_getting_passed_into_a_container_is_a_missing_node(told: str) -> None:
+    assert "device-node-missing" in codes("GPU: Radeon RX 6800\n" + told)
+
+
+def test_a_kdf_that_is_no_device_is_left_alone() -> None:
+    text = "GPU: Radeon RX 6800\nThe kdf value is not passed to the container, but the card is visible.\n"
+    assert "device-node-missing" not in codes(text)

@@ -99,6 +99,10 @@ CUT = {
     },
     # AMD's answer quotes the kernel's line in markdown bold, without its prefix
     "704-mi50-no-longer-detected-uncorrectable-error-hw-failure-rma.txt": {"**Fatal error during GPU init**"},
+    # an issue form's code block of kernel messages copied without their prefixes
+    "547-invokeai-r9700-kernel-7.0-lockup-timeout-2s-ring-gfx-timeout-fine-on-6.17.txt": {
+        "Starting gfx_0.0.0 ring reset", "Ring gfx_0.0.0 reset succeeded",
+    },
 }  # fmt: skip
 
 
