@@ -30,7 +30,7 @@ from kfdguard.assess.versions import (
     wheel_without_code,
 )
 from kfdguard.evidence.model import Observations, SeenMessage, Source
-from kfdguard.knowledge import appformats, engines, rocm
+from kfdguard.knowledge import appformats, engines, rocm, torchwheels
 from kfdguard.knowledge.asics import ASICS
 from kfdguard.knowledge.model import Asic
 from kfdguard.userspace.assess import visible_count
@@ -804,6 +804,7 @@ def rule_dkms(r: Reasoning) -> None:
 
 __all__ = [
     "computes_as_root",
+    "rule_blas_fails_on_uncarried_target",
     "rule_denied_by_groups",
     "rule_device_package_missing",
     "rule_dkms",
@@ -1011,6 +1012,37 @@ def rule_rocm_release_without_code(r: Reasoning) -> None:
         if claimed and appformats.gfx_major(claimed) == appformats.gfx_major(gfx):
             continue
         r.findings.append(_release_without_code(gfx, where, shown))
+        return
+
+
+def rule_blas_fails_on_uncarried_target(r: Reasoning) -> None:
+    """A BLAS call failing (HIPBLAS_STATUS_INTERNAL_ERROR ...) on a GPU whose target no rocBLAS release builds code
+    for (gfx1031, gfx1032, ...), with no override standing in: the Tensile kernels are not there."""
+    obs = r.obs
+    if r.has("userspace-target-unsupported", "env-override-wrong", "no-amd-gpu", "host-without-kfd"):
+        return
+    failed = search_lines(appformats.BLAS_STATUS_FAILED, obs, "_status_")
+    if failed is None:
+        return
+    value = obs.value("gfx-override")
+    claimed = appformats.override_target(value) if value else None
+    for gfx, where in _real_targets(r, claimed):
+        if rocm.releases_with(gfx) or not _asics_of(gfx) or claimed:
+            continue
+        neighbour = remedies.OVERRIDES.get(gfx)
+        workaround = f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour}" if neighbour else ""
+        r.findings.append(
+            Finding(
+                "userspace-target-unsupported",
+                W,
+                f"a BLAS call failed ({failed.group(0)}) on {gfx}, for which no ROCm release's rocBLAS builds Tensile "
+                "kernels (ROCm 3.0 to the newest known): the library has no kernel to run the call on this GPU; the "
+                "kernel and permissions are not the cause",
+                f"build rocBLAS (and hipBLASLt) with {gfx} among its targets{workaround} (runs code built for a "
+                "neighbouring target; it may crash or compute wrongly)",
+                (f"the text: {failed.string.strip()[:160]}", f"{where}: {gfx}"),
+            )
+        )
         return
 
 
@@ -1856,6 +1888,18 @@ def rule_tool_groups_missing(r: Reasoning) -> None:
     )
 
 
+# Where ROCm's own rocBLAS keeps its Tensile files (/opt/rocm-6.2.0/lib/rocblas/library, older
+# /opt/rocm/rocblas/library, Debian's /usr/lib/x86_64-linux-gnu/rocblas/<version>/library, Fedora's /usr/lib64/rocblas);
+# any other absolute path is a program's own copy (ollama's /usr/lib/ollama/rocblas, a backend's lib directory).
+_SYSTEM_ROCBLAS = re.compile(r"^(?:/opt/rocm[^/]*(?:/lib)?|/usr(?:/local)?/lib(?:64|/x86_64-linux-gnu)?)/rocblas/")
+
+
+def _bundled_rocblas(path: str) -> bool:
+    """Whether the path of a Tensile library is a program's own copy of rocBLAS, not the system ROCm's."""
+    # A PyTorch wheel's copy is judged by the wheels' own eras (knowledge/torchwheels.py), not here.
+    return path.startswith("/") and _SYSTEM_ROCBLAS.match(path) is None and not torchwheels.wheel_path(path)
+
+
 def rule_tensile_unreadable(r: Reasoning) -> None:
     """rocBLAS's older 'Cannot read .../TensileLibrary.dat: <error>' (no target named): for a GPU whose target ROCm
     builds no library for, the cause is the software build; for one it does build, the install is what to check."""
@@ -1884,6 +1928,21 @@ def rule_tensile_unreadable(r: Reasoning) -> None:
                 "PyTorch builds), or point the wheel at a system rocBLAS that carries it; the unsupported "
                 "workaround is HSA_OVERRIDE_GFX_VERSION for a target of the same generation the wheel carries",
                 (seen[0].text, f"{shown}: {lacking}", f"the text: {line}", f"{era.repository}: {', '.join(era.paths)}"),
+            )
+        )
+        return
+    if targets and not unsupported and _bundled_rocblas(path):
+        gfx, where = targets[0]
+        r.findings.append(
+            Finding(
+                "userspace-target-unsupported",
+                W,
+                f"the program's own copy of rocBLAS ({path.rsplit('/', 1)[0]}) has no Tensile library for {gfx}, "
+                "though ROCm's rocBLAS builds one: the program was packaged with library files for other targets "
+                "only; the kernel and permissions are not the cause",
+                f"use a build of the program whose bundled libraries include {gfx}, or point it at the system ROCm's "
+                "rocBLAS (ROCBLAS_TENSILE_LIBPATH=/opt/rocm/lib/rocblas/library where that ROCm carries it)",
+                (seen[0].text, f"{where}: {gfx}"),
             )
         )
         return

@@ -855,6 +855,7 @@ def _userspace_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_override_not_applied"),
         text_only("rule_override_unexported", "stack_rules"),
         text_only("rule_rocm_release_without_code"),
+        text_only("rule_blas_fails_on_uncarried_target"),
         text_only("rule_prose_unsupported"),
         text_only("rule_device_package_missing"),
         text_only("rule_prose_incompatible_build"),

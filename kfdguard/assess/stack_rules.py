@@ -153,6 +153,7 @@ def _no_rocm_build_told(r: Reasoning) -> str | None:
     """A line that says the program was built or shipped without ROCm/HIP (not that one GPU lacks support)."""
     # Each alternative of the pattern holds one of these words (a cue as common as "hip" would read every "chip").
     cues = ("without", " support", "built with", "compiled with", "gpu offload", "cpu-only", "cpu only", " backend")
+    cues += ("now install",)
     for cue in cues:
         for line in lines_with(r.obs, cue):
             m = appformats.PROSE_NO_ROCM_BUILD.search(line)
@@ -501,7 +502,7 @@ def _not_in_group_fixed(r: Reasoning, group: str, command: str) -> None:
 
 def _rocm_library_not_loaded(r: Reasoning) -> tuple[str, re.Match[str]] | None:
     """The first line where the loader could not open a ROCm library, and that library's name on it."""
-    for cue in ("cannot open shared object", "could not load dynamic library"):
+    for cue in appformats.LIBRARY_NOT_LOADED_CUES:
         for line in lines_with(r.obs, cue):
             lib = appformats.ROCM_LIBRARY.search(line) if appformats.LIBRARY_NOT_LOADED.search(line) else None
             if lib is not None:

@@ -206,6 +206,18 @@ FORMATS: tuple[AppFormat, ...] = (
         "rocBLAS error: Cannot read /opt/rocm/rocblas/library/TensileLibrary.dat: Illegal seek",
     ),
     AppFormat(
+        "rocblas-unloadable",
+        "tensile-unreadable",
+        "Could not load ",
+        # tensile_host.cpp, after the target's own file was not found and the fallback TensileLibrary.dat passed
+        # TestPath: "rocBLAS error: Could not load " << path, then "Could not initialize Tensile library".
+        r"Could not load (?P<path>(?:[A-Za-z]:\\[^:\n]*?|\S*)TensileLibrary\.dat)\s*$",
+        "rocBLAS could not load its Tensile library: no library for this GPU's target, or an install whose library "
+        "files are missing or from another rocBLAS",
+        SRC_ROCBLAS,
+        "rocBLAS error: Could not load /opt/rocm/lib/rocblas/library/TensileLibrary.dat",
+    ),
+    AppFormat(
         "rocblas-library-file",
         "library-targets",
         "TensileLibrary_",
@@ -1041,6 +1053,12 @@ DEVICE_PACKAGE_MISSING = re.compile(
     r"|\[device-gfx)",
     re.I,
 )
+# A BLAS call failing with the status rocBLAS/hipBLAS/hipBLASLt return when no kernel fits ("CUDA error:
+# HIPBLAS_STATUS_INTERNAL_ERROR when calling `hipblasSgemm(...)`", rocblas_status_internal_error): beside a GPU whose
+# target no rocBLAS release builds, the missing Tensile kernels.
+BLAS_STATUS_FAILED = re.compile(
+    r"\b(?:HIPBLAS|HIPBLASLT|ROCBLAS)_STATUS_(?!SUCCESS\b)[A-Z_]+\b|\brocblas_status_(?!success\b)[a-z_]+\b"
+)
 # TensorFlow's and XLA's ROCm configure step (third_party/gpus/rocm_configure.bzl _find_libs: auto_configure_fail(
 # "Cannot find rocm library %s" % name)): a library the source build links is not in the ROCm it was pointed at.
 BAZEL_ROCM_LIBRARY_MISSING = re.compile(r"Cannot find rocm library (?P<lib>[\w.+-]+)")
@@ -1056,6 +1074,8 @@ PROSE_NO_ROCM_BUILD = re.compile(
     r"(?:available|enabled|included|built|compiled)|unavailable|disabled)\b"
     r"|\bnot\s+(?:been\s+)?(?:built|compiled)\s+with\s+(?:rocm|hip|hipblas)\b"
     r"|\bnot compiled with GPU offload support\b"
+    # an installer that once left ROCm out, told as the fix: "now the installer installs ROCm"
+    r"|\b(?:installer|install\.sh|script)\b[^.\n]{0,30}?\bnow\s+installs?\s+(?:the\s+)?(?:rocm|hip)\b"
     # "this results in llama_cpp built with CPU backend", "compiled with only the CPU backend"
     r"|\b(?:built|compiled)\s+with\s+(?:the\s+|a\s+)?(?:only\s+(?:the\s+|a\s+)?)?cpu(?:-only)?\s+backend\b"
     # ollama's scripts/install.sh when lspci/lshw show it no GPU: it installs no GPU backend ("No NVIDIA/AMD GPU
@@ -1100,7 +1120,17 @@ ROCM_LIBRARY = re.compile(
     r"hiprand|hipsolver|MIOpen|hsa-runtime64|hsakmt|rccl|roctracer64|roctx64|amd_comgr|rocm_smi64|amd_smi|"
     r"migraphx\w*|rocprofiler\w*)\.so(?:\.(?P<major>\d+)[\d.]*)?"
 )
-LIBRARY_NOT_LOADED = re.compile(r"cannot open shared object file|Could not load dynamic library", re.I)
+LIBRARY_NOT_LOADED = re.compile(
+    r"cannot open shared object file|Could not load dynamic library"
+    # told in words: "ollama will fail to find the librocm_smi64.so library", "it cannot find libhipblas.so.2"
+    r"|\b(?:fail(?:s|ed)?\s+to|can(?:no|')t|could\s*n(?:o|')t|unable\s+to|does\s*n(?:o|')t)\s+(?:find|locate|load)\s+"
+    r"(?:the\s+)?[`'\"]?lib\w",
+    re.I,
+)
+# The cues of LIBRARY_NOT_LOADED's alternatives, for the lines to search.
+LIBRARY_NOT_LOADED_CUES = (
+    "cannot open shared object", "could not load dynamic library", " find ", " locate ", " load ",
+)  # fmt: skip
 # The loader finding a ROCm library without a symbol the program was built against: glibc's "symbol lookup error:
 # %s: undefined symbol: %s" and dlopen's "%s: undefined symbol: %s" (elf/dl-lookup.c), for a symbol of ROCm's API
 # (hipModuleGetGlobal, hsa_amd_..., rocblas_..., a mangled hip:: name): the installed ROCm is another release.

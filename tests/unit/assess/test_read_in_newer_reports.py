@@ -3,7 +3,9 @@ put in no GPU backend ("will run in CPU-only mode"), a program that looks for KF
 exists, a rocminfo block an issue form flattened onto one line, a GPU hang told in words, ollama's newer
 "inference compute" line and ROCm 7.2 as a release the version rules know; then batches 33 and 34's: a per-ring reset
 in the kernel log, TheRock's device package not installed, a source build's configure step missing a ROCm library and
-/dev/kfd "not getting passed" into a container.
+/dev/kfd "not getting passed" into a container; then batches 35 and 36's: rocBLAS's "Could not load" of a program's
+own Tensile library copy, a BLAS status failure on a target no rocBLAS release builds, a ROCm library "not found" in
+words and an installer that "now installs ROCm" after the fix.
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -229,3 +231,72 @@ def test_kfd_not_getting_passed_into_a_container_is_a_missing_node(told: str) ->
 def test_a_kdf_that_is_no_device_is_left_alone() -> None:
     text = "GPU: Radeon RX 6800\nThe kdf value is not passed to the container, but the card is visible.\n"
     assert "device-node-missing" not in codes(text)
+
+
+# --- a program's own copy of rocBLAS without the target ---------------------------------------------------------------
+
+
+def test_a_bundled_rocblas_that_cannot_load_its_library_lacks_the_target() -> None:
+    text = (
+        "GPU: Radeon Pro VII (gfx906)\n"
+        "rocBLAS error: Could not load /srv/app/backends/hip-llama/lib/rocblas/library/TensileLibrary.dat\n"
+        "rocBLAS error: Could not initialize Tensile library\n"
+    )
+    assert "userspace-target-unsupported" in codes(text)
+
+
+def test_the_system_rocblas_that_cannot_load_its_library_is_asked_about_not_blamed() -> None:
+    text = (
+        "GPU: Radeon Pro VII (gfx906)\n"
+        "rocBLAS error: Could not load /opt/rocm-7.2.1/lib/rocblas/library/TensileLibrary.dat\n"
+    )
+    result = diagnose_text(text)
+    assert "userspace-target-unsupported" not in {f.code for f in result.findings}
+    assert any("rocBLAS cannot read its Tensile library" in u for u in result.unknown)
+
+
+# --- a BLAS status failure on a target no rocBLAS release builds -------------------------------------------------------
+
+
+def test_a_blas_status_failure_on_a_target_no_release_builds_is_missing_kernels() -> None:
+    text = (
+        "Hardware: Radeon RX 6650 XT (gfx1032)\n"
+        "RuntimeError: CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling `hipblasSgemm( handle, ...)`\n"
+    )
+    assert "userspace-target-unsupported" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a target rocBLAS builds: the status says something else
+        "Hardware: Radeon RX 6800 XT (gfx1030)\nRuntimeError: CUDA error: HIPBLAS_STATUS_INTERNAL_ERROR\n",
+        # the override stands in for the missing code (rule_override_wrong judges it)
+        "Hardware: Radeon RX 6650 XT (gfx1032)\nHSA_OVERRIDE_GFX_VERSION=10.3.0\nHIPBLAS_STATUS_ALLOC_FAILED\n",
+        # success is no failure
+        "Hardware: Radeon RX 6650 XT (gfx1032)\nhipblasSgemm returned HIPBLAS_STATUS_SUCCESS\n",
+    ],
+)
+def test_a_blas_status_that_is_no_missing_kernel_is_left_alone(text: str) -> None:
+    assert "userspace-target-unsupported" not in codes(text)
+
+
+# --- a ROCm library not found, in words ----------------------------------------------------------------------------
+
+
+def test_a_rocm_library_the_program_fails_to_find_is_a_library_missing() -> None:
+    text = "GPU: Radeon RX 7700 XT\nThe server fails to find the libamdhip64.so library on this distribution.\n"
+    assert "userspace-library-missing" in codes(text)
+
+
+def test_a_library_found_in_words_or_no_rocm_library_is_left_alone() -> None:
+    assert "userspace-library-missing" not in codes("GPU: Radeon RX 7700 XT\nIt failed to find libpng.so.16.\n")
+    assert "userspace-library-missing" not in codes("GPU: Radeon RX 7700 XT\nIt does find libamdhip64.so now.\n")
+
+
+# --- an installer that now installs ROCm after the fix -----------------------------------------------------------------
+
+
+def test_an_installer_that_now_installs_rocm_after_the_fix_had_left_it_out() -> None:
+    text = "GPU: Radeon 8060S\nAfter removing the stray tool, the installer now installs ROCm and the GPU is used.\n"
+    assert "userspace-no-rocm-build" in codes(text)
