@@ -1900,6 +1900,19 @@ def _bundled_rocblas(path: str) -> bool:
     return path.startswith("/") and _SYSTEM_ROCBLAS.match(path) is None and not torchwheels.wheel_path(path)
 
 
+def _bundled_copy_lacks(seen: str, path: str, gfx: str, where: str) -> Finding:
+    return Finding(
+        "userspace-target-unsupported",
+        W,
+        f"the program's own copy of rocBLAS ({path.rsplit('/', 1)[0]}) has no Tensile library for {gfx}, though "
+        "ROCm's rocBLAS builds one: the program was packaged with library files for other targets only; the kernel "
+        "and permissions are not the cause",
+        f"use a build of the program whose bundled libraries include {gfx}, or point it at the system ROCm's rocBLAS "
+        "(ROCBLAS_TENSILE_LIBPATH=/opt/rocm/lib/rocblas/library where that ROCm carries it)",
+        (seen, f"{where}: {gfx}"),
+    )
+
+
 def rule_tensile_unreadable(r: Reasoning) -> None:
     """rocBLAS's older 'Cannot read .../TensileLibrary.dat: <error>' (no target named): for a GPU whose target ROCm
     builds no library for, the cause is the software build; for one it does build, the install is what to check."""
@@ -1932,19 +1945,7 @@ def rule_tensile_unreadable(r: Reasoning) -> None:
         )
         return
     if targets and not unsupported and _bundled_rocblas(path):
-        gfx, where = targets[0]
-        r.findings.append(
-            Finding(
-                "userspace-target-unsupported",
-                W,
-                f"the program's own copy of rocBLAS ({path.rsplit('/', 1)[0]}) has no Tensile library for {gfx}, "
-                "though ROCm's rocBLAS builds one: the program was packaged with library files for other targets "
-                "only; the kernel and permissions are not the cause",
-                f"use a build of the program whose bundled libraries include {gfx}, or point it at the system ROCm's "
-                "rocBLAS (ROCBLAS_TENSILE_LIBPATH=/opt/rocm/lib/rocblas/library where that ROCm carries it)",
-                (seen[0].text, f"{where}: {gfx}"),
-            )
-        )
+        r.findings.append(_bundled_copy_lacks(seen[0].text, path, *targets[0]))
         return
     if targets and not unsupported:
         r.unknown.append(
