@@ -701,6 +701,28 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
         t.block("kernel built without KFD", "kfd-not-built")
 
 
+def _runtime_count_told(r: Reasoning) -> str | None:
+    """A line that says HIP or rocminfo counts one or more GPUs, not in a question nor negated."""
+    for line in lines_with(r.obs, "hip") + lines_with(r.obs, "rocminfo"):
+        m = appformats.RUNTIME_COUNT_TOLD.search(line)
+        if m and not appformats.NEGATED.search(line[: m.end()]) and not appformats.yes_no_question(line, m.start()):
+            return f"the text: {line.strip()[:160]}"
+    return None
+
+
+def _runtime_gpus(obs: Observations) -> list[tuple[str, str]]:
+    """The GPUs a runtime enumerated (their targets, or names where no target is shown) and where."""
+    seen: list[tuple[str, str]] = [(a.gfx, str(a.source)) for a in obs.agents if a.device is None]
+    for m in obs.saw("runtime-gpu"):
+        targets = [m.gfx] if m.gfx else (m.value("supported") or "").split()
+        name = m.value("name")
+        if not targets and name:
+            # a device listed by its name (rccl-tests): its target where the name says it, else the name
+            targets = [appformats.named_target(name) or name]
+        seen += [(gfx, str(m.source)) for gfx in targets]
+    return seen
+
+
 def rule_runtime_ready(r: Reasoning) -> None:
     """A runtime that enumerated a GPU (ggml, clinfo, ollama, rocminfo without Chip ID): KFD added it."""
     obs = r.obs
@@ -709,15 +731,14 @@ def rule_runtime_ready(r: Reasoning) -> None:
     ready = {f.evidence for f in r.findings if f.code == "kfd-ready"}
     if any(f.code == "kfd-ready" for f in r.findings):
         return
-    seen: list[tuple[str, str]] = [(a.gfx, str(a.source)) for a in obs.agents if a.device is None]
-    for m in obs.saw("runtime-gpu"):
-        targets = [m.gfx] if m.gfx else (m.value("supported") or "").split()
-        name = m.value("name")
-        if not targets and name:
-            # a device listed by its name (rccl-tests): its target where the name says it, else the name
-            targets = [appformats.named_target(name) or name]
-        for gfx in targets:
-            seen.append((gfx, str(m.source)))
+    seen = _runtime_gpus(obs)
+    if not seen:
+        told = _runtime_count_told(r)
+        if told is not None:
+            r.findings.append(
+                Finding("kfd-ready", I, "the text says the ROCm runtime counts a GPU: KFD added it", "", (told,))
+            )
+            return
     done: set[str] = set()
     for gfx, where in seen:
         if gfx in done:

@@ -316,6 +316,20 @@ FORMATS: tuple[AppFormat, ...] = (
         "ROCm/librocdxg src/topology.cpp topology_sysfs_get_system_props ('No WDDM adapters found.')",
         "pid:6895 tid:0x76bf09cbb100 [topology_sysfs_get_system_props] No WDDM adapters found.",
     ),
+    # ROCclr's device setup (rocdevice.cpp) about an agent the HSA runtime enumerated: LogPrintfError("HSA device %s
+    # (PCI ID %x) has %u ISAs but can only support a single ISA"), and "Unable to iterate supported ISAs for HSA
+    # device %s (PCI ID %x)". HIP then drops the device, but KFD added it.
+    AppFormat(
+        "clr-hsa-device",
+        "runtime-gpu",
+        "HSA device ",
+        rf"HSA device (?P<gfx>{GFX})\S* \(PCI ID [0-9a-fA-F]+\)",
+        "the HSA runtime enumerated this GPU (KFD added it), and HIP's device setup then refused it",
+        "ROCm/clr rocclr/device/rocm/rocdevice.cpp Device::create ('HSA device %s (PCI ID %x) has %u ISAs but can "
+        "only support a single ISA')",
+        ":1:rocdevice.cpp            :590 : 0431 us:  HSA device gfx1201 (PCI ID 7551) has 2 ISAs but can only "
+        "support a single ISA",
+    ),
     # --- rocminfo's ISA lines (also as grepped out of its output, without the agent header) ---------------
     AppFormat(
         "rocminfo-isa",
@@ -364,6 +378,19 @@ FORMATS: tuple[AppFormat, ...] = (
         "an RCCL test listed an AMD GPU it runs on: the runtime enumerated it, so KFD added it",
         "ROCm/rccl-tests src/common.cu ('#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s')",
         "#   Rank  3 Pid  41822 on node017 device  3 [0000:c1:00.0] AMD Instinct MI250X",
+    ),
+    # ComfyUI (and its forks) prints the torch device it picked: comfy/model_management.py get_torch_device_name,
+    # "{} {} : {}".format(device, torch.cuda.get_device_name(device), allocator_backend) after "Device: ". An AMD
+    # name there is a GPU ROCm's HIP runtime enumerated and opened.
+    AppFormat(
+        "comfyui-device",
+        "runtime-gpu",
+        "Device: cuda:",
+        r"^\s*Device: cuda:\d+ (?P<name>(?:AMD|Radeon)\b[^\n]*?) : \S*\s*$",
+        "ComfyUI's torch picked an AMD GPU: the ROCm runtime enumerated it, so KFD added it",
+        "comfyanonymous/ComfyUI comfy/model_management.py (print('Device: {}'.format(get_torch_device_name(...))), "
+        "'{} {} : {}'.format(device, torch.cuda.get_device_name(device), allocator_backend))",
+        "Device: cuda:0 AMD Radeon RX 7800 XT : native",
     ),
     # TensorFlow's BaseGPUDeviceFactory logs each device it creates: "Created device %s with %d MB memory:  -> %s",
     # the description "device: %d, name: %s, pci bus id: %s" (ROCm builds too). An AMD name there is a GPU the
@@ -883,7 +910,9 @@ PROSE_UNSUPPORTED = re.compile(
 # ("Is the gfx1036 still not supported?"); a question with a question word ("Why is ... not supported?") presupposes it.
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _YES_NO_OPENING = re.compile(
-    r"^(?:(?:so|or|but|and|then|also)\W+)*(?:is|are|was|were|isn't|aren't|has|have|hasn't|haven't|did|didn't)\b", re.I
+    r"^(?:(?:so|or|but|and|then|also)\W+)*"
+    r"(?:is|are|was|were|isn't|aren't|has|have|hasn't|haven't|did|didn't|does|do|doesn't|don't)\b",
+    re.I,
 )
 _PRESUPPOSED = re.compile(r"\b(?:still|yet)\b", re.I)
 
@@ -1058,6 +1087,14 @@ DEVICE_PACKAGE_MISSING = re.compile(
 # target no rocBLAS release builds, the missing Tensile kernels.
 BLAS_STATUS_FAILED = re.compile(
     r"\b(?:HIPBLAS|HIPBLASLT|ROCBLAS)_STATUS_(?!SUCCESS\b)[A-Z_]+\b|\brocblas_status_(?!success\b)[a-z_]+\b"
+)
+# The runtime's count of GPUs told in words: "even though the HIP runtime correctly reports 1 device", "rocminfo
+# lists 2 GPUs". A count of 0, a question or a negation is not one (the rule checks those).
+RUNTIME_COUNT_TOLD = re.compile(
+    r"\b(?:hip(?:\s+runtime)?|rocminfo|hipGetDeviceCount(?:\(\))?)\s+(?:\w+\s+)?"
+    r"(?:reports?|returns?|lists?|finds?|detects?|sees?|shows?)\s+(?:the\s+)?(?:correct\s+)?"
+    r"[`*]*(?P<count>[1-9]\d?)[`*]*\s+(?:amd\s+)?(?:gpus?|devices?|agents?)\b",
+    re.I,
 )
 # TensorFlow's and XLA's ROCm configure step (third_party/gpus/rocm_configure.bzl _find_libs: auto_configure_fail(
 # "Cannot find rocm library %s" % name)): a library the source build links is not in the ROCm it was pointed at.

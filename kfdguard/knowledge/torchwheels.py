@@ -41,21 +41,39 @@ class WheelEra:
 
 _BUILDER_LISTS = frozenset({"gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100"})
 _WHOLE_LIBRARY = frozenset(t for row in rocm.ROCM_RELEASES if row.version <= (5, 3) for t in row.targets)
+_COPY_RULE = "0b51144fe5971f0a16b2a22f16ffd34657a37e49"  # 2023-01-12: only PYTORCH_ROCM_ARCH's rocBLAS files copied
+_GFX1100_ADDED = "3237101a0a709aec3111e7d00718e63114fd9f6c"  # 2023-05-23: gfx1100 added (ROCm 5.5 wheels)
+_GFX942_ADDED = "b9d2b93c08bd256c42f7b1900a07bd958b3ab8ee"  # 2023-12-22: gfx942 for ROCm 6.0 and later
+_LAST_CHANGE = "68d5a486258b1a5a4ce1bc14227d2b9a32d0a3b7"  # 2024-07-25: the scripts' last change there
+_SCRIPTS = ("manywheel/build_docker.sh", "manywheel/build_rocm.sh")
+_NOTE = "the PYTORCH_ROCM_ARCH lists of pytorch/builder's history up to {day}, and the whole rocBLAS library of ROCm "
+_NOTE += "5.3 and earlier (copied before 0b51144f)"
 
+# One era a day before each list grew: a text dated within an era can show only wheels built by then.
 WHEEL_ERAS: tuple[WheelEra, ...] = (
+    WheelEra(
+        "2023-05-22",
+        (_BUILDER_LISTS - {"gfx1100", "gfx942"}) | _WHOLE_LIBRARY,
+        "pytorch/builder",
+        _SCRIPTS,
+        (_COPY_RULE, _GFX1100_ADDED),
+        _NOTE.format(day="3237101a, which added gfx1100"),
+    ),
+    WheelEra(
+        "2023-12-21",
+        (_BUILDER_LISTS - {"gfx942"}) | _WHOLE_LIBRARY,
+        "pytorch/builder",
+        _SCRIPTS,
+        (_COPY_RULE, _GFX1100_ADDED, _GFX942_ADDED),
+        _NOTE.format(day="b9d2b93c, which added gfx942"),
+    ),
     WheelEra(
         "2024-07-25",
         _BUILDER_LISTS | _WHOLE_LIBRARY,
         "pytorch/builder",
-        ("manywheel/build_docker.sh", "manywheel/build_rocm.sh"),
-        (
-            "0b51144fe5971f0a16b2a22f16ffd34657a37e49",  # 2023-01-12: only PYTORCH_ROCM_ARCH's rocBLAS files copied
-            "3237101a0a709aec3111e7d00718e63114fd9f6c",  # 2023-05-23: gfx1100 added (ROCm 5.5 wheels)
-            "b9d2b93c08bd256c42f7b1900a07bd958b3ab8ee",  # 2023-12-22: gfx942 for ROCm 6.0 and later
-            "68d5a486258b1a5a4ce1bc14227d2b9a32d0a3b7",  # 2024-07-25: the scripts' last change there
-        ),
-        "every PYTORCH_ROCM_ARCH of pytorch/builder's history, and the whole rocBLAS library of ROCm 5.3 and "
-        "earlier (copied before 0b51144f)",
+        _SCRIPTS,
+        (_COPY_RULE, _GFX1100_ADDED, _GFX942_ADDED, _LAST_CHANGE),
+        _NOTE.format(day="their move to pytorch/pytorch (68d5a486)"),
     ),
 )
 

@@ -5,7 +5,9 @@ exists, a rocminfo block an issue form flattened onto one line, a GPU hang told 
 in the kernel log, TheRock's device package not installed, a source build's configure step missing a ROCm library and
 /dev/kfd "not getting passed" into a container; then batches 35 and 36's: rocBLAS's "Could not load" of a program's
 own Tensile library copy, a BLAS status failure on a target no rocBLAS release builds, a ROCm library "not found" in
-words and an installer that "now installs ROCm" after the fix.
+words and an installer that "now installs ROCm" after the fix; then batches 37 and 38's: ComfyUI's device line, ROCclr's
+"HSA device ... has 2 ISAs", the runtime's GPU count told in words (PyTorch's wheel eras, split where gfx1100 and
+gfx942 joined the lists, are tested with the other wheel tests).
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -300,3 +302,34 @@ def test_a_library_found_in_words_or_no_rocm_library_is_left_alone() -> None:
 def test_an_installer_that_now_installs_rocm_after_the_fix_had_left_it_out() -> None:
     text = "GPU: Radeon 8060S\nAfter removing the stray tool, the installer now installs ROCm and the GPU is used.\n"
     assert "userspace-no-rocm-build" in codes(text)
+
+
+# --- devices a runtime enumerated, in other programs' words -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Device: cuda:0 AMD Radeon RX 7600 : native\n",  # ComfyUI's model_management
+        ":1:rocdevice.cpp            :590 : 2211 us:  HSA device gfx1200 (PCI ID 7590) has 2 ISAs but can only "
+        "support a single ISA\n",  # ROCclr refusing a device the HSA runtime enumerated
+        "The crash is odd, because the HIP runtime correctly reports 1 device.\n",
+        "rocminfo lists 2 GPUs and hipGetDeviceCount agrees.\n",
+    ],
+)
+def test_a_gpu_a_runtime_enumerated_is_kfd_ready(line: str) -> None:
+    assert "kfd-ready" in codes(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Device: cuda:0 NVIDIA GeForce RTX 4070 : cudaMallocAsync\n",  # another vendor's GPU
+        "Device: cpu\n",
+        "The HIP runtime reports 0 devices.\n",
+        "Does HIP report 1 device for you?\n",  # a question
+        "rocminfo doesn't list 1 GPU here, only the CPU.\n",  # negated
+    ],
+)
+def test_no_amd_gpu_enumerated_is_not_kfd_ready(line: str) -> None:
+    assert "kfd-ready" not in codes(line)

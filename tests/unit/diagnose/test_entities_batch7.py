@@ -71,7 +71,19 @@ def test_wheel_eras_cite_their_commits() -> None:
         assert era.repository and era.paths and era.commits
         assert all(len(c) == 40 for c in era.commits)
         assert "gfx1101" not in era.targets and "gfx1102" not in era.targets
-        assert "gfx1100" in era.targets
+    # gfx1100 joined the lists on 2023-05-23 (3237101a), gfx942 on 2023-12-22 (b9d2b93c)
+    assert [("gfx1100" in era.targets, "gfx942" in era.targets) for era in torchwheels.WHEEL_ERAS] == [
+        (False, False),
+        (True, False),
+        (True, True),
+    ]
+    assert [era.until for era in torchwheels.WHEEL_ERAS] == sorted(era.until for era in torchwheels.WHEEL_ERAS)
+
+
+def test_a_wheel_dated_before_gfx1100_joined_the_lists_lacks_it() -> None:
+    text = _WHEEL_FAILS.replace("posted 2024-03-10", "posted 2023-04-02").replace("RX 7700 XT", "RX 7900 XTX")
+    found = _finding(text, "userspace-target-unsupported")
+    assert "gfx1100" in found.message and "2023-05-22" in found.message
 
 
 @pytest.mark.parametrize(
