@@ -412,6 +412,8 @@ KFD_NOT_PRESENT = re.compile(
     r"(?:not|n't)\s+(?:be\s+|currently\s+|yet\s+)?(?:getting\s+|being\s+)?"
     r"(?:present|there|available|visible|exist\w*|created|passed|mounted|bound)\b"
     r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b"
+    # "I think /dev/kfd is required to make private-dev work": what the sandbox or container lacks
+    r"|/dev/kfd\b[`'\"]?\s+(?:is\s+|was\s+)?(?:required|needed|necessary)\b"
     # "the only thing missing is /dev/kfd", "missing the /dev/kfd device"
     r"|\bmissing\b[^.\n]{0,40}?/dev/kfd\b"
     # "/dev/kfd ... never passed into the container", "the host had /dev/kfd, but neither reached the container"
@@ -429,6 +431,8 @@ KFD_NOT_PRESENT = re.compile(
 HOST_WORD = re.compile(r"\b(?:on|in|from|of) the host\b|\bhost(?:'s)? (?:has|shows|side)\b", re.I)
 CONTAINER_WORD = re.compile(
     r"\b(?:containers?|docker|podman|singularity|apptainer|lxc|lxd|toolbox|distrobox|kubernetes|k8s|pods?)\b"
+    # sandboxes hand a program a /dev of their own too (firejail's private-dev, bubblewrap's --dev, Flatpak)
+    r"|\b(?:sandbox\w*|firejail|bubblewrap|bwrap|bubblejail|flatpak|private-dev)\b"
     r"|--contain\b",
     re.I,
 )
@@ -438,7 +442,8 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
     for line in dict.fromkeys(lines_with(r.obs, "kfd") + lines_with(r.obs, "kdf")):
         lowered = line.lower()
-        if any(w in lowered for w in ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work")):
+        cues = ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work", "requir", "need")
+        if any(w in lowered for w in cues):
             m = KFD_NOT_PRESENT.search(line)
             if m:
                 return m
@@ -501,7 +506,8 @@ def _kfd_entry_told(r: Reasoning) -> str | None:
             return line.strip()[:160]
         if not appformats.KFD_PASSED.search(line.strip("`")):
             continue
-        for before in lines[max(0, index - 4) : index]:
+        # the telling may stand above an argument list of a node per line (bubblewrap's)
+        for before in lines[max(0, index - 8) : index]:
             m = appformats.DEVICE_ADDED_WORKS.search(before)
             if m and not re.search(r"\b(?:not|n't|never|still)\b", before[: m.end()], re.I):
                 return f"{before.strip()[:120]} ... {line.strip()[:60]}"
@@ -532,6 +538,32 @@ def rule_kfd_entry_told(r: Reasoning) -> None:
             (f"the text: {told}",),
         )
     )
+
+
+def rule_kfd_path_wrong(r: Reasoning) -> None:
+    """A device mapping of /dev/dri/kfd: no kernel makes that node (KFD's is /dev/kfd, beside /dev/dri), so the
+    container or sandbox given it gets no KFD node."""
+    obs = r.obs
+    if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu"):
+        return
+    told = search_lines(WRONG_KFD_PATH, obs, "/dev/dri/kfd")
+    if told is None:
+        return
+    r.findings.append(
+        Finding(
+            "device-node-missing",
+            E,
+            "the text names /dev/dri/kfd, a node no kernel creates: KFD's node is /dev/kfd, beside /dev/dri, so a "
+            "container or sandbox given /dev/dri/kfd gets no KFD node and ROCm and OpenCL there find no GPU",
+            "pass /dev/kfd itself: docker/podman run --device=/dev/kfd --device=/dev/dri; in compose, '- /dev/kfd' "
+            "under the service's devices",
+            (f"the text: {told.string.strip()[:160]}",),
+        )
+    )
+
+
+# "/dev/dri/kfd" as a path (not a longer name such as /dev/dri/kfd0, which no kernel makes either).
+WRONG_KFD_PATH = re.compile(r"/dev/dri/kfd\b")
 
 
 # --- an AMD GPU listed beside an NVIDIA one -----------------------------------------------------------------

@@ -855,6 +855,8 @@ STRONG_FOREIGN = re.compile(
 # (--device="/dev/kfd").
 KFD_PASSED = re.compile(
     r"--device[= ]\s*[\"']?/dev/kfd\b|^\s*-\s*[\"']?/dev/kfd\b|(?:(?<![\w-])-v|--volume)[= ]\s*/dev/kfd:"
+    # bubblewrap's "--dev-bind /dev/kfd /dev/kfd", and an argument list's item on a line of its own ("/dev/kfd",)
+    r"|--dev-bind(?:-try)?[= ]\s*[\"']?/dev/kfd\b|^\s*[\"']/dev/kfd[\"'],?\s*$"
 )
 # A container definition's /dev/kfd entry commented out: a compose file's device list item or a run command's flag
 # behind "#" (a quoted line may keep its markdown backtick). The container then gets no /dev/kfd.
@@ -863,7 +865,9 @@ KFD_ENTRY_COMMENTED = re.compile(r"^[\s`>]*#\s*(?:-\s*[\"']?/dev/kfd\b|--device[
 # on the lines just before a /dev/kfd entry (assess/report_rules.rule_kfd_entry_told).
 DEVICE_ADDED_WORKS = re.compile(
     r"\b(?:add(?:ed|ing)?|pass(?:ed|ing)?|enabl(?:ed|ing)|uncomment(?:ed|ing)?|mapp(?:ed|ing))\b[^\n]{0,120}?"
-    r"(?<!n't )(?<!not )(?<!never )\b(?:makes? it work|made it work|works|worked|fixe[sd] it|solved it)\b",
+    r"(?<!n't )(?<!not )(?<!never )\b(?:makes? it work|made it work|works|worked|fixe[sd] it|solved it)\b"
+    # "For ollama to work on my AMD GPU, I had to share the following paths with the sandbox"
+    r"|\bto\s+work\b[^\n]{0,80}?\bhad\s+to\s+(?:share|bind|pass|add|expose|whitelist|allow|map)\b",
     re.I,
 )
 # The DRM nodes handed over and /dev/kfd not ("/dev/dri devices are configured, but /dev/kfd is not always added"):

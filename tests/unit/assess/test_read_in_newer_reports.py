@@ -7,7 +7,8 @@ in the kernel log, TheRock's device package not installed, a source build's conf
 own Tensile library copy, a BLAS status failure on a target no rocBLAS release builds, a ROCm library "not found" in
 words and an installer that "now installs ROCm" after the fix; then batches 37 and 38's: ComfyUI's device line, ROCclr's
 "HSA device ... has 2 ISAs", the runtime's GPU count told in words (PyTorch's wheel eras, split where gfx1100 and
-gfx942 joined the lists, are tested with the other wheel tests).
+gfx942 joined the lists, are tested with the other wheel tests); then batch 40's: a sandbox (firejail, bubblewrap)
+that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes.
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -333,3 +334,32 @@ def test_a_gpu_a_runtime_enumerated_is_kfd_ready(line: str) -> None:
 )
 def test_no_amd_gpu_enumerated_is_not_kfd_ready(line: str) -> None:
     assert "kfd-ready" not in codes(line)
+
+
+# --- a sandbox that keeps /dev/kfd out, and a path no kernel makes ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GPU: Radeon RX 6800\nRunning it under firejail fails: No devices found. I believe /dev/kfd is needed with "
+        "private-dev.\n",
+        "GPU: Radeon RX 6800\nFor the model server to work in the sandbox I had to bind these:\n\n"
+        '    "--dev-bind",\n    "/dev/dri",\n    "/dev/dri",\n    "--dev-bind",\n    "/dev/kfd",\n    "/dev/kfd",\n',
+        "GPU: Radeon RX 6800\nThe compose file maps /dev/dri/kfd into the container for OpenCL.\n",
+    ],
+)
+def test_a_sandbox_or_container_without_the_kfd_node_is_a_missing_node(text: str) -> None:
+    assert "device-node-missing" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GPU: Radeon RX 6800\nROCm needs /dev/kfd and /dev/dri; on this host both are there.\n",  # no sandbox
+        "GPU: Radeon RX 6800\nI run it with bwrap --dev-bind /dev/kfd /dev/kfd and it crashes on a shader.\n",
+        "GPU: Radeon RX 6800\nls /dev/dri shows card1 and renderD128; /dev/kfd is next to it.\n",
+    ],
+)
+def test_a_kfd_node_passed_or_named_rightly_is_left_alone(text: str) -> None:
+    assert "device-node-missing" not in codes(text)
