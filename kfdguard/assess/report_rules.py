@@ -334,7 +334,9 @@ PROSE_SECURE_BOOT = re.compile(
     # Boot"), or Secure Boot told to be disabled as a need.
     r"|\b(?:driver|module|amdgpu|dkms)\b[^.\n]{0,40}?\b(?:not\s+signed|unsigned)\b[^\n]{0,80}?\bsecure\s?boot\b"
     r"|\bsecure\s?boot\b[^.\n]{0,80}?\bunsigned\s+(?:\w+\s+)?(?:drivers?|modules?)\b"
-    r"|\b(?:necessary|need(?:ed|s)?|had|have|has|must)\s+to\s+(?:be\s+)?disabl\w*\s+(?:the\s+)?secure\s?boot\b",
+    r"|\b(?:necessary|need(?:ed|s)?|had|have|has|must)\s+to\s+(?:be\s+)?disabl\w*\s+(?:the\s+)?secure\s?boot\b"
+    # the cause named: "Problem was with secure boot option in UEFI BIOS"
+    r"|\b(?:problem|issue|culprit|cause)\s+(?:was|is)\s+(?:with\s+|in\s+)?(?:the\s+)?secure\s?boot\b",
     re.I,
 )
 
@@ -399,6 +401,22 @@ def rule_prose_gpu_hung(r: Reasoning) -> None:
             )
         )
         return
+
+
+def signature_rejected_beside_kfd(rejected: Finding) -> Finding:
+    """A module refused for its signature where KFD runs all the same (rule_coherent): another amdgpu, the
+    distribution's signed one or an earlier boot's, is the one KFD ran with; the rejected module never loads."""
+    return Finding(
+        "module-signature-rejected",
+        W,
+        "the kernel refused an unsigned or untrusted module (Secure Boot / lockdown), usually an amdgpu-dkms build, "
+        "while KFD ran with another amdgpu (the distribution's signed one, or a boot before the refusal): the "
+        "module that was installed to be used does not load",
+        "enroll the DKMS signing key and reboot to confirm it in the MOK manager: sudo mokutil --import "
+        "/var/lib/dkms/mok.pub (or disable Secure Boot); or keep the distribution's amdgpu and remove amdgpu-dkms",
+        rejected.evidence,
+        gpu=rejected.gpu,
+    )
 
 
 # --- /dev/kfd absent inside a container, told in words -----------------------------------------------------

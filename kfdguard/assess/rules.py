@@ -697,6 +697,11 @@ def rule_coherent(r: Reasoning) -> None:
             kept.append(f)
             continue
         r.overruled.append(f"{f.code} ({f.message}): overruled, KFD added {target.label}")
+        if f.code == "module-signature-rejected":
+            from kfdguard.assess.report_rules import signature_rejected_beside_kfd  # report_rules imports this module
+
+            # the refusal stays true of the module refused (amdgpu-dkms), which is not the one KFD ran with
+            kept.append(signature_rejected_beside_kfd(f))
     r.findings[:] = kept
 
 

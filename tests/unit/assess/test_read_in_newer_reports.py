@@ -8,7 +8,8 @@ own Tensile library copy, a BLAS status failure on a target no rocBLAS release b
 words and an installer that "now installs ROCm" after the fix; then batches 37 and 38's: ComfyUI's device line, ROCclr's
 "HSA device ... has 2 ISAs", the runtime's GPU count told in words (PyTorch's wheel eras, split where gfx1100 and
 gfx942 joined the lists, are tested with the other wheel tests); then batch 40's: a sandbox (firejail, bubblewrap)
-that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes.
+that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes; then batch 39's: a module refused for its
+signature where KFD runs with another amdgpu, and Secure Boot named as the problem.
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -363,3 +364,42 @@ def test_a_sandbox_or_container_without_the_kfd_node_is_a_missing_node(text: str
 )
 def test_a_kfd_node_passed_or_named_rightly_is_left_alone(text: str) -> None:
     assert "device-node-missing" not in codes(text)
+
+
+# --- a module refused for its signature where KFD runs all the same --------------------------------------------------
+
+_KFD_ADDED = (
+    "[    6.912204] kfd kfd: amdgpu: Allocated 3969056 bytes on gart\n"
+    "[    6.931440] kfd kfd: amdgpu: added device 1002:73bf\n"
+)
+
+
+def test_a_signature_refusal_beside_a_working_kfd_is_a_warning_not_dropped() -> None:
+    text = "$ sudo modprobe amdgpu\nmodprobe: ERROR: could not insert 'amdgpu': Key was rejected by service\n"
+    result = diagnose_text(text + _KFD_ADDED)
+    found = [f for f in result.findings if f.code == "module-signature-rejected"]
+    assert [f.severity.name for f in found] == ["WARNING"]
+    assert "kfd-ready" in {f.code for f in result.findings}
+
+
+def test_a_signature_refusal_without_kfd_stays_an_error() -> None:
+    text = "modprobe: ERROR: could not insert 'amdgpu': Key was rejected by service\n"
+    found = [f for f in diagnose_text(text).findings if f.code == "module-signature-rejected"]
+    assert [f.severity.name for f in found] == ["ERROR"]
+
+
+def test_secure_boot_named_as_the_problem_is_the_signature() -> None:
+    text = (
+        "GPU: Radeon RX 6800, amdgpu-dkms from the ROCm repository\n"
+        "After a reboot rocminfo says ROCk module is NOT loaded.\n"
+        "The issue was the Secure Boot mode in the firmware settings; with 'Other OS' the driver loads.\n"
+    )
+    assert "module-signature-rejected" in codes(text)
+
+
+def test_secure_boot_named_but_not_the_problem_is_left_alone() -> None:
+    text = (
+        "GPU: Radeon RX 6800, amdgpu-dkms from the ROCm repository\n"
+        "The issue is not Secure Boot, it is off; dkms status shows amdgpu only added.\n"
+    )
+    assert "module-signature-rejected" not in codes(text)

@@ -181,7 +181,7 @@ def test_keep_groups_for_a_serial_port_is_not_a_gpu_matter() -> None:
 def test_a_rootless_box_given_dev_kfd_whose_runtime_sees_no_gpu() -> None:
     text = (
         "rootless podman, Fedora 41:\n"
-        "$ podman run -it --device /dev/kfd --device /dev/dri --group-add video docker.io/rocm/pytorch\n"
+        "$ podman run -it --device /dev/kfd --device /dev/dri --group-add video [registry]/rocm/pytorch\n"
         ">>> torch.cuda.is_available()\nFalse\nRuntimeError: No HIP GPUs are available\n"
     )
     assert "rootless-gid-unmapped" in codes(text)

@@ -100,6 +100,10 @@ CUT = {
     # AMD's answer quotes the kernel's line in markdown bold, without its prefix
     "704-mi50-no-longer-detected-uncorrectable-error-hw-failure-rma.txt": {"**Fatal error during GPU init**"},
     # an issue form's code block of kernel messages copied without their prefixes
+    # AMD's answer names the MES failure in a sentence, as prose
+    "575-strix-halo-gfx1151-comfyui-mes-suspend-timeout-page-faults-known-issue-rocm-nightly.txt": {
+        "I think this might be a dupe of [5151](https://github.com/ROCm/ROCm/issues/5151) or [5190](https://github.com/ROCm/ROCm/issues/5590). When looking in dmesg, I'm seeing similar `MES failed to respond to msg=REMOVE_QUEUE` entries. Probably the rocm-smi program getting called at a bad time during the HIP/MES crash. If it looks the same, this can probably be closed. If you any other sample logs/dmesg/etc would be helpful, please let me know.",
+    },
     "547-invokeai-r9700-kernel-7.0-lockup-timeout-2s-ring-gfx-timeout-fine-on-6.17.txt": {
         "Starting gfx_0.0.0 ring reset", "Ring gfx_0.0.0 reset succeeded",
     },
