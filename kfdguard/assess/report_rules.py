@@ -901,7 +901,9 @@ def fix_told(
         at = line_number(lines, line)
         leads = [ahead for ahead in lines[max(at - 1 - before, 0) : max(at - 1, 0)] if ahead.rstrip().endswith(":")]
         same = [line[found.end() :], line[: found.start()]]  # "works fine after I changed it to 10.3.0"
-        for told in [*same, *(lines[at : at + after] if at else []), *leads]:
+        # the lines below, blank ones not counted (a thread puts an empty line before each reply)
+        below = [ahead for ahead in lines[at : at + 2 * after + 2] if ahead.strip()][:after] if at else []
+        for told in [*same, *below, *leads]:
             if _NOT_FIXED.search(told):
                 break
             if appformats.TOLD_SUCCESS.search(told):

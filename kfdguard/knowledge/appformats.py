@@ -1095,9 +1095,11 @@ BLAS_STATUS_FAILED = re.compile(
 # The runtime's count of GPUs told in words: "even though the HIP runtime correctly reports 1 device", "rocminfo
 # lists 2 GPUs". A count of 0, a question or a negation is not one (the rule checks those).
 RUNTIME_COUNT_TOLD = re.compile(
-    r"\b(?:hip(?:\s+runtime)?|rocminfo|hipGetDeviceCount(?:\(\))?)\s+(?:\w+\s+)?"
-    r"(?:reports?|returns?|lists?|finds?|detects?|sees?|shows?)\s+(?:the\s+)?(?:correct\s+)?"
-    r"[`*]*(?P<count>[1-9]\d?)[`*]*\s+(?:amd\s+)?(?:gpus?|devices?|agents?)\b",
+    r"\b(?:hip(?:\s+runtime)?|rocminfo|hipGetDeviceCount(?:\(\))?)[`'\"]?\s+(?:\w+\s+)?"
+    r"(?:reports?|returns?|lists?|finds?|detects?|sees?|shows?|enumerates?)\s+(?:the\s+)?(?:correct\s+)?"
+    r"(?:[`*]*(?P<count>[1-9]\d?)[`*]*\s+(?:amd\s+)?(?:gpus?|devices?|agents?)\b"
+    # "rocminfo correctly enumerates the GPU", "rocminfo sees the device fine": the GPU, not a count
+    r"|(?<=the\s)(?:amd\s+)?(?:gpu|card|device|igpu|dgpu)\b)",
     re.I,
 )
 # TensorFlow's and XLA's ROCm configure step (third_party/gpus/rocm_configure.bzl _find_libs: auto_configure_fail(
@@ -1115,6 +1117,9 @@ PROSE_NO_ROCM_BUILD = re.compile(
     r"(?:available|enabled|included|built|compiled)|unavailable|disabled)\b"
     r"|\bnot\s+(?:been\s+)?(?:built|compiled)\s+with\s+(?:rocm|hip|hipblas)\b"
     r"|\bnot compiled with GPU offload support\b"
+    # a build whose HIP switch the build system ignored (ggml renamed GGML_HIPBLAS to GGML_HIP; CMake drops an
+    # unknown -D): "enables ROCm using the deprecated flag GGML_HIPBLAS ... The old name is silently ignored"
+    r"|\b(?:GGML|LLAMA|WHISPER|SD)_HIP(?:BLAS)?\b[^\n]{0,200}?\b(?:silently\s+)?ignored\b"
     # an installer that once left ROCm out, told as the fix: "now the installer installs ROCm"
     r"|\b(?:installer|install\.sh|script)\b[^.\n]{0,30}?\bnow\s+installs?\s+(?:the\s+)?(?:rocm|hip)\b"
     # "this results in llama_cpp built with CPU backend", "compiled with only the CPU backend"
@@ -1159,10 +1164,13 @@ ROCM_BUILD_INCOMPATIBLE = re.compile(
 ROCM_LIBRARY = re.compile(
     r"\blib(?:amdhip64|hip_hcc|hiprtc|rocblas|rocsolver|rocsparse|rocfft|rocrand|hipblas(?:lt)?|hipsparse|hipfft|"
     r"hiprand|hipsolver|MIOpen|hsa-runtime64|hsakmt|rccl|roctracer64|roctx64|amd_comgr|rocm_smi64|amd_smi|"
-    r"migraphx\w*|rocprofiler\w*)\.so(?:\.(?P<major>\d+)[\d.]*)?"
+    # HCC's C++ AMP runtime (libmcwamp, libhc_am), which ROCm 3.5 dropped with HCC
+    r"migraphx\w*|rocprofiler\w*|mcwamp|hc_am)\.so(?:\.(?P<major>\d+)[\d.]*)?"
 )
 LIBRARY_NOT_LOADED = re.compile(
     r"cannot open shared object file|Could not load dynamic library"
+    # ldd's line for a needed library the loader would not find ("\tlibamdhip64.so.7 => not found")
+    r"|=>\s*not found\b"
     # told in words: "ollama will fail to find the librocm_smi64.so library", "it cannot find libhipblas.so.2"
     r"|\b(?:fail(?:s|ed)?\s+to|can(?:no|')t|could\s*n(?:o|')t|unable\s+to|does\s*n(?:o|')t)\s+(?:find|locate|load)\s+"
     r"(?:the\s+)?[`'\"]?lib\w",
@@ -1170,7 +1178,7 @@ LIBRARY_NOT_LOADED = re.compile(
 )
 # The cues of LIBRARY_NOT_LOADED's alternatives, for the lines to search.
 LIBRARY_NOT_LOADED_CUES = (
-    "cannot open shared object", "could not load dynamic library", " find ", " locate ", " load ",
+    "cannot open shared object", "could not load dynamic library", " find ", " locate ", " load ", "=> not found",
 )  # fmt: skip
 # The loader finding a ROCm library without a symbol the program was built against: glibc's "symbol lookup error:
 # %s: undefined symbol: %s" and dlopen's "%s: undefined symbol: %s" (elf/dl-lookup.c), for a symbol of ROCm's API
@@ -1203,7 +1211,9 @@ TOLD_SUCCESS = re.compile(
     r"\b(?:fixe[sd]|solve[sd]|resolve[sd])\b|\b(?:it|that|this)\s+(?:\w+\s+)?worked\b|\bworks now\b"
     r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b"
     r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b|^\s*(?:it|that|this) works\b"
-    r"|\b(?:it|that|this|everything)(?:'s|\s+is)\s+(?:now\s+)?working\b",
+    r"|\b(?:it|that|this|everything)(?:'s|\s+is)\s+(?:now\s+)?working\b"
+    # "Managed to get it to work by compiling Tensorflow myself", "got it working"
+    r"|\b(?:managed|able)\s+to\s+get\s+it\s+(?:to\s+)?work(?:ing)?\b|\bgot\s+it\s+(?:to\s+)?work(?:ing)?\b",
     re.I,
 )
 # The run without it told as the failure: what a log of that run shows is from before the fix.

@@ -9,7 +9,9 @@ words and an installer that "now installs ROCm" after the fix; then batches 37 a
 "HSA device ... has 2 ISAs", the runtime's GPU count told in words (PyTorch's wheel eras, split where gfx1100 and
 gfx942 joined the lists, are tested with the other wheel tests); then batch 40's: a sandbox (firejail, bubblewrap)
 that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes; then batch 39's: a module refused for its
-signature where KFD runs with another amdgpu, and Secure Boot named as the problem.
+signature where KFD runs with another amdgpu, and Secure Boot named as the problem; then batch 41's: a success told
+in the next reply ("managed to get it to work"), ldd's "=> not found" and HCC's libmcwamp, a build whose HIP switch
+was ignored, and "rocminfo correctly enumerates the GPU".
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -403,3 +405,63 @@ def test_secure_boot_named_but_not_the_problem_is_left_alone() -> None:
         "The issue is not Secure Boot, it is off; dkms status shows amdgpu only added.\n"
     )
     assert "module-signature-rejected" not in codes(text)
+
+
+# --- batch 41: a rebuild told as the fix a reply later, ldd, an ignored HIP switch, the runtime seeing the GPU ------
+
+
+def test_a_rebuild_for_the_target_told_working_in_the_next_reply_is_the_fix() -> None:
+    text = (
+        "GPU: Radeon RX 7600 (gfx1102)\n"
+        "maintainer · comment\n"
+        "You need to rebuild the framework and its kernels with --offload-arch=gfx1102\n"
+        "\n"
+        "reporter · comment\n"
+        "Managed to get it to work by compiling it myself from the release branch.\n"
+    )
+    assert "userspace-target-unsupported" in codes(text)
+
+
+def test_a_rebuild_told_and_a_failure_after_it_is_no_fix() -> None:
+    text = (
+        "GPU: Radeon RX 7600 (gfx1102)\n"
+        "You need to rebuild with --offload-arch=gfx1102\n"
+        "\n"
+        "I rebuilt it, but it still doesn't work.\n"
+    )
+    assert "userspace-target-unsupported" not in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$ ldd libggml-hip.so\n        librocblas.so.5 => not found\n        libc.so.6 => /lib/libc.so.6\n",
+        "ImportError: libmcwamp.so.3: cannot open shared object file: No such file or directory\n",
+    ],
+)
+def test_a_rocm_library_the_loader_would_not_find_is_a_library_missing(text: str) -> None:
+    assert "userspace-library-missing" in codes(text)
+
+
+def test_a_system_library_ldd_does_not_find_is_not_rocms() -> None:
+    assert "userspace-library-missing" not in codes("$ ldd ./app\n        libfoo.so.1 => not found\n")
+
+
+def test_a_build_whose_hip_switch_was_ignored_has_no_rocm() -> None:
+    text = (
+        "GPU: Radeon RX 7800 XT\n"
+        "The package passes GGML_HIPBLAS, which the current ggml no longer knows: the old name is silently ignored.\n"
+    )
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+@pytest.mark.parametrize(
+    ("line", "ready"),
+    [
+        ("The library links fine and `rocminfo` correctly enumerates the GPU.\n", True),
+        ("rocminfo sees the device fine and reports it.\n", True),
+        ("rocminfo does not see the GPU at all.\n", False),
+    ],
+)
+def test_the_runtime_told_to_see_the_gpu(line: str, ready: bool) -> None:
+    assert ("kfd-ready" in codes(line)) is ready
