@@ -68,6 +68,12 @@ CUDA_ONLY = re.compile(
     r"|\bNo CUDA GPUs are available\b|" + TRITON_PTXAS.pattern,
     re.I,
 )
+# ONNX Runtime asked for its ROCm (or MIGraphX) execution provider in a build that has none
+# (onnxruntime/python/onnxruntime_inference_collection.py: "Specified provider '{}' is not in available provider
+# names.Available providers: '{}'"): the package installed is the CUDA or CPU build.
+ORT_NO_ROCM_PROVIDER = re.compile(
+    r"Specified provider '(?:ROCM|MIGraphX)ExecutionProvider' is not in available provider names", re.I
+)
 # The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
 # "it switches to CUDA instead of ROCm", "seems to be downloading nvidia stuff").
 PROSE_CUDA_TORCH = re.compile(
@@ -111,6 +117,7 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
         cues.append("no cuda gpus")
     searches = [(cue, CUDA_ONLY) for cue in cues]
     searches += [(cue, CUDA_LIBRARY_NOT_LOADED) for cue in ("libcu", "libnvrtc", "libnvinfer")]
+    searches.append(("is not in available provider names", ORT_NO_ROCM_PROVIDER))
     for cue, pattern in searches:
         shown += [(text.find(line), line.strip()) for line in lines_with(r.obs, cue) if pattern.search(line)]
     return [line for _, line in sorted(shown)][:2]
@@ -230,6 +237,16 @@ def _what_shows_it(shown: list[str], pip: str | None) -> tuple[str, str, tuple[s
             "pytorch-triton-rocm); KFD, /dev/kfd and the groups are not the cause",
             "pip uninstall triton (every copy: pip list | grep -i triton), then reinstall the ROCm torch from "
             "PyTorch's ROCm wheel index, which installs its pytorch-triton-rocm",
+            evidence,
+        )
+    if shown and all(ORT_NO_ROCM_PROVIDER.search(line) for line in shown):
+        return (
+            "the ONNX Runtime installed has no ROCm execution provider (the package index's onnxruntime is a CUDA or "
+            "CPU build): the session falls back to another provider and never uses the AMD GPU; KFD, /dev/kfd and "
+            "the groups are not the cause",
+            "install an ONNX Runtime built with the ROCm (or MIGraphX) provider for the installed ROCm release (AMD's "
+            "onnxruntime-rocm wheels, or a build from source with --use_rocm/--use_migraphx), then check "
+            "onnxruntime.get_available_providers()",
             evidence,
         )
     if shown:

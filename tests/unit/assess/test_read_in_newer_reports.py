@@ -11,7 +11,7 @@ gfx942 joined the lists, are tested with the other wheel tests); then batch 40's
 that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes; then batch 39's: a module refused for its
 signature where KFD runs with another amdgpu, and Secure Boot named as the problem; then batch 41's: a success told
 in the next reply ("managed to get it to work"), ldd's "=> not found" and HCC's libmcwamp, a build whose HIP switch
-was ignored, and "rocminfo correctly enumerates the GPU".
+was ignored, and "rocminfo correctly enumerates the GPU"; then batch 44's: ONNX Runtime without its ROCm provider.
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -465,3 +465,24 @@ def test_a_build_whose_hip_switch_was_ignored_has_no_rocm() -> None:
 )
 def test_the_runtime_told_to_see_the_gpu(line: str, ready: bool) -> None:
     assert ("kfd-ready" in codes(line)) is ready
+
+
+# --- batch 44: ONNX Runtime without its ROCm provider -----------------------------------------------------------------
+
+
+def test_onnx_runtime_without_a_rocm_provider_is_a_build_without_rocm() -> None:
+    line = (
+        "onnxruntime_inference_collection.py:69: UserWarning: Specified provider 'MIGraphXExecutionProvider' is not "
+        "in available provider names.Available providers: 'CUDAExecutionProvider, CPUExecutionProvider'\n"
+    )
+    result = diagnose_text("GPU: Radeon RX 7900 GRE\n" + line)
+    found = [f for f in result.findings if f.code == "userspace-no-rocm-build"]
+    assert found and "ONNX Runtime" in found[0].message
+
+
+def test_another_provider_missing_is_not_a_rocm_build_question() -> None:
+    line = (
+        "UserWarning: Specified provider 'TensorrtExecutionProvider' is not in available provider names.Available "
+        "providers: 'ROCMExecutionProvider, CPUExecutionProvider'\n"
+    )
+    assert "userspace-no-rocm-build" not in codes("GPU: Radeon RX 7900 GRE\n" + line)
