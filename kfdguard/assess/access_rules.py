@@ -49,18 +49,24 @@ def _node_missing(r: Reasoning, error: str) -> None:
         )
 
 
+# What a locked KFD answers an open of /dev/kfd: EAGAIN from kfd_open() in 5.10 and 6.1 (kfd_chardev.c: "if
+# (kfd_is_locked()) ... return -EAGAIN"), EINVAL from kfd_create_process() in 6.12 and 7.2 (kfd_process.c).
+_LOCKED_ERRORS = {"Invalid argument": "EINVAL", "Resource temporarily unavailable": "EAGAIN"}
+
+
 def _einval(r: Reasoning, error: str) -> bool:
-    """EINVAL from open(/dev/kfd): KFD refuses every open (kfd_open: a locked KFD after a GPU was unbound or
-    hot-unplugged, kfd_is_locked() in drivers/gpu/drm/amd/amdkfd/kfd_chardev.c): not permissions."""
-    if "Invalid argument" not in error:
+    """A locked KFD refusing open(/dev/kfd) (after a GPU was unbound or hot-unplugged): EINVAL on 6.12 and later,
+    EAGAIN before; not permissions."""
+    errno = next((name for text, name in _LOCKED_ERRORS.items() if text in error), None)
+    if errno is None:
         return False
     r.findings.append(
         Finding(
             "kfd-open-einval",
             E,
-            "opening /dev/kfd fails with EINVAL (Invalid argument): KFD itself refuses every open, which it does "
-            "while locked (after a GPU was unbound, removed or reset without recovering); the node's mode and "
-            "the user's groups are not the cause",
+            f"opening /dev/kfd fails with {errno} ({error.strip()}): KFD itself refuses every open, which it does "
+            "while locked (after a GPU was unbound, removed or reset without recovering: EINVAL from Linux 6.12, "
+            "EAGAIN before); the node's mode and the user's groups are not the cause",
             "find what unbound or removed a GPU (a udev rule, a systemd unit writing to .../driver/unbind, a VFIO "
             "setup) and stop it; then reload amdgpu or reboot; do not change permissions",
             (f"rocminfo: Unable to open /dev/kfd read-write: {error}",),

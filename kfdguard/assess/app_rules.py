@@ -1285,8 +1285,11 @@ def rule_prose_not_in_group(r: Reasoning) -> None:
             if m:
                 break
     if m is None:
-        return
-    group = m["group"].lower()
+        # "this actually worked (I just forgot to add the groups)": the membership told as what was missing
+        m = search_lines(appformats.FORGOT_GROUPS, obs, "forgot", "forget")
+        if m is None or appformats.NEGATED.search(m.string[: m.start()]) or not amd_gpu_named(r):
+            return
+    group = (m["group"] or "render").lower()
     if obs.user is not None and group in obs.user.groups:
         return
     r.findings.append(

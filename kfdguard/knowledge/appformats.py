@@ -1105,6 +1105,13 @@ RUNTIME_COUNT_TOLD = re.compile(
 # TensorFlow's and XLA's ROCm configure step (third_party/gpus/rocm_configure.bzl _find_libs: auto_configure_fail(
 # "Cannot find rocm library %s" % name)): a library the source build links is not in the ROCm it was pointed at.
 BAZEL_ROCM_LIBRARY_MISSING = re.compile(r"Cannot find rocm library (?P<lib>[\w.+-]+)")
+# The missing group membership told as the cause: "I just forgot to add the groups", "forgot to add my user to the
+# render group".
+FORGOT_GROUPS = re.compile(
+    r"\bforg[oe]t\w*\s+(?:to\s+)?add\w*\s+(?:(?:myself|me|my\s+user|the\s+user|the\s+account|\$?user)\s+)?"
+    r"(?:to\s+)?(?:the\s+)?(?:(?P<group>render|video)(?:\s*(?:and|&|/|,)\s*(?:render|video))?\s+)?groups?\b",
+    re.I,
+)
 # A program built or shipped without ROCm, as it or a person says it: "rendered llama.cpp without ROCM support",
 # "built without HIP", "AMD GPU detected (ROCm support not currently available)", "not compiled with hipBLAS";
 # and llama.cpp's own warning of a build without any GPU backend (common/common.cpp before the backend registry:

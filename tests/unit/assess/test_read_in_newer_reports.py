@@ -11,7 +11,8 @@ gfx942 joined the lists, are tested with the other wheel tests); then batch 40's
 that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes; then batch 39's: a module refused for its
 signature where KFD runs with another amdgpu, and Secure Boot named as the problem; then batch 41's: a success told
 in the next reply ("managed to get it to work"), ldd's "=> not found" and HCC's libmcwamp, a build whose HIP switch
-was ignored, and "rocminfo correctly enumerates the GPU"; then batch 44's: ONNX Runtime without its ROCm provider.
+was ignored, and "rocminfo correctly enumerates the GPU"; then batch 44's: ONNX Runtime without its ROCm provider; then batch 43's: a locked KFD answering EAGAIN (kernels
+before 6.12) and the groups told forgotten.
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -486,3 +487,35 @@ def test_another_provider_missing_is_not_a_rocm_build_question() -> None:
         "providers: 'ROCMExecutionProvider, CPUExecutionProvider'\n"
     )
     assert "userspace-no-rocm-build" not in codes("GPU: Radeon RX 7900 GRE\n" + line)
+
+
+# --- batch 43: a locked KFD on older kernels, the groups told forgotten -----------------------------------------------
+
+
+def test_a_locked_kfd_answering_eagain_is_kfd_refusing_opens() -> None:
+    text = (
+        "ROCk module is loaded\n"
+        "Unable to open /dev/kfd read-write: Resource temporarily unavailable\n"
+        "alice is member of render group\n"
+    )
+    result = diagnose_text(text)
+    found = [f for f in result.findings if f.code == "kfd-open-einval"]
+    assert found and "EAGAIN" in found[0].message
+    assert not {"device-permissions", "user-not-in-group"} & {f.code for f in result.findings}
+
+
+def test_another_open_error_is_not_a_locked_kfd() -> None:
+    text = "ROCk module is loaded\nUnable to open /dev/kfd read-write: Permission denied\n"
+    assert "kfd-open-einval" not in codes(text)
+
+
+@pytest.mark.parametrize(
+    ("told", "found"),
+    [
+        ("Sorry, my bad: it works, I just forgot to add the groups.\n", True),
+        ("I forgot to add my user to the video group, now it runs.\n", True),
+        ("I did not forget to add the groups; id shows render and video.\n", False),
+    ],
+)
+def test_the_groups_told_forgotten(told: str, found: bool) -> None:
+    assert ("user-not-in-group" in codes("GPU: Radeon 8060S\n" + told)) is found
