@@ -766,6 +766,8 @@ def rule_igpu_used(r: Reasoning) -> None:
         return
     if _FOR_DISPLAY.search(told.string[told.end() : told.end() + 40]):
         return  # the iGPU drives the screens ("using the integrated graphics for the desktop"): a setup, not a fault
+    if not IGPU_DISABLED.search(told.group(0)) and success_told(told.string[told.end() : told.end() + 40]):
+        return  # "the :rocm tag using the iGPU works a lot better": the iGPU chosen on purpose, and computing
     named = [g for g, _ in obs.prose_gfx] + [t.asic.gfx for t in r.amd if t.asic and t.asic.gfx]
     bare = [g for g in dict.fromkeys(named) if not any(a.rocm_prebuilt for a in ASICS if a.gfx == g)]
     r.findings.append(

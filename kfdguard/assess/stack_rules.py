@@ -160,7 +160,7 @@ def _no_rocm_build_told(r: Reasoning) -> str | None:
     """A line that says the program was built or shipped without ROCm/HIP (not that one GPU lacks support)."""
     # Each alternative of the pattern holds one of these words (a cue as common as "hip" would read every "chip").
     cues = ("without", " support", "built with", "compiled with", "gpu offload", "cpu-only", "cpu only", " backend")
-    for cue in (*cues, "now install", "ignored"):
+    for cue in (*cues, "now install", "ignored", "cuda-only", "cuda only"):
         for line in lines_with(r.obs, cue):
             m = appformats.PROSE_NO_ROCM_BUILD.search(line)
             # "... not available for my RX 580", "... not enabled on gfx803": that GPU's support, told right after.

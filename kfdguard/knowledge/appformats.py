@@ -1127,6 +1127,9 @@ PROSE_NO_ROCM_BUILD = re.compile(
     # a build whose HIP switch the build system ignored (ggml renamed GGML_HIPBLAS to GGML_HIP; CMake drops an
     # unknown -D): "enables ROCm using the deprecated flag GGML_HIPBLAS ... The old name is silently ignored"
     r"|\b(?:GGML|LLAMA|WHISPER|SD)_HIP(?:BLAS)?\b[^\n]{0,200}?\b(?:silently\s+)?ignored\b"
+    # a package told CUDA-only: "the PyPI ctranslate2 wheel is CUDA-only", "a CUDA-only build"
+    r"|\b(?:wheels?|packages?|builds?|binar(?:y|ies))\b[^.\n]{0,40}?\s(?:is|are|was|were)\s+cuda[- ]only\b"
+    r"|\bcuda[- ]only\s+(?:wheels?|packages?|builds?|binar(?:y|ies))\b"
     # an installer that once left ROCm out, told as the fix: "now the installer installs ROCm"
     r"|\b(?:installer|install\.sh|script)\b[^.\n]{0,30}?\bnow\s+installs?\s+(?:the\s+)?(?:rocm|hip)\b"
     # "this results in llama_cpp built with CPU backend", "compiled with only the CPU backend"
@@ -1219,6 +1222,8 @@ TOLD_SUCCESS = re.compile(
     r"|\bnow (?:it|everything) works\b|\bwas (?:the|my) (?:solution|fix)\b|\bdid the trick\b"
     r"|\bwork(?:s|ed)\s+(?:perfectly|fine|great|like a charm)\b|^\s*(?:it|that|this) works\b"
     r"|\b(?:it|that|this|everything)(?:'s|\s+is)\s+(?:now\s+)?working\b"
+    # "the :rocm tag using the iGPU works a lot better for me"
+    r"|\bwork(?:s|ed)\s+(?:a\s+lot\s+|much\s+|way\s+|far\s+)?better\b"
     # "Managed to get it to work by compiling Tensorflow myself", "got it working"
     r"|\b(?:managed|able)\s+to\s+get\s+it\s+(?:to\s+)?work(?:ing)?\b|\bgot\s+it\s+(?:to\s+)?work(?:ing)?\b",
     re.I,

@@ -12,7 +12,8 @@ that keeps /dev/kfd out, and /dev/dri/kfd, a node no kernel makes; then batch 39
 signature where KFD runs with another amdgpu, and Secure Boot named as the problem; then batch 41's: a success told
 in the next reply ("managed to get it to work"), ldd's "=> not found" and HCC's libmcwamp, a build whose HIP switch
 was ignored, and "rocminfo correctly enumerates the GPU"; then batch 44's: ONNX Runtime without its ROCm provider; then batch 43's: a locked KFD answering EAGAIN (kernels
-before 6.12) and the groups told forgotten.
+before 6.12) and the groups told forgotten; then batch 45's: a package told CUDA-only, and an iGPU used on purpose
+("works a lot better").
 
 The texts are written from the wordings, with GPUs, versions and programs the corpus files do not use.
 """
@@ -519,3 +520,29 @@ def test_another_open_error_is_not_a_locked_kfd() -> None:
 )
 def test_the_groups_told_forgotten(told: str, found: bool) -> None:
     assert ("user-not-in-group" in codes("GPU: Radeon 8060S\n" + told)) is found
+
+
+# --- batch 45: a CUDA-only package, an iGPU used on purpose ----------------------------------------------------------
+
+
+def test_a_package_told_cuda_only_beside_an_amd_gpu_is_a_build_without_rocm() -> None:
+    text = (
+        "GPU: Radeon 8060S\nThe speech library's wheel from the package index is CUDA-only, so it never sees the GPU.\n"
+    )
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_cuda_only_said_of_a_feature_is_left_alone() -> None:
+    text = "GPU: Radeon 8060S\nFlash attention there is CUDA-only for now, the rest runs on ROCm.\n"
+    assert "userspace-no-rocm-build" not in codes(text)
+
+
+@pytest.mark.parametrize(
+    ("told", "found"),
+    [
+        ("The container using the iGPU works a lot better than the CPU one.\n", False),
+        ("The problem is HIP using the integrated graphics rather than the RX 7600.\n", True),
+    ],
+)
+def test_an_igpu_used_on_purpose_is_no_fault(told: str, found: bool) -> None:
+    assert ("userspace-target-unsupported" in codes("Ryzen 7 8845HS with Radeon 780M\n" + told)) is found
