@@ -227,28 +227,35 @@ _ROCM_TORCH_REMEDY = (
 )
 
 
+# Builds without ROCm whose own message names them: where every line shown is of one, its message and remedy.
+_NAMED_BUILDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        TRITON_PTXAS,
+        "the Triton the program imports is a CUDA build: torch.compile's kernels went to its NVIDIA backend and "
+        "NVIDIA's ptxas, which cannot target an AMD GPU (the ROCm PyTorch brings its own Triton, pytorch-triton-rocm); "
+        "KFD, /dev/kfd and the groups are not the cause",
+        "pip uninstall triton (every copy: pip list | grep -i triton), then reinstall the ROCm torch from PyTorch's "
+        "ROCm wheel index, which installs its pytorch-triton-rocm",
+    ),
+    (
+        ORT_NO_ROCM_PROVIDER,
+        "the ONNX Runtime installed has no ROCm execution provider (the package index's onnxruntime is a CUDA or CPU "
+        "build): the session falls back to another provider and never uses the AMD GPU; KFD, /dev/kfd and the "
+        "groups are not the cause",
+        "install an ONNX Runtime built with the ROCm (or MIGraphX) provider for the installed ROCm release (AMD's "
+        "onnxruntime-rocm wheels, or a build from source with --use_rocm/--use_migraphx), then check "
+        "onnxruntime.get_available_providers()",
+    ),
+)
+
+
 def _what_shows_it(shown: list[str], pip: str | None) -> tuple[str, str, tuple[str, ...]] | None:
-    """The finding's message, remedy and evidence: a CUDA Triton, a torch without ROCm, or pip without the wheel."""
+    """The finding's message, remedy and evidence: a CUDA Triton, ONNX Runtime without its ROCm provider, a torch
+    without ROCm, or pip without the wheel."""
     evidence = tuple(f"the text: {line[:160]}" for line in shown)
-    if shown and all(TRITON_PTXAS.search(line) for line in shown):
-        return (
-            "the Triton the program imports is a CUDA build: torch.compile's kernels went to its NVIDIA backend and "
-            "NVIDIA's ptxas, which cannot target an AMD GPU (the ROCm PyTorch brings its own Triton, "
-            "pytorch-triton-rocm); KFD, /dev/kfd and the groups are not the cause",
-            "pip uninstall triton (every copy: pip list | grep -i triton), then reinstall the ROCm torch from "
-            "PyTorch's ROCm wheel index, which installs its pytorch-triton-rocm",
-            evidence,
-        )
-    if shown and all(ORT_NO_ROCM_PROVIDER.search(line) for line in shown):
-        return (
-            "the ONNX Runtime installed has no ROCm execution provider (the package index's onnxruntime is a CUDA or "
-            "CPU build): the session falls back to another provider and never uses the AMD GPU; KFD, /dev/kfd and "
-            "the groups are not the cause",
-            "install an ONNX Runtime built with the ROCm (or MIGraphX) provider for the installed ROCm release (AMD's "
-            "onnxruntime-rocm wheels, or a build from source with --use_rocm/--use_migraphx), then check "
-            "onnxruntime.get_available_providers()",
-            evidence,
-        )
+    for pattern, message, remedy in _NAMED_BUILDS:
+        if shown and all(pattern.search(line) for line in shown):
+            return message, remedy, evidence
     if shown:
         return (
             "the framework the program runs (PyTorch, TensorFlow) is a build without ROCm (a CUDA or CPU wheel: "
