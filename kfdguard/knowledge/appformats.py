@@ -1090,7 +1090,9 @@ DEVICE_PACKAGE_MISSING = re.compile(
 # HIPBLAS_STATUS_INTERNAL_ERROR when calling `hipblasSgemm(...)`", rocblas_status_internal_error): beside a GPU whose
 # target no rocBLAS release builds, the missing Tensile kernels.
 BLAS_STATUS_FAILED = re.compile(
-    r"\b(?:HIPBLAS|HIPBLASLT|ROCBLAS)_STATUS_(?!SUCCESS\b)[A-Z_]+\b|\brocblas_status_(?!success\b)[a-z_]+\b"
+    # a status name is one to four words (HIPBLAS_STATUS_INTERNAL_ERROR, rocblas_status_invalid_size)
+    r"\b(?:HIPBLAS|HIPBLASLT|ROCBLAS)_STATUS_(?!SUCCESS\b)[A-Z]+(?:_[A-Z]+){0,3}\b"
+    r"|\brocblas_status_(?!success\b)[a-z]+(?:_[a-z]+){0,3}\b"
 )
 # The runtime's count of GPUs told in words: "even though the HIP runtime correctly reports 1 device", "rocminfo
 # lists 2 GPUs". A count of 0, a question or a negation is not one (the rule checks those).

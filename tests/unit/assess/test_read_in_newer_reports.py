@@ -546,3 +546,23 @@ def test_cuda_only_said_of_a_feature_is_left_alone() -> None:
 )
 def test_an_igpu_used_on_purpose_is_no_fault(told: str, found: bool) -> None:
     assert ("userspace-target-unsupported" in codes("Ryzen 7 8845HS with Radeon 780M\n" + told)) is found
+
+
+# --- hostile text for this stop's readers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GPU: RX 6650 XT (gfx1032)\n" + "HIPBLAS_STATUS_" * 3000 + "\n",  # no status name, only its prefix
+        "WSL2 here. " + "kfd " * 5000 + "\n",  # kfd without dxg
+        "rocminfo " + "sees " * 4000 + "\n",
+        "unless " + "device " * 4000 + "\n",
+        "forgot to add " * 2000 + "\n",
+        "Device: cuda:0 AMD " + "x " * 5000 + "\n",  # no allocator after the name
+        "wheel " * 4000 + "is CUDA\u00adonly\n",
+        "/dev/dri/kfd0 /dev/dri/kfdx\n",  # longer names, not /dev/dri/kfd
+    ],
+)
+def test_hostile_text_for_this_stops_readers_gives_no_finding(text: str) -> None:
+    assert codes(text) == set()
