@@ -54,7 +54,7 @@ def _node_missing(r: Reasoning, error: str) -> None:
 _LOCKED_ERRORS = {"Invalid argument": "EINVAL", "Resource temporarily unavailable": "EAGAIN"}
 
 
-def _einval(r: Reasoning, error: str) -> bool:
+def _kfd_locked(r: Reasoning, error: str) -> bool:
     """A locked KFD refusing open(/dev/kfd) (after a GPU was unbound or hot-unplugged): EINVAL on 6.12 and later,
     EAGAIN before; not permissions."""
     errno = next((name for text, name in _LOCKED_ERRORS.items() if text in error), None)
@@ -256,7 +256,7 @@ def rule_access(r: Reasoning) -> None:
         check_users(r.machine)
         return
     error = r.obs.value("kfd-open-error") or ""
-    if _einval(r, error):
+    if _kfd_locked(r, error):
         return  # the node opens for nobody: groups and modes are not what blocks
     _node_missing(r, error)
     _no_gpu_node(r, error)

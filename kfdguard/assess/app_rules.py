@@ -280,13 +280,7 @@ def rule_no_code_object(r: Reasoning) -> None:
         evidence.append(f"the library carries code for: {' '.join(carried)}")
     target = gfx or "this GPU's target"
     override = obs.value("gfx-override")
-    neighbour = remedies.OVERRIDES.get(gfx or "")
-    workaround = (
-        f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour} in the program's environment "
-        "(runs code built for a neighbouring target; it may crash or compute wrongly)"
-        if neighbour and not override
-        else ""
-    )
+    workaround = "" if override else remedies.override_workaround(gfx)
     message = (
         f"the program has no GPU code for {target}: its build (or the ROCm libraries it bundles) was not "
         "compiled for it, so kernel launches fail; the GPU, the kernel and permissions are not the cause"
@@ -703,7 +697,7 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
 
 def _runtime_count_told(r: Reasoning) -> str | None:
     """A line that says HIP or rocminfo counts one or more GPUs, not in a question nor negated."""
-    for line in lines_with(r.obs, "hip") + lines_with(r.obs, "rocminfo"):
+    for line in dict.fromkeys(lines_with(r.obs, "hip") + lines_with(r.obs, "rocminfo")):
         m = appformats.RUNTIME_COUNT_TOLD.search(line)
         if m and not appformats.NEGATED.search(line[: m.end()]) and not appformats.yes_no_question(line, m.start()):
             return f"the text: {line.strip()[:160]}"
@@ -1046,12 +1040,11 @@ def rule_blas_fails_on_uncarried_target(r: Reasoning) -> None:
     if failed is None:
         return
     value = obs.value("gfx-override")
-    claimed = appformats.override_target(value) if value else None
-    for gfx, where in _real_targets(r, claimed):
-        if rocm.releases_with(gfx) or not _asics_of(gfx) or claimed:
+    if value and appformats.override_target(value):
+        return  # an override stands in for the missing code (rule_override_wrong judges it)
+    for gfx, where in _real_targets(r, None):
+        if rocm.releases_with(gfx) or not _asics_of(gfx):
             continue
-        neighbour = remedies.OVERRIDES.get(gfx)
-        workaround = f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour}" if neighbour else ""
         r.findings.append(
             Finding(
                 "userspace-target-unsupported",
@@ -1059,8 +1052,7 @@ def rule_blas_fails_on_uncarried_target(r: Reasoning) -> None:
                 f"a BLAS call failed ({failed.group(0)}) on {gfx}, for which no ROCm release's rocBLAS builds Tensile "
                 "kernels (ROCm 3.0 to the newest known): the library has no kernel to run the call on this GPU; the "
                 "kernel and permissions are not the cause",
-                f"build rocBLAS (and hipBLASLt) with {gfx} among its targets{workaround} (runs code built for a "
-                "neighbouring target; it may crash or compute wrongly)",
+                f"build rocBLAS (and hipBLASLt) with {gfx} among its targets{remedies.override_workaround(gfx)}",
                 (f"the text: {failed.string.strip()[:160]}", f"{where}: {gfx}"),
             )
         )

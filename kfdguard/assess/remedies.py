@@ -152,3 +152,15 @@ OVERRIDES = {
     "gfx1150": "11.0.0",
     "gfx1152": "11.0.0",
 }
+
+
+def override_workaround(gfx: str | None) -> str:
+    """The override clause a remedy adds for a target ROCm's prebuilt libraries lack ("; the unsupported workaround is
+    HSA_OVERRIDE_GFX_VERSION=10.3.0 ..."), or "" where OVERRIDES knows no neighbour for it."""
+    neighbour = OVERRIDES.get(gfx or "")
+    if neighbour is None:
+        return ""
+    return (
+        f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={neighbour} in the program's environment "
+        "(runs code built for a neighbouring target; it may crash or compute wrongly)"
+    )

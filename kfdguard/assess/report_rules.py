@@ -456,12 +456,15 @@ CONTAINER_WORD = re.compile(
 )
 
 
+# The words one of KFD_NOT_PRESENT's alternatives holds: a line without any of them cannot say kfd is absent.
+_ABSENT_CUES = ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work", "requir", "need")
+
+
 def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
     # A kernel log names kfd on many lines; only one with a negation or "missing" can say it is absent.
     for line in dict.fromkeys(lines_with(r.obs, "kfd") + lines_with(r.obs, "kdf")):
         lowered = line.lower()
-        cues = ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work", "requir", "need")
-        if any(w in lowered for w in cues):
+        if any(w in lowered for w in _ABSENT_CUES):
             m = KFD_NOT_PRESENT.search(line)
             if m:
                 return m
@@ -558,6 +561,10 @@ def rule_kfd_entry_told(r: Reasoning) -> None:
     )
 
 
+# "/dev/dri/kfd" as a path (not a longer name such as /dev/dri/kfd0, which no kernel makes either).
+WRONG_KFD_PATH = re.compile(r"/dev/dri/kfd\b")
+
+
 def rule_kfd_path_wrong(r: Reasoning) -> None:
     """A device mapping of /dev/dri/kfd: no kernel makes that node (KFD's is /dev/kfd, beside /dev/dri), so the
     container or sandbox given it gets no KFD node."""
@@ -578,10 +585,6 @@ def rule_kfd_path_wrong(r: Reasoning) -> None:
             (f"the text: {told.string.strip()[:160]}",),
         )
     )
-
-
-# "/dev/dri/kfd" as a path (not a longer name such as /dev/dri/kfd0, which no kernel makes either).
-WRONG_KFD_PATH = re.compile(r"/dev/dri/kfd\b")
 
 
 # --- an AMD GPU listed beside an NVIDIA one -----------------------------------------------------------------

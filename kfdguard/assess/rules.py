@@ -656,13 +656,7 @@ def rule_userspace(r: Reasoning) -> None:
         if (asic.gfx, t.gpu.slot) in seen:
             continue
         seen.add((asic.gfx, t.gpu.slot))
-        override = remedies.OVERRIDES.get(asic.gfx)
-        workaround = (
-            f"; the unsupported workaround is HSA_OVERRIDE_GFX_VERSION={override} in the program's environment "
-            "(runs code built for a neighbouring target; it may crash or compute wrongly)"
-            if override
-            else ""
-        )
+        workaround = remedies.override_workaround(asic.gfx)
         r.findings.append(
             Finding(
                 "userspace-target-unsupported",

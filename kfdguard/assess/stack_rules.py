@@ -156,11 +156,16 @@ def _rocm_torch_reinstalled(r: Reasoning) -> str | None:
     return None
 
 
+# Each alternative of PROSE_NO_ROCM_BUILD holds one of these words (a cue as common as "hip" would read every "chip").
+_NO_ROCM_BUILD_CUES = (
+    "without", " support", "built with", "compiled with", "gpu offload", "cpu-only", "cpu only", " backend",
+    "now install", "ignored", "cuda-only", "cuda only",
+)  # fmt: skip
+
+
 def _no_rocm_build_told(r: Reasoning) -> str | None:
     """A line that says the program was built or shipped without ROCm/HIP (not that one GPU lacks support)."""
-    # Each alternative of the pattern holds one of these words (a cue as common as "hip" would read every "chip").
-    cues = ("without", " support", "built with", "compiled with", "gpu offload", "cpu-only", "cpu only", " backend")
-    for cue in (*cues, "now install", "ignored", "cuda-only", "cuda only"):
+    for cue in _NO_ROCM_BUILD_CUES:
         for line in lines_with(r.obs, cue):
             m = appformats.PROSE_NO_ROCM_BUILD.search(line)
             # "... not available for my RX 580", "... not enabled on gfx803": that GPU's support, told right after.
