@@ -695,8 +695,33 @@ def rule_kfd_absent_with_amdgpu(r: Reasoning) -> None:
         t.block("kernel built without KFD", "kfd-not-built")
 
 
+# torch.cuda.is_available() answering True, joined by evidence/repl ("torch.cuda.is_available() -> True") or told
+# ("torch.cuda.is_available() returns True"): the build's runtime found a usable GPU.
+TORCH_AVAILABLE = re.compile(
+    r"\bis_available\(\)\)?[`'\"]?\s*(?:->|:|=|\bis\b|\breturn(?:s|ed)\b|\bgives\b)\s*[`'\"]?True\b"
+)
+# A ROCm build of PyTorch: its version label or the HIP version it was built with.
+TORCH_ROCM_BUILD = re.compile(
+    r"\+rocm\d|\btorch\.version\.hip\b\S*\s*(?:->|[:=]|is|returns?)?\s*['\"]?\d|ROCM used to build PyTorch: \d"
+)
+
+
+def _torch_available(r: Reasoning) -> str | None:
+    """PyTorch's ROCm build finding a GPU: is_available() True in a text that shows a ROCm build and names no NVIDIA
+    GPU (a CUDA build's True is about an NVIDIA GPU)."""
+    if r.obs.nvidia or search_lines(TORCH_ROCM_BUILD, r.obs, "+rocm", "torch.version.hip", "rocm used") is None:
+        return None
+    m = search_lines(TORCH_AVAILABLE, r.obs, "is_available()")
+    if m is None or appformats.NEGATED.search(m.string[: m.start()]):
+        return None
+    return f"the text: {m.string.strip()[:160]}"
+
+
 def _runtime_count_told(r: Reasoning) -> str | None:
     """A line that says HIP or rocminfo counts one or more GPUs, not in a question nor negated."""
+    available = _torch_available(r)
+    if available is not None:
+        return available
     for line in dict.fromkeys(lines_with(r.obs, "hip") + lines_with(r.obs, "rocminfo")):
         m = appformats.RUNTIME_COUNT_TOLD.search(line)
         if m and not appformats.NEGATED.search(line[: m.end()]) and not appformats.yes_no_question(line, m.start()):
@@ -1580,7 +1605,8 @@ def rule_wsl_kfd_sought(r: Reasoning) -> None:
     if where is None:
         return
     said = search_lines(appformats.PROSE_KFD_FOR_DXG, obs, "dxg")
-    if said is None:
+    told = f"the text: {said.group(0)[:160]}" if said is not None else _ollama_finds_no_amd_gpu(r)
+    if told is None:
         return
     _drop_linux_host_findings(r)
     r.findings.append(
@@ -1593,9 +1619,22 @@ def rule_wsl_kfd_sought(r: Reasoning) -> None:
             "use a build of the program that goes through the WSL runtime (from ROCm 7.2, ROCDXG: librocdxg and "
             "HSA_ENABLE_DXG_DETECTION=1 in its environment) or run it on a Linux host with amdgpu; groups, "
             "permissions and amdgpu advice do not apply under WSL",
-            (where, f"the text: {said.group(0)[:160]}"),
+            (where, told),
         )
     )
+
+
+_AMD_WORD = re.compile(r"\b(?:AMD|Radeon|ROCm)\b", re.I)
+
+
+def _ollama_finds_no_amd_gpu(r: Reasoning) -> str | None:
+    """ollama's discovery ending with no GPU on a machine with an AMD one and no NVIDIA one: on Linux ollama finds
+    AMD GPUs through KFD's topology in sysfs (discover/amd_linux.go reads /sys/class/kfd/kfd/topology/nodes), which
+    WSL does not have."""
+    said = [m for m in r.obs.saw("no-device") if m.format == "ollama-no-gpus"]
+    if not said or r.obs.nvidia or not (amd_gpu_named(r) or search_lines(_AMD_WORD, r.obs, "amd", "radeon", "rocm")):
+        return None
+    return f"{said[0].source}: {said[0].text}"
 
 
 def rule_device_package_missing(r: Reasoning) -> None:

@@ -432,6 +432,8 @@ KFD_NOT_PRESENT = re.compile(
     r"|\bno /dev/kfd\b|/dev/kfd\b[`'\"]?\s+(?:is\s+)?(?:missing|absent)\b"
     # "I think /dev/kfd is required to make private-dev work": what the sandbox or container lacks
     r"|/dev/kfd\b[`'\"]?\s+(?:is\s+|was\s+)?(?:required|needed|necessary)\b"
+    # "I forgot to pass --device /dev/kfd to docker run": the node left out, told as the mistake
+    r"|\bforg[oe]t\w*\s+(?:to\s+)?(?:pass|add|include|map|mount|expose|bind|forward)\w*\b[^.\n]{0,30}?/dev/kfd\b"
     # "the only thing missing is /dev/kfd", "missing the /dev/kfd device"
     r"|\bmissing\b[^.\n]{0,40}?/dev/kfd\b"
     # "/dev/kfd ... never passed into the container", "the host had /dev/kfd, but neither reached the container"
@@ -457,7 +459,7 @@ CONTAINER_WORD = re.compile(
 
 
 # The words one of KFD_NOT_PRESENT's alternatives holds: a line without any of them cannot say kfd is absent.
-_ABSENT_CUES = ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work", "requir", "need")
+_ABSENT_CUES = ("not", "n't", "no /dev", "missing", "absent", "never", "neither", "work", "requir", "need", "forg")
 
 
 def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
@@ -515,6 +517,15 @@ def rule_prose_container_no_kfd(r: Reasoning) -> None:
     )
 
 
+# The entry's own line telling that adding it was the fix: "adding --device=/dev/kfd ... fixed it", not a mere "works"
+# ("I pass --device /dev/kfd and it works on the host" says it was there).
+_ADDED_FIXED_IT = re.compile(
+    r"\b(?:add(?:ed|ing)?|pass(?:ed|ing)?|includ(?:ed|ing))\b(?:(?!\b(?:not|never|already)\b|n't)[^\n]){0,80}?/dev/kfd\b"
+    r"[^\n]{0,80}?\b(?:fixe[sd] (?:it|the (?:problem|issue))|solved it|resolved it|did the trick|made it work)\b",
+    re.I,
+)
+
+
 def _kfd_entry_told(r: Reasoning) -> str | None:
     """The container definition the text shows without /dev/kfd: its entry commented out, or the entry shown as
     what, once added, made the program work (the lines just before it say so). Returns the line that shows it."""
@@ -528,6 +539,8 @@ def _kfd_entry_told(r: Reasoning) -> str | None:
         if not appformats.KFD_PASSED.search(line.strip("`")):
             continue
         # the telling may stand above an argument list of a node per line (bubblewrap's)
+        if _ADDED_FIXED_IT.search(line):
+            return line.strip()[:160]  # "adding --device=/dev/kfd to the run command fixed it"
         for before in lines[max(0, index - 8) : index]:
             m = appformats.DEVICE_ADDED_WORKS.search(before)
             if m and not re.search(r"\b(?:not|n't|never|still)\b", before[: m.end()], re.I):
@@ -583,6 +596,72 @@ def rule_kfd_path_wrong(r: Reasoning) -> None:
             "pass /dev/kfd itself: docker/podman run --device=/dev/kfd --device=/dev/dri; in compose, '- /dev/kfd' "
             "under the service's devices",
             (f"the text: {told.string.strip()[:160]}",),
+        )
+    )
+
+
+# --- a container started without /dev/kfd ------------------------------------------------------------------
+
+# A container started by a Docker-compatible engine: "docker run", "podman run", "nerdctl run", "docker container
+# run", "docker create"; and a compose file's device list (its "devices:" key). Apptainer and Singularity bind the
+# host's /dev themselves and are not these.
+CONTAINER_RUN = re.compile(r"\b(?:docker|podman|nerdctl)\s+(?:container\s+)?(?:run|create)\b|^\s*devices:\s*$")
+# Any way a text can hand /dev/kfd in, wider than appformats.KFD_PASSED: an inline compose list ('["/dev/kfd"]'),
+# a bind of the whole /dev, a flag that names it anywhere on its line, or --privileged (every host device).
+KFD_MAYBE_PASSED = re.compile(
+    r"devices?\b[^\n]*/dev/kfd|['\"]/dev/kfd['\"]|(?<![\w/])/dev:/dev\b|--device\b[^\n]*?/dev/kfd"
+    r"|(?<![\w-])--privileged\b|\bprivileged:\s*true\b",
+    re.I,
+)
+# The DRM nodes handed to a container by a flag or a compose list item.
+DRI_HANDED = re.compile(r"--device[= ]\s*[\"']?/dev/dri\b|^\s*-\s*[\"']?/dev/dri\b")
+# Besides the messages of the no-device kind, the shell's answer to a look at the absent node.
+NO_GPU_FOUND = re.compile(r"/dev/kfd['\"]?: No such file or directory", re.I)
+
+
+def _container_run_without_kfd(r: Reasoning) -> str | None:
+    """The container start the text shows (a run command or a compose device list), where nothing in the text
+    hands /dev/kfd in."""
+    obs = r.obs
+    run = search_lines(CONTAINER_RUN, obs, "docker", "podman", "nerdctl", "devices:")
+    if run is None and (obs.first("container") or search_lines(CONTAINER_WORD, obs, "docker", "podman", "container")):
+        run = search_lines(DRI_HANDED, obs, "/dev/dri")  # "inside podman with --device /dev/dri only"
+    if run is None or search_lines(KFD_MAYBE_PASSED, obs, "/dev", "privileged") is not None:
+        return None
+    if any(contains(obs, w, lower=True) for w in ("apptainer", "singularity", "kubernetes", "k8s", "toolbox")):
+        return None  # those hand devices over otherwise (a bind of /dev, the device plugin)
+    return run.string.strip()[:160]
+
+
+def rule_container_run_without_kfd(r: Reasoning) -> None:
+    """A container started without /dev/kfd (its run command or compose device list names none, and nothing else in
+    the text hands it in), where the program inside finds no GPU: the container has no KFD node to open."""
+    obs = r.obs
+    if r.machine is not None or obs.foreign_host is not None or obs.agents or obs.saw("runtime-gpu", "no-code-object"):
+        return
+    if r.has("device-node-missing", "host-without-kfd", "kfd-not-built", "no-amd-gpu", "rootless-gid-unmapped"):
+        return
+    symptoms = obs.saw("no-device")
+    symptom = symptoms[0].text if symptoms else None
+    if symptom is None:
+        found = search_lines(NO_GPU_FOUND, obs, "/dev/kfd")
+        symptom = found.string.strip()[:160] if found else None
+    if symptom is None:
+        return
+    run = _container_run_without_kfd(r)
+    if run is None:
+        return
+    r.findings.append(
+        Finding(
+            "device-node-missing",
+            E,
+            "the container is started without /dev/kfd (its run command or device list hands over no KFD node, and "
+            "nothing else in the text does), and the program inside finds no GPU: ROCm opens /dev/kfd first, so "
+            "without it there is no GPU to find, whatever the host has",
+            "pass both nodes in: docker/podman run --device=/dev/kfd --device=/dev/dri (in compose, '- /dev/kfd' "
+            "and '- /dev/dri' under the service's devices), with --group-add video --group-add render where the "
+            "image's user is not root",
+            (f"the text: {run}", f"the text: {symptom}"),
         )
     )
 
@@ -1166,6 +1245,7 @@ __all__ = [
     "override_told_needed",
     "override_told_removed",
     "rule_build_target_worked",
+    "rule_container_run_without_kfd",
     "rule_container_without_render_group",
     "rule_dkms_status_unbuilt",
     "rule_enumerated_target_unsupported",

@@ -816,6 +816,7 @@ def _access_rules() -> tuple[Callable[[Reasoning], None], ...]:
         text_only("rule_prose_container_no_kfd", "report_rules"),
         text_only("rule_kfd_entry_told", "report_rules"),
         text_only("rule_kfd_path_wrong", "report_rules"),
+        text_only("rule_container_run_without_kfd", "report_rules"),
         text_only("rule_container_render_nodes_missing", "stack_rules"),
         text_only("rule_quoted_init_failure", "report_rules"),
         text_only("rule_prose_kernel"),

@@ -33,8 +33,11 @@ TORCH_BUILD = re.compile(
 )
 # torch.version.hip is None in every build without HIP; collect_env prints that as "ROCM used to build
 # PyTorch: N/A" (torch/utils/collect_env.py), and a ROCm build's version there ("6.0.32830-d62f6a171").
-HIP_NONE = re.compile(r"\btorch\.version\.hip\b['\")]*\s*[:=,]?\s*None\b|\bROCM used to build PyTorch: N/A\b")
-HIP_BUILT = re.compile(r"\btorch\.version\.hip\b['\")]*\s*[:=,]?\s*['\"]?\d|\bROCM used to build PyTorch: \d")
+# Its value may be joined to the expression by evidence/repl ("torch.version.hip -> None") or told in words
+# ("torch.version.hip is None", "returns None").
+_HIP_IS = r"\btorch\.version\.hip\b['\")]*\s*(?:[:=,]|->|\bis\b|\breturn(?:s|ed)\b)?\s*"
+HIP_NONE = re.compile(_HIP_IS + r"None\b|\bROCM used to build PyTorch: N/A\b")
+HIP_BUILT = re.compile(_HIP_IS + r"['\"]?\d|\bROCM used to build PyTorch: \d")
 # pip's resolver (pip/_internal/index/package_finder.py): "Could not find a version that satisfies the
 # requirement %s (from versions: %s)", then "No matching distribution found for %s".
 PIP_NO_TORCH = re.compile(
@@ -140,6 +143,24 @@ def _rocm_wheel_missing(r: Reasoning) -> str | None:
     return None
 
 
+def _hip_switch_rebuilt(r: Reasoning) -> str | None:
+    """A rebuild with the program's HIP switch on (GGML_HIP=ON ...), followed by a told success: the build before
+    it had no HIP backend."""
+    text = r.obs.text
+    for cue in ("hip", "use_rocm"):
+        for line in lines_with(r.obs, cue):
+            m = appformats.HIP_SWITCH_REBUILT.search(line)
+            if m is None:
+                continue
+            clause = re.split(r"[.;!?]\s", line[: m.start()])[-1]  # "... is not used. Rebuilt with ...": its own
+            if _NEGATED.search(clause):
+                continue
+            end = text.find(line) + m.end()
+            if appformats.GPU_WORKS_AFTER.search(text, end, end + 600):
+                return m.group(0)
+    return None
+
+
 def _rocm_torch_reinstalled(r: Reasoning) -> str | None:
     """A forced reinstall of torch from PyTorch's ROCm index, followed by a told success, where the text shows no
     ROCm build of torch before it: the torch it replaced (an installer's default) had no HIP backend."""
@@ -180,15 +201,25 @@ def _told_without_rocm(r: Reasoning) -> bool:
     the ROCm index that made the GPU work. Adds the finding and says whether it did."""
     said = _no_rocm_build_told(r)
     reinstall = None if said else _rocm_torch_reinstalled(r)
-    if said is None and reinstall is None:
+    rebuilt = None if said or reinstall else _hip_switch_rebuilt(r)
+    if said is None and reinstall is None and rebuilt is None:
         return False
-    message = (
-        "the text says the program was built (or shipped) without ROCm/HIP support: it has no HIP backend and never "
-        "looks for the AMD GPU, so it runs on the CPU whatever the GPU, KFD, /dev/kfd and HSA_OVERRIDE_GFX_VERSION are"
-        if said
-        else "the text fixes it by reinstalling torch from PyTorch's ROCm index: the torch installed before (an "
-        "installer's default, a CUDA or CPU wheel) had no HIP backend and never looked for the AMD GPU"
-    )
+    if said:
+        message = (
+            "the text says the program was built (or shipped) without ROCm/HIP support: it has no HIP backend and "
+            "never looks for the AMD GPU, so it runs on the CPU whatever the GPU, KFD, /dev/kfd and "
+            "HSA_OVERRIDE_GFX_VERSION are"
+        )
+    elif reinstall:
+        message = (
+            "the text fixes it by reinstalling torch from PyTorch's ROCm index: the torch installed before (an "
+            "installer's default, a CUDA or CPU wheel) had no HIP backend and never looked for the AMD GPU"
+        )
+    else:
+        message = (
+            "the text fixes it by building the program with its HIP switch on: the build before had no HIP backend "
+            "and never looked for the AMD GPU, so it ran on the CPU"
+        )
     r.findings.append(
         Finding(
             "userspace-no-rocm-build",
@@ -197,7 +228,7 @@ def _told_without_rocm(r: Reasoning) -> bool:
             "use a build of the program with ROCm/HIP (llama.cpp: cmake -DGGML_HIP=ON with the ROCm device libraries "
             "and hipBLAS installed; PyTorch from its ROCm wheel index; an image or installer with a ROCm variant), "
             "then check that it lists the GPU (torch.version.hip, or llama.cpp's 'found N ROCm devices')",
-            (f"the text: {(said or reinstall or '')[:160]}",),
+            (f"the text: {(said or reinstall or rebuilt or '')[:160]}",),
         )
     )
     return True
@@ -444,9 +475,17 @@ GROUP_ADD_CMD = re.compile(
     r"\b(?:usermod\s+(?:-a\s+-G|-aG|-Ga|--append\s+--groups|-G)\s*|gpasswd\s+-a\s+\S+\s+|adduser\s+\S+\s+)"
     r"(?P<groups>[\w,]*\b(?:render|video)\b[\w,]*)"
 )
+# The same told in words: "adding my user to the render and video groups (and logging out) fixed it", "I added
+# myself to the render group and rebooted, now it works".
+GROUP_ADD_TOLD = re.compile(
+    r"\badd(?:ed|ing)?\s+(?:(?:myself|me|us|him|her|them)|(?:(?:my|the|our|your|this|that)\s+)?(?:[\w.$-]+\s+)?"
+    r"(?:users?|accounts?))\s+to\s+(?:the\s+|both\s+)?[`'\"]?(?P<groups>(?:render|video)[`'\"]?"
+    r"(?:\s*(?:and|&|/|,)\s*[`'\"]?(?:render|video))?)[`'\"]?\s+groups?\b",
+    re.I,
+)
 GROUP_FIX_WORKED = re.compile(
     r"\b(?:it|that|this)\s+(?:really\s+|finally\s+|actually\s+|now\s+)?work(?:ed|s)\b|\bworks now\b"
-    r"|\bnow it works\b|\bdid the trick\b|\b(?:fixed|solved) it\b",
+    r"|\bnow it works\b|\bdid the trick\b|\b(?:fixed|solved|resolved) (?:it|the (?:problem|issue))\b",
     re.I,
 )
 
@@ -454,12 +493,13 @@ GROUP_FIX_WORKED = re.compile(
 def _group_add_then_works(r: Reasoning) -> tuple[str, str] | None:
     """A command adding the account to render/video, and the text telling a success within the lines after it."""
     text = r.obs.text
-    for cue in ("usermod", "gpasswd", "adduser"):
+    for cue, pattern in (("usermod", GROUP_ADD_CMD), ("gpasswd", GROUP_ADD_CMD), ("adduser", GROUP_ADD_CMD),
+                         ("add", GROUP_ADD_TOLD)):  # fmt: skip
         for line in lines_with(r.obs, cue):
-            m = GROUP_ADD_CMD.search(line)
-            if m is None:
-                continue
-            end = text.find(line) + len(line)
+            m = pattern.search(line)
+            if m is None or (pattern is GROUP_ADD_TOLD and _NOT_CLAIMED.search(line[: m.start()])):
+                continue  # "I don't need to add my user to the render group"
+            end = text.find(line) + m.end()  # the success may follow on the same line
             if GROUP_FIX_WORKED.search(text, end, end + 800):
                 group = "render" if "render" in m["groups"] else "video"
                 return group, m.group(0)
@@ -567,7 +607,7 @@ def rule_library_missing(r: Reasoning) -> None:
         return
     found = _rocm_library_not_loaded(r)
     if found is None:
-        if not _configure_library_missing(r):
+        if not (_configure_library_missing(r) or _ollama_rocm_missing(r)):
             _rocm_build_mismatch(r)
         return
     line, lib = found
@@ -587,6 +627,28 @@ def rule_library_missing(r: Reasoning) -> None:
             (f"the text: {line[:160]}",),
         )
     )
+
+
+def _ollama_rocm_missing(r: Reasoning) -> bool:
+    """ollama finding an AMD GPU and no ROCm libraries to drive it (its ROCm bundle not installed beside it, or, before
+    ollama bundled one, no ROCm where it looked): adds the finding and says whether it did."""
+    said = r.obs.saw("no-library")
+    if not said or r.obs.saw("runtime-gpu"):
+        return False  # none, or ollama went on to use a GPU with libraries it did find
+    r.findings.append(
+        Finding(
+            "userspace-library-missing",
+            E,
+            "ollama found the AMD GPU but no ROCm libraries it can use, so it runs on the CPU: its ROCm bundle "
+            "(lib/ollama/rocm, a separate archive for manual installs) is not installed beside it, or, for ollama "
+            "before it bundled ROCm, no ROCm release it supports is where it looks; the GPU, KFD and permissions "
+            "are not the cause",
+            "install ollama with its ROCm bundle (the install script does it on a machine with an AMD GPU; a manual "
+            "install extracts the -rocm archive over the same directory), or for old releases ROCm 6 in /opt/rocm",
+            (f"{said[0].source}: {said[0].text}",),
+        )
+    )
+    return True
 
 
 def _configure_library_missing(r: Reasoning) -> bool:

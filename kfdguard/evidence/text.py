@@ -15,6 +15,7 @@ from itertools import compress, count, repeat
 from operator import contains, is_not, ne, not_
 
 from kfdguard.evidence.model import Observations, SeenAgent, SeenGpu, SeenMessage, SeenNode, SeenUser, Source
+from kfdguard.evidence.repl import joined_answers
 from kfdguard.facts import LogEvent
 from kfdguard.kernellog import PREFILTER, SMALL, match, scan, scan_distinct, untimed
 from kfdguard.knowledge import appformats, apus
@@ -426,8 +427,9 @@ def _app_messages(obs: Observations, line: _Line, state: _State) -> None:
     bare = line.bare
     if state.smi or "ROCm S" in bare:
         _smi(obs, bare, state)
-    if bare == "False" and state.previous.endswith("is_available()"):
-        # PyTorch's torch.cuda.is_available() answered False: HIP found no usable GPU.
+    if bare.endswith("is_available() -> False") or (bare == "False" and state.previous.endswith("is_available()")):
+        # PyTorch's torch.cuda.is_available() answered False (joined to its question by evidence/repl, or a
+        # False under it that repl could not join): HIP found no usable GPU.
         source = Source("torch.cuda.is_available()", line.number)
         obs.messages.append(SeenMessage("no-device", "torch-not-available", "is_available() -> False", source))
     if not appformats.CUES.search(bare):
@@ -921,6 +923,8 @@ def _paste(text: str) -> Observations:
     if "=3D" in text and "=\n" in text:
         text = _quoted_printable(text)
     obs.lines = _undiffed(text, _uncoded(text, _unquoted(text, text.split("\n"))))
+    if "torch" in text:
+        obs.lines = joined_answers(obs.lines)
     obs.text = "\n".join(obs.lines)
     obs.distinct = list(dict.fromkeys(obs.lines))
     obs.units = untimed(obs.distinct)

@@ -264,6 +264,18 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_CLR_ERROR,
         "hipErrorNoDevice: no ROCm-capable device is detected",
     ),
+    # The error's enum name alone ("HIP error: hipErrorNoDevice", "hipGetDeviceCount returned hipErrorNoDevice"), as
+    # hipGetErrorName() returns it; not where prose says it is gone (the negation test of hip-no-binary-name).
+    AppFormat(
+        "hip-no-device-name",
+        "no-device",
+        "hipErrorNoDevice",
+        r"^(?!.*?(?:\b(?:no longer|no more|not|never|without|instead of)|n't)\s+(?:\w+\s+){0,2}?"
+        r"(?:(?:the|an?|any|that)\s+)?['\"`]?hipErrorNoDevice).*?\bhipErrorNoDevice\b(?!: no ROCm-capable)",
+        "HIP found no usable GPU (HIP's error name)",
+        "ROCm/clr hipamd/src/hip_error.cpp (hipGetErrorName: 'hipErrorNoDevice')",
+        "hipGetDeviceCount failed: hipErrorNoDevice",
+    ),
     # TensorFlow's ROCm StreamExecutor logs hipGetDeviceCount's failure and goes on with no GPU (CPU only): the
     # error is HIP's name for it, HIP_ERROR_NoDevice in TF 1.x-2.x, hipErrorNoDevice where it prints the enum.
     AppFormat(
@@ -298,6 +310,18 @@ FORMATS: tuple[AppFormat, ...] = (
     ),
     # ROCm 7's rocminfo when hsa_init() fails (on a Linux host the same words follow a missing KFD GPU; under WSL
     # the DXG path found no GPU), and librocdxg's topology when DXCore lists no usable adapter.
+    # rocminfo's check of each HSA call (rocminfo.cc RET_IF_HSA_ERR: "hsa api call failure at: %s:%d", then "Call
+    # returned %s" with hsa_status_string's text): OUT_OF_RESOURCES from hsa_init is what ROCr answers when it
+    # cannot open /dev/kfd or finds no GPU node to use (ROCR-Runtime core/runtime/runtime.cpp, amd_topology.cpp).
+    AppFormat(
+        "rocminfo-hsa-out-of-resources",
+        "no-device",
+        "HSA_STATUS_ERROR_OUT_OF_RESOURCES",
+        r"Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES\b",
+        "the ROCm runtime did not start: it could not open KFD or found no GPU in it (the cause is below it)",
+        "ROCm/rocminfo rocminfo.cc (RET_IF_HSA_ERR); ROCm/ROCR-Runtime src/core/runtime/hsa.cpp hsa_status_string",
+        "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.",
+    ),
     AppFormat(
         "rocminfo-hsa-init-failed",
         "no-device",
@@ -392,6 +416,18 @@ FORMATS: tuple[AppFormat, ...] = (
         "'{} {} : {}'.format(device, torch.cuda.get_device_name(device), allocator_backend))",
         "Device: cuda:0 AMD Radeon RX 7800 XT : native",
     ),
+    # torch.cuda.get_device_name() answered with an AMD GPU's name (in a Python session, joined to its question by
+    # evidence/repl: "torch.cuda.get_device_name(0) -> 'AMD Radeon RX 7900 XTX'"): only a ROCm build of PyTorch
+    # names an AMD GPU there, and it names one HIP enumerated and opened.
+    AppFormat(
+        "torch-device-name",
+        "runtime-gpu",
+        "get_device_name(",
+        r"\bget_device_name\([^)]*\)\)? -> ['\"]?(?P<name>(?:AMD|Radeon)\b[^'\"\n;]*)",
+        "PyTorch's ROCm build names the AMD GPU it uses: the ROCm runtime enumerated it, so KFD added it",
+        "pytorch/pytorch torch/cuda/__init__.py get_device_name (get_device_properties(device).name)",
+        "torch.cuda.get_device_name(0) -> 'AMD Radeon RX 7900 XTX'",
+    ),
     # TensorFlow's BaseGPUDeviceFactory logs each device it creates: "Created device %s with %d MB memory:  -> %s",
     # the description "device: %d, name: %s, pci bus id: %s" (ROCm builds too). An AMD name there is a GPU the
     # runtime enumerated.
@@ -464,6 +500,29 @@ FORMATS: tuple[AppFormat, ...] = (
         "ollama's bundled ROCm libraries have no code for this GPU's target",
         SRC_OLLAMA_OLD,
         'msg="amdgpu [0] gfx1103 is not supported by /tmp/ollama2145067703/rocm [gfx1030 gfx1100]"',
+    ),
+    # ollama leaves out GPUs older than GCN 5 (major < 9), which no ROCm it bundles carries code for: gpu/amd_linux.go
+    # 0.1.3x slog.Warn(fmt.Sprintf("amdgpu [%d] too old %s", i, v.ToGFXString())), later
+    # fmt.Sprintf("amdgpu too old gfx%d%x%x", major, minor, patch) (discover/amd_linux.go from 0.4).
+    AppFormat(
+        "ollama-too-old",
+        "no-code-object",
+        "too old",
+        rf"amdgpu (?:\[\d+\] )?too old (?P<gfx>{GFX})",
+        "ollama leaves the GPU out: its target is older than any its ROCm libraries carry code for",
+        SRC_OLLAMA,
+        'level=WARN source=amd_linux.go:309 msg="amdgpu too old gfx803" gpu=0',
+    ),
+    # ollama's discovery ending with no GPU (gpu/gpu.go from 0.1.3x, discover/gpu.go: slog.Info("no compatible GPUs
+    # were discovered")): it runs on the CPU; the lines before it say why.
+    AppFormat(
+        "ollama-no-gpus",
+        "no-device",
+        "no compatible GPUs were discovered",
+        r"no compatible GPUs were discovered",
+        "ollama found no GPU it can use and runs on the CPU (the cause is in the lines before it)",
+        SRC_OLLAMA,
+        'level=INFO source=gpu.go:386 msg="no compatible GPUs were discovered"',
     ),
     AppFormat(
         "ollama-no-rocblas",
@@ -551,10 +610,23 @@ FORMATS: tuple[AppFormat, ...] = (
         "ollama-no-rocm",
         "no-library",
         "unable to verify rocm library",
-        r"unable to verify rocm library|no compatible rocm library found",
+        r"unable to verify rocm library",
         "ollama found no usable ROCm libraries (not a GPU problem)",
         SRC_OLLAMA,
         'msg="unable to verify rocm library: no suitable rocm found, falling back to CPU"',
+    ),
+    # The same from the end of discovery (gpu/amd_linux.go AMDValidateLibDir from 0.1.29, discover/ from 0.4):
+    # "amdgpu detected, but no compatible rocm library found.  Either install rocm v6, or follow manual install ...".
+    # A row of its own: a format is tried only on lines that hold its cue.
+    AppFormat(
+        "ollama-no-rocm-found",
+        "no-library",
+        "no compatible rocm library found",
+        r"amdgpu detected, but no compatible rocm library found",
+        "ollama found an AMD GPU and no usable ROCm libraries for it (not a GPU problem)",
+        SRC_OLLAMA,
+        'msg="amdgpu detected, but no compatible rocm library found.  Either install rocm v6, or follow manual '
+        'install instructions"',
     ),
     # --- system calls as Go, Rust and the shell print them ---------------------------------------------
     AppFormat(
@@ -1158,9 +1230,19 @@ ROCM_TORCH_REINSTALL = re.compile(
     r"(?:--(?:extra-)?index-url|\s-i)[= ]\s*\S*/whl/(?:nightly/)?rocm[\d.]+",
     re.I,
 )
+# A program rebuilt (or reinstalled) with its HIP switch on: llama.cpp's cmake -DGGML_HIP=ON (before 2024-11
+# -DGGML_HIPBLAS / -DLLAMA_HIPBLAS, make LLAMA_HIPBLAS=1), llama-cpp-python's CMAKE_ARGS with the same, whisper.cpp's
+# and stable-diffusion.cpp's GGML switches (-DSD_HIPBLAS), PyTorch's source build USE_ROCM=1. Told as the fix, the build
+# before it had no HIP backend.
+HIP_SWITCH_REBUILT = re.compile(
+    r"\b(?:re-?build\w*|re-?built|re-?compil\w*|re-?install\w*|buil[dt]\w*|compil\w*)\b[^\n]{0,80}?"
+    r"(?:-D\s*|\b)(?:GGML_HIP|GGML_HIPBLAS|LLAMA_HIPBLAS|SD_HIPBLAS|USE_ROCM)\s*=\s*[\"']?(?:ON|1|TRUE)\b",
+    re.I,
+)
 # A success told after it: "after that I could run the plugin using my GPU", "now it uses the GPU", "it works".
 GPU_WORKS_AFTER = re.compile(
-    r"\b(?:after that|afterwards|now|then)\b[^.\n]{0,60}?\b(?:gpu|works?|worked)\b|\bit works\b", re.I
+    r"\b(?:after that|afterwards|now|then)\b[^.\n]{0,60}?\b(?:gpu|works?|worked|offloads?|offloading)\b|\bit works\b",
+    re.I,
 )
 # An engine's or backend's ROCm build said not to be compatible, as applications label it ("ROCm llama.cpp linux
 # version 1.57.0 is not compatible"): the build carries no code for this GPU. A line about a kernel or a driver

@@ -1,0 +1,292 @@
+"""Forms that real reports use again and again and the readers did not know, found by running the tool over short
+texts of each common kind before the batches of stop 46 were gathered (no batch's text is here): a Python session
+that asks PyTorch for its build and device, a container started without /dev/kfd, HIP's "hipErrorNoDevice" by name,
+rocminfo's HSA_STATUS_ERROR_OUT_OF_RESOURCES, and the fix told in words (added to the render group, --device
+/dev/kfd added). Each beside near misses that must stay silent.
+
+The texts are written from the programs' own formats (PyTorch's REPL values, docker's flags, rocminfo.cc's
+RET_IF_HSA_ERR), with GPUs and versions of my choosing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kfdguard.diagnose import diagnose_text
+from kfdguard.evidence.repl import joined_answers
+
+
+def codes(text: str) -> set[str]:
+    return {f.code for f in diagnose_text(text).findings}
+
+
+# --- a Python session about PyTorch ---------------------------------------------------------------------------------
+
+
+def test_an_answer_is_joined_to_its_expression() -> None:
+    lines = [">>> import torch", "torch.__version__", "'2.6.0+cu126'", "torch.version.hip", "torch.cuda.is_available()"]
+    assert joined_answers(lines) == [
+        ">>> import torch",
+        "torch.__version__",
+        "torch.__version__ -> '2.6.0+cu126'",
+        "torch.version.hip",  # an expression under an expression: Python printed nothing (None)
+        "torch.cuda.is_available()",
+    ]
+
+
+def test_a_print_of_several_values_gives_each_its_expression() -> None:
+    lines = ['$ python3 -c "import torch; print(torch.__version__, torch.cuda.is_available())"', "2.6.0+rocm6.2.4 True"]
+    assert joined_answers(lines)[1] == "torch.__version__ -> 2.6.0+rocm6.2.4; torch.cuda.is_available() -> True"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["print('torch is fine')", "torch is fine"],  # a print of text
+        ["torch.__version__", "Traceback (most recent call last):"],
+        ["print(torch.__version__, x)", "2.6.0+cpu"],  # something besides torch printed
+        ["print(torch.__version__, torch.cuda.is_available())", "2.6.0+cpu"],  # one value for two expressions
+        ["python -m pip list", "torch 2.6.0+cpu"],
+    ],
+)
+def test_what_is_no_answer_stays_as_it_was(lines: list[str]) -> None:
+    assert joined_answers(lines) == lines
+
+
+def test_a_cuda_build_in_a_session_is_a_build_without_rocm() -> None:
+    text = ">>> import torch\n>>> torch.__version__\n'2.6.0+cu126'\n>>> torch.cuda.is_available()\nFalse\nGPU: RX 9070 XT\n"
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_a_rocm_build_naming_its_gpu_shows_kfd_ready() -> None:
+    text = (
+        ">>> torch.__version__\n'2.7.1+rocm6.3'\n>>> torch.cuda.is_available()\nTrue\n"
+        ">>> torch.cuda.get_device_name(0)\n'AMD Radeon PRO W7800'\n"
+    )
+    found = codes(text)
+    assert "kfd-ready" in found and "userspace-no-rocm-build" not in found
+
+
+def test_is_available_true_of_a_rocm_build_shows_kfd_ready() -> None:
+    text = "torch 2.5.0+rocm6.2 on an RX 6750 XT: torch.cuda.is_available() returns True, then it crashes\n"
+    assert "kfd-ready" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a CUDA build's True speaks of an NVIDIA GPU
+        "torch 2.5.0+cu124, RTX 4090 and RX 6750 XT: torch.cuda.is_available() returns True\n",
+        # no build shown: which GPU answered is unknown
+        "torch.cuda.is_available() returns True on my RX 6750 XT\n",
+        "torch 2.5.0+rocm6.2: torch.cuda.is_available() does not return True on my RX 6750 XT\n",
+    ],
+)
+def test_is_available_true_without_a_rocm_build_says_nothing(text: str) -> None:
+    assert "kfd-ready" not in codes(text)
+
+
+def test_hip_version_none_told_in_words() -> None:
+    assert "userspace-no-rocm-build" in codes("torch.version.hip is None, and my GPU is an RX 7600\n")
+
+
+def test_a_hip_version_told_is_a_rocm_build() -> None:
+    assert "userspace-no-rocm-build" not in codes("torch.version.hip returns 6.2.41133, GPU RX 7600\n")
+
+
+# --- a container started without /dev/kfd ---------------------------------------------------------------------------
+
+_NO_DEVICE = "hipGetDeviceCount failed: hipErrorNoDevice\n"
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "docker run --rm -it --device=/dev/dri --group-add video myimage:rocm\n",
+        "podman run -it --device /dev/dri/renderD128 localhost/llama:rocm\n",
+        "services:\n  app:\n    image: local/app\n    devices:\n      - /dev/dri:/dev/dri\n",
+        "I start it inside docker with --device /dev/dri only\n",
+    ],
+)
+def test_a_container_started_without_kfd_that_finds_no_gpu(start: str) -> None:
+    assert "device-node-missing" in codes(start + _NO_DEVICE)
+
+
+def test_rocminfo_out_of_resources_in_such_a_container() -> None:
+    text = (
+        "$ docker run -it --device=/dev/dri rocm/dev-ubuntu-24.04\n$ rocminfo\nROCk module is loaded\n"
+        "hsa api call failure at: /src/rocminfo/rocminfo.cc:1306\n"
+        "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n"
+    )
+    assert "device-node-missing" in codes(text)
+
+
+def test_ollama_finding_no_gpu_in_a_compose_without_kfd() -> None:
+    text = (
+        "    devices:\n      - /dev/dri\n"
+        'time=2025-06-01T08:00:00Z level=INFO source=gpu.go:386 msg="no compatible GPUs were discovered"\n'
+    )
+    assert "device-node-missing" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker run -it --device=/dev/kfd --device=/dev/dri myimage\n" + _NO_DEVICE,  # kfd passed
+        "docker run -it --privileged myimage\n" + _NO_DEVICE,  # every device passed
+        "docker run -it -v /dev:/dev myimage\n" + _NO_DEVICE,
+        'devices: ["/dev/kfd", "/dev/dri"]\n' + _NO_DEVICE,
+        "docker run -it --device=/dev/dri myimage\n",  # no symptom
+        "apptainer exec --rocm image.sif ... docker run elsewhere\n" + _NO_DEVICE,
+        "docker run -it --device=/dev/dri myimage\nDevice 0: AMD Radeon RX 7900 XTX\n"
+        "ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no\n",
+    ],
+)
+def test_a_container_with_kfd_or_without_symptom_says_nothing_of_it(text: str) -> None:
+    assert "device-node-missing" not in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["HIP error: hipErrorNoDevice\n", "hipGetDeviceCount returned hipErrorNoDevice (100)\n"],
+)
+def test_hip_no_device_by_its_name_is_read(text: str) -> None:
+    diagnosis = diagnose_text(text)
+    assert any(m in diagnosis.kinds for m in ("application",))
+
+
+def test_hip_no_device_named_as_gone_is_not_read() -> None:
+    assert "application" not in diagnose_text("I no longer get hipErrorNoDevice\n").kinds
+
+
+# --- the fix told in words ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Adding my user to the render and video groups and logging out fixed it.",
+        "I added myself to the render group and rebooted, now it works.",
+        "sudo usermod -aG render,video $USER resolved the issue",
+        "Added the ollama user to the video group. That solved the problem.",
+    ],
+)
+def test_a_group_added_as_the_fix_is_a_missing_membership(told: str) -> None:
+    assert "user-not-in-group" in codes(f"{told}\nGPU: Radeon RX 6800\n")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I added myself to the render group but it still doesn't work.",
+        "I don't need to add my user to the render group, it works fine.",
+    ],
+)
+def test_a_group_added_without_success_says_nothing(told: str) -> None:
+    assert "user-not-in-group" not in codes(f"{told}\nGPU: Radeon RX 6800\n")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Solved: I forgot to pass --device /dev/kfd to docker run, only /dev/dri was there.",
+        "Adding --device=/dev/kfd to the podman run command fixed it.",
+    ],
+)
+def test_kfd_added_as_the_fix_is_a_missing_node(told: str) -> None:
+    assert "device-node-missing" in codes(f"{told}\nGPU: Radeon RX 6800\n")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I already pass --device /dev/kfd and it works on the host.",
+        "I did not forget anything: --device /dev/kfd is in the docker run command.",
+    ],
+)
+def test_kfd_passed_without_a_fix_says_nothing(told: str) -> None:
+    assert "device-node-missing" not in codes(f"{told}\nGPU: Radeon RX 6800\n")
+
+
+# --- ollama's own reasons for leaving the GPU out -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'time=2024-11-02T09:00:00.000Z level=WARN source=amd_linux.go:309 msg="amdgpu too old gfx803" gpu=1',
+        'time=2024-04-02T09:00:00.000Z level=WARN source=amd_linux.go:84 msg="amdgpu [0] too old gfx803"',
+    ],
+)
+def test_ollama_leaving_out_an_old_gpu_is_a_target_without_code(line: str) -> None:
+    assert "userspace-target-unsupported" in codes(line + "\n")
+
+
+def test_a_driver_told_too_old_is_not_a_gpu_too_old() -> None:
+    text = 'level=WARN source=amd.go:485 msg="AMD driver is too old. Update your AMD driver to enable GPU inference."\n'
+    assert "userspace-target-unsupported" not in codes(text)
+
+
+def test_ollama_without_rocm_libraries_is_a_library_missing() -> None:
+    text = (
+        'time=2025-01-05T11:00:00.000Z level=WARN source=amd_linux.go:445 msg="amdgpu detected, but no compatible rocm '
+        'library found.  Either install rocm v6, or follow manual install instructions at <the docs>"\n'
+    )
+    assert "userspace-library-missing" in codes(text)
+
+
+def test_ollama_that_then_uses_the_gpu_has_no_library_missing() -> None:
+    text = (
+        'level=WARN source=amd_linux.go:445 msg="amdgpu detected, but no compatible rocm library found."\n'
+        'level=INFO source=types.go:130 msg="inference compute" id=GPU-0 library=rocm variant="" compute=gfx1030 '
+        'driver=6.8 name=1002:73bf total="16.0 GiB" available="15.2 GiB"\n'
+    )
+    assert "userspace-library-missing" not in codes(text)
+
+
+def test_ollama_finding_no_gpu_under_wsl_has_no_kfd_to_find() -> None:
+    text = (
+        "### OS\nWSL2\n### GPU\nAMD\n### Ollama version\n0.6.8\n"
+        'time=2025-05-01T10:00:00.000Z level=INFO source=gpu.go:386 msg="no compatible GPUs were discovered"\n'
+    )
+    assert "host-without-kfd" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an NVIDIA GPU beside: ollama looks for it through CUDA, which WSL has
+        "### OS\nWSL2\n### GPU\nNvidia RTX 3060\n"
+        'level=INFO source=gpu.go:386 msg="no compatible GPUs were discovered"\n',
+        # not WSL
+        '### OS\nLinux\n### GPU\nAMD\nlevel=INFO source=gpu.go:386 msg="no compatible GPUs were discovered"\n',
+    ],
+)
+def test_ollama_finding_no_gpu_elsewhere_is_not_wsl(text: str) -> None:
+    assert "host-without-kfd" not in codes(text)
+
+
+# --- a program rebuilt with its HIP switch as the fix ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "whisper.cpp ran on the CPU only. Rebuilt with -DGGML_HIP=ON and now it offloads to the GPU.",
+        'Reinstalled with CMAKE_ARGS="-DGGML_HIPBLAS=on" pip install llama-cpp-python and now it works.',
+        "Recompiled with make LLAMA_HIPBLAS=1 -j8, now the model runs on the GPU.",
+    ],
+)
+def test_a_rebuild_with_hip_as_the_fix_is_a_build_without_rocm(told: str) -> None:
+    assert "userspace-no-rocm-build" in codes(f"{told}\nGPU: Radeon RX 7600\n")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I built with -DGGML_HIP=ON but it still crashes with invalid device function.",
+        "I did not build with -DGGML_HIP=ON, and it works now on Vulkan",
+    ],
+)
+def test_a_hip_build_without_a_success_after_says_nothing(told: str) -> None:
+    assert "userspace-no-rocm-build" not in codes(f"{told}\nGPU: Radeon RX 7600\n")
