@@ -738,6 +738,8 @@ def _runtime_gpus(obs: Observations) -> list[tuple[str, str]]:
         if not targets and name:
             # a device listed by its name (rccl-tests): its target where the name says it, else the name
             targets = [appformats.named_target(name) or name]
+        elif not targets:
+            targets = ["(not named)"]  # a device a runtime enumerated without its name (ROCm OpenCL's driver line)
         seen += [(gfx, str(m.source)) for gfx in targets]
     return seen
 
@@ -766,9 +768,8 @@ def rule_runtime_ready(r: Reasoning) -> None:
         evidence = (f"{where}: GPU agent {gfx}",)
         if evidence in ready:
             continue
-        r.findings.append(
-            Finding("kfd-ready", I, f"the ROCm runtime lists a GPU of target {gfx}: KFD added it", "", evidence)
-        )
+        what = f"a GPU of target {gfx}" if gfx.startswith("gfx") else f"a GPU ({gfx})"
+        r.findings.append(Finding("kfd-ready", I, f"the ROCm runtime lists {what}: KFD added it", "", evidence))
 
 
 def rule_driver_tables(r: Reasoning) -> None:

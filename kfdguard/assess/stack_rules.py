@@ -80,10 +80,21 @@ ORT_NO_ROCM_PROVIDER = re.compile(
 # The same told in words: an install that pulled CUDA builds of torch ("will install CUDA versions of torch",
 # "it switches to CUDA instead of ROCm", "seems to be downloading nvidia stuff").
 PROSE_CUDA_TORCH = re.compile(
-    r"\b(?:install|pull|download|replac|switch|reinstall|default)\w*\b[^.\n]{0,40}?\b(?:cuda|nvidia)\s+"
-    r"(?:versions?|builds?|wheels?|packages?|stuff)\b|\bcuda instead of rocm\b",
+    r"\b(?:install|pull|download|replac|switch|reinstall|default|grab|pick|fetch|bring|brought|took|chose|choos)\w*"
+    r"\b[^.\n]{0,40}?\b(?:cuda|nvidia)[\s-]+(?:versions?|builds?|wheels?|packages?|stuff|variants?|torch|pytorch)\b"
+    # "it grabs Torch CUDA, Triton, etc.": the package before its flavour
+    r"|\b(?:grab|install|pull|download|fetch)\w*\s+(?:the\s+)?(?:py)?torch[\s-]+cuda\b"
+    # "it assumes CUDA by default", "CUDA torch instead of ROCm torch", "cuda instead of rocm"
+    r"|\bassum\w*\s+(?:cuda|nvidia)\b|\bcuda\b[^.\n]{0,30}?\binstead\s+of\b[^.\n]{0,20}?\b(?:rocm|amd|hip)\b",
     re.I,
 )
+# A program's CUDA requirements file installed on an AMD machine whose ROCm file the text names as well
+# ("-r requirements-cuda.txt" changed to "-r requirements-rocm.txt"): the requirements pinned the CUDA build of torch.
+REQUIREMENTS_CUDA = re.compile(r"\brequirements[-_]cuda\w*\.txt\b", re.I)
+# uv's resolver failing (its "No solution found when resolving dependencies"), pip's "ResolutionImpossible": where
+# the text installs torch from a ROCm wheel index, the ROCm build was not installed and what was there stays.
+RESOLVER_FAILED = re.compile(r"\bNo solution found when resolving dependencies\b|\bResolutionImpossible\b")
+ROCM_INDEX = re.compile(r"/whl/(?:nightly/|test/)?rocm[\d.]+", re.I)
 
 
 def _torch_builds(r: Reasoning) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
@@ -127,11 +138,18 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
 
 
 def _cuda_torch_told(r: Reasoning) -> str | None:
-    """Prose that says an install brought CUDA builds of torch, in a text about torch."""
-    if not contains(r.obs, "torch", lower=True):
-        return None
-    m = search_lines(PROSE_CUDA_TORCH, r.obs, "cuda", "nvidia")
-    return m.group(0) if m else None
+    """Prose that says an install brought CUDA builds of torch, in a text about torch; or a CUDA requirements file
+    beside its ROCm counterpart."""
+    if contains(r.obs, "torch", lower=True):
+        for line in dict.fromkeys(lines_with(r.obs, "cuda") + lines_with(r.obs, "nvidia")):
+            m = PROSE_CUDA_TORCH.search(line)
+            # "the docs say to not pick CUDA builds": a negation in the clause before it
+            if m and not _NEGATED.search(re.split(r"[.;!?]\s", line[: m.start()])[-1] + m.group(0)):
+                return m.group(0)
+    m = search_lines(REQUIREMENTS_CUDA, r.obs, "requirements")
+    if m and search_lines(re.compile(r"requirements[-_]rocm", re.I), r.obs, "requirements"):
+        return m.string.strip()[:160]
+    return None
 
 
 def _rocm_wheel_missing(r: Reasoning) -> str | None:
@@ -140,6 +158,11 @@ def _rocm_wheel_missing(r: Reasoning) -> str | None:
         m = PIP_NO_TORCH.search(line)
         if m and ("+rocm" in (m["versions"] or "").lower() or contains(r.obs, "/rocm", lower=True)):
             return line.strip()
+    failed = search_lines(RESOLVER_FAILED, r.obs, "no solution found", "resolutionimpossible")
+    if failed is not None and contains(r.obs, "torch", lower=True):
+        index = search_lines(ROCM_INDEX, r.obs, "/whl/")
+        if index is not None and index.string.find("torch") >= 0:
+            return f"{index.string.strip()[:100]} ... {failed.group(0)}"
     return None
 
 
@@ -180,7 +203,7 @@ def _rocm_torch_reinstalled(r: Reasoning) -> str | None:
 # Each alternative of PROSE_NO_ROCM_BUILD holds one of these words (a cue as common as "hip" would read every "chip").
 _NO_ROCM_BUILD_CUES = (
     "without", " support", "built with", "compiled with", "gpu offload", "cpu-only", "cpu only", " backend",
-    "now install", "ignored", "cuda-only", "cuda only",
+    "now install", "ignored", "cuda-only", "cuda only", "not enabled", "not built in", "not compiled in",
 )  # fmt: skip
 
 
@@ -239,7 +262,7 @@ def rule_no_rocm_build(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("userspace-no-rocm-build", "no-amd-gpu", "host-without-kfd"):
         return
-    if not (amd_gpu_named(r) or contains(obs, "rocm", lower=True)):
+    if not (amd_gpu_named(r) or contains(obs, "rocm", lower=True) or contains(obs, "hipblas", lower=True)):
         return  # a CUDA build on an NVIDIA machine is the right build
     shown = _no_rocm_build_shown(r)
     told = None if shown else _cuda_torch_told(r)
@@ -744,6 +767,12 @@ OPENCL_NO_PLATFORM = re.compile(
 )
 
 
+# clinfo's count of platforms above zero: an OpenCL runtime is installed and registered.
+PLATFORM_FOUND = re.compile(r"^\s*Number of platforms:?\s+[1-9]", re.M)
+# Root told apart from the user ("unless I run it as root", "works with sudo"): access is then in question.
+AS_ROOT = re.compile(r"\b(?:as|with|under|using)\s+(?:root|sudo)\b", re.I)
+
+
 def _kfd_open_to_user(r: Reasoning) -> str | None:
     """Where the text shows /dev/kfd open to the user who runs the program: readable and writable by others, or
     the user in its group. None where it does not show that."""
@@ -777,28 +806,61 @@ def _access_not_the_cause(r: Reasoning) -> str | None:
     return None
 
 
-def rule_opencl_no_platform(r: Reasoning) -> None:
-    """OpenCL's ICD loader finds no platform while /dev/kfd is open to the user: no vendor library loaded for that
-    user's environment (ROCm#1303: a stale OCL_ICD_VENDORS in .bashrc, so clinfo failed as the user and worked as
-    root). Where the text does not show the node open to the user, access may be the cause: left to its rules."""
-    if r.machine is not None or r.has(
-        "userspace-library-missing", "user-not-in-group", "device-permissions", "no-amd-gpu", "host-without-kfd"
-    ):
-        return
+def _opencl_no_platform(r: Reasoning) -> tuple[str, int] | None:
+    """The first line where OpenCL's ICD loader found no platform, and its line number."""
     said = search_lines(OPENCL_NO_PLATFORM, r.obs, "-1001", "platform_not_found", "number of platforms")
-    access = _access_not_the_cause(r) if said is not None else None
-    if said is None or access is None:
+    if said is not None:
+        return said.group(0).strip(), line_number(r.obs.lines, said.string)
+    formats = r.obs.saw("opencl-no-platform")  # ffmpeg's, John the Ripper's, darktable's wording
+    return (formats[0].text, formats[0].source.line) if formats else None
+
+
+def rule_opencl_no_platform(r: Reasoning) -> None:
+    """OpenCL's ICD loader finds no platform: no vendor library loaded. Where /dev/kfd is shown open to the user
+    (ROCm#1303: a stale OCL_ICD_VENDORS in .bashrc, so clinfo failed as the user and worked as root), access is not
+    the cause; where nothing shows access failing either, the likeliest cause is the runtime or the loader not
+    installed (ROCm 6.3 stopped shipping libOpenCL.so; Jellyfin 10.8 left the runtime to the user). A runtime that
+    lists the GPU before the failure speaks of another program; one after it is the fix."""
+    if r.machine is not None or r.has(
+        "userspace-library-missing", "user-not-in-group", "device-permissions", "no-amd-gpu", "host-without-kfd",
+        "device-node-missing", "rootless-gid-unmapped", "kfd-not-built", "module-not-loaded", "kfd-no-gpu-node",
+        "mac-policy-denies",
+    ):  # fmt: skip
         return
+    said = _opencl_no_platform(r)
+    if said is None:
+        return
+    text, at = said
+    if any(m.source.line < at for m in r.obs.saw("runtime-gpu")):
+        return
+    access = _access_not_the_cause(r)
+    if access is None and (
+        search_lines(PLATFORM_FOUND, r.obs, "number of platforms") or search_lines(AS_ROOT, r.obs, " root", " sudo")
+    ):
+        return  # a platform found under sudo, or root told apart: the runtime is there, and access may be what fails
+    if access is not None:
+        message = (
+            "OpenCL's ICD loader found no platform (-1001) although /dev/kfd is open to the user: no vendor library "
+            "loaded, because no .icd file names one where the loader looks, OCL_ICD_VENDORS points elsewhere, or the "
+            "library it names does not load; the GPU and KFD are not the cause"
+        )
+    else:
+        message = (
+            "OpenCL's ICD loader found no platform (-1001): no OpenCL runtime is installed and registered "
+            "(/etc/OpenCL/vendors/amdocl64*.icd), or the program loads no libOpenCL.so (ROCm 6.3 and later ship the "
+            "loader separately) or one that does not see ROCm's; nothing in the text shows the GPU or /dev/kfd "
+            "failing (ROCm's OpenCL also leaves its platform out when it can open no GPU: 'ls -l /dev/kfd' and 'id' "
+            "tell)"
+        )
     r.findings.append(
         Finding(
             "userspace-library-missing",
             W,
-            "OpenCL's ICD loader found no platform (-1001) although /dev/kfd is open to the user: no vendor library "
-            "loaded, because no .icd file names one where the loader looks, OCL_ICD_VENDORS points elsewhere, or the "
-            "library it names does not load; the GPU and KFD are not the cause",
-            "ls /etc/OpenCL/vendors (ROCm's amdocl64*.icd belongs there); compare 'env | grep -E "
-            '"OCL_ICD|LD_LIBRARY"\' as the user and as root, and unset what points elsewhere',
-            (f"the text: {said.group(0).strip()}", access),
+            message,
+            "install ROCm's OpenCL runtime (rocm-opencl-runtime, or the distribution's rocm-opencl-icd) and an ICD "
+            "loader (ocl-icd-libopencl1 / ocl-icd); ls /etc/OpenCL/vendors (ROCm's amdocl64*.icd belongs there); "
+            "compare 'env | grep -E \"OCL_ICD|LD_LIBRARY\"' as the user and as root, and unset what points elsewhere",
+            (f"the text: {text[:160]}",) + ((access,) if access else ()),
         )
     )
 

@@ -656,6 +656,70 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_USERMOD,
         "usermod: group 'render' does not exist",
     ),
+    # ROCm's OpenCL gives each device it enumerated a driver version of "<build> (HSA1.1,LC)" (ROCclr
+    # device/rocm/rocdevice.cpp: the HSA runtime and the LC compiler), which programs print beside the device:
+    # clinfo's "Driver version", hashcat's and BOINC's device lines ("OpenCL: AMD/ATI GPU 0: Device 66a1 (driver
+    # version 3186.0 (HSA1.1,LC), ..."). The ROCm OpenCL runtime enumerated a GPU: KFD added it.
+    AppFormat(
+        "rocm-opencl-driver",
+        "runtime-gpu",
+        "(HSA1.1,LC)",
+        rf"(?:GPU \d+: (?P<name>[^(]*?) \(driver version )?\d+\.\d+ \(HSA1\.1,LC\)(?:.*?\b(?P<gfx>{GFX})\b)?",
+        "ROCm's OpenCL runtime enumerated a GPU (its driver version names HSA): KFD added it",
+        "ROCm/clr rocclr/device/rocm/rocdevice.cpp (driverVersion_ '... (HSA1.1,LC)'); BOINC client/gpu_opencl.cpp",
+        "OpenCL: AMD/ATI GPU 0: Device 66a1 (driver version 3186.0 (HSA1.1,LC), device version OpenCL 2.0, 16368MB",
+    ),
+    # --- OpenCL: no platform at all ----------------------------------------------------------------------------
+    # The OpenCL ICD loader found no platform (CL_PLATFORM_NOT_FOUND_KHR, -1001): no OpenCL runtime is installed
+    # and registered (/etc/OpenCL/vendors/*.icd), or the loader itself is not the one the program opens. As
+    # ffmpeg (libavutil/hwcontext_opencl.c "Failed to get number of OpenCL platforms: %d."), John the Ripper
+    # (src/opencl_common.c), hashcat (backend.c "clGetPlatformIDs(): %s"), clinfo ("Number of platforms  0") and
+    # darktable (src/common/opencl.c "no working opencl library found") print it.
+    AppFormat(
+        "ffmpeg-opencl-no-platform",
+        "opencl-no-platform",
+        "OpenCL platforms: -1001",
+        r"Failed to get number of OpenCL platforms: -1001\b",
+        "the OpenCL ICD loader found no OpenCL platform (CL_PLATFORM_NOT_FOUND_KHR)",
+        "FFmpeg libavutil/hwcontext_opencl.c opencl_device_create",
+        "[AVHWDeviceContext @ 0x55d0c4a1e2c0] Failed to get number of OpenCL platforms: -1001.",
+    ),
+    AppFormat(
+        "john-opencl-no-platform",
+        "opencl-no-platform",
+        "No OpenCL-capable platforms",
+        r"No OpenCL-capable platforms were detected",
+        "the OpenCL ICD loader found no OpenCL platform",
+        "openwall/john src/opencl_common.c",
+        "Error: No OpenCL-capable platforms were detected by the installed OpenCL driver.",
+    ),
+    AppFormat(
+        "cl-platform-not-found",
+        "opencl-no-platform",
+        "CL_PLATFORM_NOT_FOUND_KHR",
+        r"\bclGetPlatformIDs\(\)?:?\s*CL_PLATFORM_NOT_FOUND_KHR\b",
+        "the OpenCL ICD loader found no OpenCL platform (clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR)",
+        "hashcat src/backend.c (event_log_error 'clGetPlatformIDs(): %s')",
+        "clGetPlatformIDs(): CL_PLATFORM_NOT_FOUND_KHR",
+    ),
+    AppFormat(
+        "clinfo-no-platform",
+        "opencl-no-platform",
+        "Number of platforms",
+        r"^\s*Number of platforms:?\s+0\s*$",
+        "clinfo: the OpenCL ICD loader found no OpenCL platform",
+        SRC_CLINFO,
+        "Number of platforms                               0",
+    ),
+    AppFormat(
+        "darktable-no-opencl-library",
+        "opencl-no-platform",
+        "no working opencl library found",
+        r"no working opencl library found",
+        "darktable found no OpenCL library (libOpenCL.so) to load",
+        "darktable-org/darktable src/common/opencl.c dt_opencl_init",
+        "[opencl_init] no working opencl library found. Continue with opencl disabled",
+    ),
     AppFormat(
         "clinfo-device",
         "runtime-gpu",
@@ -1197,6 +1261,8 @@ PROSE_NO_ROCM_BUILD = re.compile(
     r"|\b(?:rocm|hip|hipblas)\s+support\s+(?:is\s+|was\s+)?(?:not\s+(?:currently\s+|yet\s+)?"
     r"(?:available|enabled|included|built|compiled)|unavailable|disabled)\b"
     r"|\bnot\s+(?:been\s+)?(?:built|compiled)\s+with\s+(?:rocm|hip|hipblas)\b"
+    # "hipBLAS is not enabled", "HIP was not enabled in the build"
+    r"|\b(?:rocm|hip|hipblas)\s+(?:backend\s+)?(?:is|was|were|are)\s+not\s+(?:enabled|built\s+in|compiled\s+in)\b"
     r"|\bnot compiled with GPU offload support\b"
     # a build whose HIP switch the build system ignored (ggml renamed GGML_HIPBLAS to GGML_HIP; CMake drops an
     # unknown -D): "enables ROCm using the deprecated flag GGML_HIPBLAS ... The old name is silently ignored"
@@ -1259,7 +1325,9 @@ ROCM_LIBRARY = re.compile(
     r"\blib(?:amdhip64|hip_hcc|hiprtc|rocblas|rocsolver|rocsparse|rocfft|rocrand|hipblas(?:lt)?|hipsparse|hipfft|"
     r"hiprand|hipsolver|MIOpen|hsa-runtime64|hsakmt|rccl|roctracer64|roctx64|amd_comgr|rocm_smi64|amd_smi|"
     # HCC's C++ AMP runtime (libmcwamp, libhc_am), which ROCm 3.5 dropped with HCC
-    r"migraphx\w*|rocprofiler\w*|mcwamp|hc_am)\.so(?:\.(?P<major>\d+)[\d.]*)?"
+    r"migraphx\w*|rocprofiler\w*|mcwamp|hc_am|"
+    # the OpenCL runtime and the ICD loader ROCm shipped with it up to 6.2
+    r"amdocl64|OpenCL)\.so(?:\.(?P<major>\d+)[\d.]*)?"
 )
 LIBRARY_NOT_LOADED = re.compile(
     r"cannot open shared object file|Could not load dynamic library"
@@ -1267,12 +1335,15 @@ LIBRARY_NOT_LOADED = re.compile(
     r"|=>\s*not found\b"
     # told in words: "ollama will fail to find the librocm_smi64.so library", "it cannot find libhipblas.so.2"
     r"|\b(?:fail(?:s|ed)?\s+to|can(?:no|')t|could\s*n(?:o|')t|unable\s+to|does\s*n(?:o|')t)\s+(?:find|locate|load)\s+"
-    r"(?:the\s+)?[`'\"]?lib\w",
+    r"(?:the\s+)?[`'\"]?lib\w"
+    # "libOpenCL.so is no longer installed", "librocm_smi64.so is not installed": the file itself told absent
+    r"|\.so\b(?:\.[\d.]+)?[`'\"]?\s+(?:is|was|are|were)\s+(?:no\s+longer|not)\s+(?:installed|shipped|included|present)\b",
     re.I,
 )
 # The cues of LIBRARY_NOT_LOADED's alternatives, for the lines to search.
 LIBRARY_NOT_LOADED_CUES = (
     "cannot open shared object", "could not load dynamic library", " find ", " locate ", " load ", "=> not found",
+    " no longer ", " not installed", " not shipped", " not included", " not present",
 )  # fmt: skip
 # The loader finding a ROCm library without a symbol the program was built against: glibc's "symbol lookup error:
 # %s: undefined symbol: %s" and dlopen's "%s: undefined symbol: %s" (elf/dl-lookup.c), for a symbol of ROCm's API

@@ -290,3 +290,106 @@ def test_a_rebuild_with_hip_as_the_fix_is_a_build_without_rocm(told: str) -> Non
 )
 def test_a_hip_build_without_a_success_after_says_nothing(told: str) -> None:
     assert "userspace-no-rocm-build" not in codes(f"{told}\nGPU: Radeon RX 7600\n")
+
+
+# --- what batches 46 and 47 missed (written after their untuned score) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # ROCm's OpenCL device lines: BOINC's, clinfo's driver version
+        "OpenCL: AMD/ATI GPU 1: Device 7448 (driver version 3636.0 (HSA1.1,LC), device version OpenCL 2.0, 45000MB",
+        "  Driver version                                  3614.0 (HSA1.1,LC)",
+    ],
+)
+def test_rocm_opencl_driver_line_shows_kfd_ready(text: str) -> None:
+    assert "kfd-ready" in codes(text + "\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[AVHWDeviceContext @ 0x5600aa] Failed to get number of OpenCL platforms: -1001.",
+        "Error: No OpenCL-capable platforms were detected by the installed OpenCL driver.",
+        "clGetPlatformIDs(): CL_PLATFORM_NOT_FOUND_KHR",
+        "[opencl_init] no working opencl library found. Continue with opencl disabled",
+    ],
+)
+def test_opencl_without_a_platform_is_a_runtime_not_installed(line: str) -> None:
+    assert "userspace-library-missing" in codes(line + "\nGPU: Radeon RX 6600\n")
+
+
+def test_opencl_without_a_platform_beside_a_denied_node_is_access() -> None:
+    text = (
+        "clGetPlatformIDs(): CL_PLATFORM_NOT_FOUND_KHR\n$ ls -l /dev/kfd\ncrw-rw---- 1 root render 235, 0 /dev/kfd\n"
+        "$ id\nuid=1000(ann) gid=1000(ann) groups=1000(ann),27(sudo)\n"
+    )
+    found = codes(text)
+    assert "userspace-library-missing" not in found and "user-not-in-group" in found
+
+
+def test_opencl_listing_the_gpu_before_the_failure_speaks_of_another_program() -> None:
+    text = (
+        "  Driver version                                  3614.0 (HSA1.1,LC)\n"
+        "clGetPlatformIDs(): CL_PLATFORM_NOT_FOUND_KHR\n"
+    )
+    assert "userspace-library-missing" not in codes(text)
+
+
+def test_an_opencl_library_told_no_longer_installed_is_missing() -> None:
+    assert "userspace-library-missing" in codes("With ROCm 6.3 libOpenCL.so is no longer installed, Radeon RX 7600\n")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "the add-on grabs Torch CUDA and Triton instead, so the GPU sits idle (torch 2.1)",
+        "`foo install --amd` installs CUDA torch instead of ROCm torch",
+        "the launcher assumes CUDA by default when it installs torch",
+        "pip picks the newer CUDA wheels of torch from the default index",
+    ],
+)
+def test_an_install_told_to_take_the_cuda_torch_is_a_build_without_rocm(told: str) -> None:
+    assert "userspace-no-rocm-build" in codes(f"{told}\nGPU: Radeon RX 7800 XT\n")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "I use the CUDA torch on my other machine with an RTX 3090; here torch 2.4+rocm6.1 crashes",
+        "the docs say to not pick CUDA builds; I installed torch from the ROCm index",
+    ],
+)
+def test_cuda_named_beside_a_rocm_install_says_nothing(told: str) -> None:
+    assert "userspace-no-rocm-build" not in codes(f"{told}\nGPU: Radeon RX 7800 XT\n")
+
+
+def test_a_cuda_requirements_file_beside_its_rocm_one() -> None:
+    text = "requirements.txt says\n-r requirements-cuda.txt\nchanging it to -r requirements-rocm.txt works\nRadeon RX 7600\n"
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_a_cuda_requirements_file_alone_says_nothing() -> None:
+    assert "userspace-no-rocm-build" not in codes("pip install -r requirements-cuda.txt\nRTX 4090\n")
+
+
+def test_a_reinstall_from_the_rocm_index_that_cannot_resolve_leaves_the_cuda_build() -> None:
+    text = (
+        "[INFO] reinstalling torch from https://<index>/whl/rocm6.1\n"
+        "[INFO]   × No solution found when resolving dependencies:\n"
+    )
+    assert "userspace-no-rocm-build" in codes(text)
+
+
+def test_a_resolver_failure_without_a_rocm_index_says_nothing() -> None:
+    assert "userspace-no-rocm-build" not in codes(
+        "pip install torch\n  × No solution found when resolving dependencies:\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "told", ["hipBLAS is not enabled, even with the README's flags", "HIP was not enabled in the build"]
+)
+def test_hip_told_not_enabled_is_a_build_without_rocm(told: str) -> None:
+    assert "userspace-no-rocm-build" in codes(told + "\nGPU: Radeon RX 7600\n")
