@@ -477,9 +477,15 @@ def told_root_works(r: Reasoning) -> re.Match[str] | None:
     not running it with sudo" says how it ran, not that root succeeds)."""
     for line in dict.fromkeys(lines_with(r.obs, "root") + lines_with(r.obs, "sudo")):
         for m in ROOT_ONLY.finditer(line):
+            end = _SENTENCE_END.search(line, m.end())
+            if end is not None and end.group(0) == "?":
+                continue  # a request or a question ("could you run the following as root?")
             if not appformats.NEGATED.search(line[max(0, m.start() - 12) : m.start()]):
                 return m
     return None
+
+
+_SENTENCE_END = re.compile(r"[.!?]")
 
 
 def _root_only(r: Reasoning) -> str | None:
@@ -1842,7 +1848,7 @@ def rule_prose_atomics(r: Reasoning) -> None:
     obs = r.obs
     if r.machine is not None or r.has("pcie-atomics", "host-without-kfd"):
         return
-    said = search_lines(appformats.PROSE_ATOMICS, obs, "atomic") if _holds_lower(obs, "atomic") else None
+    said = _atomics_told(r) if _holds_lower(obs, "atomic") else None
     refused = _atomic_op_refused(r) if said is None else None
     shown = said or refused
     if shown is None:
@@ -1875,6 +1881,21 @@ def rule_prose_atomics(r: Reasoning) -> None:
     )
     # The no-GPU-node symptom is this; a VM's own adapter is not the machine's only GPU.
     r.findings[:] = [f for f in r.findings if f.code != "no-amd-gpu"]
+
+
+def _atomics_told(r: Reasoning) -> re.Match[str] | None:
+    """The first line that tells the PCIe path lacks atomics as a fact, not as a possibility (appformats.HEDGED in
+    the sentence before it)."""
+    for line in lines_with(r.obs, "atomic"):
+        m = appformats.PROSE_ATOMICS.search(line)
+        if m is None or _OTHER_ATOMICS.search(line[max(0, m.start() - 24) : m.end()]):
+            continue  # OpenCL's SVM ("cross-device") atomics, an API feature, not the PCIe path's AtomicOps
+        if not appformats.HEDGED.search(re.split(r"[.;!?](?:\s|$)", line[: m.start()])[-1]):
+            return m
+    return None
+
+
+_OTHER_ATOMICS = re.compile(r"\b(?:cross-device|svm|fine-grain\w*|opencl)\b", re.I)
 
 
 def _atomic_op_refused(r: Reasoning) -> re.Match[str] | None:

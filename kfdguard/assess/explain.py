@@ -137,9 +137,11 @@ def _unknown_device(s: _Seen) -> Cause | None:
     ev = s.having("kfd-did-missing", "kfd-probe-failed", "kfd-not-supported-asic", "kfd-gc-ip-unsupported")
     if not ev:
         return None
-    asic = s.asic
+    asic = s.asic or _gc_asic(s.having("kfd-gc-ip-unsupported"))
     if asic is not None and asic.kfd_since is None:
         return _never(s.label, asic, ev)
+    if asic is not None and _iommu_v2_gated(asic, s):
+        return _iommu_v2_unreachable(s, asic, ev)
     since = ""
     if asic and asic.kfd_since and asic.gfx:
         since = f"; KFD supports {asic.gfx} from Linux {asic.kfd_since[0]}.{asic.kfd_since[1]}"
@@ -150,6 +152,45 @@ def _unknown_device(s: _Seen) -> Cause | None:
         "boot a newer kernel (see 'kfdguard fallback status'), or install one from your distribution",
         _lines(ev),
         "kernel too old",
+    )
+
+
+def _gc_asic(events: list[LogEvent]) -> Asic | None:
+    """The chip a "GC IP %06x not supported in kfd" line names, where one chip of the tables has that GC version."""
+    from kfdguard import knowledge
+    from kfdguard.knowledge.logrules import decode_gc_ip
+
+    version = decode_gc_ip(events[0].value("ip") or "") if events else None
+    return next((a for a in knowledge.asics() if version and a.gc_ip == version and a.gfx), None)
+
+
+# Kernels print KFD's refusal by GC IP version ("GC IP 090100 not supported in kfd") from 5.17 on, when the GPU table
+# became a switch over IP versions: every such kernel knows the IOMMUv2 APUs (Raven from 4.19, Picasso from 5.0).
+_GC_IP_FORM_SINCE = (5, 17)
+
+
+def _iommu_v2_gated(asic: Asic, s: _Seen) -> bool:
+    """Whether KFD refused an APU that its kernel knows only behind IOMMUv2 (kfd_device.c's Raven case sits inside
+    #ifdef KFD_SUPPORT_IOMMU_V2, defined where IS_REACHABLE(CONFIG_AMD_IOMMU_V2), until 6.6 dropped IOMMUv2)."""
+    if asic.iommu_v2_until is None or asic.kfd_since is None or asic.kfd_since >= _GC_IP_FORM_SINCE:
+        return False
+    if not s.having("kfd-gc-ip-unsupported"):
+        return False
+    running = kernel_series(s.kernel) if s.kernel else None
+    return running is None or running < asic.iommu_v2_until
+
+
+def _iommu_v2_unreachable(s: _Seen, asic: Asic, ev: list[LogEvent]) -> Cause:
+    return Cause(
+        "iommu-required",
+        E,
+        f"KFD refused {s.label} ({asic.family}, {asic.gfx}), which this kernel knows only through IOMMUv2: KFD was "
+        "built without it (CONFIG_AMD_IOMMU_V2 off, or a module that a built-in amdgpu cannot reach), so the APU "
+        "gets no KFD node until Linux 6.6",
+        "build CONFIG_AMD_IOMMU_V2=y (or amdgpu as a module beside it), keep the IOMMU enabled, or use Linux 6.6 or "
+        "newer, where KFD no longer needs IOMMUv2",
+        _lines(ev),
+        "IOMMUv2 unreachable",
     )
 
 

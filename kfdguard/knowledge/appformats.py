@@ -142,6 +142,20 @@ FORMATS: tuple[AppFormat, ...] = (
         SRC_CLR_ERROR,
         "HIP error: invalid device function",
     ),
+    # PyTorch's scaled-dot-product attention on ROCm checks its flash and memory-efficient kernels' targets
+    # (aten/src/ATen/native/transformers/hip/sdp_utils.cpp check_*_arch: TORCH_WARN("Flash attention was not compiled
+    # for current AMD GPU architecture. Attempting to run on architecture ", arch)): AOTriton carries no code for it.
+    AppFormat(
+        "torch-sdpa-arch",
+        "no-code-object",
+        "was not compiled for current AMD GPU architecture",
+        rf"(?:Flash|Mem Efficient) attention was not compiled for current AMD GPU architecture\. Attempting to run on "
+        rf"architecture (?P<gfx>{GFX})",
+        "PyTorch's attention kernels (AOTriton) carry no code for this GPU's target",
+        "pytorch/pytorch aten/src/ATen/native/transformers/hip/sdp_utils.cpp (check_flash_attention_hardware_support)",
+        "UserWarning: Flash attention was not compiled for current AMD GPU architecture. Attempting to run on "
+        "architecture gfx1151 (Triggered internally at sdp_utils.cpp:861.)",
+    ),
     AppFormat(
         "hip-no-kernel-image",
         "no-code-object",
@@ -720,6 +734,19 @@ FORMATS: tuple[AppFormat, ...] = (
         "darktable-org/darktable src/common/opencl.c dt_opencl_init",
         "[opencl_init] no working opencl library found. Continue with opencl disabled",
     ),
+    # rocm_bandwidth_test lists the agents it found (RocmBandwidthTest.cpp: "Device: %d,  %s" with the agent's
+    # name; later versions add the PCI id and bus): a GPU among them is one ROCr enumerated through KFD. CPU agents
+    # are listed too, and an APU's CPU name holds "Radeon" ("AMD Ryzen 7 7840HS w/ Radeon 780M Graphics").
+    AppFormat(
+        "rocm-bandwidth-test-device",
+        "runtime-gpu",
+        "Device: ",
+        r"^\s*Device: \d+,\s+(?P<name>(?![^,]*\b(?:Ryzen|EPYC|Xeon|Core|Threadripper|Athlon|Processor|CPU)\b)"
+        r"[^,]*\b(?:Radeon|Instinct|Vega|gfx[0-9a-f]{3,4})\b[^,]*)",
+        "rocm_bandwidth_test found a GPU agent: the ROCm runtime enumerated it, so KFD added it",
+        "ROCm/rocm_bandwidth_test RocmBandwidthTest.cpp (PrintVersion/PrintTopology: 'Device: %d,  %s')",
+        "    Device: 1,  Vega 10 XTX [Radeon Vega Frontier Edition]",
+    ),
     AppFormat(
         "clinfo-device",
         "runtime-gpu",
@@ -938,7 +965,11 @@ ROCM_SMI_BANNER = "ROCm System Management Interface"
 ROCM_SMI_END = "End of ROCm SMI Log"
 # rocm-smi's per-device lines (rocm_smi.py printLog 'GPU[%s]\t\t: %s', printErrLog behind logging's "ERROR: ").
 ROCM_SMI_DEVICE = re.compile(r"^[\s>]*(?:ERROR:\s*)?GPU\[(?P<index>\d+)\]\s*:\s")
-ROCM_SMI_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\]|\d+(?:\.\d+)?\s*°?[cC])")
+# A GPU's row of the concise table: "0  [0x0b36 : 0x00]  45.0°C" (ROCm 5), "0  45.0c" (ROCm 4), and from ROCm 6
+# "Device Node IDs (DID, GUID)": "0       1     0x744a,   5599   N/A ..." (rocm_smi.py showAllConcise).
+ROCM_SMI_ROW = re.compile(
+    r"^\s*(?P<index>\d+)\s+(?:\[0x[0-9a-f]+ : 0x[0-9a-f]+\]|\d+(?:\.\d+)?\s*°?[cC]|\d+\s+0x[0-9a-f]{4},\s)"
+)
 
 # Environment variables that select GPUs: ROCr's filter applies first, then HIP's (and CUDA's, which
 # HIP honours) index into what ROCr left. ROCm docs: "GPU isolation techniques".
@@ -1208,6 +1239,11 @@ PROSE_FIXED = re.compile(
 # The cheap substrings one of PROSE_FIXED's tellings holds: the lines to search.
 FIXED_CUES = ("required", "fix", "solv", "resolv", "trick", "worked", "works now", "now it works", "success", "解决了")
 # A negation on the line of a telling: "didn't fix it", "not solved", "never worked", "no longer", 没有解决.
+# A claim told as a possibility or a capability, not as what was found ("the x4 lane could be PCIe Gen2 ... which
+# means it does not support PCIe Atomics", "maybe the riser doesn't pass atomics", "we can still do atomic operations
+# without PCIe atomics"): a modal word in the sentence before the claim. An answer's "I would guess that ..." stays a
+# finding: maintainers settle causes in those words.
+HEDGED = re.compile(r"\b(?:could|might|may|maybe|perhaps|possibly|if|whether|can(?!'t|not))\b", re.I)
 NEGATED = re.compile(r"\b(?:not|never|no longer)\b|n't\b|没有|未能", re.I)
 # KFD and WSL's /dev/dxg named together, as AMD explains why a program finds no GPU under WSL ("the GPU detection
 # utilizes the kfd device which ... is replaced with dxg inside WSL", "/dev/kfd doesn't exist, only /dev/dxg").

@@ -393,3 +393,67 @@ def test_a_resolver_failure_without_a_rocm_index_says_nothing() -> None:
 )
 def test_hip_told_not_enabled_is_a_build_without_rocm(told: str) -> None:
     assert "userspace-no-rocm-build" in codes(told + "\nGPU: Radeon RX 7600\n")
+
+
+# --- what batches 48 and 49 missed (written after their untuned score) ----------------------------------------------
+
+
+def test_rocm_bandwidth_test_listing_a_gpu_shows_kfd_ready() -> None:
+    text = "    RocmBandwidthTest Version: 2.6.0\n    Device: 0,  AMD EPYC 7302 16-Core Processor\n"
+    text += "    Device: 1,  AMD Instinct MI100,  GPU-1234,  c1:0.0\n"
+    assert "kfd-ready" in codes(text)
+
+
+def test_rocm_bandwidth_test_listing_only_an_apus_cpu_says_nothing() -> None:
+    text = "    Device: 0,  AMD Ryzen 7 7840HS w/ Radeon 780M Graphics\n"
+    assert "kfd-ready" not in codes(text)
+
+
+def test_rocm_smi_6_concise_rows_show_the_driver_drives_the_gpus() -> None:
+    text = (
+        "=========================================== ROCm System Management Interface ===========================\n"
+        "Device  Node  IDs              Temp    Power  Partitions          SCLK  MCLK  Fan  Perf  PwrCap  VRAM%  GPU%\n"
+        "0       1     0x73bf,   12345  41.0°C  9.0W   N/A, N/A, 0         0Mhz  96Mhz 0%   auto  203.0W  0%     0%\n"
+        "=========================================== End of ROCm SMI Log ========================================\n"
+    )
+    assert "gpu-driver-ready" in codes(text)
+
+
+def test_attention_kernels_without_the_gpus_target_are_code_missing() -> None:
+    text = (
+        "UserWarning: Mem Efficient attention was not compiled for current AMD GPU architecture. Attempting to run on "
+        "architecture gfx1150 (Triggered internally at /pytorch/aten/src/ATen/native/transformers/hip/sdp_utils.cpp)\n"
+    )
+    assert "userspace-target-unsupported" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "Your slot could be a chipset lane, which means it does not support PCIe atomics.",
+        "OpenCL 2.0 coarse-grained SVM: cross-device atomics are not supported.",
+        "We can still run compute kernels without PCIe atomics on gfx9.",
+    ],
+)
+def test_atomics_told_as_a_possibility_or_of_opencl_say_nothing(told: str) -> None:
+    assert "pcie-atomics" not in codes(told + "\nGPU: Radeon RX 570\n")
+
+
+def test_atomics_told_as_found_stay_a_cause() -> None:
+    assert "pcie-atomics" in codes("The riser does not support PCIe atomics.\nGPU: Radeon RX 570\n")
+
+
+def test_a_request_to_run_as_root_is_not_root_succeeding() -> None:
+    text = "Could you also run the following as root?: `cat /sys/class/drm/card1/device/current_link_speed`\n"
+    text += "Device: 1,  Vega 10 XTX [Radeon Vega Frontier Edition]\n"
+    assert "user-not-in-group" not in codes(text)
+
+
+def test_raven_refused_by_gc_ip_is_iommu_v2_unreachable() -> None:
+    text = "[    3.2] kfd kfd: amdgpu: GC IP 090100 not supported in kfd\n"
+    found = codes(text)
+    assert "iommu-required" in found and "kernel-too-old" not in found
+
+
+def test_a_gc_ip_refusal_of_a_newer_chip_stays_kernel_too_old() -> None:
+    assert "kernel-too-old" in codes("[    3.2] kfd kfd: amdgpu: GC IP 0b0501 not supported in kfd\n")
