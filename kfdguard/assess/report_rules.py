@@ -468,9 +468,14 @@ def _kfd_told_absent(r: Reasoning) -> re.Match[str] | None:
         lowered = line.lower()
         if any(w in lowered for w in _ABSENT_CUES):
             m = KFD_NOT_PRESENT.search(line)
-            if m:
+            if m and not _EXAMPLES.search(line):
                 return m
     return None
+
+
+# A list of examples ("(CUDA-built torch on AMD host, missing /dev/kfd for ROCm, MPS on non-Apple, etc.)"): what
+# could go wrong, not what did.
+_EXAMPLES = re.compile(r"\betc\b|\be\.g\.|\bsuch as\b", re.I)
 
 
 def kfd_told_absent_in_container(r: Reasoning) -> re.Match[str] | None:

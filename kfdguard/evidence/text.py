@@ -905,10 +905,15 @@ def _undiffed(text: str, lines: list[str]) -> list[str]:
     return [line[1:] if line[:1] == "+" and line[:3] != "+++" else line for line in lines]
 
 
+# What only quoted-printable writes: "=3D" for "=", "=20" or "=09" for a blank before a line's end, and the bytes
+# of a non-ASCII character ("=C5=9F"); a plain text's "=" is followed by a value ("VERSION=10.3.0"), rarely by these.
+_QP_ESCAPE = re.compile(r"=(?:3D|20|09|[89A-F][0-9A-F])")
+
+
 def _quoted_printable(text: str) -> str:
     """A mail body pasted as sent, quoted-printable (RFC 2045: "=3D" for "=", a line cut with "=" at its end,
-    "failed w=" / "ith error -2"), decoded by the standard library's quopri. Taken for one only where both the
-    encoded "=" and a soft break appear: a plain text holds "=3D" almost never."""
+    "failed w=" / "ith error -2"), decoded by the standard library's quopri. Taken for one only where both an escape
+    only that encoding writes (_QP_ESCAPE) and a soft break appear."""
     import quopri
 
     return quopri.decodestring(text.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
@@ -920,7 +925,7 @@ def _paste(text: str) -> Observations:
     obs = Observations()
     if "\r" in text:  # a search in C; each replace copies the whole paste
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "=3D" in text and "=\n" in text:
+    if "=\n" in text and _QP_ESCAPE.search(text):
         text = _quoted_printable(text)
     obs.lines = _undiffed(text, _uncoded(text, _unquoted(text, text.split("\n"))))
     if "torch" in text:

@@ -1361,7 +1361,9 @@ ROCM_LIBRARY = re.compile(
     r"\blib(?:amdhip64|hip_hcc|hiprtc|rocblas|rocsolver|rocsparse|rocfft|rocrand|hipblas(?:lt)?|hipsparse|hipfft|"
     r"hiprand|hipsolver|MIOpen|hsa-runtime64|hsakmt|rccl|roctracer64|roctx64|amd_comgr|rocm_smi64|amd_smi|"
     # HCC's C++ AMP runtime (libmcwamp, libhc_am), which ROCm 3.5 dropped with HCC
-    r"migraphx\w*|rocprofiler\w*|mcwamp|hc_am|"
+    r"migraphx\w*|rocprofiler[\w-]*|mcwamp|hc_am|"
+    # ROCm on WSL's DXG bridge (librocdxg, ROCm 7.2 and later)
+    r"rocdxg|"
     # the OpenCL runtime and the ICD loader ROCm shipped with it up to 6.2
     r"amdocl64|OpenCL)\.so(?:\.(?P<major>\d+)[\d.]*)?"
 )

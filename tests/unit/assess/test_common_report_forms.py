@@ -457,3 +457,46 @@ def test_raven_refused_by_gc_ip_is_iommu_v2_unreachable() -> None:
 
 def test_a_gc_ip_refusal_of_a_newer_chip_stays_kernel_too_old() -> None:
     assert "kernel-too-old" in codes("[    3.2] kfd kfd: amdgpu: GC IP 0b0501 not supported in kfd\n")
+
+
+# --- what batches 50 and 51 missed (written after their untuned score) ----------------------------------------------
+
+
+def test_a_quoted_printable_mail_without_an_encoded_equals_sign_is_decoded() -> None:
+    text = (
+        "Gr=C3=BC=C3=9Fe, here is the log:\n"
+        "[    4.1] amdgpu 0000:03:00.0: Direct firmware load for amdgpu/polaris11_mc.b=\n"
+        "in failed with error -2\n"
+    )
+    assert "amdgpu/polaris11_mc.bin" in diagnose_text(text).findings[0].message
+
+
+def test_a_value_after_an_equals_sign_is_not_quoted_printable() -> None:
+    text = "export HSA_OVERRIDE_GFX_VERSION=10.3.0 and FOO=\nbar\nrocminfo shows gfx1031\n"
+    from kfdguard.evidence.text import read_text
+
+    assert read_text(text).value("gfx-override") == "10.3.0"  # "=10" left as it is, not decoded to a byte
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "clinfo: error while loading shared libraries: librocprofiler-register.so.0: cannot open shared object file: "
+        "No such file or directory",
+        "Cannot load librocdxg.so, failed:librocdxg.so: cannot open shared object file: No such file or directory",
+    ],
+)
+def test_newer_rocm_libraries_not_loaded(line: str) -> None:
+    assert "userspace-library-missing" in codes(line + "\n")
+
+
+def test_kfd_missing_in_a_list_of_examples_is_not_told_absent() -> None:
+    text = (
+        "docker compose up: on failure (CUDA torch on an AMD host, missing /dev/kfd for ROCm, etc.) it falls back to "
+        "the CPU\n"
+    )
+    assert "device-node-missing" not in codes(text)
+
+
+def test_kfd_missing_told_of_the_container_stays() -> None:
+    assert "device-node-missing" in codes("Inside the docker container /dev/kfd is missing.\nGPU: Radeon RX 6800\n")
