@@ -648,13 +648,16 @@ def rule_userspace(r: Reasoning) -> None:
 
         r.findings.extend(assess_installed(r.machine.facts).findings)
         return
+    from kfdguard.assess.versions import carried_in, rocm_versions_shown
+
+    shown = rocm_versions_shown(r) if r.amd else []
     seen = set()
     for t in r.amd:
         asic = t.asic
         if asic is None or asic.rocm_prebuilt or asic.gfx is None or asic.kfd_since is None:
             continue
-        if (asic.gfx, t.gpu.slot) in seen:
-            continue
+        if (asic.gfx, t.gpu.slot) in seen or carried_in(asic.gfx, shown):
+            continue  # the ROCm release the text shows carries the target (gfx803 in ROCm 2.x), whatever today's
         seen.add((asic.gfx, t.gpu.slot))
         workaround = remedies.override_workaround(asic.gfx)
         r.findings.append(

@@ -1273,7 +1273,9 @@ RUNTIME_COUNT_TOLD = re.compile(
     r"(?:reports?|returns?|lists?|finds?|detects?|sees?|shows?|enumerates?)\s+(?:the\s+)?(?:correct\s+)?"
     r"(?:[`*]*(?P<count>[1-9]\d?)[`*]*\s+(?:amd\s+)?(?:gpus?|devices?|agents?)\b"
     # "rocminfo correctly enumerates the GPU", "rocminfo sees the device fine": the GPU, not a count
-    r"|(?<=the\s)(?:amd\s+)?(?:gpu|card|device|igpu|dgpu)\b)",
+    r"|(?<=the\s)(?:amd\s+)?(?:gpu|card|device|igpu|dgpu)\b)"
+    # "`rocminfo` shows `ROCk module is loaded`, GPU is shown as Agent 2": the GPU as one of its agents
+    r"|\b(?:gpu|card|igpu|dgpu)\s+(?:is\s+)?(?:shown|listed)\s+as\s+(?:an?\s+)?agent\b",
     re.I,
 )
 # TensorFlow's and XLA's ROCm configure step (third_party/gpus/rocm_configure.bzl _find_libs: auto_configure_fail(

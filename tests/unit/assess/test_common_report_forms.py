@@ -500,3 +500,17 @@ def test_kfd_missing_in_a_list_of_examples_is_not_told_absent() -> None:
 
 def test_kfd_missing_told_of_the_container_stays() -> None:
     assert "device-node-missing" in codes("Inside the docker container /dev/kfd is missing.\nGPU: Radeon RX 6800\n")
+
+
+# --- what batches 52 and 53 missed (written after their untuned score) ----------------------------------------------
+
+_POLARIS_LOG = "[    2.1] kfd kfd: added device 1002:67df\n"
+
+
+def test_todays_missing_code_is_not_claimed_of_a_release_that_carried_it() -> None:
+    assert "userspace-target-unsupported" in codes(_POLARIS_LOG)  # today's ROCm has no gfx803 code
+    assert "userspace-target-unsupported" not in codes(_POLARIS_LOG + "ROCm version: 3.5.1\n")
+
+
+def test_a_gpu_told_shown_as_a_rocminfo_agent_is_kfd_ready() -> None:
+    assert "kfd-ready" in codes("`rocminfo` shows `ROCk module is loaded`, GPU is shown as Agent 2.\n")
