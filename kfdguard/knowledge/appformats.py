@@ -156,6 +156,17 @@ FORMATS: tuple[AppFormat, ...] = (
         "UserWarning: Flash attention was not compiled for current AMD GPU architecture. Attempting to run on "
         "architecture gfx1151 (Triggered internally at sdp_utils.cpp:861.)",
     ),
+    # HCC's runtime (ROCm 1.x-3.x, lib/mcwamp.cpp) finding no code object for the GPU in a program's fat binary:
+    # "HCC RUNTIME ERROR: Fail to find compatible kernel at file:mcwamp.cpp line:346".
+    AppFormat(
+        "hcc-no-compatible-kernel",
+        "no-code-object",
+        "Fail to find compatible kernel",
+        r"HCC RUNTIME ERROR: Fail to find compatible kernel\b",
+        "HCC's runtime found no code object for this GPU's target in the program",
+        "ROCm-Developer-Tools/hcc lib/mcwamp.cpp (LoadInMemoryProgram: 'Fail to find compatible kernel')",
+        "HCC RUNTIME ERROR: Fail to find compatible kernel at file:mcwamp.cpp line:346",
+    ),
     AppFormat(
         "hip-no-kernel-image",
         "no-code-object",
@@ -441,6 +452,20 @@ FORMATS: tuple[AppFormat, ...] = (
         "PyTorch's ROCm build names the AMD GPU it uses: the ROCm runtime enumerated it, so KFD added it",
         "pytorch/pytorch torch/cuda/__init__.py get_device_name (get_device_properties(device).name)",
         "torch.cuda.get_device_name(0) -> 'AMD Radeon RX 7900 XTX'",
+    ),
+    # PyTorch's caching allocator running out of a GPU's memory names the device and its capacity
+    # (c10/cuda/CUDACachingAllocator.cpp, hipified: "HIP out of memory. Tried to allocate %s. GPU %d has a total
+    # capacity of %s ..."; before 2.1 "(GPU %d; %s total capacity; ..."): HIP opened that GPU, so KFD added it.
+    AppFormat(
+        "torch-hip-oom",
+        "runtime-gpu",
+        "HIP out of memory",
+        r"HIP out of memory\. Tried to allocate [^.(]*(?:\.\d+ \w+)?\.? ?"
+        r"(?:\(GPU (?P<index>\d+);|GPU (?P<index2>\d+) has a total capacity)",
+        "PyTorch's ROCm build ran out of a GPU's memory: HIP opened the GPU, so KFD added it",
+        "pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (hipified for ROCm: 'HIP out of memory')",
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 63.98 "
+        "GiB of which 3.36 GiB is free.",
     ),
     # TensorFlow's BaseGPUDeviceFactory logs each device it creates: "Created device %s with %d MB memory:  -> %s",
     # the description "device: %d, name: %s, pci bus id: %s" (ROCm builds too). An AMD name there is a GPU the

@@ -514,3 +514,31 @@ def test_todays_missing_code_is_not_claimed_of_a_release_that_carried_it() -> No
 
 def test_a_gpu_told_shown_as_a_rocminfo_agent_is_kfd_ready() -> None:
     assert "kfd-ready" in codes("`rocminfo` shows `ROCk module is loaded`, GPU is shown as Agent 2.\n")
+
+
+# --- what batches 54 and 55 missed (written after their untuned score) ----------------------------------------------
+
+
+def test_hcc_finding_no_compatible_kernel_is_code_missing() -> None:
+    text = "HCC RUNTIME ERROR: Fail to find compatible kernel at file:mcwamp.cpp line:346\nGPU: Radeon R9 290\n"
+    assert "userspace-target-unsupported" in codes(text)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.50 GiB. GPU 1 has a total capacity of 23.98 "
+        "GiB of which 120.00 MiB is free.",
+        "RuntimeError: HIP out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.98 GiB total capacity; 7.60 GiB "
+        "already allocated)",
+    ],
+)
+def test_hip_running_out_of_a_gpus_memory_shows_kfd_ready(line: str) -> None:
+    assert "kfd-ready" in codes(line + "\n")
+
+
+def test_cuda_running_out_of_memory_is_not_hip() -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 24 GiB"
+    )
+    assert "kfd-ready" not in codes(text + "\n")
