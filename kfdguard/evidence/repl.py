@@ -21,6 +21,8 @@ paste's quote markers are removed before this runs, and ">>>" is read as one.
 from __future__ import annotations
 
 import re
+from itertools import compress, count, repeat
+from operator import contains
 
 # An expression alone on a line (the interactive prompt's), or a print() of one or more: "torch.__version__",
 # "torch.cuda.get_device_name(0)", "print(torch.version.hip)". IPython's "In [3]: " prompt may stand before it.
@@ -37,7 +39,9 @@ def _expressions(line: str) -> list[str]:
     """The expressions about torch that this line asks Python for, in the order Python prints their values."""
     if "torch" not in line:
         return []
-    printed = _PRINT.search(line)
+    printed = _PRINT.search(line) if "print(" in line else None
+    if printed is None and " " in line.strip() and "In [" not in line:
+        return []  # a traceback's "at torch/cuda/__init__.py line 3": an expression alone has no blank
     if printed is not None:
         found = [a.strip() for a in _ARGUMENT.findall(printed["args"])]
     else:
@@ -61,16 +65,20 @@ def _values(answer: str, count: int) -> list[str] | None:
 
 
 def joined_answers(lines: list[str]) -> list[str]:
-    """The lines with each answer to an expression about torch written as ``expr -> value`` (see the module)."""
-    if not any("torch" in line for line in lines):
-        return lines
-    out = list(lines)
-    for number in range(len(out) - 1):
+    """The lines with each answer to an expression about torch written as ``expr -> value`` (see the module).
+    Only the lines that hold "torch" are looked at, picked by a filter in C (a long paste has few)."""
+    out = lines  # copied at the first answer joined: most pastes have none
+    last = len(lines) - 1
+    for number in compress(count(), map(contains, lines, repeat("torch"))):
+        if number >= last:
+            break
         expressions = _expressions(out[number])
         if not expressions:
             continue
         answer = out[number + 1]
         values = None if _expressions(answer) else _values(answer, len(expressions))
         if values is not None:
+            if out is lines:
+                out = list(lines)
             out[number + 1] = "; ".join(f"{e} -> {v}" for e, v in zip(expressions, values, strict=True))
     return out
