@@ -157,11 +157,17 @@ def _unknown_device(s: _Seen) -> Cause | None:
 
 def _gc_asic(events: list[LogEvent]) -> Asic | None:
     """The chip a "GC IP %06x not supported in kfd" line names, where one chip of the tables has that GC version."""
-    from kfdguard import knowledge
     from kfdguard.knowledge.logrules import decode_gc_ip
 
     version = decode_gc_ip(events[0].value("ip") or "") if events else None
-    return next((a for a in knowledge.asics() if version and a.gc_ip == version and a.gfx), None)
+    return _asic_of_gc(version) if version else None
+
+
+def _asic_of_gc(version: str) -> Asic | None:
+    """The chip of the tables whose GC IP version this is ("9.1.0"), with a gfx target."""
+    from kfdguard import knowledge
+
+    return next((a for a in knowledge.asics() if a.gc_ip == version and a.gfx), None)
 
 
 # Kernels print KFD's refusal by GC IP version ("GC IP 090100 not supported in kfd") from 5.17 on, when the GPU table
@@ -202,14 +208,13 @@ def _ip_unknown(s: _Seen) -> Cause | None:
     ev = s.having("amdgpu-ip-unknown")
     if not ev:
         return None
-    from kfdguard import knowledge
     from kfdguard.knowledge.logrules import decode_gc_ip
 
     hwip = (ev[0].value("hwip") or "").removesuffix("_HWIP")
     version = decode_gc_ip(ev[0].value("ip") or "")
     asic = s.asic
     if asic is None and hwip == "GC" and version:
-        asic = next((a for a in knowledge.asics() if a.gc_ip == version and a.gfx), None)
+        asic = _asic_of_gc(version)
     what = f"{hwip or 'an'} IP {version}" if version else "an IP block"
     gfx = f" ({asic.gfx})" if hwip == "GC" and asic and asic.gfx else ""
     since = ""

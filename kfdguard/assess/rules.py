@@ -640,18 +640,14 @@ def rule_claims(r: Reasoning) -> None:
             )
 
 
-def _rocm_releases_shown(r: Reasoning) -> list[tuple[tuple[int, int], str]]:
-    """The ROCm releases a text shows (assess/versions). Imported here, for texts only: the versions module
-    compiles the message formats, which the boot pass does without (text_only says why)."""
-    from kfdguard.assess.versions import rocm_versions_shown
+def _carried_by_releases_shown(r: Reasoning, targets: set[str]) -> set[str]:
+    """Of these targets, those whose code the ROCm releases a text shows carry (assess/versions). Imported here, for
+    texts only: the versions module compiles the message formats, which the boot pass does without (text_only says
+    why)."""
+    from kfdguard.assess.versions import carried_in, rocm_versions_shown
 
-    return rocm_versions_shown(r)
-
-
-def _carried_in(gfx: str, shown: list[tuple[tuple[int, int], str]]) -> bool | None:
-    from kfdguard.assess.versions import carried_in
-
-    return carried_in(gfx, shown)
+    shown = rocm_versions_shown(r)
+    return {gfx for gfx in targets if shown and carried_in(gfx, shown)}
 
 
 def rule_userspace(r: Reasoning) -> None:
@@ -662,13 +658,14 @@ def rule_userspace(r: Reasoning) -> None:
 
         r.findings.extend(assess_installed(r.machine.facts).findings)
         return
-    shown = _rocm_releases_shown(r) if r.machine is None and r.amd else []
+    targets = {t.asic.gfx for t in r.amd if t.asic is not None and t.asic.gfx and not t.asic.rocm_prebuilt}
+    carried = _carried_by_releases_shown(r, targets) if r.machine is None and targets else set()
     seen = set()
     for t in r.amd:
         asic = t.asic
         if asic is None or asic.rocm_prebuilt or asic.gfx is None or asic.kfd_since is None:
             continue
-        if (asic.gfx, t.gpu.slot) in seen or (shown and _carried_in(asic.gfx, shown)):
+        if (asic.gfx, t.gpu.slot) in seen or asic.gfx in carried:
             continue  # the ROCm release the text shows carries the target (gfx803 in ROCm 2.x), whatever today's
         seen.add((asic.gfx, t.gpu.slot))
         workaround = remedies.override_workaround(asic.gfx)

@@ -137,6 +137,11 @@ def _no_rocm_build_shown(r: Reasoning) -> list[str]:
     return [line for _, line in sorted(shown)][:2]
 
 
+def _clause_before(line: str, at: int) -> str:
+    """The part of the line's sentence before ``at``: a negation in an earlier sentence is not this one's."""
+    return re.split(r"[.;!?]\s", line[:at])[-1]
+
+
 def _cuda_torch_told(r: Reasoning) -> str | None:
     """Prose that says an install brought CUDA builds of torch, in a text about torch; or a CUDA requirements file
     beside its ROCm counterpart."""
@@ -144,7 +149,7 @@ def _cuda_torch_told(r: Reasoning) -> str | None:
         for line in dict.fromkeys(lines_with(r.obs, "cuda") + lines_with(r.obs, "nvidia")):
             m = PROSE_CUDA_TORCH.search(line)
             # "the docs say to not pick CUDA builds": a negation in the clause before it
-            if m and not _NEGATED.search(re.split(r"[.;!?]\s", line[: m.start()])[-1] + m.group(0)):
+            if m and not _NEGATED.search(_clause_before(line, m.start()) + m.group(0)):
                 return m.group(0)
     m = search_lines(REQUIREMENTS_CUDA, r.obs, "requirements")
     if m and search_lines(re.compile(r"requirements[-_]rocm", re.I), r.obs, "requirements"):
@@ -175,9 +180,8 @@ def _hip_switch_rebuilt(r: Reasoning) -> str | None:
             m = appformats.HIP_SWITCH_REBUILT.search(line)
             if m is None:
                 continue
-            clause = re.split(r"[.;!?]\s", line[: m.start()])[-1]  # "... is not used. Rebuilt with ...": its own
-            if _NEGATED.search(clause):
-                continue
+            if _NEGATED.search(_clause_before(line, m.start())):
+                continue  # "... is not used. Rebuilt with ...": only its own sentence counts
             end = text.find(line) + m.end()
             if appformats.GPU_WORKS_AFTER.search(text, end, end + 600):
                 return m.group(0)
